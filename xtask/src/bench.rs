@@ -1,0 +1,186 @@
+//! Benchmark suites of `./x bench`.
+//!
+//! Every figure is printed as one line,
+//! `bench <suite>.<name> <median> <unit> [key=value ...]`, with units `ns`,
+//! `cycles`, `ops/s`, `MB/s` or `x` (see [`crate::parse::parse_bench_line`]).
+//! Guest figures are measured by the guest itself (TSC, many iterations,
+//! median of repetitions) and relayed unchanged; with `--icount` QEMU runs
+//! with `-icount shift=0` and each relayed line gets a trailing `icount=1`.
+//!
+//! Adding a suite is one entry in [`SUITES`] and one function.
+
+use std::{
+    io::{BufRead, BufReader},
+    path::PathBuf,
+    process::Stdio,
+    time::Duration,
+};
+
+use crate::{
+    parse::{self, GuestExit},
+    qemu::{Accel, BootConfig, Guest},
+    scenarios::{print_log, save_log},
+    toolchain::{self, Profile},
+    Result,
+};
+
+/// Boots measured by `boot.to_shell`.
+const BOOT_RUNS: usize = 5;
+
+/// One benchmark suite.
+pub struct Suite {
+    /// Name on the command line and prefix of its figures.
+    pub name: &'static str,
+    /// One line for `./x help bench`.
+    pub about: &'static str,
+    /// Runs the suite, printing its `bench` lines.
+    pub run: fn(&mut BenchContext) -> Result<()>,
+}
+
+/// Every suite, in the order `./x bench` runs them.
+pub const SUITES: &[Suite] = &[
+    Suite {
+        name: "boot",
+        about: "time to shell prompt (host clock), direct and indirect call in the guest",
+        run: boot,
+    },
+    Suite {
+        name: "dispatch",
+        about: "event dispatcher on the host (benches/dispatch)",
+        run: dispatch,
+    },
+];
+
+/// Options and lazily built artifacts shared by the suites of one run.
+pub struct BenchContext {
+    /// Kernel profile.
+    pub profile: Profile,
+    /// Accelerator.
+    pub accel: Accel,
+    /// Whether QEMU runs with `-icount shift=0`.
+    pub is_icount: bool,
+    /// Wall-clock deadline of each QEMU run.
+    pub timeout: Duration,
+    kernel: Option<PathBuf>,
+}
+
+impl BenchContext {
+    /// A context whose kernel is built on first use.
+    pub fn new(profile: Profile, accel: Accel, is_icount: bool, timeout: Duration) -> Self {
+        Self {
+            profile,
+            accel,
+            is_icount,
+            timeout,
+            kernel: None,
+        }
+    }
+
+    /// The kernel ELF, built the first time a suite needs it.
+    pub fn kernel(&mut self) -> Result<PathBuf> {
+        if let Some(kernel) = &self.kernel {
+            return Ok(kernel.clone());
+        }
+        let kernel = toolchain::build_kernel(self.profile)?;
+        self.kernel = Some(kernel.clone());
+        Ok(kernel)
+    }
+
+    fn boot_config(&mut self, mode: &str) -> Result<BootConfig> {
+        let mut config = BootConfig::new(&self.kernel()?, mode, self.accel);
+        config.is_icount = self.is_icount;
+        Ok(config)
+    }
+
+    /// Appends the `icount=1` tag to a guest-measured line when it applies.
+    fn tag(&self, line: &str) -> String {
+        if self.is_icount {
+            format!("{line} icount=1")
+        } else {
+            line.to_string()
+        }
+    }
+}
+
+/// Finds a suite by name.
+pub fn find_suite(name: &str) -> Option<&'static Suite> {
+    SUITES.iter().find(|suite| suite.name == name)
+}
+
+/// `boot`: host time to the first shell prompt (median of
+/// [`BOOT_RUNS`] boots), then the guest's own `spindle.mode=bench` figures.
+fn boot(context: &mut BenchContext) -> Result<()> {
+    let config = context.boot_config("shell")?;
+    let mut times_ns = Vec::with_capacity(BOOT_RUNS);
+    for run in 0..BOOT_RUNS {
+        let mut guest = Guest::boot(&config, context.timeout)?;
+        match guest.wait_for_prompt() {
+            Ok(elapsed) => times_ns.push(elapsed.as_nanos()),
+            Err(error) => {
+                guest.kill();
+                let name = format!("bench-boot-to-shell-{run}");
+                print_log(
+                    &name,
+                    &guest.full_log(),
+                    save_log(&name, &guest.full_log()).as_deref(),
+                );
+                return Err(error);
+            }
+        }
+    }
+    times_ns.sort_unstable();
+    let line = parse::format_bench_line(
+        "boot.to_shell",
+        times_ns[times_ns.len() / 2],
+        "ns",
+        &[
+            ("runs", BOOT_RUNS.to_string()),
+            ("min", times_ns[0].to_string()),
+            ("max", times_ns[times_ns.len() - 1].to_string()),
+        ],
+    );
+    println!("{}", context.tag(&line));
+
+    let config = context.boot_config("bench")?;
+    let mut guest = Guest::boot(&config, context.timeout)?;
+    let exit = guest.wait_exit(None)?;
+    let log = guest.full_log();
+    save_log("bench-boot", &log);
+    let mut figures = 0;
+    for line in log.lines().filter(|line| line.starts_with("bench ")) {
+        if let Err(problem) = parse::parse_bench_line(line) {
+            eprintln!("x: warning: malformed bench line from the guest ({problem}): {line}");
+        }
+        println!("{}", context.tag(line));
+        figures += 1;
+    }
+    if exit != GuestExit::Success || figures == 0 {
+        print_log("bench-boot", &log, None);
+        return Err(format!("spindle.mode=bench: {figures} figures, {exit}").into());
+    }
+    Ok(())
+}
+
+/// `dispatch`: runs the host benchmark crate `bench-dispatch` and relays
+/// its output.
+fn dispatch(_context: &mut BenchContext) -> Result<()> {
+    let mut child = toolchain::cargo("target")
+        .args(["run", "-q", "--release", "-p", "bench-dispatch"])
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let stdout = child.stdout.take().ok_or("no stdout pipe")?;
+    for line in BufReader::new(stdout).lines() {
+        let line = line?;
+        if line.starts_with("bench ") {
+            if let Err(problem) = parse::parse_bench_line(&line) {
+                eprintln!("x: warning: malformed bench line ({problem}): {line}");
+            }
+        }
+        println!("{line}");
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        return Err(format!("bench-dispatch failed ({status})").into());
+    }
+    Ok(())
+}

@@ -1,0 +1,408 @@
+//! `xtask`: the host tool behind `./x`, Spindle's one front door.
+//!
+//! `./x` installs the toolchain when it is missing, then runs this program
+//! with its arguments. Subcommands (each one's doc comment, below in
+//! [`COMMANDS`], is its help):
+//! - `build`: builds the kernel ([`toolchain`]);
+//! - `run`: boots it in QEMU on the terminal ([`qemu`]);
+//! - `test`: host unit tests, then the QEMU scenarios ([`scenarios`]);
+//! - `bench`: benchmark suites ([`bench`]);
+//! - `help`: lists the subcommands.
+//!
+//! CI runs `./x test`, the same command a developer runs. The guest's output
+//! is parsed by [`parse`], which is unit-tested on the host.
+
+use std::{
+    env,
+    path::{Path, PathBuf},
+    process::ExitCode,
+    time::Instant,
+};
+
+mod bench;
+mod parse;
+mod qemu;
+mod scenarios;
+mod toolchain;
+
+use parse::GuestExit;
+use qemu::{Accel, BootConfig};
+use toolchain::Profile;
+
+/// Errors are reported as text; this tool has no callers but `main`.
+pub type Result<T, E = Box<dyn std::error::Error>> = std::result::Result<T, E>;
+
+/// A subcommand: its name, its help (the doc comment), and its function.
+struct Command {
+    name: &'static str,
+    help: &'static str,
+    run: fn(Args) -> Result<ExitCode>,
+}
+
+/// Declares [`COMMANDS`]: each entry's doc comment becomes its help text.
+macro_rules! commands {
+    ($( $(#[doc = $doc:literal])* $name:literal => $run:path, )*) => {
+        /// Every subcommand of `./x`, in the order `./x help` lists them.
+        const COMMANDS: &[Command] = &[
+            $( Command { name: $name, help: concat!($($doc, "\n",)*), run: $run }, )*
+        ];
+    };
+}
+
+commands! {
+    /// Boots Spindle in QEMU with the shell on this terminal (type `halt` to leave).
+    ///
+    /// usage: ./x run [--accel tcg|kvm] [--debug] [--mode MODE]
+    ///
+    ///   --accel A    tcg (default) or kvm (only with real hardware virtualization)
+    ///   --debug      boot the debug build instead of the release build
+    ///   --mode MODE  kernel command line spindle.mode=MODE (default shell;
+    ///                also test, crash, bench)
+    ///
+    /// Exits 0 when the kernel halts cleanly (QEMU status 33), 1 when it
+    /// reports a failure (35), 2 on any other QEMU exit.
+    "run" => run_command,
+    /// Runs every test: host unit tests, then each QEMU scenario.
+    ///
+    /// usage: ./x test [--accel tcg|kvm] [--debug] [--host-only|--qemu-only] [FILTER]
+    ///
+    ///   FILTER       run only the QEMU scenarios whose name contains FILTER
+    ///   --host-only  only `cargo test` on the host
+    ///   --qemu-only  only the QEMU scenarios
+    ///
+    /// Every QEMU run has a deadline (SPINDLE_QEMU_TIMEOUT seconds, default
+    /// 120); its serial log goes to target/qemu-logs/ and is printed on
+    /// failure. Ends with `qemu: N passed, N failed`; exits non-zero if any
+    /// test failed. See docs/testing.md.
+    "test" => test_command,
+    /// Runs benchmark suites and prints `bench <suite>.<name> <median> <unit> ...` lines.
+    ///
+    /// usage: ./x bench [SUITE] [--icount] [--accel tcg|kvm] [--debug]
+    ///
+    ///   SUITE     one suite (default: all); see the list below
+    ///   --icount  run QEMU with -icount shift=0 (1 ns of guest time per
+    ///             instruction: exact, repeatable, blind to caches); guest
+    ///             lines get a trailing icount=1
+    "bench" => bench_command,
+    /// Builds the kernel ELF (target/kernel/x86_64-unknown-none/<profile>/kernel).
+    ///
+    /// usage: ./x build [--release]
+    ///
+    /// Builds the debug profile unless --release is given (run, test and
+    /// bench build and boot the release profile unless --debug is given).
+    "build" => build_command,
+    /// Lists the subcommands, or shows one subcommand's help.
+    ///
+    /// usage: ./x help [SUBCOMMAND]   (or: ./x SUBCOMMAND --help)
+    "help" => help_command,
+}
+
+fn main() -> ExitCode {
+    let mut arguments: Vec<String> = env::args().skip(1).collect();
+    if arguments.is_empty() {
+        arguments.push("help".into());
+    }
+    let name = arguments.remove(0);
+    let name = match name.as_str() {
+        "-h" | "--help" => "help",
+        other => other,
+    };
+    let Some(command) = COMMANDS.iter().find(|command| command.name == name) else {
+        eprintln!("x: unknown subcommand `{name}`\n");
+        print_overview();
+        return ExitCode::from(2);
+    };
+    if arguments
+        .iter()
+        .any(|argument| argument == "--help" || argument == "-h")
+    {
+        print_help(command);
+        return ExitCode::SUCCESS;
+    }
+    match (command.run)(Args::new(arguments)) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("x {name}: error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The repository root: the nearest folder, from the current one upwards,
+/// holding both `x` and `xtask/Cargo.toml` (so `./x` works from anywhere and
+/// a moved checkout needs no rebuild); else where this crate was built.
+pub fn repo_root() -> PathBuf {
+    let is_root = |path: &Path| path.join("x").is_file() && path.join("xtask/Cargo.toml").is_file();
+    if let Ok(current) = env::current_dir() {
+        if let Some(root) = current.ancestors().find(|path| is_root(path)) {
+            return root.to_path_buf();
+        }
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+/// A subcommand's arguments, consumed option by option.
+struct Args {
+    remaining: Vec<String>,
+}
+
+impl Args {
+    fn new(remaining: Vec<String>) -> Self {
+        Self { remaining }
+    }
+
+    /// Removes `--name` if present and says whether it was.
+    fn flag(&mut self, name: &str) -> bool {
+        let before = self.remaining.len();
+        self.remaining.retain(|argument| argument != name);
+        self.remaining.len() != before
+    }
+
+    /// Removes `--name VALUE` or `--name=VALUE` and returns the value.
+    fn value(&mut self, name: &str) -> Result<Option<String>> {
+        let prefix = format!("{name}=");
+        if let Some(index) = self
+            .remaining
+            .iter()
+            .position(|argument| argument.starts_with(&prefix))
+        {
+            let argument = self.remaining.remove(index);
+            return Ok(Some(argument[prefix.len()..].to_string()));
+        }
+        let Some(index) = self.remaining.iter().position(|argument| argument == name) else {
+            return Ok(None);
+        };
+        if index + 1 >= self.remaining.len() {
+            return Err(format!("{name} needs a value").into());
+        }
+        self.remaining.remove(index);
+        Ok(Some(self.remaining.remove(index)))
+    }
+
+    /// Removes and returns the first argument not starting with `-`.
+    fn positional(&mut self) -> Option<String> {
+        let index = self
+            .remaining
+            .iter()
+            .position(|argument| !argument.starts_with('-'))?;
+        Some(self.remaining.remove(index))
+    }
+
+    /// Fails if anything was not consumed.
+    fn finish(self) -> Result<()> {
+        if self.remaining.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("unexpected arguments {:?} (see --help)", self.remaining).into())
+        }
+    }
+
+    /// `--accel tcg|kvm`, default TCG.
+    fn accel(&mut self) -> Result<Accel> {
+        self.value("--accel")?
+            .map_or(Ok(Accel::Tcg), |text| Accel::parse(&text))
+    }
+
+    /// `--debug` selects the debug profile; release is the default.
+    fn boot_profile(&mut self) -> Profile {
+        if self.flag("--debug") {
+            Profile::Debug
+        } else {
+            Profile::Release
+        }
+    }
+}
+
+fn build_command(mut args: Args) -> Result<ExitCode> {
+    let profile = if args.flag("--release") {
+        Profile::Release
+    } else {
+        Profile::Debug
+    };
+    args.finish()?;
+    let elf = toolchain::build_kernel(profile)?;
+    println!("{}", toolchain::display_path(&elf));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_command(mut args: Args) -> Result<ExitCode> {
+    let accel = args.accel()?;
+    let profile = args.boot_profile();
+    let mode = args.value("--mode")?.unwrap_or_else(|| "shell".into());
+    args.finish()?;
+    let kernel = toolchain::build_kernel(profile)?;
+    eprintln!(
+        "x: booting {} in QEMU (type `halt` to leave)",
+        toolchain::display_path(&kernel)
+    );
+    let exit = qemu::run_interactive(&BootConfig::new(&kernel, &mode, accel))?;
+    Ok(match exit {
+        GuestExit::Success => ExitCode::SUCCESS,
+        GuestExit::Failure => {
+            eprintln!("x: the kernel reported a failure ({exit})");
+            ExitCode::from(1)
+        }
+        other => {
+            eprintln!("x: unexpected QEMU exit: {other}");
+            ExitCode::from(2)
+        }
+    })
+}
+
+fn test_command(mut args: Args) -> Result<ExitCode> {
+    let accel = args.accel()?;
+    let profile = args.boot_profile();
+    let is_host_only = args.flag("--host-only");
+    let is_qemu_only = args.flag("--qemu-only");
+    let filter = args.positional();
+    args.finish()?;
+    if is_host_only && is_qemu_only {
+        return Err("--host-only and --qemu-only exclude each other".into());
+    }
+    let timeout = qemu::run_timeout()?;
+    let started_at = Instant::now();
+
+    let host_passed = if is_qemu_only {
+        None
+    } else {
+        Some(toolchain::run_host_tests()?)
+    };
+
+    let selected: Vec<&scenarios::Scenario> = if is_host_only {
+        Vec::new()
+    } else {
+        scenarios::SCENARIOS
+            .iter()
+            .filter(|scenario| {
+                filter
+                    .as_deref()
+                    .is_none_or(|filter| scenario.name.contains(filter))
+            })
+            .collect()
+    };
+    if !is_host_only && selected.is_empty() {
+        return Err(format!("no QEMU scenario matches {filter:?}").into());
+    }
+    let mut failed_names = Vec::new();
+    if !selected.is_empty() {
+        match toolchain::build_kernel(profile) {
+            Ok(kernel) => {
+                println!(
+                    "\nrunning {} QEMU scenarios (deadline {:.0} s each)",
+                    selected.len(),
+                    timeout.as_secs_f64()
+                );
+                let options = scenarios::ScenarioOptions {
+                    kernel,
+                    accel,
+                    timeout,
+                };
+                for scenario in &selected {
+                    if !scenarios::run_scenario(scenario, &options) {
+                        failed_names.push(scenario.name);
+                    }
+                }
+            }
+            Err(error) => {
+                println!("x: kernel build failed, so every QEMU scenario fails: {error}");
+                failed_names.extend(selected.iter().map(|scenario| scenario.name));
+            }
+        }
+    }
+
+    println!();
+    println!(
+        "x test: finished in {:.1} s",
+        started_at.elapsed().as_secs_f64()
+    );
+    match host_passed {
+        Some(true) => println!("host unit tests: ok"),
+        Some(false) => println!("host unit tests: FAILED (see cargo's output above)"),
+        None => println!("host unit tests: skipped (--qemu-only)"),
+    }
+    for name in &failed_names {
+        println!("failed scenario: {name}");
+    }
+    if !selected.is_empty() {
+        println!(
+            "qemu: {} passed, {} failed",
+            selected.len() - failed_names.len(),
+            failed_names.len()
+        );
+    }
+    let is_success = host_passed != Some(false) && failed_names.is_empty();
+    Ok(if is_success {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn bench_command(mut args: Args) -> Result<ExitCode> {
+    let accel = args.accel()?;
+    let profile = args.boot_profile();
+    let is_icount = args.flag("--icount");
+    let suite_name = args.positional();
+    args.finish()?;
+    let suites: Vec<&bench::Suite> = match &suite_name {
+        Some(name) => vec![bench::find_suite(name).ok_or_else(|| {
+            let names: Vec<&str> = bench::SUITES.iter().map(|suite| suite.name).collect();
+            format!("unknown suite `{name}` (suites: {})", names.join(", "))
+        })?],
+        None => bench::SUITES.iter().collect(),
+    };
+    let mut context = bench::BenchContext::new(profile, accel, is_icount, qemu::run_timeout()?);
+    let mut failed = Vec::new();
+    for suite in suites {
+        eprintln!("x: bench suite {}", suite.name);
+        if let Err(error) = (suite.run)(&mut context) {
+            eprintln!("x: bench suite {} failed: {error}", suite.name);
+            failed.push(suite.name);
+        }
+    }
+    if failed.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        Err(format!("failed suites: {}", failed.join(", ")).into())
+    }
+}
+
+fn help_command(mut args: Args) -> Result<ExitCode> {
+    let topic = args.positional();
+    args.finish()?;
+    match topic {
+        None => print_overview(),
+        Some(topic) => match COMMANDS.iter().find(|command| command.name == topic) {
+            Some(command) => print_help(command),
+            None => return Err(format!("no subcommand `{topic}`").into()),
+        },
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_overview() {
+    println!("Spindle's front door. usage: ./x SUBCOMMAND [OPTIONS]\n");
+    println!("subcommands:");
+    for command in COMMANDS {
+        let summary = command.help.lines().next().unwrap_or_default().trim();
+        println!("  {:<7} {summary}", command.name);
+    }
+    println!("\n`./x help SUBCOMMAND` or `./x SUBCOMMAND --help` shows its options.");
+}
+
+fn print_help(command: &Command) {
+    println!(
+        "./x {}: {}",
+        command.name,
+        command.help.trim_end().replace("\n ", "\n").trim_start()
+    );
+    if command.name == "bench" {
+        println!("\nsuites:");
+        for suite in bench::SUITES {
+            println!("  {:<9} {}", suite.name, suite.about);
+        }
+    }
+}

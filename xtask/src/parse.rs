@@ -1,0 +1,383 @@
+//! Pure parsers for what the guest prints and how QEMU exits.
+//!
+//! Everything the harness concludes from a boot goes through this module, so
+//! the rules are unit-tested on the host without QEMU: the in-kernel test
+//! summary line, QEMU's exit status under `isa-debug-exit`, the `bench` line
+//! format, and the number of milliseconds in an `uptime` reply.
+
+use std::fmt;
+
+/// Value the kernel writes to the `isa-debug-exit` port on a clean halt or
+/// when every in-kernel test passed. QEMU then exits with `(value << 1) | 1`.
+pub const GUEST_EXIT_SUCCESS_VALUE: i32 = 0x10;
+/// Value the kernel writes to the `isa-debug-exit` port on a panic, an
+/// unexpected fault or a failed in-kernel test.
+pub const GUEST_EXIT_FAILURE_VALUE: i32 = 0x11;
+/// QEMU's exit status after the guest wrote [`GUEST_EXIT_SUCCESS_VALUE`]: 33.
+pub const QEMU_EXIT_SUCCESS: i32 = (GUEST_EXIT_SUCCESS_VALUE << 1) | 1;
+/// QEMU's exit status after the guest wrote [`GUEST_EXIT_FAILURE_VALUE`]: 35.
+pub const QEMU_EXIT_FAILURE: i32 = (GUEST_EXIT_FAILURE_VALUE << 1) | 1;
+
+/// Units a `bench` line may report a figure in.
+pub const BENCH_UNITS: &[&str] = &["ns", "cycles", "ops/s", "MB/s", "x"];
+
+/// How a QEMU run ended, decoded from its exit status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GuestExit {
+    /// Exit status 33: the kernel halted cleanly or its tests passed.
+    Success,
+    /// Exit status 35: the kernel reported a failure (panic, fault, test).
+    Failure,
+    /// Any other exit status. 0 usually means the guest reset or shut down
+    /// without using `isa-debug-exit` (with `-no-reboot`, a triple fault ends
+    /// QEMU with 0); 1 usually means QEMU itself refused to start.
+    Unexpected(i32),
+    /// QEMU was ended by a signal (the number, when known).
+    Signalled(Option<i32>),
+    /// The harness killed QEMU because its wall-clock deadline passed.
+    TimedOut,
+}
+
+impl GuestExit {
+    /// Decodes QEMU's exit status: `code` is `None` when a signal ended it.
+    pub fn from_status(code: Option<i32>, signal: Option<i32>) -> Self {
+        match code {
+            Some(QEMU_EXIT_SUCCESS) => Self::Success,
+            Some(QEMU_EXIT_FAILURE) => Self::Failure,
+            Some(other) => Self::Unexpected(other),
+            None => Self::Signalled(signal),
+        }
+    }
+}
+
+impl fmt::Display for GuestExit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Success => write!(f, "exit status {QEMU_EXIT_SUCCESS} (kernel success)"),
+            Self::Failure => write!(f, "exit status {QEMU_EXIT_FAILURE} (kernel failure)"),
+            Self::Unexpected(0) => write!(
+                f,
+                "unexpected QEMU exit status 0 (guest reset or shut down without \
+                 isa-debug-exit: a triple fault?)"
+            ),
+            Self::Unexpected(code) => write!(f, "unexpected QEMU exit status {code}"),
+            Self::Signalled(Some(signal)) => write!(f, "QEMU killed by signal {signal}"),
+            Self::Signalled(None) => write!(f, "QEMU killed by a signal"),
+            Self::TimedOut => write!(
+                f,
+                "run deadline passed, QEMU killed (see SPINDLE_QEMU_TIMEOUT)"
+            ),
+        }
+    }
+}
+
+/// The closing line of the in-kernel tests: `N passed, N failed`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TestSummary {
+    /// Number of in-kernel tests that passed.
+    pub passed: u64,
+    /// Number of in-kernel tests that failed.
+    pub failed: u64,
+}
+
+/// Parses one line of the form `N passed, N failed` (a trailing
+/// `, N skipped` or `\r` is tolerated). Anything else gives `None`.
+pub fn parse_test_summary(line: &str) -> Option<TestSummary> {
+    let line = line.trim_end_matches(['\r', '\n']).trim_end();
+    let (passed, rest) = line.split_once(" passed, ")?;
+    let (failed, rest) = rest.split_once(" failed").unwrap_or((rest, ""));
+    if !(rest.is_empty() || rest.starts_with(", ")) {
+        return None;
+    }
+    Some(TestSummary {
+        passed: parse_decimal(passed)?,
+        failed: parse_decimal(failed)?,
+    })
+}
+
+/// Finds the last `N passed, N failed` line in a serial log.
+pub fn find_test_summary(log: &str) -> Option<TestSummary> {
+    log.lines().rev().find_map(parse_test_summary)
+}
+
+/// Outcome of one in-kernel test, from a `test <name> ... ok|FAILED` line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TestResultLine {
+    /// The test's name.
+    pub name: String,
+    /// Whether the kernel reported it `ok`.
+    pub is_ok: bool,
+}
+
+/// Parses `test <name> ... ok` or `test <name> ... FAILED`.
+pub fn parse_test_result(line: &str) -> Option<TestResultLine> {
+    let line = line.trim_end_matches(['\r', '\n']).trim_end();
+    let rest = line.strip_prefix("test ")?;
+    let (name, verdict) = rest.rsplit_once(" ... ")?;
+    let is_ok = match verdict {
+        "ok" => true,
+        "FAILED" => false,
+        _ => return None,
+    };
+    Some(TestResultLine {
+        name: name.to_string(),
+        is_ok,
+    })
+}
+
+/// One figure: `bench <suite>.<name> <median> <unit> [key=value ...]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchLine {
+    /// Suite name, before the first dot (`boot`).
+    pub suite: String,
+    /// Figure name within the suite (`direct_call`).
+    pub name: String,
+    /// The median.
+    pub value: f64,
+    /// One of [`BENCH_UNITS`].
+    pub unit: String,
+    /// Optional `key=value` pairs, in order.
+    pub pairs: Vec<(String, String)>,
+}
+
+/// Parses a `bench` line; the error says what is wrong with it.
+pub fn parse_bench_line(line: &str) -> Result<BenchLine, String> {
+    let line = line.trim_end_matches(['\r', '\n']);
+    let mut words = line.split_whitespace();
+    if words.next() != Some("bench") {
+        return Err("does not start with `bench `".into());
+    }
+    let figure = words.next().ok_or("no figure name")?;
+    let (suite, name) = figure
+        .split_once('.')
+        .filter(|(suite, name)| !suite.is_empty() && !name.is_empty())
+        .ok_or("figure name is not `<suite>.<name>`")?;
+    let value_text = words.next().ok_or("no value")?;
+    let value: f64 = value_text
+        .parse()
+        .ok()
+        .filter(|value: &f64| value.is_finite())
+        .ok_or_else(|| format!("value `{value_text}` is not a number"))?;
+    let unit = words.next().ok_or("no unit")?;
+    if !BENCH_UNITS.contains(&unit) {
+        return Err(format!("unit `{unit}` is not one of {BENCH_UNITS:?}"));
+    }
+    let pairs = words
+        .map(|word| {
+            word.split_once('=')
+                .filter(|(key, _)| !key.is_empty())
+                .map(|(key, value)| (key.to_string(), value.to_string()))
+                .ok_or_else(|| format!("`{word}` is not key=value"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(BenchLine {
+        suite: suite.to_string(),
+        name: name.to_string(),
+        value,
+        unit: unit.to_string(),
+        pairs,
+    })
+}
+
+/// Formats a figure in the `bench` line format.
+pub fn format_bench_line(
+    figure: &str,
+    value: u128,
+    unit: &str,
+    pairs: &[(&str, String)],
+) -> String {
+    let mut line = format!("bench {figure} {value} {unit}");
+    for (key, value) in pairs {
+        line.push_str(&format!(" {key}={value}"));
+    }
+    line
+}
+
+/// Finds the first decimal number directly followed by `ms` (spaces allowed
+/// between), e.g. `uptime: 1234 ms` gives 1234.0 and `up 12.5ms` gives 12.5.
+pub fn parse_milliseconds(text: &str) -> Option<f64> {
+    let bytes = text.as_bytes();
+    let mut index = 0;
+    while index < bytes.len() {
+        if !bytes[index].is_ascii_digit() || (index > 0 && is_number_byte(bytes[index - 1])) {
+            index += 1;
+            continue;
+        }
+        let start = index;
+        while index < bytes.len() && bytes[index].is_ascii_digit() {
+            index += 1;
+        }
+        if index + 1 < bytes.len() && bytes[index] == b'.' && bytes[index + 1].is_ascii_digit() {
+            index += 1;
+            while index < bytes.len() && bytes[index].is_ascii_digit() {
+                index += 1;
+            }
+        }
+        let number = &text[start..index];
+        let after = text[index..].trim_start_matches(' ');
+        let is_ms =
+            after.starts_with("ms") && !after[2..].starts_with(|c: char| c.is_ascii_alphanumeric());
+        if is_ms {
+            return number.parse().ok();
+        }
+    }
+    None
+}
+
+/// Whether `text` contains a decimal number.
+pub fn contains_number(text: &str) -> bool {
+    text.bytes().any(|byte| byte.is_ascii_digit())
+}
+
+fn is_number_byte(byte: u8) -> bool {
+    byte.is_ascii_digit() || byte == b'.'
+}
+
+fn parse_decimal(text: &str) -> Option<u64> {
+    if text.is_empty() || !text.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_isa_debug_exit() {
+        assert_eq!(QEMU_EXIT_SUCCESS, 33);
+        assert_eq!(QEMU_EXIT_FAILURE, 35);
+        assert_eq!(GuestExit::from_status(Some(33), None), GuestExit::Success);
+        assert_eq!(GuestExit::from_status(Some(35), None), GuestExit::Failure);
+        assert_eq!(
+            GuestExit::from_status(Some(0), None),
+            GuestExit::Unexpected(0)
+        );
+        assert_eq!(
+            GuestExit::from_status(Some(1), None),
+            GuestExit::Unexpected(1)
+        );
+        assert_eq!(
+            GuestExit::from_status(None, Some(9)),
+            GuestExit::Signalled(Some(9))
+        );
+        assert!(GuestExit::Unexpected(0)
+            .to_string()
+            .contains("triple fault"));
+    }
+
+    #[test]
+    fn summary_line_is_recognised() {
+        assert_eq!(
+            parse_test_summary("12 passed, 0 failed"),
+            Some(TestSummary {
+                passed: 12,
+                failed: 0
+            })
+        );
+        assert_eq!(
+            parse_test_summary("3 passed, 2 failed\r"),
+            Some(TestSummary {
+                passed: 3,
+                failed: 2
+            })
+        );
+        assert_eq!(
+            parse_test_summary("3 passed, 0 failed, 1 skipped"),
+            Some(TestSummary {
+                passed: 3,
+                failed: 0
+            })
+        );
+        assert_eq!(parse_test_summary("test foo ... ok"), None);
+        assert_eq!(parse_test_summary("x passed, 0 failed"), None);
+        assert_eq!(parse_test_summary("1 passed, 0 failedness"), None);
+        assert_eq!(parse_test_summary("kernel: 1 passed, 0 failed"), None);
+    }
+
+    #[test]
+    fn last_summary_wins() {
+        let log = "boot\n1 passed, 1 failed\ntest a ... ok\n2 passed, 0 failed\r\nbye\n";
+        assert_eq!(
+            find_test_summary(log),
+            Some(TestSummary {
+                passed: 2,
+                failed: 0
+            })
+        );
+        assert_eq!(find_test_summary("no summary here\n"), None);
+    }
+
+    #[test]
+    fn test_result_lines() {
+        assert_eq!(
+            parse_test_result("test frames::alloc_free ... ok\r"),
+            Some(TestResultLine {
+                name: "frames::alloc_free".into(),
+                is_ok: true
+            })
+        );
+        assert_eq!(
+            parse_test_result("test heap grows ... FAILED"),
+            Some(TestResultLine {
+                name: "heap grows".into(),
+                is_ok: false
+            })
+        );
+        assert_eq!(parse_test_result("test x ... maybe"), None);
+        assert_eq!(parse_test_result("testing ... ok"), None);
+    }
+
+    #[test]
+    fn bench_lines_are_validated() {
+        let line = parse_bench_line("bench boot.direct_call 3 ns iters=1000 reps=9").unwrap();
+        assert_eq!(line.suite, "boot");
+        assert_eq!(line.name, "direct_call");
+        assert_eq!(line.value, 3.0);
+        assert_eq!(line.unit, "ns");
+        assert_eq!(
+            line.pairs,
+            vec![("iters".into(), "1000".into()), ("reps".into(), "9".into())]
+        );
+        assert_eq!(
+            parse_bench_line("bench dispatch.raise 1.5 x")
+                .unwrap()
+                .value,
+            1.5
+        );
+        assert_eq!(
+            parse_bench_line("bench net.rx 12 MB/s\r").unwrap().unit,
+            "MB/s"
+        );
+        assert!(parse_bench_line("bench boot 3 ns").is_err());
+        assert!(parse_bench_line("bench boot.x fast ns").is_err());
+        assert!(parse_bench_line("bench boot.x 3 seconds").is_err());
+        assert!(parse_bench_line("bench boot.x 3 ns junk").is_err());
+        assert!(parse_bench_line("bench boot.x 3").is_err());
+        assert!(parse_bench_line("benchmark boot.x 3 ns").is_err());
+    }
+
+    #[test]
+    fn formatted_bench_lines_parse_back() {
+        let line = format_bench_line(
+            "boot.to_shell",
+            812_000_000,
+            "ns",
+            &[("runs", "5".into()), ("min", "1".into())],
+        );
+        assert_eq!(line, "bench boot.to_shell 812000000 ns runs=5 min=1");
+        assert!(parse_bench_line(&line).is_ok());
+    }
+
+    #[test]
+    fn milliseconds_are_found() {
+        assert_eq!(parse_milliseconds("uptime: 1234 ms"), Some(1234.0));
+        assert_eq!(parse_milliseconds("up 12.5ms since boot"), Some(12.5));
+        assert_eq!(parse_milliseconds("3 threads, 77 ms"), Some(77.0));
+        assert_eq!(parse_milliseconds("tick 5 msec 9 ms"), Some(9.0));
+        assert_eq!(parse_milliseconds("v1.2 up 40 ms"), Some(40.0));
+        assert_eq!(parse_milliseconds("no number"), None);
+        assert_eq!(parse_milliseconds("ms 12"), None);
+    }
+}

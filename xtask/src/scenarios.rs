@@ -1,0 +1,326 @@
+//! QEMU scenarios of `./x test`, one boot each, named by what they prove.
+//!
+//! Each [`Scenario`] boots the kernel with `spindle.mode=<mode>` on its
+//! command line, drives it through the serial line ([`Guest`]), and checks
+//! what it printed and how QEMU exited. The contract with the kernel:
+//! - `spindle.mode=test`: run the in-kernel tests, print `test <name> ... ok`
+//!   or `test <name> ... FAILED` per test and then `N passed, N failed`, and
+//!   exit through `isa-debug-exit` with 33 (all passed) or 35.
+//! - `spindle.mode=shell`: print the prompt `spindle> ` (no newline), echo
+//!   typed characters, take `\n` or `\r` as Enter; `halt` exits with 33.
+//! - `spindle.mode=crash`: fault on purpose on the boot path; the fault
+//!   handler prints `page fault` and `CR2=` and exits with 35.
+//!
+//! Every run's serial log is written to `target/qemu-logs/<scenario>.log`;
+//! on failure it is also printed.
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    thread,
+    time::{Duration, Instant},
+};
+
+use crate::{
+    parse::{self, GuestExit},
+    qemu::{Accel, BootConfig, Guest},
+    repo_root, Result,
+};
+
+/// Commands the shell's `help` must list.
+pub const SHELL_COMMANDS: &[&str] = &["help", "mem", "threads", "uptime", "halt"];
+
+/// How soon after `halt` QEMU must have exited.
+const HALT_EXIT_WITHIN: Duration = Duration::from_secs(15);
+
+/// Pause between the two `uptime` commands.
+const UPTIME_PAUSE: Duration = Duration::from_millis(300);
+
+/// Folder, relative to the repository root, where serial logs are kept.
+pub const LOG_DIRECTORY: &str = "target/qemu-logs";
+
+/// One QEMU boot and what must hold about it.
+pub struct Scenario {
+    /// What the scenario proves, as an identifier.
+    pub name: &'static str,
+    /// Value of `spindle.mode=` on the kernel command line.
+    pub mode: &'static str,
+    /// Drives the booted guest and checks it; an error is the failure reason.
+    pub check: fn(&mut Guest) -> Result<()>,
+}
+
+/// Every QEMU scenario, in the order `./x test` runs them.
+pub const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "kernel_tests_pass",
+        mode: "test",
+        check: kernel_tests_pass,
+    },
+    Scenario {
+        name: "shell_help_lists_every_command",
+        mode: "shell",
+        check: shell_help_lists_every_command,
+    },
+    Scenario {
+        name: "shell_mem_reports_frames_and_heap",
+        mode: "shell",
+        check: shell_mem_reports_frames_and_heap,
+    },
+    Scenario {
+        name: "shell_threads_lists_idle_and_shell",
+        mode: "shell",
+        check: shell_threads_lists_idle_and_shell,
+    },
+    Scenario {
+        name: "shell_uptime_advances",
+        mode: "shell",
+        check: shell_uptime_advances,
+    },
+    Scenario {
+        name: "shell_unknown_command_is_reported",
+        mode: "shell",
+        check: shell_unknown_command_is_reported,
+    },
+    Scenario {
+        name: "shell_halt_exits_qemu_with_success",
+        mode: "shell",
+        check: shell_halt_exits_qemu_with_success,
+    },
+    Scenario {
+        name: "boot_page_fault_is_reported_and_fails",
+        mode: "crash",
+        check: boot_page_fault_is_reported_and_fails,
+    },
+];
+
+/// Options shared by every scenario of one `./x test`.
+pub struct ScenarioOptions {
+    /// The kernel ELF to boot.
+    pub kernel: PathBuf,
+    /// Accelerator.
+    pub accel: Accel,
+    /// Wall-clock deadline of each run.
+    pub timeout: Duration,
+}
+
+/// Runs one scenario and prints its verdict line; returns whether it passed.
+pub fn run_scenario(scenario: &Scenario, options: &ScenarioOptions) -> bool {
+    let started_at = Instant::now();
+    let config = BootConfig::new(&options.kernel, scenario.mode, options.accel);
+    let (outcome, log) = match Guest::boot(&config, options.timeout) {
+        Ok(mut guest) => {
+            let outcome = (scenario.check)(&mut guest);
+            guest.kill();
+            (outcome, guest.full_log())
+        }
+        Err(error) => (Err(error), String::new()),
+    };
+    let seconds = started_at.elapsed().as_secs_f64();
+    let log_path = save_log(scenario.name, &log);
+    match outcome {
+        Ok(()) => {
+            println!("scenario {} ... ok ({seconds:.1} s)", scenario.name);
+            true
+        }
+        Err(error) => {
+            println!("scenario {} ... FAILED ({seconds:.1} s)", scenario.name);
+            println!("  reason: {error}");
+            print_log(scenario.name, &log, log_path.as_deref());
+            false
+        }
+    }
+}
+
+/// Prints a guest's serial log between markers, so CI logs show it.
+pub fn print_log(name: &str, log: &str, saved_at: Option<&Path>) {
+    println!("---- serial log of {name} ({} bytes) ----", log.len());
+    print!("{log}");
+    if !log.ends_with('\n') {
+        println!();
+    }
+    match saved_at {
+        Some(path) => println!("---- end of serial log (kept in {}) ----", path.display()),
+        None => println!("---- end of serial log ----"),
+    }
+}
+
+/// Writes a run's serial log to [`LOG_DIRECTORY`]; returns its path.
+pub fn save_log(name: &str, log: &str) -> Option<PathBuf> {
+    let directory = repo_root().join(LOG_DIRECTORY);
+    let path = directory.join(format!("{name}.log"));
+    fs::create_dir_all(&directory).ok()?;
+    fs::write(&path, log).ok()?;
+    Some(path)
+}
+
+/// `spindle.mode=test`: every in-kernel test passes, the summary says
+/// `N passed, 0 failed`, and QEMU exits with 33.
+fn kernel_tests_pass(guest: &mut Guest) -> Result<()> {
+    let exit = guest.wait_exit(None)?;
+    let log = guest.serial_log();
+    let results: Vec<_> = log.lines().filter_map(parse::parse_test_result).collect();
+    for result in &results {
+        let verdict = if result.is_ok { "ok" } else { "FAILED" };
+        println!("    test {} ... {verdict}", result.name);
+    }
+    let failed_names: Vec<&str> = results
+        .iter()
+        .filter(|result| !result.is_ok)
+        .map(|result| result.name.as_str())
+        .collect();
+    let summary = parse::find_test_summary(&log);
+    if let Some(summary) = summary {
+        println!(
+            "    kernel: {} passed, {} failed",
+            summary.passed, summary.failed
+        );
+    }
+    if !failed_names.is_empty() {
+        return Err(format!(
+            "in-kernel tests failed: {} ({exit})",
+            failed_names.join(", ")
+        )
+        .into());
+    }
+    let summary =
+        summary.ok_or_else(|| format!("no `N passed, N failed` line from the kernel ({exit})"))?;
+    if summary.failed > 0 {
+        return Err(format!("kernel reports {} failed tests ({exit})", summary.failed).into());
+    }
+    if exit != GuestExit::Success {
+        return Err(format!("expected exit status 33 after the tests, got {exit}").into());
+    }
+    Ok(())
+}
+
+/// `help` names every shell command.
+fn shell_help_lists_every_command(guest: &mut Guest) -> Result<()> {
+    guest.wait_for_prompt()?;
+    let reply = guest.command("help")?;
+    let missing: Vec<&str> = SHELL_COMMANDS
+        .iter()
+        .copied()
+        .filter(|command| !contains_word(&reply, command))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!("`help` does not list {missing:?}; reply was {reply:?}").into());
+    }
+    Ok(())
+}
+
+/// `mem` reports frames and heap with numbers.
+fn shell_mem_reports_frames_and_heap(guest: &mut Guest) -> Result<()> {
+    guest.wait_for_prompt()?;
+    let reply = guest.command("mem")?;
+    for word in ["frames", "heap"] {
+        if !contains_word(&reply, word) {
+            return Err(format!("`mem` reply lacks `{word}`: {reply:?}").into());
+        }
+    }
+    if !parse::contains_number(&reply) {
+        return Err(format!("`mem` reply has no numbers: {reply:?}").into());
+    }
+    Ok(())
+}
+
+/// `threads` lists at least the idle thread and the shell's thread.
+fn shell_threads_lists_idle_and_shell(guest: &mut Guest) -> Result<()> {
+    guest.wait_for_prompt()?;
+    let reply = guest.command("threads")?;
+    let idle_line = reply.lines().position(|line| line.contains("idle"));
+    let shell_line = reply.lines().position(|line| line.contains("shell"));
+    match (idle_line, shell_line) {
+        (Some(idle), Some(shell)) if idle != shell => Ok(()),
+        _ => Err(
+            format!("`threads` should list `idle` and `shell` on separate lines: {reply:?}").into(),
+        ),
+    }
+}
+
+/// `uptime` shows more milliseconds the second time.
+fn shell_uptime_advances(guest: &mut Guest) -> Result<()> {
+    guest.wait_for_prompt()?;
+    let first_reply = guest.command("uptime")?;
+    thread::sleep(UPTIME_PAUSE);
+    let second_reply = guest.command("uptime")?;
+    let milliseconds = |reply: &str| {
+        parse::parse_milliseconds(reply)
+            .ok_or_else(|| format!("`uptime` reply has no `<number> ms`: {reply:?}"))
+    };
+    let (first, second) = (milliseconds(&first_reply)?, milliseconds(&second_reply)?);
+    if second <= first {
+        return Err(format!("uptime did not advance: {first} ms, then {second} ms").into());
+    }
+    Ok(())
+}
+
+/// An unknown command gets `unknown command` and the shell goes on.
+fn shell_unknown_command_is_reported(guest: &mut Guest) -> Result<()> {
+    guest.wait_for_prompt()?;
+    let reply = guest.command("frobnicate")?;
+    if !reply.contains("unknown command") {
+        return Err(format!("`frobnicate` reply lacks `unknown command`: {reply:?}").into());
+    }
+    Ok(())
+}
+
+/// `halt` ends QEMU with exit status 33 within a few seconds.
+fn shell_halt_exits_qemu_with_success(guest: &mut Guest) -> Result<()> {
+    guest.wait_for_prompt()?;
+    guest.send("halt\n")?;
+    match guest.wait_exit(Some(HALT_EXIT_WITHIN))? {
+        GuestExit::Success => Ok(()),
+        GuestExit::TimedOut => Err(format!(
+            "QEMU still running {} s after `halt`",
+            HALT_EXIT_WITHIN.as_secs()
+        )
+        .into()),
+        other => Err(format!("expected exit status 33 after `halt`, got {other}").into()),
+    }
+}
+
+/// `spindle.mode=crash`: the boot-path page fault is reported with its
+/// address and QEMU exits with 35.
+fn boot_page_fault_is_reported_and_fails(guest: &mut Guest) -> Result<()> {
+    let exit = guest.wait_exit(None)?;
+    let log = guest.serial_log();
+    if !log.to_lowercase().contains("page fault") {
+        return Err(format!("no `page fault` in the serial log ({exit})").into());
+    }
+    if !log.contains("CR2=") {
+        return Err(format!("no `CR2=` in the serial log ({exit})").into());
+    }
+    if exit != GuestExit::Failure {
+        return Err(format!("expected exit status 35 after the fault, got {exit}").into());
+    }
+    Ok(())
+}
+
+/// Whether `word` occurs in `text` delimited by non-identifier characters.
+fn contains_word(text: &str, word: &str) -> bool {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .any(|token| token == word)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_whole() {
+        assert!(contains_word("help  mem\nthreads: list", "threads"));
+        assert!(contains_word("frames: 12 free", "frames"));
+        assert!(!contains_word("helper", "help"));
+    }
+
+    #[test]
+    fn scenario_names_are_unique_identifiers() {
+        let mut names: Vec<&str> = SCENARIOS.iter().map(|scenario| scenario.name).collect();
+        assert!(names
+            .iter()
+            .all(|name| name.chars().all(|c| c.is_ascii_lowercase() || c == '_')));
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), SCENARIOS.len());
+    }
+}
