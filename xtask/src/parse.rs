@@ -107,21 +107,30 @@ pub struct TestResultLine {
     pub name: String,
     /// Whether the kernel reported it `ok`.
     pub is_ok: bool,
+    /// What follows the verdict, e.g. the reason in `FAILED: <why>`.
+    pub detail: String,
 }
 
-/// Parses `test <name> ... ok` or `test <name> ... FAILED`.
+/// Parses `test <name> ... ok` or `test <name> ... FAILED`, each optionally
+/// followed by `:` or a space and more text (`FAILED: CR2 0x0, expected ...`).
 pub fn parse_test_result(line: &str) -> Option<TestResultLine> {
     let line = line.trim_end_matches(['\r', '\n']).trim_end();
     let rest = line.strip_prefix("test ")?;
-    let (name, verdict) = rest.rsplit_once(" ... ")?;
-    let is_ok = match verdict {
-        "ok" => true,
-        "FAILED" => false,
-        _ => return None,
+    let (name, verdict) = rest.split_once(" ... ")?;
+    let (is_ok, detail) = if let Some(detail) = verdict.strip_prefix("ok") {
+        (true, detail)
+    } else if let Some(detail) = verdict.strip_prefix("FAILED") {
+        (false, detail)
+    } else {
+        return None;
     };
+    if !(detail.is_empty() || detail.starts_with([':', ' '])) {
+        return None;
+    }
     Some(TestResultLine {
         name: name.to_string(),
         is_ok,
+        detail: detail.trim_start_matches(':').trim().to_string(),
     })
 }
 
@@ -311,21 +320,23 @@ mod tests {
 
     #[test]
     fn test_result_lines() {
+        let ok = parse_test_result("test frames::alloc_free ... ok\r").unwrap();
         assert_eq!(
-            parse_test_result("test frames::alloc_free ... ok\r"),
-            Some(TestResultLine {
-                name: "frames::alloc_free".into(),
-                is_ok: true
-            })
+            (ok.name.as_str(), ok.is_ok, ok.detail.as_str()),
+            ("frames::alloc_free", true, "")
         );
+        let failed = parse_test_result("test heap grows ... FAILED").unwrap();
+        assert_eq!((failed.name.as_str(), failed.is_ok), ("heap grows", false));
+        let failed =
+            parse_test_result("test traps::page_fault ... FAILED: CR2 0x0, expected 0x10").unwrap();
+        assert!(!failed.is_ok);
+        assert_eq!(failed.detail, "CR2 0x0, expected 0x10");
         assert_eq!(
-            parse_test_result("test heap grows ... FAILED"),
-            Some(TestResultLine {
-                name: "heap grows".into(),
-                is_ok: false
-            })
+            parse_test_result("test x ... ok (3 ms)").map(|line| line.is_ok),
+            Some(true)
         );
         assert_eq!(parse_test_result("test x ... maybe"), None);
+        assert_eq!(parse_test_result("test x ... okay"), None);
         assert_eq!(parse_test_result("testing ... ok"), None);
     }
 

@@ -407,13 +407,7 @@ impl Guest {
             .map_err(|error| format!("after typing `{line}`: {error}"))?;
         let bytes = lock(&self.serial.state).bytes[start..prompt_at].to_vec();
         let text = String::from_utf8_lossy(&bytes).replace('\r', "");
-        // The kernel echoes what was typed; the reply starts after the echo's
-        // line break.
-        let reply = match text.split_once('\n') {
-            Some((_echo, reply)) => reply.to_string(),
-            None => String::new(),
-        };
-        Ok(reply)
+        Ok(strip_echo(&text, line).to_string())
     }
 
     /// Waits for QEMU to exit (within `within`, capped by the deadline); on
@@ -500,6 +494,16 @@ impl Drop for Guest {
     }
 }
 
+/// The reply in `text` (what followed typing `line`): the kernel echoes the
+/// typed line, so a first line equal to it is dropped.
+fn strip_echo<'a>(text: &'a str, line: &str) -> &'a str {
+    match text.split_once('\n') {
+        Some((echo, reply)) if echo.trim() == line.trim() => reply,
+        None if text.trim() == line.trim() => "",
+        _ => text,
+    }
+}
+
 /// First index `>= from` where `needle` occurs in `haystack`.
 fn find(haystack: &[u8], needle: &[u8], from: usize) -> Option<usize> {
     if needle.is_empty() {
@@ -521,6 +525,17 @@ mod tests {
         assert_eq!(find(b"ab> ab> ", b"> ", 0), Some(2));
         assert_eq!(find(b"ab> ab> ", b"> ", 3), Some(6));
         assert_eq!(find(b"ab> ", b"> ", 9), None);
+    }
+
+    #[test]
+    fn echo_is_dropped_from_replies() {
+        assert_eq!(
+            strip_echo("help\ncommands: help\n", "help"),
+            "commands: help\n"
+        );
+        assert_eq!(strip_echo("commands: help\n", "help"), "commands: help\n");
+        assert_eq!(strip_echo("halt", "halt"), "");
+        assert_eq!(strip_echo("mem \nframes 3\n", "mem"), "frames 3\n");
     }
 
     #[test]

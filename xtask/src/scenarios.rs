@@ -160,8 +160,11 @@ fn kernel_tests_pass(guest: &mut Guest) -> Result<()> {
     let log = guest.serial_log();
     let results: Vec<_> = log.lines().filter_map(parse::parse_test_result).collect();
     for result in &results {
-        let verdict = if result.is_ok { "ok" } else { "FAILED" };
-        println!("    test {} ... {verdict}", result.name);
+        match (result.is_ok, result.detail.is_empty()) {
+            (true, _) => println!("    test {} ... ok", result.name),
+            (false, true) => println!("    test {} ... FAILED", result.name),
+            (false, false) => println!("    test {} ... FAILED: {}", result.name, result.detail),
+        }
     }
     let failed_names: Vec<&str> = results
         .iter()

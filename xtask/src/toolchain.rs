@@ -176,8 +176,9 @@ pub fn kernel_elf(profile: Profile) -> PathBuf {
 /// passed.
 pub fn run_host_tests() -> Result<bool> {
     let mut command = cargo("target");
-    command.arg("test");
-    eprintln!("x: running host unit tests (cargo test)");
+    // Every test binary runs even if an earlier one fails.
+    command.args(["test", "--no-fail-fast"]);
+    eprintln!("x: running host unit tests (cargo test --no-fail-fast)");
     Ok(command.status()?.success())
 }
 
