@@ -1,0 +1,298 @@
+//! Kernel thread contexts, their stacks, and the context switch.
+//!
+//! A [`Context`] is the saved stack pointer of a suspended kernel thread plus
+//! the stack it owns. Switching pushes the callee-saved registers and the
+//! flags on the current stack, stores the stack pointer in the outgoing
+//! context and resumes the incoming one (System V ABI: everything else is
+//! caller-saved, so this is all a voluntary switch must keep; a preempted
+//! thread's other registers are already in its trap frame).
+//!
+//! Lifetimes are enforced here rather than trusted to the scheduler: the
+//! running context is held in [`CURRENT`]; a suspended one is held by the
+//! `switch_to` frame on its own stack; a finished one is parked in
+//! [`FINISHED`] until the next thread runs, which drops it (and frees its
+//! stack) once nothing executes on it any more.
+
+use alloc::{boxed::Box, sync::Arc, vec::Vec};
+use core::{
+    arch::global_asm,
+    cell::UnsafeCell,
+    sync::atomic::{AtomicBool, AtomicU64, Ordering},
+};
+
+use crate::{
+    memory::{self, MapError, PAGE_SIZE, STACKS_BASE},
+    sync::IrqMutex,
+};
+
+/// Virtual space reserved per kernel stack (the stack plus its guard page).
+const STACK_SLOT_BYTES: u64 = 1 << 20;
+
+/// Stack slot allocator: slots freed by dropped stacks, and the next unused.
+static STACK_SLOTS: IrqMutex<(Vec<u64>, u64)> = IrqMutex::new((Vec::new(), 0));
+
+/// A kernel stack: mapped pages with an unmapped guard page below them, so an
+/// overflow faults (and becomes a double fault on the IST stack) instead of
+/// corrupting memory.
+#[derive(Debug)]
+pub struct KernelStack {
+    slot: u64,
+    pages: u64,
+}
+
+impl KernelStack {
+    /// Allocates a stack of at least `bytes` (at most 1 MiB minus a page).
+    pub fn new(bytes: u64) -> Result<Self, MapError> {
+        let pages = bytes.div_ceil(PAGE_SIZE).clamp(1, STACK_SLOT_BYTES / PAGE_SIZE - 1);
+        let slot = {
+            let mut slots = STACK_SLOTS.lock();
+            match slots.0.pop() {
+                Some(slot) => slot,
+                None => {
+                    let slot = STACKS_BASE + slots.1 * STACK_SLOT_BYTES;
+                    slots.1 += 1;
+                    slot
+                }
+            }
+        };
+        let stack = Self { slot, pages };
+        // Leave the lowest page of the slot unmapped: the guard page.
+        memory::map_internal(stack.bottom(), pages)?;
+        Ok(stack)
+    }
+
+    /// Lowest mapped address.
+    pub fn bottom(&self) -> u64 {
+        self.top() - self.pages * PAGE_SIZE
+    }
+
+    /// One past the highest address (16-byte aligned).
+    pub fn top(&self) -> u64 {
+        self.slot + STACK_SLOT_BYTES
+    }
+}
+
+impl Drop for KernelStack {
+    fn drop(&mut self) {
+        memory::unmap_internal(self.bottom(), self.pages);
+        STACK_SLOTS.lock().0.push(self.slot);
+    }
+}
+
+/// The saved state of a kernel thread that is not running.
+pub struct Context {
+    /// Stack pointer saved by the last switch away (written only by the
+    /// switch assembly, with interrupts disabled).
+    saved_rsp: UnsafeCell<u64>,
+    /// The thread's entry, taken when it first runs.
+    entry: IrqMutex<Option<Box<dyn FnOnce() + Send>>>,
+    /// Whether the thread ended with [`exit_to`]; it must never run again.
+    is_finished: AtomicBool,
+    /// The stack, or `None` for the boot thread (which runs on the boot stack).
+    stack: Option<KernelStack>,
+    /// Identifier, for diagnostics.
+    id: u64,
+}
+
+// SAFETY: `saved_rsp` is only accessed by the switch code with interrupts
+// disabled on the single CPU, so never concurrently.
+unsafe impl Sync for Context {}
+// SAFETY: as above; the other fields are Send.
+unsafe impl Send for Context {}
+
+static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+impl Context {
+    /// A context for a new thread that will run `entry` on `stack`. `entry`
+    /// must not return (end the thread with [`exit_to`]).
+    pub fn new(stack: KernelStack, entry: Box<dyn FnOnce() + Send>) -> Arc<Self> {
+        let top = stack.top();
+        let context = Arc::new(Self {
+            saved_rsp: UnsafeCell::new(0),
+            entry: IrqMutex::new(Some(entry)),
+            is_finished: AtomicBool::new(false),
+            stack: Some(stack),
+            id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
+        });
+        // Initial frame, as `hal_switch_stacks` pops it: rflags (interrupts
+        // off), r15, r14, r13, r12 (the context pointer), rbx, rbp, and the
+        // return address. After the final `ret`, rsp == top, 16-byte aligned.
+        let frame = [
+            0x2u64,
+            0,
+            0,
+            0,
+            Arc::as_ptr(&context) as u64,
+            0,
+            0,
+            hal_thread_trampoline as *const () as u64,
+        ];
+        let rsp = top - (frame.len() as u64) * 8;
+        for (index, word) in frame.iter().enumerate() {
+            // SAFETY: the words lie in the top 64 bytes of the freshly mapped
+            // stack, which nothing else uses yet.
+            unsafe { core::ptr::write((rsp + index as u64 * 8) as *mut u64, *word) };
+        }
+        // SAFETY: not yet shared with the switch code.
+        unsafe { *context.saved_rsp.get() = rsp };
+        context
+    }
+
+    /// Identifier, for diagnostics.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The stack, if this context owns one.
+    pub fn stack(&self) -> Option<&KernelStack> {
+        self.stack.as_ref()
+    }
+}
+
+/// The running context (`None` before [`adopt_boot_thread`]).
+static CURRENT: IrqMutex<Option<Arc<Context>>> = IrqMutex::new(None);
+/// A context that ended with [`exit_to`], dropped by the next thread to run.
+static FINISHED: IrqMutex<Option<Arc<Context>>> = IrqMutex::new(None);
+
+/// Makes the code now running (on the boot stack) a context, so that it can
+/// switch away and be resumed. Call once.
+pub fn adopt_boot_thread() -> Arc<Context> {
+    let context = Arc::new(Context {
+        saved_rsp: UnsafeCell::new(0),
+        entry: IrqMutex::new(None),
+        is_finished: AtomicBool::new(false),
+        stack: None,
+        id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
+    });
+    let mut current = CURRENT.lock();
+    assert!(current.is_none(), "the boot thread was already adopted");
+    *current = Some(context.clone());
+    context
+}
+
+global_asm!(
+    r#"
+    .section .text.hal_switch_stacks, "ax"
+    .global hal_switch_stacks
+hal_switch_stacks:
+    push rbp
+    push rbx
+    push r12
+    push r13
+    push r14
+    push r15
+    pushfq
+    mov [rdi], rsp
+    mov rsp, rsi
+    popfq
+    pop r15
+    pop r14
+    pop r13
+    pop r12
+    pop rbx
+    pop rbp
+    ret
+
+    .global hal_thread_trampoline
+hal_thread_trampoline:
+    mov rdi, r12
+    call {start}
+    ud2
+"#,
+    start = sym hal_thread_start,
+);
+
+extern "C" {
+    /// Saves callee-saved registers and flags, stores rsp at `save_rsp`,
+    /// loads `new_rsp` and restores the registers saved there.
+    fn hal_switch_stacks(save_rsp: *mut u64, new_rsp: u64);
+    fn hal_thread_trampoline();
+}
+
+/// First code of every new thread (on its own stack, interrupts disabled).
+extern "C" fn hal_thread_start(context: *const Context) -> ! {
+    finish_switch();
+    // SAFETY: `context` is the pointer `Context::new` stored in r12; CURRENT
+    // holds an Arc to it while this thread runs.
+    let context = unsafe { &*context };
+    let entry = context.entry.lock().take().expect("a thread started twice");
+    crate::cpu::enable_interrupts();
+    entry();
+    panic!("kernel thread {} returned from its entry", context.id);
+}
+
+/// Completes a switch on the incoming side: drops a finished context.
+fn finish_switch() {
+    let finished = FINISHED.lock().take();
+    drop(finished);
+}
+
+/// The stack pointer to resume `to` at.
+fn resume_rsp(to: &Context) -> u64 {
+    assert!(
+        !to.is_finished.load(Ordering::Relaxed),
+        "switch to finished context {}",
+        to.id
+    );
+    // SAFETY: interrupts are disabled (checked by the callers), so the switch
+    // code is not writing it concurrently.
+    unsafe { *to.saved_rsp.get() }
+}
+
+/// Switches stacks.
+///
+/// # Safety
+/// Interrupts must be disabled; `save_rsp` must point into a context that
+/// stays alive until the switch back; `new_rsp` must come from
+/// [`resume_rsp`] of a context that CURRENT now holds: either fresh (its
+/// initial frame built by `Context::new`) or suspended by this function.
+unsafe fn switch_stacks(save_rsp: *mut u64, new_rsp: u64) {
+    // SAFETY: guaranteed by the caller, see above.
+    unsafe { hal_switch_stacks(save_rsp, new_rsp) };
+}
+
+/// Suspends the running context and resumes `to`. Returns when some thread
+/// switches back. Interrupts must be disabled.
+pub fn switch_to(to: Arc<Context>) {
+    assert!(!crate::cpu::are_interrupts_enabled(), "switch_to with interrupts enabled");
+    let from = {
+        let mut current = CURRENT.lock();
+        let from = current.replace(to.clone()).expect("switch_to before adopt_boot_thread");
+        if Arc::ptr_eq(&from, &to) {
+            return;
+        }
+        from
+    };
+    let new_rsp = resume_rsp(&to);
+    drop(to); // CURRENT holds it now.
+    // SAFETY: interrupts are off; `from` stays alive in this frame while the
+    // thread is suspended; `new_rsp` belongs to the context CURRENT holds.
+    unsafe { switch_stacks(from.saved_rsp.get(), new_rsp) };
+    finish_switch();
+}
+
+/// Ends the running context for good and resumes `to`; the ended context
+/// (and its stack) is freed by the next thread to run. Interrupts must be
+/// disabled.
+pub fn exit_to(to: Arc<Context>) -> ! {
+    assert!(!crate::cpu::are_interrupts_enabled(), "exit_to with interrupts enabled");
+    let from = CURRENT.lock().replace(to.clone()).expect("exit_to before adopt_boot_thread");
+    assert!(!Arc::ptr_eq(&from, &to), "a thread cannot exit to itself");
+    from.is_finished.store(true, Ordering::Relaxed);
+    let save_rsp = from.saved_rsp.get();
+    // Park `from` so the next thread drops it once we are off its stack.
+    let previous = FINISHED.lock().replace(from);
+    assert!(previous.is_none(), "two finished contexts pending");
+    let new_rsp = resume_rsp(&to);
+    drop(to); // CURRENT holds it now; this frame is never resumed.
+    // SAFETY: interrupts are off; FINISHED keeps `from` alive until the next
+    // thread runs, after the switch has written `save_rsp`; `new_rsp`
+    // belongs to the context CURRENT holds.
+    unsafe { switch_stacks(save_rsp, new_rsp) };
+    unreachable!("a finished context was resumed");
+}
+
+/// The running context's identifier, if any.
+pub fn current_id() -> Option<u64> {
+    CURRENT.lock().as_ref().map(|context| context.id)
+}

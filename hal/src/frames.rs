@@ -1,0 +1,186 @@
+//! Physical frame allocator: one bit per 4 KiB frame.
+//!
+//! The bitmap is a fixed array in `.bss` sized for [`MAX_PHYS_BYTES`] of
+//! physical address space, so it exists before the heap does. A set bit means
+//! "free". Allocation scans from a rotating hint, so a run of allocations
+//! costs O(1) amortised while memory is plentiful; freeing checks that the
+//! frame was allocated, which catches double frees.
+//!
+//! This module is plain safe logic and is unit-tested on the host.
+
+/// Size of a physical frame (and of a small page).
+pub const FRAME_SIZE: u64 = 4096;
+/// Highest physical address the allocator can manage (exclusive): 4 GiB.
+pub const MAX_PHYS_BYTES: u64 = 4 << 30;
+const MAX_FRAMES: usize = (MAX_PHYS_BYTES / FRAME_SIZE) as usize;
+const WORDS: usize = MAX_FRAMES / 64;
+
+/// Why a frame could not be freed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameError {
+    /// The address is not 4 KiB aligned.
+    Unaligned(u64),
+    /// The frame lies outside memory the allocator manages.
+    NotManaged(u64),
+    /// The frame is already free (a double free).
+    AlreadyFree(u64),
+}
+
+/// A bitmap over physical frames: bit set = free.
+pub struct FrameBitmap {
+    free_bits: [u64; WORDS],
+    /// Frames ever added (usable RAM), whether free or not.
+    managed_frames: usize,
+    free_frames: usize,
+    /// Word index where the next search starts.
+    hint: usize,
+}
+
+impl FrameBitmap {
+    /// An allocator that manages no memory yet.
+    pub const fn new() -> Self {
+        Self {
+            free_bits: [0; WORDS],
+            managed_frames: 0,
+            free_frames: 0,
+            hint: 0,
+        }
+    }
+
+    /// Adds the whole frames inside `[start, end)` as free memory, minus any
+    /// part of `reserved` (e.g. the kernel image). Frames above
+    /// [`MAX_PHYS_BYTES`] are ignored.
+    pub fn add_region(&mut self, start: u64, end: u64, reserved: &[(u64, u64)]) {
+        let first = start.div_ceil(FRAME_SIZE);
+        let last = (end.min(MAX_PHYS_BYTES)) / FRAME_SIZE;
+        for frame in first..last {
+            let address = frame * FRAME_SIZE;
+            let is_reserved = reserved
+                .iter()
+                .any(|&(low, high)| address + FRAME_SIZE > low && address < high);
+            let (word, bit) = (frame as usize / 64, frame as usize % 64);
+            if is_reserved || self.free_bits[word] & (1 << bit) != 0 {
+                continue;
+            }
+            self.free_bits[word] |= 1 << bit;
+            self.managed_frames += 1;
+            self.free_frames += 1;
+        }
+    }
+
+    /// Takes one free frame and returns its physical address.
+    pub fn allocate(&mut self) -> Option<u64> {
+        if self.free_frames == 0 {
+            return None;
+        }
+        for offset in 0..WORDS {
+            let word = (self.hint + offset) % WORDS;
+            let bits = self.free_bits[word];
+            if bits != 0 {
+                let bit = bits.trailing_zeros() as usize;
+                self.free_bits[word] &= !(1 << bit);
+                self.free_frames -= 1;
+                self.hint = word;
+                return Some((word * 64 + bit) as u64 * FRAME_SIZE);
+            }
+        }
+        None
+    }
+
+    /// Returns the frame at `address` to the free pool.
+    pub fn free(&mut self, address: u64) -> Result<(), FrameError> {
+        if address % FRAME_SIZE != 0 {
+            return Err(FrameError::Unaligned(address));
+        }
+        if address >= MAX_PHYS_BYTES {
+            return Err(FrameError::NotManaged(address));
+        }
+        let frame = (address / FRAME_SIZE) as usize;
+        let (word, bit) = (frame / 64, frame % 64);
+        if self.free_bits[word] & (1 << bit) != 0 {
+            return Err(FrameError::AlreadyFree(address));
+        }
+        self.free_bits[word] |= 1 << bit;
+        self.free_frames += 1;
+        Ok(())
+    }
+
+    /// Frames currently free.
+    pub fn free_frames(&self) -> usize {
+        self.free_frames
+    }
+
+    /// Frames managed (usable RAM added with [`Self::add_region`]).
+    pub fn managed_frames(&self) -> usize {
+        self.managed_frames
+    }
+}
+
+impl Default for FrameBitmap {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use std::{boxed::Box, collections::HashSet};
+
+    use super::*;
+
+    fn bitmap() -> Box<FrameBitmap> {
+        Box::new(FrameBitmap::new())
+    }
+
+    #[test]
+    fn allocates_distinct_aligned_frames_inside_regions() {
+        let mut frames = bitmap();
+        frames.add_region(0x10_0000, 0x20_0000, &[]);
+        assert_eq!(frames.managed_frames(), 256);
+        let mut seen = HashSet::new();
+        while let Some(frame) = frames.allocate() {
+            assert_eq!(frame % FRAME_SIZE, 0);
+            assert!((0x10_0000..0x20_0000).contains(&frame));
+            assert!(seen.insert(frame), "frame {frame:#x} handed out twice");
+        }
+        assert_eq!(seen.len(), 256);
+        assert_eq!(frames.free_frames(), 0);
+    }
+
+    #[test]
+    fn reserved_ranges_and_partial_frames_are_excluded() {
+        let mut frames = bitmap();
+        frames.add_region(0x1001, 0x10_0000, &[(0x8000, 0x9001)]);
+        // 0x2000..0x100000 is 254 frames; 0x8000 and 0x9000 are reserved.
+        assert_eq!(frames.managed_frames(), 252);
+        while let Some(frame) = frames.allocate() {
+            assert!(frame >= 0x2000);
+            assert!(frame != 0x8000 && frame != 0x9000);
+        }
+    }
+
+    #[test]
+    fn free_returns_frames_and_rejects_double_free() {
+        let mut frames = bitmap();
+        frames.add_region(0, 0x4000, &[]);
+        let frame = frames.allocate().unwrap();
+        assert_eq!(frames.free_frames(), 3);
+        assert_eq!(frames.free(frame), Ok(()));
+        assert_eq!(frames.free_frames(), 4);
+        assert_eq!(frames.free(frame), Err(FrameError::AlreadyFree(frame)));
+        assert_eq!(frames.free(frame + 1), Err(FrameError::Unaligned(frame + 1)));
+        assert_eq!(
+            frames.free(MAX_PHYS_BYTES),
+            Err(FrameError::NotManaged(MAX_PHYS_BYTES))
+        );
+    }
+
+    #[test]
+    fn adding_a_region_twice_counts_it_once() {
+        let mut frames = bitmap();
+        frames.add_region(0, 0x4000, &[]);
+        frames.add_region(0, 0x4000, &[]);
+        assert_eq!(frames.managed_frames(), 4);
+    }
+}

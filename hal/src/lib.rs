@@ -1,0 +1,45 @@
+//! Spindle's hardware abstraction layer (SPIN's "sal"): everything that needs
+//! `unsafe` because hardware or memory layout demands it, behind safe
+//! interfaces for the rest of the kernel.
+//!
+//! - [`boot`]: the PVH entry point, long-mode trampoline, [`boot::BootInfo`].
+//! - [`console`]: the COM1 serial console.
+//! - [`gdt`], [`trap`]: descriptor tables, IST stacks, trap entry and dispatch.
+//! - [`frames`], [`memory`], [`heap`]: physical frames, kernel page tables,
+//!   the global allocator.
+//! - [`timer`], [`cpu`]: TSC and local APIC timer, interrupt control.
+//! - [`context`]: kernel thread stacks and the context switch.
+//! - [`sync`]: interrupt-safe spin locks.
+//! - [`qemu`]: exiting QEMU with a status for the test harness.
+//!
+//! Everything but the frame bitmap only builds for the bare-metal target
+//! (`target_os = "none"`); the bitmap is unit-tested on the host.
+#![cfg_attr(not(test), no_std)]
+
+#[cfg(target_os = "none")]
+extern crate alloc;
+
+pub mod frames;
+
+#[cfg(target_os = "none")]
+pub mod boot;
+#[cfg(target_os = "none")]
+pub mod console;
+#[cfg(target_os = "none")]
+pub mod context;
+#[cfg(target_os = "none")]
+pub mod cpu;
+#[cfg(target_os = "none")]
+pub mod gdt;
+#[cfg(target_os = "none")]
+pub mod heap;
+#[cfg(target_os = "none")]
+pub mod memory;
+#[cfg(target_os = "none")]
+pub mod qemu;
+#[cfg(target_os = "none")]
+pub mod sync;
+#[cfg(target_os = "none")]
+pub mod timer;
+#[cfg(target_os = "none")]
+pub mod trap;

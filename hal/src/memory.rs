@@ -1,0 +1,427 @@
+//! Physical memory and the kernel's page tables.
+//!
+//! Address space layout (x86_64, 4-level paging):
+//!
+//! | virtual range                                   | what                                  |
+//! |-------------------------------------------------|---------------------------------------|
+//! | `0` .. `0x0000_8000_0000_0000`                  | user space (empty for now)            |
+//! | [`PHYS_OFFSET`] .. `+ 4 GiB` (or top of RAM)    | window onto all physical memory (NX)  |
+//! | [`HEAP_BASE`] .. `+ HEAP_MAX_BYTES`             | kernel heap, grown on demand          |
+//! | [`STACKS_BASE`] ..                              | kernel thread stacks with guard pages |
+//! | [`GENERAL_BASE`] .. [`GENERAL_END`]             | pages mapped through [`map`] et al.   |
+//! | `0xffff_ffff_8000_0000` ..                      | the kernel image (text RX, rodata R, data RW) |
+//!
+//! The kernel owns its page tables: [`init`] builds a fresh PML4 from frames
+//! of the frame allocator and switches to it, replacing the trampoline's
+//! tables. Page-table manipulation uses the `x86_64` crate's
+//! `OffsetPageTable`, which walks tables through the physical window.
+//!
+//! The public [`map`]/[`unmap`]/[`translate`]/[`protect`] operate only on the
+//! general region and always back a page with a fresh zeroed frame that the
+//! mapping owns, so safe code can use them without ever aliasing memory that
+//! Rust objects live in.
+
+use x86_64::{
+    registers::control::{Cr3, Cr3Flags},
+    structures::paging::{
+        mapper::{MapToError, MappedFrame, TranslateResult, UnmapError},
+        FrameAllocator, Mapper, OffsetPageTable, Page, PageTable, PageTableFlags, PhysFrame,
+        Size2MiB, Size4KiB, Translate,
+    },
+    PhysAddr, VirtAddr,
+};
+
+use crate::{
+    boot::BootInfo,
+    frames::{FrameBitmap, FRAME_SIZE, MAX_PHYS_BYTES},
+    sync::IrqMutex,
+};
+
+/// Virtual address at which all physical memory is mapped.
+pub const PHYS_OFFSET: u64 = 0xffff_8000_0000_0000;
+/// Base of the kernel heap.
+pub const HEAP_BASE: u64 = 0xffff_c000_0000_0000;
+/// Largest the kernel heap may grow.
+pub const HEAP_MAX_BYTES: u64 = 1 << 30;
+/// Base of the kernel thread stacks.
+pub const STACKS_BASE: u64 = 0xffff_c100_0000_0000;
+/// Base of the region that [`map`] and friends manage.
+pub const GENERAL_BASE: u64 = 0xffff_c200_0000_0000;
+/// End (exclusive) of the region that [`map`] and friends manage.
+pub const GENERAL_END: u64 = 0xffff_c300_0000_0000;
+/// Virtual address the kernel image is linked at, minus its physical address.
+pub const KERNEL_VIRT_BASE: u64 = 0xffff_ffff_8000_0000;
+/// Size of a small page.
+pub const PAGE_SIZE: u64 = FRAME_SIZE;
+
+const HUGE_PAGE_SIZE: u64 = 2 << 20;
+/// Physical address of the local and I/O APIC registers (mapped uncached).
+const APIC_MMIO_RANGE: (u64, u64) = (0xfec0_0000, 0xfee0_1000);
+
+extern "C" {
+    static __boot_start: u8;
+    static __kernel_text_start: u8;
+    static __kernel_text_end: u8;
+    static __kernel_rodata_start: u8;
+    static __kernel_rodata_end: u8;
+    static __kernel_data_start: u8;
+    static __kernel_data_end: u8;
+}
+
+/// Address of a linker-script symbol.
+macro_rules! linker_symbol {
+    ($name:ident) => {
+        // Only the address of the symbol is taken, never its value.
+        core::ptr::addr_of!($name) as u64
+    };
+}
+
+/// The frame allocator. Lock order: `PAGE_TABLES` before `FRAMES`.
+static FRAMES: IrqMutex<FrameBitmap> = IrqMutex::new(FrameBitmap::new());
+
+/// The kernel's page tables, once [`init`] has built them.
+static PAGE_TABLES: IrqMutex<Option<OffsetPageTable<'static>>> = IrqMutex::new(None);
+
+/// Allocation of page-table frames from [`FRAMES`].
+struct TableFrames<'a>(&'a mut FrameBitmap);
+
+// SAFETY: every frame returned comes from the bitmap, which hands out each
+// free frame once, and is zeroed before being returned.
+unsafe impl FrameAllocator<Size4KiB> for TableFrames<'_> {
+    fn allocate_frame(&mut self) -> Option<PhysFrame<Size4KiB>> {
+        let address = self.0.allocate()?;
+        zero_frame(address);
+        Some(PhysFrame::containing_address(PhysAddr::new(address)))
+    }
+}
+
+/// Fills the frame at physical `address` with zeros.
+fn zero_frame(address: u64) {
+    // SAFETY: the frame is mapped by the physical window and was just taken
+    // from the allocator, so nothing else refers to it.
+    unsafe { core::ptr::write_bytes((PHYS_OFFSET + address) as *mut u8, 0, FRAME_SIZE as usize) };
+}
+
+/// Virtual address of physical `address` in the window.
+pub fn phys_to_virt(address: u64) -> u64 {
+    PHYS_OFFSET + address
+}
+
+/// Frame allocator counters, for `mem` in the shell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameStats {
+    /// Frames of usable RAM under management.
+    pub total: usize,
+    /// Frames currently free.
+    pub free: usize,
+}
+
+/// Current frame allocator counters.
+pub fn frame_stats() -> FrameStats {
+    let frames = FRAMES.lock();
+    FrameStats {
+        total: frames.managed_frames(),
+        free: frames.free_frames(),
+    }
+}
+
+/// Allocates one zeroed physical frame.
+pub fn allocate_frame() -> Option<u64> {
+    let address = FRAMES.lock().allocate()?;
+    zero_frame(address);
+    Some(address)
+}
+
+/// Frees a frame obtained from [`allocate_frame`].
+pub fn free_frame(address: u64) -> Result<(), crate::frames::FrameError> {
+    FRAMES.lock().free(address)
+}
+
+/// Sets up the frame allocator from the boot memory map and switches to page
+/// tables the kernel owns. Call once, early, before the heap is used.
+pub fn init(boot_info: &BootInfo) {
+    let image = (
+        linker_symbol!(__boot_start),
+        linker_symbol!(__kernel_data_end) - KERNEL_VIRT_BASE,
+    );
+    {
+        let mut frames = FRAMES.lock();
+        // Reserve the first MiB (BIOS data, the PVH start info), the kernel
+        // image and the boot modules.
+        let mut reserved = [(0u64, 0u64); 2 + crate::boot::MAX_MODULES];
+        reserved[0] = (0, 0x10_0000);
+        reserved[1] = image;
+        for (slot, module) in reserved[2..].iter_mut().zip(boot_info.modules()) {
+            *slot = (module.start, module.start + module.len);
+        }
+        for region in boot_info.memory_regions().iter().filter(|region| region.is_usable()) {
+            frames.add_region(region.start, region.start + region.len, &reserved);
+        }
+    }
+    let ram_top = boot_info
+        .memory_regions()
+        .iter()
+        .map(|region| region.start + region.len)
+        .max()
+        .unwrap_or(0)
+        .min(MAX_PHYS_BYTES);
+    build_kernel_tables(ram_top.max(4 << 30));
+}
+
+fn build_kernel_tables(window_bytes: u64) {
+    let mut frames = FRAMES.lock();
+    let mut table_frames = TableFrames(&mut frames);
+    let pml4_frame = table_frames.allocate_frame().expect("no frame for the kernel PML4");
+    // SAFETY: the frame was just allocated and zeroed, is mapped by the
+    // window, and is used as nothing but this page table.
+    let pml4: &'static mut PageTable =
+        unsafe { &mut *((PHYS_OFFSET + pml4_frame.start_address().as_u64()) as *mut PageTable) };
+    // SAFETY: the whole of physical memory is mapped at PHYS_OFFSET (by the
+    // boot tables now, and by this table once it is active, see below).
+    let mut mapper = unsafe { OffsetPageTable::new(pml4, VirtAddr::new(PHYS_OFFSET)) };
+
+    // 1. The physical window, with 2 MiB pages.
+    let window_flags = PageTableFlags::PRESENT
+        | PageTableFlags::WRITABLE
+        | PageTableFlags::NO_EXECUTE
+        | PageTableFlags::GLOBAL;
+    let mut physical = 0;
+    while physical < window_bytes {
+        let mut flags = window_flags;
+        if physical < APIC_MMIO_RANGE.1 && physical + HUGE_PAGE_SIZE > APIC_MMIO_RANGE.0 {
+            flags |= PageTableFlags::NO_CACHE | PageTableFlags::WRITE_THROUGH;
+        }
+        let page = Page::<Size2MiB>::containing_address(VirtAddr::new(PHYS_OFFSET + physical));
+        let frame = PhysFrame::<Size2MiB>::containing_address(PhysAddr::new(physical));
+        // SAFETY: the window maps each physical frame once, to its own slot;
+        // nothing is mapped there yet. The flush is unnecessary: the table
+        // is not active.
+        unsafe { mapper.map_to(page, frame, flags, &mut table_frames) }
+            .expect("mapping the physical window")
+            .ignore();
+        physical += HUGE_PAGE_SIZE;
+    }
+
+    // 2. The kernel image, one permission set per section group.
+    let sections = [
+        (
+            linker_symbol!(__kernel_text_start),
+            linker_symbol!(__kernel_text_end),
+            PageTableFlags::PRESENT | PageTableFlags::GLOBAL,
+        ),
+        (
+            linker_symbol!(__kernel_rodata_start),
+            linker_symbol!(__kernel_rodata_end),
+            PageTableFlags::PRESENT | PageTableFlags::GLOBAL | PageTableFlags::NO_EXECUTE,
+        ),
+        (
+            linker_symbol!(__kernel_data_start),
+            linker_symbol!(__kernel_data_end),
+            PageTableFlags::PRESENT
+                | PageTableFlags::WRITABLE
+                | PageTableFlags::GLOBAL
+                | PageTableFlags::NO_EXECUTE,
+        ),
+    ];
+    for (start, end, flags) in sections {
+        let mut virt = start;
+        while virt < end {
+            let page = Page::<Size4KiB>::containing_address(VirtAddr::new(virt));
+            let frame = PhysFrame::containing_address(PhysAddr::new(virt - KERNEL_VIRT_BASE));
+            // SAFETY: maps the image onto the frames it was loaded into, as
+            // the boot tables did, with tighter permissions.
+            unsafe { mapper.map_to(page, frame, flags, &mut table_frames) }
+                .expect("mapping the kernel image")
+                .ignore();
+            virt += PAGE_SIZE;
+        }
+    }
+    drop(frames);
+
+    // SAFETY: the new tables map the kernel image (where this code and its
+    // stack live: the boot stack is in .bss), the physical window, and
+    // nothing the old tables mapped that is still in use (the trampoline and
+    // the identity map are no longer needed).
+    unsafe { Cr3::write(pml4_frame, Cr3Flags::empty()) };
+    *PAGE_TABLES.lock() = Some(mapper);
+}
+
+/// How a page may be accessed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protection {
+    /// Readable, not writable, not executable.
+    ReadOnly,
+    /// Readable and writable, not executable.
+    ReadWrite,
+}
+
+impl Protection {
+    fn flags(self) -> PageTableFlags {
+        let base = PageTableFlags::PRESENT | PageTableFlags::NO_EXECUTE;
+        match self {
+            Self::ReadOnly => base,
+            Self::ReadWrite => base | PageTableFlags::WRITABLE,
+        }
+    }
+}
+
+/// Why a page-table operation failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MapError {
+    /// The address is not page aligned.
+    Unaligned(u64),
+    /// The address lies outside the region the operation may touch.
+    OutsideRegion(u64),
+    /// The page is already mapped.
+    AlreadyMapped(u64),
+    /// The page is not mapped.
+    NotMapped(u64),
+    /// No physical frame was free.
+    OutOfFrames,
+}
+
+fn check_general(virt: u64) -> Result<Page<Size4KiB>, MapError> {
+    if virt % PAGE_SIZE != 0 {
+        return Err(MapError::Unaligned(virt));
+    }
+    if !(GENERAL_BASE..GENERAL_END).contains(&virt) {
+        return Err(MapError::OutsideRegion(virt));
+    }
+    Ok(Page::containing_address(VirtAddr::new(virt)))
+}
+
+/// Runs `f` on the kernel page tables and frame allocator.
+fn with_tables<R>(f: impl FnOnce(&mut OffsetPageTable<'static>, &mut TableFrames) -> R) -> R {
+    let mut tables = PAGE_TABLES.lock();
+    let mapper = tables.as_mut().expect("memory::init has not run");
+    let mut frames = FRAMES.lock();
+    f(mapper, &mut TableFrames(&mut frames))
+}
+
+/// Maps kernel page `virt` (page aligned, in the general region) to a fresh
+/// zeroed frame and returns the frame's physical address.
+pub fn map(virt: u64, protection: Protection) -> Result<u64, MapError> {
+    let page = check_general(virt)?;
+    map_fresh(page, protection.flags())
+}
+
+/// Maps `page` to a fresh zeroed frame with `flags` (internal regions too).
+fn map_fresh(page: Page<Size4KiB>, flags: PageTableFlags) -> Result<u64, MapError> {
+    with_tables(|mapper, frames| {
+        let frame = frames.allocate_frame().ok_or(MapError::OutOfFrames)?;
+        // SAFETY: the frame is fresh, so the new mapping aliases nothing; the
+        // page is in a kernel region this module manages.
+        match unsafe { mapper.map_to(page, frame, flags | PageTableFlags::GLOBAL, frames) } {
+            Ok(flush) => {
+                flush.flush();
+                Ok(frame.start_address().as_u64())
+            }
+            Err(error) => {
+                let _ = frames.0.free(frame.start_address().as_u64());
+                Err(match error {
+                    MapToError::FrameAllocationFailed => MapError::OutOfFrames,
+                    _ => MapError::AlreadyMapped(page.start_address().as_u64()),
+                })
+            }
+        }
+    })
+}
+
+/// Unmaps kernel page `virt` (in the general region) and frees its frame.
+pub fn unmap(virt: u64) -> Result<(), MapError> {
+    let page = check_general(virt)?;
+    unmap_and_free(page)
+}
+
+fn unmap_and_free(page: Page<Size4KiB>) -> Result<(), MapError> {
+    with_tables(|mapper, frames| {
+        let (frame, flush) = mapper
+            .unmap(page)
+            .map_err(|_: UnmapError| MapError::NotMapped(page.start_address().as_u64()))?;
+        flush.flush();
+        frames
+            .0
+            .free(frame.start_address().as_u64())
+            .expect("a mapped frame was already free");
+        Ok(())
+    })
+}
+
+/// Changes the protection of mapped page `virt` (in the general region).
+pub fn protect(virt: u64, protection: Protection) -> Result<(), MapError> {
+    let page = check_general(virt)?;
+    with_tables(|mapper, _| {
+        // SAFETY: changing the permissions of a page the general region owns
+        // cannot invalidate any Rust reference (nothing refers to it).
+        let flush = unsafe { mapper.update_flags(page, protection.flags() | PageTableFlags::GLOBAL) }
+            .map_err(|_| MapError::NotMapped(virt))?;
+        flush.flush();
+        Ok(())
+    })
+}
+
+/// The physical address `virt` maps to, if any (any kernel address).
+pub fn translate(virt: u64) -> Option<u64> {
+    let tables = PAGE_TABLES.lock();
+    tables.as_ref()?.translate_addr(VirtAddr::try_new(virt).ok()?).map(|phys| phys.as_u64())
+}
+
+/// The protection of page `virt`, if mapped (any kernel address).
+pub fn protection_of(virt: u64) -> Option<Protection> {
+    let tables = PAGE_TABLES.lock();
+    match tables.as_ref()?.translate(VirtAddr::try_new(virt).ok()?) {
+        TranslateResult::Mapped { flags, frame: MappedFrame::Size4KiB(_), .. }
+        | TranslateResult::Mapped { flags, .. } => Some(if flags.contains(PageTableFlags::WRITABLE) {
+            Protection::ReadWrite
+        } else {
+            Protection::ReadOnly
+        }),
+        _ => None,
+    }
+}
+
+/// Stores `value` at kernel address `virt` in the general region, without
+/// checking the mapping first: if the page is unmapped or read-only the CPU
+/// raises a page fault, which the kernel's trap policy handles (normally by
+/// ending the faulting thread). This is how tests provoke page faults.
+pub fn store_unchecked(virt: u64, value: u64) -> Result<(), MapError> {
+    check_general(virt & !(PAGE_SIZE - 1))?;
+    if virt % 8 != 0 {
+        return Err(MapError::Unaligned(virt));
+    }
+    // SAFETY: the general region holds only pages mapped by `map`, each
+    // backed by a frame that no Rust object uses, so the store cannot corrupt
+    // memory; if the page is absent or read-only the store faults instead.
+    unsafe { core::ptr::write_volatile(virt as *mut u64, value) };
+    Ok(())
+}
+
+/// Loads the value at kernel address `virt` in the general region (faults,
+/// like [`store_unchecked`], if unmapped).
+pub fn load_unchecked(virt: u64) -> Result<u64, MapError> {
+    check_general(virt & !(PAGE_SIZE - 1))?;
+    if virt % 8 != 0 {
+        return Err(MapError::Unaligned(virt));
+    }
+    // SAFETY: as for `store_unchecked`; a read of a u64 from such a page is
+    // always a valid value.
+    Ok(unsafe { core::ptr::read_volatile(virt as *const u64) })
+}
+
+/// Maps `pages` fresh read-write pages at `virt` in an internal region
+/// (heap or stacks).
+pub(crate) fn map_internal(virt: u64, pages: u64) -> Result<(), MapError> {
+    for index in 0..pages {
+        let page = Page::containing_address(VirtAddr::new(virt + index * PAGE_SIZE));
+        map_fresh(page, Protection::ReadWrite.flags())?;
+    }
+    Ok(())
+}
+
+/// Unmaps `pages` pages at `virt` in an internal region and frees their frames.
+pub(crate) fn unmap_internal(virt: u64, pages: u64) {
+    for index in 0..pages {
+        let page = Page::containing_address(VirtAddr::new(virt + index * PAGE_SIZE));
+        let _ = unmap_and_free(page);
+    }
+}

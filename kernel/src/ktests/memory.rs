@@ -1,0 +1,129 @@
+//! Frame allocator, heap, and kernel page tables.
+
+use alloc::{boxed::Box, collections::BTreeSet, vec, vec::Vec};
+
+use hal::memory::{self, MapError, Protection, GENERAL_BASE, PAGE_SIZE};
+
+use super::{ensure, KernelTest, TestResult};
+
+pub const TESTS: &[KernelTest] = &[
+    KernelTest { name: "frames_are_distinct_and_returned", run: frames_are_distinct_and_returned },
+    KernelTest { name: "frame_double_free_is_refused", run: frame_double_free_is_refused },
+    KernelTest { name: "heap_allocates_grows_and_frees", run: heap_allocates_grows_and_frees },
+    KernelTest { name: "map_write_translate_unmap", run: map_write_translate_unmap },
+    KernelTest { name: "map_rejects_bad_requests", run: map_rejects_bad_requests },
+    KernelTest { name: "protect_changes_permissions", run: protect_changes_permissions },
+];
+
+fn frames_are_distinct_and_returned() -> TestResult {
+    let before = memory::frame_stats();
+    ensure!(before.total > 1000, "only {} frames managed", before.total);
+    let mut frames = BTreeSet::new();
+    for _ in 0..256 {
+        let frame = memory::allocate_frame().ok_or("out of frames")?;
+        ensure!(frame % PAGE_SIZE == 0, "frame {frame:#x} not aligned");
+        ensure!(frames.insert(frame), "frame {frame:#x} handed out twice");
+    }
+    ensure!(
+        memory::frame_stats().free == before.free - 256,
+        "free count did not drop by 256"
+    );
+    for frame in frames {
+        memory::free_frame(frame).map_err(|error| alloc::format!("{error:?}"))?;
+    }
+    ensure!(memory::frame_stats() == before, "frames not all returned");
+    Ok(())
+}
+
+fn frame_double_free_is_refused() -> TestResult {
+    let frame = memory::allocate_frame().ok_or("out of frames")?;
+    memory::free_frame(frame).map_err(|error| alloc::format!("{error:?}"))?;
+    ensure!(memory::free_frame(frame).is_err(), "double free accepted");
+    Ok(())
+}
+
+fn heap_allocates_grows_and_frees() -> TestResult {
+    let before = hal::heap::stats();
+    let boxed = Box::new(0x5a5a_u64);
+    ensure!(*boxed == 0x5a5a, "box lost its value");
+    // 8 MiB forces the heap to map more pages.
+    let mut big = vec![0u8; 8 << 20];
+    big[0] = 1;
+    big[(8 << 20) - 1] = 2;
+    ensure!(big[0] + big[(8 << 20) - 1] == 3, "large allocation corrupted");
+    ensure!(
+        hal::heap::stats().mapped_bytes >= before.mapped_bytes,
+        "heap shrank"
+    );
+    let many: Vec<Box<u32>> = (0..10_000).map(Box::new).collect();
+    ensure!(many.iter().enumerate().all(|(i, b)| **b == i as u32), "small allocations corrupted");
+    drop((boxed, big, many));
+    let after = hal::heap::stats();
+    ensure!(
+        after.allocated_bytes == before.allocated_bytes,
+        "heap leaked: {} bytes before, {} after",
+        before.allocated_bytes,
+        after.allocated_bytes
+    );
+    Ok(())
+}
+
+fn map_write_translate_unmap() -> TestResult {
+    let page = GENERAL_BASE + 0x10_0000;
+    // The first mapping in this area also allocates page-table frames, which
+    // stay; count frames across a second mapping only.
+    memory::map(page, Protection::ReadWrite).map_err(|e| alloc::format!("{e:?}"))?;
+    memory::unmap(page).map_err(|e| alloc::format!("{e:?}"))?;
+    let frames_before = memory::frame_stats().free;
+    let frame = memory::map(page, Protection::ReadWrite).map_err(|e| alloc::format!("{e:?}"))?;
+    ensure!(memory::translate(page) == Some(frame), "translate disagrees with map");
+    ensure!(
+        memory::translate(page + 0x123) == Some(frame + 0x123),
+        "translate ignores the offset"
+    );
+    ensure!(memory::load_unchecked(page) == Ok(0), "fresh page not zeroed");
+    memory::store_unchecked(page + 8, 0xfeed_f00d).map_err(|e| alloc::format!("{e:?}"))?;
+    ensure!(memory::load_unchecked(page + 8) == Ok(0xfeed_f00d), "store not visible");
+    memory::unmap(page).map_err(|e| alloc::format!("{e:?}"))?;
+    ensure!(memory::translate(page).is_none(), "page still mapped after unmap");
+    ensure!(memory::frame_stats().free == frames_before, "unmap did not free the frame");
+    Ok(())
+}
+
+fn map_rejects_bad_requests() -> TestResult {
+    let page = GENERAL_BASE + 0x20_0000;
+    ensure!(
+        memory::map(page + 1, Protection::ReadWrite) == Err(MapError::Unaligned(page + 1)),
+        "unaligned map accepted"
+    );
+    ensure!(
+        matches!(memory::map(0x1000, Protection::ReadWrite), Err(MapError::OutsideRegion(_))),
+        "map outside the general region accepted"
+    );
+    memory::map(page, Protection::ReadWrite).map_err(|e| alloc::format!("{e:?}"))?;
+    ensure!(
+        memory::map(page, Protection::ReadWrite) == Err(MapError::AlreadyMapped(page)),
+        "double map accepted"
+    );
+    memory::unmap(page).map_err(|e| alloc::format!("{e:?}"))?;
+    ensure!(memory::unmap(page) == Err(MapError::NotMapped(page)), "double unmap accepted");
+    ensure!(
+        memory::protect(page, Protection::ReadOnly) == Err(MapError::NotMapped(page)),
+        "protect of an unmapped page accepted"
+    );
+    Ok(())
+}
+
+fn protect_changes_permissions() -> TestResult {
+    let page = GENERAL_BASE + 0x30_0000;
+    memory::map(page, Protection::ReadWrite).map_err(|e| alloc::format!("{e:?}"))?;
+    ensure!(memory::protection_of(page) == Some(Protection::ReadWrite), "not read-write");
+    memory::protect(page, Protection::ReadOnly).map_err(|e| alloc::format!("{e:?}"))?;
+    ensure!(memory::protection_of(page) == Some(Protection::ReadOnly), "not read-only");
+    ensure!(memory::load_unchecked(page) == Ok(0), "read-only page unreadable");
+    memory::protect(page, Protection::ReadWrite).map_err(|e| alloc::format!("{e:?}"))?;
+    memory::store_unchecked(page, 7).map_err(|e| alloc::format!("{e:?}"))?;
+    ensure!(memory::load_unchecked(page) == Ok(7), "write after unprotect lost");
+    memory::unmap(page).map_err(|e| alloc::format!("{e:?}"))?;
+    Ok(())
+}

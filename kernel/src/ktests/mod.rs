@@ -1,0 +1,54 @@
+//! In-kernel tests, run by `spindle.mode=test` after the kernel is up.
+//!
+//! Each test is a function returning `Ok(())` or a message saying what went
+//! wrong. The runner prints `test <name> ... ok` or `... FAILED: <why>` per
+//! test and the plain summary line `N passed, N failed` that `./x test`
+//! checks. Tests are grouped by the subsystem they prove.
+
+use alloc::string::String;
+
+mod memory;
+mod threads;
+mod traps;
+
+/// A test's outcome: `Err` says what went wrong.
+pub type TestResult = Result<(), String>;
+
+/// One named in-kernel test.
+pub struct KernelTest {
+    /// Name printed by the runner.
+    pub name: &'static str,
+    /// The test body.
+    pub run: fn() -> TestResult,
+}
+
+/// Fails the enclosing test with a formatted message unless `condition`.
+macro_rules! ensure {
+    ($condition:expr, $($message:tt)+) => {
+        if !$condition {
+            return Err(alloc::format!($($message)+));
+        }
+    };
+}
+pub(crate) use ensure;
+
+/// Runs every test; returns whether all passed.
+pub fn run_all() -> bool {
+    let groups: [&[KernelTest]; 3] = [memory::TESTS, traps::TESTS, threads::TESTS];
+    let (mut passed, mut failed) = (0, 0);
+    for test in groups.iter().flat_map(|group| group.iter()) {
+        hal::console::write_fmt(format_args!("test {} ... ", test.name));
+        match (test.run)() {
+            Ok(()) => {
+                passed += 1;
+                hal::console::write_str("ok\n");
+            }
+            Err(why) => {
+                failed += 1;
+                hal::console::write_fmt(format_args!("FAILED: {why}\n"));
+            }
+        }
+    }
+    hal::console::write_fmt(format_args!("{passed} passed, {failed} failed\n"));
+    failed == 0
+}

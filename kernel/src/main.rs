@@ -1,0 +1,73 @@
+//! The Spindle kernel: the composition root.
+//!
+//! Boot order: console and logger, descriptor tables and traps, memory (frame
+//! allocator, the kernel's own page tables, heap), timer, scheduler. Then the
+//! kernel command line picks what to run (`spindle.mode=`):
+//!
+//! - `shell` (default): the serial shell ([`shell`]);
+//! - `test`: the in-kernel tests ([`ktests`]), then exit QEMU with the result;
+//! - `bench`: the in-guest benchmarks ([`bench`]), then exit;
+//! - `crash`: a deliberate page fault on the boot thread, which must be
+//!   reported and end QEMU with a failure status (tests the fatal path).
+#![no_std]
+#![no_main]
+
+extern crate alloc;
+
+mod bench;
+mod exceptions;
+mod ktests;
+mod logger;
+mod shell;
+
+use core::panic::PanicInfo;
+
+use hal::{boot::BootInfo, qemu};
+
+hal::entry_point!(kernel_main);
+
+fn kernel_main(boot_info: &'static BootInfo) -> ! {
+    hal::console::init();
+    logger::init(log::LevelFilter::Info);
+    log::info!("Spindle booting; command line: {:?}", boot_info.cmdline());
+    hal::gdt::init();
+    hal::trap::init();
+    exceptions::init();
+    hal::memory::init(boot_info);
+    let frames = hal::memory::frame_stats();
+    log::info!(
+        "memory: {} MiB usable, kernel page tables active",
+        frames.total as u64 * hal::frames::FRAME_SIZE >> 20
+    );
+    hal::timer::init();
+    sched::init("main");
+    hal::cpu::enable_interrupts();
+
+    match boot_info.cmdline_value("spindle.mode").unwrap_or("shell") {
+        "test" => {
+            let is_success = ktests::run_all();
+            qemu::exit(if is_success { qemu::ExitCode::Success } else { qemu::ExitCode::Failure })
+        }
+        "bench" => {
+            bench::run_all();
+            qemu::exit(qemu::ExitCode::Success)
+        }
+        "crash" => {
+            log::info!("crash mode: touching an unmapped page on the boot thread");
+            let _ = hal::memory::store_unchecked(hal::memory::GENERAL_BASE + 0xdead_0000, 1);
+            panic!("the deliberate page fault did not fault");
+        }
+        "shell" => {
+            sched::spawn("shell", shell::run).expect("cannot start the shell");
+            sched::exit(sched::ExitReason::Finished)
+        }
+        other => panic!("unknown spindle.mode {other:?}"),
+    }
+}
+
+#[panic_handler]
+fn panic(info: &PanicInfo<'_>) -> ! {
+    hal::cpu::disable_interrupts();
+    hal::console::emergency_write_fmt(format_args!("\nKERNEL PANIC: {info}\n"));
+    qemu::exit(qemu::ExitCode::Failure)
+}

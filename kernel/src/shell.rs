@@ -1,0 +1,135 @@
+//! The kernel shell on the serial console.
+//!
+//! Reads a line (echoing what is typed; Enter is `\r` or `\n`, backspace
+//! edits), runs the command, prints the prompt [`PROMPT`] again. Input is
+//! polled: when no byte is waiting the shell sleeps for a millisecond, so an
+//! idle shell costs almost nothing.
+
+use alloc::string::String;
+
+use hal::console;
+
+/// The prompt; the test harness waits for exactly this string.
+pub const PROMPT: &str = "spindle> ";
+
+/// One shell command.
+struct Command {
+    name: &'static str,
+    help: &'static str,
+    run: fn(&str),
+}
+
+const COMMANDS: &[Command] = &[
+    Command { name: "help", help: "list commands", run: help },
+    Command { name: "mem", help: "physical frames and heap in use and free", run: mem },
+    Command { name: "threads", help: "list kernel threads", run: threads },
+    Command { name: "uptime", help: "time since boot", run: uptime },
+    Command { name: "halt", help: "stop the machine (QEMU exits)", run: halt },
+];
+
+/// Runs the shell forever (until `halt`).
+pub fn run() {
+    console::write_str("\nSpindle shell. Type 'help' for commands.\n");
+    loop {
+        console::write_str(PROMPT);
+        let line = read_line();
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let (name, arguments) = line.split_once(' ').unwrap_or((line, ""));
+        match COMMANDS.iter().find(|command| command.name == name) {
+            Some(command) => (command.run)(arguments.trim()),
+            None => console::write_fmt(format_args!(
+                "unknown command: {name} (type 'help' for a list)\n"
+            )),
+        }
+    }
+}
+
+const BACKSPACE: u8 = 0x08;
+const DELETE: u8 = 0x7f;
+const MAX_LINE: usize = 256;
+
+fn read_line() -> String {
+    let mut line = String::new();
+    loop {
+        let Some(byte) = console::try_read_byte() else {
+            sched::sleep_ms(1);
+            continue;
+        };
+        match byte {
+            b'\r' | b'\n' => {
+                console::write_str("\n");
+                return line;
+            }
+            BACKSPACE | DELETE => {
+                if line.pop().is_some() {
+                    console::write_str("\x08 \x08");
+                }
+            }
+            0x20..=0x7e if line.len() < MAX_LINE => {
+                line.push(byte as char);
+                let echo = [byte];
+                console::write_str(core::str::from_utf8(&echo).unwrap_or(""));
+            }
+            _ => {}
+        }
+    }
+}
+
+fn help(_: &str) {
+    for command in COMMANDS {
+        console::write_fmt(format_args!("  {:<8} {}\n", command.name, command.help));
+    }
+}
+
+fn mem(_: &str) {
+    let frames = hal::memory::frame_stats();
+    let heap = hal::heap::stats();
+    console::write_fmt(format_args!(
+        "frames: {} used, {} free, {} total (4 KiB each)\nheap: {} bytes used, {} bytes free, {} bytes mapped, {} allocations\n",
+        frames.total - frames.free,
+        frames.free,
+        frames.total,
+        heap.allocated_bytes,
+        heap.available_bytes,
+        heap.mapped_bytes,
+        heap.allocation_count,
+    ));
+}
+
+fn threads(_: &str) {
+    console::write_str("  id  state     cpu_ms  name\n");
+    for thread in sched::threads() {
+        let state = match thread.state {
+            sched::ThreadState::Ready => "ready",
+            sched::ThreadState::Running => "running",
+            sched::ThreadState::Blocked => "blocked",
+            sched::ThreadState::Sleeping => "sleeping",
+        };
+        console::write_fmt(format_args!(
+            "  {:>2}  {:<8} {:>7}  {}\n",
+            thread.id,
+            state,
+            thread.cpu_ticks * 1000 / hal::timer::TICK_HZ,
+            thread.name
+        ));
+    }
+}
+
+fn uptime(_: &str) {
+    let ms = hal::timer::uptime_ns() / 1_000_000;
+    console::write_fmt(format_args!(
+        "up {} ms ({}.{:03} s), {} ticks\n",
+        ms,
+        ms / 1000,
+        ms % 1000,
+        hal::timer::ticks()
+    ));
+}
+
+fn halt(_: &str) {
+    console::write_str("halting\n");
+    hal::qemu::exit(hal::qemu::ExitCode::Success);
+}

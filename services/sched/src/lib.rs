@@ -1,0 +1,450 @@
+//! Kernel threads ("strands" in SPIN) and the global scheduler.
+//!
+//! Policy: preemptive round robin. Every ready thread runs for at most
+//! [`TIME_SLICE_TICKS`] timer ticks before the next ready thread takes over;
+//! the idle thread runs only when nothing else is ready. Threads block on
+//! [`sync::Mutex`], [`sync::Condvar`], [`sleep_ms`] and [`JoinHandle::join`].
+//!
+//! Concurrency: all scheduler state sits behind one [`IrqMutex`], so it is
+//! changed with interrupts disabled on the single CPU; the timer tick
+//! ([`on_tick`]) runs in interrupt context and may preempt the running thread
+//! by switching contexts from inside the interrupt handler (the preempted
+//! thread's registers stay in its trap frame on its own stack).
+#![no_std]
+
+extern crate alloc;
+
+pub mod sync;
+
+use alloc::{
+    boxed::Box,
+    collections::{BTreeMap, BinaryHeap, VecDeque},
+    string::String,
+    sync::Arc,
+    vec::Vec,
+};
+use core::{cmp::Reverse, fmt};
+
+use hal::{
+    context::{self, Context, KernelStack},
+    cpu,
+    sync::IrqMutex,
+    timer,
+};
+
+/// Timer ticks a thread may run before it is preempted.
+pub const TIME_SLICE_TICKS: u32 = 10;
+/// Stack size of a kernel thread.
+pub const STACK_BYTES: u64 = 64 * 1024;
+
+/// Identifies a thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ThreadId(pub u64);
+
+impl fmt::Display for ThreadId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// What a thread is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThreadState {
+    /// Waiting in the ready queue.
+    Ready,
+    /// On the CPU.
+    Running,
+    /// Waiting for a wake-up (mutex, condition variable, join).
+    Blocked,
+    /// Waiting for a timer tick.
+    Sleeping,
+}
+
+/// How a thread ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExitReason {
+    /// Its entry function returned.
+    Finished,
+    /// It caused a CPU exception and was stopped.
+    Faulted(Fault),
+}
+
+/// The CPU exception that stopped a thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fault {
+    /// Exception vector.
+    pub vector: u64,
+    /// Error code pushed by the CPU (0 if none).
+    pub error_code: u64,
+    /// Address of the faulting instruction.
+    pub rip: u64,
+    /// Faulting address (CR2) for page faults, else 0.
+    pub fault_address: u64,
+}
+
+/// Why a thread could not be created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpawnError {
+    /// No memory for its stack.
+    OutOfMemory,
+}
+
+/// A snapshot of one thread, for the shell's `threads`.
+#[derive(Debug, Clone)]
+pub struct ThreadInfo {
+    /// Its identifier.
+    pub id: ThreadId,
+    /// Its name.
+    pub name: String,
+    /// Its state.
+    pub state: ThreadState,
+    /// Timer ticks during which it was running.
+    pub cpu_ticks: u64,
+}
+
+/// The outcome of a thread, shared by the thread and its [`JoinHandle`].
+struct Completion {
+    reason: IrqMutex<Option<ExitReason>>,
+    joiners: IrqMutex<Vec<ThreadId>>,
+}
+
+struct Thread {
+    name: String,
+    context: Arc<Context>,
+    state: ThreadState,
+    cpu_ticks: u64,
+    completion: Arc<Completion>,
+    /// Whether a fault in this thread must stop the kernel (boot and idle).
+    is_critical: bool,
+}
+
+struct Scheduler {
+    threads: BTreeMap<ThreadId, Thread>,
+    ready: VecDeque<ThreadId>,
+    /// Sleeping threads by wake-up tick.
+    sleepers: BinaryHeap<Reverse<(u64, ThreadId)>>,
+    current: ThreadId,
+    idle: ThreadId,
+    slice_left: u32,
+    next_id: u64,
+    context_switches: u64,
+}
+
+static SCHEDULER: IrqMutex<Option<Scheduler>> = IrqMutex::new(None);
+
+/// Runs `f` on the scheduler with interrupts disabled.
+fn with_scheduler<R>(f: impl FnOnce(&mut Scheduler) -> R) -> R {
+    let mut guard = SCHEDULER.lock();
+    f(guard.as_mut().expect("sched::init has not run"))
+}
+
+impl Scheduler {
+    fn add(&mut self, name: &str, context: Arc<Context>, is_critical: bool) -> (ThreadId, Arc<Completion>) {
+        let id = ThreadId(self.next_id);
+        self.next_id += 1;
+        let completion = Arc::new(Completion {
+            reason: IrqMutex::new(None),
+            joiners: IrqMutex::new(Vec::new()),
+        });
+        self.threads.insert(
+            id,
+            Thread {
+                name: String::from(name),
+                context,
+                state: ThreadState::Ready,
+                cpu_ticks: 0,
+                completion: completion.clone(),
+                is_critical,
+            },
+        );
+        (id, completion)
+    }
+
+    fn make_ready(&mut self, id: ThreadId) {
+        if let Some(thread) = self.threads.get_mut(&id) {
+            if matches!(thread.state, ThreadState::Blocked | ThreadState::Sleeping) {
+                thread.state = ThreadState::Ready;
+                self.ready.push_back(id);
+            }
+        }
+    }
+
+    /// Picks the next thread to run (the idle thread if none is ready) and
+    /// makes it current. Returns its context if it differs from the caller's.
+    fn pick_next(&mut self) -> Option<Arc<Context>> {
+        let next = self.ready.pop_front().unwrap_or(self.idle);
+        self.slice_left = TIME_SLICE_TICKS;
+        if next == self.current {
+            if let Some(thread) = self.threads.get_mut(&next) {
+                thread.state = ThreadState::Running;
+            }
+            return None;
+        }
+        self.current = next;
+        self.context_switches += 1;
+        let thread = self.threads.get_mut(&next).expect("ready thread vanished");
+        thread.state = ThreadState::Running;
+        Some(thread.context.clone())
+    }
+
+    /// Puts the running thread back at the end of the ready queue (unless it
+    /// is the idle thread, which is never queued).
+    fn requeue_current(&mut self) {
+        let current = self.current;
+        if let Some(thread) = self.threads.get_mut(&current) {
+            if thread.state == ThreadState::Running {
+                thread.state = ThreadState::Ready;
+                if current != self.idle {
+                    self.ready.push_back(current);
+                }
+            }
+        }
+    }
+}
+
+/// Starts the scheduler: the running boot code becomes thread `name`, and
+/// the idle thread is created. Call once, after the heap and timer are up.
+pub fn init(name: &str) {
+    let boot_context = context::adopt_boot_thread();
+    let idle_context = Context::new(
+        KernelStack::new(16 * 1024).expect("no memory for the idle thread"),
+        Box::new(idle_loop),
+    );
+    let mut scheduler = Scheduler {
+        threads: BTreeMap::new(),
+        ready: VecDeque::new(),
+        sleepers: BinaryHeap::new(),
+        current: ThreadId(0),
+        idle: ThreadId(0),
+        slice_left: TIME_SLICE_TICKS,
+        next_id: 0,
+        context_switches: 0,
+    };
+    let (boot, _) = scheduler.add(name, boot_context, true);
+    let (idle, _) = scheduler.add("idle", idle_context, true);
+    scheduler.threads.get_mut(&boot).expect("boot thread").state = ThreadState::Running;
+    scheduler.current = boot;
+    scheduler.idle = idle;
+    *SCHEDULER.lock() = Some(scheduler);
+    timer::set_tick_hook(on_tick);
+}
+
+fn idle_loop() {
+    loop {
+        cpu::wait_for_interrupt();
+    }
+}
+
+/// A handle to wait for a thread's end.
+pub struct JoinHandle {
+    id: ThreadId,
+    completion: Arc<Completion>,
+}
+
+impl JoinHandle {
+    /// The thread's identifier.
+    pub fn id(&self) -> ThreadId {
+        self.id
+    }
+
+    /// Blocks until the thread ends and returns how it ended.
+    pub fn join(self) -> ExitReason {
+        loop {
+            if let Some(reason) = self.completion.reason.lock().clone() {
+                return reason;
+            }
+            block_current_if(|me| {
+                let is_done = self.completion.reason.lock().is_some();
+                if !is_done {
+                    self.completion.joiners.lock().push(me);
+                }
+                !is_done
+            });
+        }
+    }
+
+    /// Whether the thread has ended.
+    pub fn is_finished(&self) -> bool {
+        self.completion.reason.lock().is_some()
+    }
+}
+
+/// Creates a thread named `name` running `entry`; it is queued to run.
+pub fn spawn(name: &str, entry: impl FnOnce() + Send + 'static) -> Result<JoinHandle, SpawnError> {
+    let stack = KernelStack::new(STACK_BYTES).map_err(|_| SpawnError::OutOfMemory)?;
+    let context = Context::new(
+        stack,
+        Box::new(move || {
+            entry();
+            exit(ExitReason::Finished);
+        }),
+    );
+    let (id, completion) = with_scheduler(|scheduler| {
+        let (id, completion) = scheduler.add(name, context, false);
+        scheduler.ready.push_back(id);
+        (id, completion)
+    });
+    Ok(JoinHandle { id, completion })
+}
+
+/// The running thread.
+pub fn current() -> ThreadId {
+    with_scheduler(|scheduler| scheduler.current)
+}
+
+/// Switches to `next` (if any) with interrupts already disabled.
+fn switch_if(next: Option<Arc<Context>>) {
+    if let Some(next) = next {
+        context::switch_to(next);
+    }
+}
+
+/// Gives up the CPU to the next ready thread, if any.
+pub fn yield_now() {
+    let were_enabled = cpu::are_interrupts_enabled();
+    cpu::disable_interrupts();
+    let next = with_scheduler(|scheduler| {
+        if scheduler.ready.is_empty() {
+            return None;
+        }
+        scheduler.requeue_current();
+        scheduler.pick_next()
+    });
+    switch_if(next);
+    if were_enabled {
+        cpu::enable_interrupts();
+    }
+}
+
+/// Blocks the running thread if `park` returns true. `park` runs with
+/// interrupts disabled and gets the running thread's id, to record it
+/// wherever its waker will find it; nothing can wake the thread between
+/// `park` and the block, so no wake-up is lost.
+pub fn block_current_if(park: impl FnOnce(ThreadId) -> bool) {
+    let were_enabled = cpu::are_interrupts_enabled();
+    cpu::disable_interrupts();
+    let me = with_scheduler(|scheduler| scheduler.current);
+    if park(me) {
+        let next = with_scheduler(|scheduler| {
+            if let Some(thread) = scheduler.threads.get_mut(&me) {
+                thread.state = ThreadState::Blocked;
+            }
+            scheduler.pick_next()
+        });
+        switch_if(next);
+    }
+    if were_enabled {
+        cpu::enable_interrupts();
+    }
+}
+
+/// Makes a blocked thread ready again (no effect on other states).
+pub fn wake(id: ThreadId) {
+    with_scheduler(|scheduler| scheduler.make_ready(id));
+}
+
+/// Sleeps for at least `ms` milliseconds.
+pub fn sleep_ms(ms: u64) {
+    let ticks = (ms * timer::TICK_HZ).div_ceil(1000).max(1);
+    let wake_at = timer::ticks() + ticks;
+    let were_enabled = cpu::are_interrupts_enabled();
+    cpu::disable_interrupts();
+    let next = with_scheduler(|scheduler| {
+        let me = scheduler.current;
+        scheduler.sleepers.push(Reverse((wake_at, me)));
+        if let Some(thread) = scheduler.threads.get_mut(&me) {
+            thread.state = ThreadState::Sleeping;
+        }
+        scheduler.pick_next()
+    });
+    switch_if(next);
+    if were_enabled {
+        cpu::enable_interrupts();
+    }
+}
+
+/// Ends the running thread with `reason`. Never returns.
+pub fn exit(reason: ExitReason) -> ! {
+    cpu::disable_interrupts();
+    let (next, completion) = with_scheduler(|scheduler| {
+        let me = scheduler.current;
+        let thread = scheduler.threads.remove(&me).expect("running thread not in the table");
+        scheduler.ready.retain(|&id| id != me);
+        let next = scheduler.pick_next().expect("the exiting thread was picked again");
+        (next, thread.completion)
+    });
+    *completion.reason.lock() = Some(reason);
+    let joiners = core::mem::take(&mut *completion.joiners.lock());
+    for joiner in joiners {
+        wake(joiner);
+    }
+    drop(completion);
+    context::exit_to(next)
+}
+
+/// Whether the running thread must not be stopped on a fault (the boot and
+/// idle threads), or the scheduler is not running, or it is busy (a fault
+/// inside the scheduler itself).
+pub fn is_current_critical() -> bool {
+    match SCHEDULER.try_lock() {
+        Some(guard) => guard
+            .as_ref()
+            .is_none_or(|scheduler| scheduler.threads.get(&scheduler.current).is_none_or(|thread| thread.is_critical)),
+        None => true,
+    }
+}
+
+/// The timer tick: accounts CPU time, wakes sleepers, preempts the running
+/// thread when its time slice is used up. Runs in interrupt context.
+pub fn on_tick() {
+    let now = timer::ticks();
+    let next = {
+        let Some(mut guard) = SCHEDULER.try_lock() else {
+            return;
+        };
+        let Some(scheduler) = guard.as_mut() else {
+            return;
+        };
+        let current = scheduler.current;
+        if let Some(thread) = scheduler.threads.get_mut(&current) {
+            thread.cpu_ticks += 1;
+        }
+        while let Some(&Reverse((wake_at, id))) = scheduler.sleepers.peek() {
+            if wake_at > now {
+                break;
+            }
+            scheduler.sleepers.pop();
+            scheduler.make_ready(id);
+        }
+        scheduler.slice_left = scheduler.slice_left.saturating_sub(1);
+        let is_idle = current == scheduler.idle;
+        if !scheduler.ready.is_empty() && (is_idle || scheduler.slice_left == 0) {
+            scheduler.requeue_current();
+            scheduler.pick_next()
+        } else {
+            None
+        }
+    };
+    switch_if(next);
+}
+
+/// A snapshot of all threads.
+pub fn threads() -> Vec<ThreadInfo> {
+    with_scheduler(|scheduler| {
+        scheduler
+            .threads
+            .iter()
+            .map(|(&id, thread)| ThreadInfo {
+                id,
+                name: thread.name.clone(),
+                state: thread.state,
+                cpu_ticks: thread.cpu_ticks,
+            })
+            .collect()
+    })
+}
+
+/// Context switches since [`init`].
+pub fn context_switches() -> u64 {
+    with_scheduler(|scheduler| scheduler.context_switches)
+}
