@@ -256,7 +256,14 @@ unsafe fn parse_start_info(start_info: u64) -> BootInfo {
         return info;
     }
     // SAFETY: see above.
-    let (nr_modules, modlist, cmdline, rsdp, memmap, memmap_entries): (u32, u64, u64, u64, u64, u32) = unsafe {
+    let (nr_modules, modlist, cmdline, rsdp, memmap, memmap_entries): (
+        u32,
+        u64,
+        u64,
+        u64,
+        u64,
+        u32,
+    ) = unsafe {
         (
             read_phys(start_info + 12),
             read_phys(start_info + 16),

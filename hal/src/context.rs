@@ -43,7 +43,9 @@ pub struct KernelStack {
 impl KernelStack {
     /// Allocates a stack of at least `bytes` (at most 1 MiB minus a page).
     pub fn new(bytes: u64) -> Result<Self, MapError> {
-        let pages = bytes.div_ceil(PAGE_SIZE).clamp(1, STACK_SLOT_BYTES / PAGE_SIZE - 1);
+        let pages = bytes
+            .div_ceil(PAGE_SIZE)
+            .clamp(1, STACK_SLOT_BYTES / PAGE_SIZE - 1);
         let slot = {
             let mut slots = STACK_SLOTS.lock();
             match slots.0.pop() {
@@ -254,10 +256,15 @@ unsafe fn switch_stacks(save_rsp: *mut u64, new_rsp: u64) {
 /// Suspends the running context and resumes `to`. Returns when some thread
 /// switches back. Interrupts must be disabled.
 pub fn switch_to(to: Arc<Context>) {
-    assert!(!crate::cpu::are_interrupts_enabled(), "switch_to with interrupts enabled");
+    assert!(
+        !crate::cpu::are_interrupts_enabled(),
+        "switch_to with interrupts enabled"
+    );
     let from = {
         let mut current = CURRENT.lock();
-        let from = current.replace(to.clone()).expect("switch_to before adopt_boot_thread");
+        let from = current
+            .replace(to.clone())
+            .expect("switch_to before adopt_boot_thread");
         if Arc::ptr_eq(&from, &to) {
             return;
         }
@@ -265,8 +272,8 @@ pub fn switch_to(to: Arc<Context>) {
     };
     let new_rsp = resume_rsp(&to);
     drop(to); // CURRENT holds it now.
-    // SAFETY: interrupts are off; `from` stays alive in this frame while the
-    // thread is suspended; `new_rsp` belongs to the context CURRENT holds.
+              // SAFETY: interrupts are off; `from` stays alive in this frame while the
+              // thread is suspended; `new_rsp` belongs to the context CURRENT holds.
     unsafe { switch_stacks(from.saved_rsp.get(), new_rsp) };
     finish_switch();
 }
@@ -275,8 +282,14 @@ pub fn switch_to(to: Arc<Context>) {
 /// (and its stack) is freed by the next thread to run. Interrupts must be
 /// disabled.
 pub fn exit_to(to: Arc<Context>) -> ! {
-    assert!(!crate::cpu::are_interrupts_enabled(), "exit_to with interrupts enabled");
-    let from = CURRENT.lock().replace(to.clone()).expect("exit_to before adopt_boot_thread");
+    assert!(
+        !crate::cpu::are_interrupts_enabled(),
+        "exit_to with interrupts enabled"
+    );
+    let from = CURRENT
+        .lock()
+        .replace(to.clone())
+        .expect("exit_to before adopt_boot_thread");
     assert!(!Arc::ptr_eq(&from, &to), "a thread cannot exit to itself");
     from.is_finished.store(true, Ordering::Relaxed);
     let save_rsp = from.saved_rsp.get();
@@ -285,9 +298,9 @@ pub fn exit_to(to: Arc<Context>) -> ! {
     assert!(previous.is_none(), "two finished contexts pending");
     let new_rsp = resume_rsp(&to);
     drop(to); // CURRENT holds it now; this frame is never resumed.
-    // SAFETY: interrupts are off; FINISHED keeps `from` alive until the next
-    // thread runs, after the switch has written `save_rsp`; `new_rsp`
-    // belongs to the context CURRENT holds.
+              // SAFETY: interrupts are off; FINISHED keeps `from` alive until the next
+              // thread runs, after the switch has written `save_rsp`; `new_rsp`
+              // belongs to the context CURRENT holds.
     unsafe { switch_stacks(save_rsp, new_rsp) };
     unreachable!("a finished context was resumed");
 }

@@ -169,7 +169,10 @@ mod tests {
         assert_eq!(frames.free(frame), Ok(()));
         assert_eq!(frames.free_frames(), 4);
         assert_eq!(frames.free(frame), Err(FrameError::AlreadyFree(frame)));
-        assert_eq!(frames.free(frame + 1), Err(FrameError::Unaligned(frame + 1)));
+        assert_eq!(
+            frames.free(frame + 1),
+            Err(FrameError::Unaligned(frame + 1))
+        );
         assert_eq!(
             frames.free(MAX_PHYS_BYTES),
             Err(FrameError::NotManaged(MAX_PHYS_BYTES))

@@ -41,8 +41,12 @@ static IST_STACKS: [IstStack; 3] = [
 ];
 
 static TSS: spin::Once<TaskStateSegment> = spin::Once::new();
-static GDT: spin::Once<(GlobalDescriptorTable, SegmentSelector, SegmentSelector, SegmentSelector)> =
-    spin::Once::new();
+static GDT: spin::Once<(
+    GlobalDescriptorTable,
+    SegmentSelector,
+    SegmentSelector,
+    SegmentSelector,
+)> = spin::Once::new();
 
 /// Loads the kernel's GDT and TSS. Call once, early.
 pub fn init() {

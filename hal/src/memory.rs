@@ -154,7 +154,11 @@ pub fn init(boot_info: &BootInfo) {
         for (slot, module) in reserved[2..].iter_mut().zip(boot_info.modules()) {
             *slot = (module.start, module.start + module.len);
         }
-        for region in boot_info.memory_regions().iter().filter(|region| region.is_usable()) {
+        for region in boot_info
+            .memory_regions()
+            .iter()
+            .filter(|region| region.is_usable())
+        {
             frames.add_region(region.start, region.start + region.len, &reserved);
         }
     }
@@ -171,7 +175,9 @@ pub fn init(boot_info: &BootInfo) {
 fn build_kernel_tables(window_bytes: u64) {
     let mut frames = FRAMES.lock();
     let mut table_frames = TableFrames(&mut frames);
-    let pml4_frame = table_frames.allocate_frame().expect("no frame for the kernel PML4");
+    let pml4_frame = table_frames
+        .allocate_frame()
+        .expect("no frame for the kernel PML4");
     // SAFETY: the frame was just allocated and zeroed, is mapped by the
     // window, and is used as nothing but this page table.
     let pml4: &'static mut PageTable =
@@ -353,8 +359,9 @@ pub fn protect(virt: u64, protection: Protection) -> Result<(), MapError> {
     with_tables(|mapper, _| {
         // SAFETY: changing the permissions of a page the general region owns
         // cannot invalidate any Rust reference (nothing refers to it).
-        let flush = unsafe { mapper.update_flags(page, protection.flags() | PageTableFlags::GLOBAL) }
-            .map_err(|_| MapError::NotMapped(virt))?;
+        let flush =
+            unsafe { mapper.update_flags(page, protection.flags() | PageTableFlags::GLOBAL) }
+                .map_err(|_| MapError::NotMapped(virt))?;
         flush.flush();
         Ok(())
     })
@@ -363,19 +370,28 @@ pub fn protect(virt: u64, protection: Protection) -> Result<(), MapError> {
 /// The physical address `virt` maps to, if any (any kernel address).
 pub fn translate(virt: u64) -> Option<u64> {
     let tables = PAGE_TABLES.lock();
-    tables.as_ref()?.translate_addr(VirtAddr::try_new(virt).ok()?).map(|phys| phys.as_u64())
+    tables
+        .as_ref()?
+        .translate_addr(VirtAddr::try_new(virt).ok()?)
+        .map(|phys| phys.as_u64())
 }
 
 /// The protection of page `virt`, if mapped (any kernel address).
 pub fn protection_of(virt: u64) -> Option<Protection> {
     let tables = PAGE_TABLES.lock();
     match tables.as_ref()?.translate(VirtAddr::try_new(virt).ok()?) {
-        TranslateResult::Mapped { flags, frame: MappedFrame::Size4KiB(_), .. }
-        | TranslateResult::Mapped { flags, .. } => Some(if flags.contains(PageTableFlags::WRITABLE) {
-            Protection::ReadWrite
-        } else {
-            Protection::ReadOnly
-        }),
+        TranslateResult::Mapped {
+            flags,
+            frame: MappedFrame::Size4KiB(_),
+            ..
+        }
+        | TranslateResult::Mapped { flags, .. } => {
+            Some(if flags.contains(PageTableFlags::WRITABLE) {
+                Protection::ReadWrite
+            } else {
+                Protection::ReadOnly
+            })
+        }
         _ => None,
     }
 }

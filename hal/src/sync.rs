@@ -42,7 +42,8 @@ unsafe impl lock_api::RawMutex for RawIrqSpinlock {
         {
             core::hint::spin_loop();
         }
-        self.were_interrupts_enabled.store(were_enabled, Ordering::Relaxed);
+        self.were_interrupts_enabled
+            .store(were_enabled, Ordering::Relaxed);
     }
 
     fn try_lock(&self) -> bool {
@@ -53,7 +54,8 @@ unsafe impl lock_api::RawMutex for RawIrqSpinlock {
             .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
             .is_ok();
         if is_acquired {
-            self.were_interrupts_enabled.store(were_enabled, Ordering::Relaxed);
+            self.were_interrupts_enabled
+                .store(were_enabled, Ordering::Relaxed);
         } else if were_enabled {
             interrupts::enable();
         }

@@ -142,7 +142,10 @@ pub fn init() {
     APIC_BASE.store(phys_to_virt(apic_physical), Ordering::Relaxed);
     trap::set_interrupt_handler(TIMER_VECTOR, timer_interrupt);
     trap::set_interrupt_handler(SPURIOUS_VECTOR, spurious_interrupt);
-    apic_write(APIC_SPURIOUS, APIC_SOFTWARE_ENABLE | u32::from(SPURIOUS_VECTOR));
+    apic_write(
+        APIC_SPURIOUS,
+        APIC_SOFTWARE_ENABLE | u32::from(SPURIOUS_VECTOR),
+    );
 
     // Count APIC timer ticks over 10 ms of TSC time.
     apic_write(APIC_TIMER_DIVIDE, APIC_DIVIDE_BY_16);
@@ -155,7 +158,10 @@ pub fn init() {
     let apic_ticks_per_10ms = u64::from(u32::MAX - apic_read(APIC_TIMER_CURRENT));
     let initial = (apic_ticks_per_10ms * 100 / TICK_HZ).max(1);
     apic_write(APIC_TIMER_INITIAL, 0);
-    apic_write(APIC_LVT_TIMER, APIC_TIMER_PERIODIC | u32::from(TIMER_VECTOR));
+    apic_write(
+        APIC_LVT_TIMER,
+        APIC_TIMER_PERIODIC | u32::from(TIMER_VECTOR),
+    );
     apic_write(APIC_TIMER_INITIAL, initial.min(u64::from(u32::MAX)) as u32);
     log::info!(
         "timer: TSC {} MHz, APIC timer {} counts per tick at {} Hz",

@@ -244,7 +244,10 @@ pub fn set_exception_handler(handler: TrapHandler) {
 
 /// Registers the handler for interrupt `vector` (32-255).
 pub fn set_interrupt_handler(vector: u8, handler: TrapHandler) {
-    assert!(vector >= EXCEPTION_VECTORS, "vector {vector} is a CPU exception");
+    assert!(
+        vector >= EXCEPTION_VECTORS,
+        "vector {vector} is a CPU exception"
+    );
     HANDLERS[vector as usize].store(handler as usize, Ordering::Release);
 }
 

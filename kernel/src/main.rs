@@ -46,7 +46,11 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
     match boot_info.cmdline_value("spindle.mode").unwrap_or("shell") {
         "test" => {
             let is_success = ktests::run_all();
-            qemu::exit(if is_success { qemu::ExitCode::Success } else { qemu::ExitCode::Failure })
+            qemu::exit(if is_success {
+                qemu::ExitCode::Success
+            } else {
+                qemu::ExitCode::Failure
+            })
         }
         "bench" => {
             bench::run_all();

@@ -20,11 +20,31 @@ struct Command {
 }
 
 const COMMANDS: &[Command] = &[
-    Command { name: "help", help: "list commands", run: help },
-    Command { name: "mem", help: "physical frames and heap in use and free", run: mem },
-    Command { name: "threads", help: "list kernel threads", run: threads },
-    Command { name: "uptime", help: "time since boot", run: uptime },
-    Command { name: "halt", help: "stop the machine (QEMU exits)", run: halt },
+    Command {
+        name: "help",
+        help: "list commands",
+        run: help,
+    },
+    Command {
+        name: "mem",
+        help: "physical frames and heap in use and free",
+        run: mem,
+    },
+    Command {
+        name: "threads",
+        help: "list kernel threads",
+        run: threads,
+    },
+    Command {
+        name: "uptime",
+        help: "time since boot",
+        run: uptime,
+    },
+    Command {
+        name: "halt",
+        help: "stop the machine (QEMU exits)",
+        run: halt,
+    },
 ];
 
 /// Runs the shell forever (until `halt`).

@@ -7,12 +7,30 @@ use hal::memory::{self, MapError, Protection, GENERAL_BASE, PAGE_SIZE};
 use super::{ensure, KernelTest, TestResult};
 
 pub const TESTS: &[KernelTest] = &[
-    KernelTest { name: "frames_are_distinct_and_returned", run: frames_are_distinct_and_returned },
-    KernelTest { name: "frame_double_free_is_refused", run: frame_double_free_is_refused },
-    KernelTest { name: "heap_allocates_grows_and_frees", run: heap_allocates_grows_and_frees },
-    KernelTest { name: "map_write_translate_unmap", run: map_write_translate_unmap },
-    KernelTest { name: "map_rejects_bad_requests", run: map_rejects_bad_requests },
-    KernelTest { name: "protect_changes_permissions", run: protect_changes_permissions },
+    KernelTest {
+        name: "frames_are_distinct_and_returned",
+        run: frames_are_distinct_and_returned,
+    },
+    KernelTest {
+        name: "frame_double_free_is_refused",
+        run: frame_double_free_is_refused,
+    },
+    KernelTest {
+        name: "heap_allocates_grows_and_frees",
+        run: heap_allocates_grows_and_frees,
+    },
+    KernelTest {
+        name: "map_write_translate_unmap",
+        run: map_write_translate_unmap,
+    },
+    KernelTest {
+        name: "map_rejects_bad_requests",
+        run: map_rejects_bad_requests,
+    },
+    KernelTest {
+        name: "protect_changes_permissions",
+        run: protect_changes_permissions,
+    },
 ];
 
 fn frames_are_distinct_and_returned() -> TestResult {
@@ -50,13 +68,19 @@ fn heap_allocates_grows_and_frees() -> TestResult {
     let mut big = vec![0u8; 8 << 20];
     big[0] = 1;
     big[(8 << 20) - 1] = 2;
-    ensure!(big[0] + big[(8 << 20) - 1] == 3, "large allocation corrupted");
+    ensure!(
+        big[0] + big[(8 << 20) - 1] == 3,
+        "large allocation corrupted"
+    );
     ensure!(
         hal::heap::stats().mapped_bytes >= before.mapped_bytes,
         "heap shrank"
     );
     let many: Vec<Box<u32>> = (0..10_000).map(Box::new).collect();
-    ensure!(many.iter().enumerate().all(|(i, b)| **b == i as u32), "small allocations corrupted");
+    ensure!(
+        many.iter().enumerate().all(|(i, b)| **b == i as u32),
+        "small allocations corrupted"
+    );
     drop((boxed, big, many));
     let after = hal::heap::stats();
     ensure!(
@@ -76,17 +100,32 @@ fn map_write_translate_unmap() -> TestResult {
     memory::unmap(page).map_err(|e| alloc::format!("{e:?}"))?;
     let frames_before = memory::frame_stats().free;
     let frame = memory::map(page, Protection::ReadWrite).map_err(|e| alloc::format!("{e:?}"))?;
-    ensure!(memory::translate(page) == Some(frame), "translate disagrees with map");
+    ensure!(
+        memory::translate(page) == Some(frame),
+        "translate disagrees with map"
+    );
     ensure!(
         memory::translate(page + 0x123) == Some(frame + 0x123),
         "translate ignores the offset"
     );
-    ensure!(memory::load_unchecked(page) == Ok(0), "fresh page not zeroed");
+    ensure!(
+        memory::load_unchecked(page) == Ok(0),
+        "fresh page not zeroed"
+    );
     memory::store_unchecked(page + 8, 0xfeed_f00d).map_err(|e| alloc::format!("{e:?}"))?;
-    ensure!(memory::load_unchecked(page + 8) == Ok(0xfeed_f00d), "store not visible");
+    ensure!(
+        memory::load_unchecked(page + 8) == Ok(0xfeed_f00d),
+        "store not visible"
+    );
     memory::unmap(page).map_err(|e| alloc::format!("{e:?}"))?;
-    ensure!(memory::translate(page).is_none(), "page still mapped after unmap");
-    ensure!(memory::frame_stats().free == frames_before, "unmap did not free the frame");
+    ensure!(
+        memory::translate(page).is_none(),
+        "page still mapped after unmap"
+    );
+    ensure!(
+        memory::frame_stats().free == frames_before,
+        "unmap did not free the frame"
+    );
     Ok(())
 }
 
@@ -97,7 +136,10 @@ fn map_rejects_bad_requests() -> TestResult {
         "unaligned map accepted"
     );
     ensure!(
-        matches!(memory::map(0x1000, Protection::ReadWrite), Err(MapError::OutsideRegion(_))),
+        matches!(
+            memory::map(0x1000, Protection::ReadWrite),
+            Err(MapError::OutsideRegion(_))
+        ),
         "map outside the general region accepted"
     );
     memory::map(page, Protection::ReadWrite).map_err(|e| alloc::format!("{e:?}"))?;
@@ -106,7 +148,10 @@ fn map_rejects_bad_requests() -> TestResult {
         "double map accepted"
     );
     memory::unmap(page).map_err(|e| alloc::format!("{e:?}"))?;
-    ensure!(memory::unmap(page) == Err(MapError::NotMapped(page)), "double unmap accepted");
+    ensure!(
+        memory::unmap(page) == Err(MapError::NotMapped(page)),
+        "double unmap accepted"
+    );
     ensure!(
         memory::protect(page, Protection::ReadOnly) == Err(MapError::NotMapped(page)),
         "protect of an unmapped page accepted"
@@ -117,13 +162,25 @@ fn map_rejects_bad_requests() -> TestResult {
 fn protect_changes_permissions() -> TestResult {
     let page = GENERAL_BASE + 0x30_0000;
     memory::map(page, Protection::ReadWrite).map_err(|e| alloc::format!("{e:?}"))?;
-    ensure!(memory::protection_of(page) == Some(Protection::ReadWrite), "not read-write");
+    ensure!(
+        memory::protection_of(page) == Some(Protection::ReadWrite),
+        "not read-write"
+    );
     memory::protect(page, Protection::ReadOnly).map_err(|e| alloc::format!("{e:?}"))?;
-    ensure!(memory::protection_of(page) == Some(Protection::ReadOnly), "not read-only");
-    ensure!(memory::load_unchecked(page) == Ok(0), "read-only page unreadable");
+    ensure!(
+        memory::protection_of(page) == Some(Protection::ReadOnly),
+        "not read-only"
+    );
+    ensure!(
+        memory::load_unchecked(page) == Ok(0),
+        "read-only page unreadable"
+    );
     memory::protect(page, Protection::ReadWrite).map_err(|e| alloc::format!("{e:?}"))?;
     memory::store_unchecked(page, 7).map_err(|e| alloc::format!("{e:?}"))?;
-    ensure!(memory::load_unchecked(page) == Ok(7), "write after unprotect lost");
+    ensure!(
+        memory::load_unchecked(page) == Ok(7),
+        "write after unprotect lost"
+    );
     memory::unmap(page).map_err(|e| alloc::format!("{e:?}"))?;
     Ok(())
 }

@@ -11,11 +11,26 @@ use sched::{
 use super::{ensure, KernelTest, TestResult};
 
 pub const TESTS: &[KernelTest] = &[
-    KernelTest { name: "timer_ticks_advance", run: timer_ticks_advance },
-    KernelTest { name: "sleep_lasts_at_least_its_duration", run: sleep_lasts_at_least_its_duration },
-    KernelTest { name: "busy_threads_both_progress_under_preemption", run: busy_threads_both_progress },
-    KernelTest { name: "mutex_excludes_and_condvar_hands_off", run: mutex_and_condvar_handoff },
-    KernelTest { name: "thread_exit_frees_its_stack", run: thread_exit_frees_its_stack },
+    KernelTest {
+        name: "timer_ticks_advance",
+        run: timer_ticks_advance,
+    },
+    KernelTest {
+        name: "sleep_lasts_at_least_its_duration",
+        run: sleep_lasts_at_least_its_duration,
+    },
+    KernelTest {
+        name: "busy_threads_both_progress_under_preemption",
+        run: busy_threads_both_progress,
+    },
+    KernelTest {
+        name: "mutex_excludes_and_condvar_hands_off",
+        run: mutex_and_condvar_handoff,
+    },
+    KernelTest {
+        name: "thread_exit_frees_its_stack",
+        run: thread_exit_frees_its_stack,
+    },
 ];
 
 fn timer_ticks_advance() -> TestResult {
@@ -25,7 +40,11 @@ fn timer_ticks_advance() -> TestResult {
         core::hint::spin_loop();
     }
     let after = hal::timer::ticks();
-    ensure!(after > before + 5, "only {} ticks in 30 ms of busy time", after - before);
+    ensure!(
+        after > before + 5,
+        "only {} ticks in 30 ms of busy time",
+        after - before
+    );
     Ok(())
 }
 
@@ -58,10 +77,16 @@ fn busy_threads_both_progress() -> TestResult {
     sched::sleep_ms(100);
     stop.store(true, Ordering::Relaxed);
     for handle in handles {
-        ensure!(handle.join() == ExitReason::Finished, "busy thread did not finish");
+        ensure!(
+            handle.join() == ExitReason::Finished,
+            "busy thread did not finish"
+        );
     }
     let counts: Vec<u64> = counters.iter().map(|c| c.load(Ordering::Relaxed)).collect();
-    ensure!(counts.iter().all(|&count| count > 0), "a busy thread never ran: {counts:?}");
+    ensure!(
+        counts.iter().all(|&count| count > 0),
+        "a busy thread never ran: {counts:?}"
+    );
     let switches = sched::context_switches() - switches_before;
     ensure!(switches >= 4, "only {switches} context switches in 100 ms");
     Ok(())
@@ -104,9 +129,16 @@ fn mutex_and_condvar_handoff() -> TestResult {
         *slot = Some(value);
         mailbox.filled.notify_one();
     }
-    ensure!(consumer.join() == ExitReason::Finished, "consumer did not finish");
+    ensure!(
+        consumer.join() == ExitReason::Finished,
+        "consumer did not finish"
+    );
     let expected = ROUNDS * (ROUNDS + 1) / 2;
-    ensure!(sum.load(Ordering::Relaxed) == expected, "sum {} != {expected}", sum.load(Ordering::Relaxed));
+    ensure!(
+        sum.load(Ordering::Relaxed) == expected,
+        "sum {} != {expected}",
+        sum.load(Ordering::Relaxed)
+    );
 
     // Mutual exclusion under preemption: 4 threads increment a shared count
     // with a deliberately non-atomic read-modify-write inside the lock.
@@ -135,15 +167,23 @@ fn mutex_and_condvar_handoff() -> TestResult {
 fn thread_exit_frees_its_stack() -> TestResult {
     // Warm up (first spawns grow the heap and stack-slot list).
     for _ in 0..4 {
-        sched::spawn("warmup", || {}).map_err(|e| alloc::format!("{e:?}"))?.join();
+        sched::spawn("warmup", || {})
+            .map_err(|e| alloc::format!("{e:?}"))?
+            .join();
     }
     let before = hal::memory::frame_stats().free;
     for _ in 0..50 {
-        sched::spawn("short", || {}).map_err(|e| alloc::format!("{e:?}"))?.join();
+        sched::spawn("short", || {})
+            .map_err(|e| alloc::format!("{e:?}"))?
+            .join();
     }
     // The last thread's stack is freed when the next thread runs.
     sched::yield_now();
     let after = hal::memory::frame_stats().free;
-    ensure!(after + 32 >= before, "50 threads leaked {} frames", before.saturating_sub(after));
+    ensure!(
+        after + 32 >= before,
+        "50 threads leaked {} frames",
+        before.saturating_sub(after)
+    );
     Ok(())
 }

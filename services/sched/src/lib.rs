@@ -139,7 +139,12 @@ fn with_scheduler<R>(f: impl FnOnce(&mut Scheduler) -> R) -> R {
 }
 
 impl Scheduler {
-    fn add(&mut self, name: &str, context: Arc<Context>, is_critical: bool) -> (ThreadId, Arc<Completion>) {
+    fn add(
+        &mut self,
+        name: &str,
+        context: Arc<Context>,
+        is_critical: bool,
+    ) -> (ThreadId, Arc<Completion>) {
         let id = ThreadId(self.next_id);
         self.next_id += 1;
         let completion = Arc::new(Completion {
@@ -368,9 +373,14 @@ pub fn exit(reason: ExitReason) -> ! {
     cpu::disable_interrupts();
     let (next, completion) = with_scheduler(|scheduler| {
         let me = scheduler.current;
-        let thread = scheduler.threads.remove(&me).expect("running thread not in the table");
+        let thread = scheduler
+            .threads
+            .remove(&me)
+            .expect("running thread not in the table");
         scheduler.ready.retain(|&id| id != me);
-        let next = scheduler.pick_next().expect("the exiting thread was picked again");
+        let next = scheduler
+            .pick_next()
+            .expect("the exiting thread was picked again");
         (next, thread.completion)
     });
     *completion.reason.lock() = Some(reason);
@@ -387,9 +397,12 @@ pub fn exit(reason: ExitReason) -> ! {
 /// inside the scheduler itself).
 pub fn is_current_critical() -> bool {
     match SCHEDULER.try_lock() {
-        Some(guard) => guard
-            .as_ref()
-            .is_none_or(|scheduler| scheduler.threads.get(&scheduler.current).is_none_or(|thread| thread.is_critical)),
+        Some(guard) => guard.as_ref().is_none_or(|scheduler| {
+            scheduler
+                .threads
+                .get(&scheduler.current)
+                .is_none_or(|thread| thread.is_critical)
+        }),
         None => true,
     }
 }
