@@ -169,9 +169,11 @@ fn dispatch(_context: &mut BenchContext) -> Result<()> {
         .stdout(Stdio::piped())
         .spawn()?;
     let stdout = child.stdout.take().ok_or("no stdout pipe")?;
+    let mut figures = 0;
     for line in BufReader::new(stdout).lines() {
         let line = line?;
         if line.starts_with("bench ") {
+            figures += 1;
             if let Err(problem) = parse::parse_bench_line(&line) {
                 eprintln!("x: warning: malformed bench line ({problem}): {line}");
             }
@@ -181,6 +183,9 @@ fn dispatch(_context: &mut BenchContext) -> Result<()> {
     let status = child.wait()?;
     if !status.success() {
         return Err(format!("bench-dispatch failed ({status})").into());
+    }
+    if figures == 0 {
+        eprintln!("x: warning: bench-dispatch printed no `bench ` lines");
     }
     Ok(())
 }

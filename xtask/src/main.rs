@@ -291,7 +291,7 @@ fn test_command(mut args: Args) -> Result<ExitCode> {
         match toolchain::build_kernel(profile) {
             Ok(kernel) => {
                 println!(
-                    "\nrunning {} QEMU scenarios (deadline {:.0} s each)",
+                    "\nrunning {} QEMU scenario(s) (deadline {:.0} s each)",
                     selected.len(),
                     timeout.as_secs_f64()
                 );

@@ -111,12 +111,68 @@ pub struct TestResultLine {
     pub detail: String,
 }
 
-/// Parses `test <name> ... ok` or `test <name> ... FAILED`, each optionally
-/// followed by `:` or a space and more text (`FAILED: CR2 0x0, expected ...`).
-pub fn parse_test_result(line: &str) -> Option<TestResultLine> {
-    let line = line.trim_end_matches(['\r', '\n']).trim_end();
+/// Collects every in-kernel test result from a serial log.
+///
+/// A test that prints while it runs splits its line, as cargo's runner does:
+/// `test <name> ... ` ends one line, the test's own output follows, and the
+/// verdict (`ok`, `FAILED: ...`) stands at the start of a later line. A test
+/// that started but never got a verdict (the kernel died in it) is reported
+/// as failed with detail `did not finish`.
+pub fn parse_test_results(log: &str) -> Vec<TestResultLine> {
+    let mut results = Vec::new();
+    let mut running: Option<&str> = None;
+    for line in log.lines() {
+        if let Some((name, verdict)) = split_test_line(line) {
+            if let Some(unfinished) = running.take() {
+                results.push(unfinished_test(unfinished));
+            }
+            match parse_verdict(verdict) {
+                Some((is_ok, detail)) => results.push(TestResultLine {
+                    name: name.to_string(),
+                    is_ok,
+                    detail,
+                }),
+                None if verdict.trim().is_empty() => running = Some(name),
+                None => {}
+            }
+        } else if let Some(name) = running {
+            if let Some((is_ok, detail)) = parse_verdict(line.trim()) {
+                results.push(TestResultLine {
+                    name: name.to_string(),
+                    is_ok,
+                    detail,
+                });
+                running = None;
+            }
+        }
+    }
+    if let Some(unfinished) = running {
+        results.push(unfinished_test(unfinished));
+    }
+    results
+}
+
+fn unfinished_test(name: &str) -> TestResultLine {
+    TestResultLine {
+        name: name.to_string(),
+        is_ok: false,
+        detail: "did not finish".to_string(),
+    }
+}
+
+/// Splits `test <name> ... <verdict>` (the verdict may be empty).
+fn split_test_line(line: &str) -> Option<(&str, &str)> {
+    let line = line.trim_end_matches(['\r', '\n']);
     let rest = line.strip_prefix("test ")?;
-    let (name, verdict) = rest.split_once(" ... ")?;
+    match rest.split_once(" ... ") {
+        Some((name, verdict)) => Some((name, verdict.trim_end())),
+        None => rest.trim_end().strip_suffix(" ...").map(|name| (name, "")),
+    }
+}
+
+/// Parses `ok` or `FAILED`, optionally followed by `:` or a space and more.
+fn parse_verdict(verdict: &str) -> Option<(bool, String)> {
+    let verdict = verdict.trim_end();
     let (is_ok, detail) = if let Some(detail) = verdict.strip_prefix("ok") {
         (true, detail)
     } else if let Some(detail) = verdict.strip_prefix("FAILED") {
@@ -127,11 +183,7 @@ pub fn parse_test_result(line: &str) -> Option<TestResultLine> {
     if !(detail.is_empty() || detail.starts_with([':', ' '])) {
         return None;
     }
-    Some(TestResultLine {
-        name: name.to_string(),
-        is_ok,
-        detail: detail.trim_start_matches(':').trim().to_string(),
-    })
+    Some((is_ok, detail.trim_start_matches(':').trim().to_string()))
 }
 
 /// One figure: `bench <suite>.<name> <median> <unit> [key=value ...]`.
@@ -318,6 +370,15 @@ mod tests {
         assert_eq!(find_test_summary("no summary here\n"), None);
     }
 
+    /// The result on one complete line, if any.
+    fn parse_test_result(line: &str) -> Option<TestResultLine> {
+        let mut results = parse_test_results(line);
+        match (results.pop(), results.is_empty()) {
+            (Some(result), true) if result.detail != "did not finish" => Some(result),
+            _ => None,
+        }
+    }
+
     #[test]
     fn test_result_lines() {
         let ok = parse_test_result("test frames::alloc_free ... ok\r").unwrap();
@@ -338,6 +399,36 @@ mod tests {
         assert_eq!(parse_test_result("test x ... maybe"), None);
         assert_eq!(parse_test_result("test x ... okay"), None);
         assert_eq!(parse_test_result("testing ... ok"), None);
+    }
+
+    #[test]
+    fn split_test_lines_are_joined() {
+        let log = "boot\n\
+            test a ... ok\n\
+            test b ... \n\
+            EXCEPTION: breakpoint\n\
+            \x20 RAX=0x0\n\
+            ok\n\
+            test c ...\n\
+            noise\n\
+            FAILED: wrong CR2\n\
+            test d ... FAILED\n\
+            test e ... \n\
+            KERNEL PANIC\n";
+        let results: Vec<(String, bool, String)> = parse_test_results(log)
+            .into_iter()
+            .map(|result| (result.name, result.is_ok, result.detail))
+            .collect();
+        assert_eq!(
+            results,
+            vec![
+                ("a".into(), true, "".into()),
+                ("b".into(), true, "".into()),
+                ("c".into(), false, "wrong CR2".into()),
+                ("d".into(), false, "".into()),
+                ("e".into(), false, "did not finish".into()),
+            ]
+        );
     }
 
     #[test]

@@ -158,7 +158,7 @@ pub fn save_log(name: &str, log: &str) -> Option<PathBuf> {
 fn kernel_tests_pass(guest: &mut Guest) -> Result<()> {
     let exit = guest.wait_exit(None)?;
     let log = guest.serial_log();
-    let results: Vec<_> = log.lines().filter_map(parse::parse_test_result).collect();
+    let results = parse::parse_test_results(&log);
     for result in &results {
         match (result.is_ok, result.detail.is_empty()) {
             (true, _) => println!("    test {} ... ok", result.name),
