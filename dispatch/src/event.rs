@@ -1,0 +1,1011 @@
+//! Events: typed procedures whose calls are dispatched to handlers.
+//!
+//! An [`Event<A, R>`] is a procedure taking the argument tuple `A` and
+//! returning `R`, with an intrinsic handler (its implementation, 003 §2.1).
+//! While that is its only handler, [`Event::raise`] is one flag test and a
+//! call of the intrinsic function: no dispatcher on the path (003 §3).
+//! Otherwise the raise walks the current handler list, evaluating guards,
+//! running handlers in order, and folding results (003 §2.3).
+//!
+//! Layers, from the raiser down:
+//! 1. `raise` / `raise_cached`: the shortcut, or fetch the published list;
+//! 2. `dispatch`: accounting, the working copy for filters, `VAR` write-back;
+//! 3. `run`: candidates from the decision index (or all entries), guards,
+//!    invocation by mode, result folding, default handler.
+//!
+//! Writers (install, remove, reorder, guard changes) serialize on `state`,
+//! consult the authorizer, edit the master list, compile a new immutable
+//! [`List`] in O(n) (plus sorting for declarative guards) and publish it
+//! ([`crate::publish`]).
+
+use alloc::{boxed::Box, sync::Arc, vec::Vec};
+use core::{
+    any::Any,
+    sync::atomic::{AtomicBool, AtomicU64, Ordering},
+};
+
+use spin::Mutex;
+
+use crate::{
+    account::{Clock, Counters, EventStats},
+    authorize::{Authority, Authorizer, EventId, Grant, Operation, Principal, Request},
+    decision::DecisionIndex,
+    error::{Error, GuardId, RaiseError},
+    guard::{field_value, Field, Guard, GuardCode, Predicate},
+    handler::{Code, Fault, Handler, Invocation, Mode, Spawner},
+    order::{place, BindingId, Order},
+    publish::Publication,
+    signature::{EventArgs, EventResult, Passing, Signature},
+};
+
+static NEXT_EVENT: AtomicU64 = AtomicU64::new(1);
+
+/// The implementation of an event: the procedure with the event's name.
+pub enum Intrinsic<A, R> {
+    /// Reads its arguments.
+    ByValue(fn(&A) -> R),
+    /// Takes its arguments by reference (events with `VAR` parameters).
+    ByReference(fn(&mut A) -> R),
+}
+
+impl<A, R> Clone for Intrinsic<A, R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<A, R> Copy for Intrinsic<A, R> {}
+
+impl<A: EventArgs, R: EventResult> Intrinsic<A, R> {
+    #[inline(always)]
+    fn call(&self, args: &mut A) -> R {
+        match self {
+            Intrinsic::ByValue(f) => f(args),
+            Intrinsic::ByReference(f) => f(args),
+        }
+    }
+
+    fn handler(&self) -> Handler<A, R> {
+        match *self {
+            Intrinsic::ByValue(f) => Handler::new(f).named("intrinsic"),
+            Intrinsic::ByReference(f) => Handler::by_reference(f).named("intrinsic"),
+        }
+    }
+}
+
+/// Folds the results of several handlers into one (003 §2.3 "result
+/// handler"): called with the result so far and the next one.
+pub type ResultHandler<R> = Arc<dyn Fn(R, R) -> R + Send + Sync>;
+
+/// A request to install a handler, with its guards, ordering, mode.
+pub struct Install<A, R> {
+    handler: Handler<A, R>,
+    guards: Vec<Guard<A>>,
+    order: Vec<Order>,
+    mode: Mode,
+    is_filter: bool,
+    credential: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+impl<A: EventArgs, R: EventResult> Install<A, R> {
+    /// Installs `handler`, synchronous, unordered, unguarded.
+    pub fn new(handler: Handler<A, R>) -> Self {
+        Install {
+            handler,
+            guards: Vec::new(),
+            order: Vec::new(),
+            mode: Mode::Synchronous,
+            is_filter: false,
+            credential: None,
+        }
+    }
+
+    /// Stacks a guard (all must hold for the handler to run).
+    pub fn guard(mut self, guard: Guard<A>) -> Self {
+        self.guards.push(guard);
+        self
+    }
+
+    /// Adds an ordering constraint.
+    pub fn order(mut self, order: Order) -> Self {
+        self.order.push(order);
+        self
+    }
+
+    /// Requests an execution mode.
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Installs the handler as a filter: it may take by-value parameters by
+    /// reference and its changes are seen by later handlers and guards.
+    pub fn filter(mut self) -> Self {
+        self.is_filter = true;
+        self
+    }
+
+    /// Passes an opaque credential to the authorizer.
+    pub fn credential(mut self, credential: Arc<dyn Any + Send + Sync>) -> Self {
+        self.credential = Some(credential);
+        self
+    }
+}
+
+/// The master record of one installation (writer side).
+struct Binding<A, R> {
+    id: BindingId,
+    installer: Principal,
+    handler: Handler<A, R>,
+    guards: Vec<(GuardId, Guard<A>)>,
+    imposed: Vec<(GuardId, Guard<A>)>,
+    order: Vec<Order>,
+    mode: Mode,
+    is_filter: bool,
+}
+
+/// Writer-side state, guarded by `Event::state`.
+struct State<A, R> {
+    /// Installations in execution order.
+    bindings: Vec<Binding<A, R>>,
+    next_binding: u64,
+    next_guard: u64,
+    authorizer: Option<Arc<dyn Authorizer<A>>>,
+    default: Option<Handler<A, R>>,
+    result: Option<ResultHandler<R>>,
+    /// Named fields for declarative guards: `Field::Named(i)` is `fields[i]`.
+    fields: Vec<(&'static str, fn(&A) -> u64)>,
+    /// `Some` while accounting is on (with an optional clock).
+    accounting: Option<Option<Arc<dyn Clock>>>,
+}
+
+/// One handler of a published list.
+struct Entry<A, R> {
+    code: Code<A, R>,
+    signature: Arc<Signature>,
+    /// Declarative guards first (cheap, and shared with the index), then
+    /// procedural and runtime-typed ones; installer's and imposed together.
+    guards: Box<[GuardCode<A>]>,
+    mode: Mode,
+    mutates: bool,
+}
+
+/// An immutable, published handler list.
+pub struct List<A, R> {
+    event: EventId,
+    entries: Box<[Entry<A, R>]>,
+    index: Option<DecisionIndex>,
+    /// Some entry mutates its arguments: filters change what later guards
+    /// see, so the index (computed once per raise) is not used.
+    mutates: bool,
+    /// Mutating entries exist and some parameter is by value: work on a
+    /// copy so that the raiser's values are preserved (003 §2.4).
+    needs_copy: bool,
+    default: Option<(Code<A, R>, Arc<Signature>)>,
+    result: Option<ResultHandler<R>>,
+    fields: Box<[fn(&A) -> u64]>,
+    accounting: Option<Option<Arc<dyn Clock>>>,
+}
+
+/// A raiser's private copy of an event's current list (see
+/// [`Event::raise_cached`]): keep one per CPU (or thread) on hot paths.
+pub struct RaiseCache<A, R> {
+    event: Option<EventId>,
+    generation: u64,
+    list: Option<Arc<List<A, R>>>,
+}
+
+impl<A, R> Default for RaiseCache<A, R> {
+    fn default() -> Self {
+        RaiseCache {
+            event: None,
+            generation: 0,
+            list: None,
+        }
+    }
+}
+
+impl<A, R> RaiseCache<A, R> {
+    /// An empty cache; filled by the first raise.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// Builds an [`Event`].
+pub struct EventBuilder<A, R> {
+    name: &'static str,
+    intrinsic: Option<Intrinsic<A, R>>,
+    spawner: Option<Arc<dyn Spawner>>,
+}
+
+impl<A: EventArgs, R: EventResult> EventBuilder<A, R> {
+    /// The intrinsic handler (the event's implementation).
+    pub fn intrinsic(mut self, intrinsic: fn(&A) -> R) -> Self {
+        self.intrinsic = Some(Intrinsic::ByValue(intrinsic));
+        self
+    }
+
+    /// An intrinsic handler taking its arguments by reference (for events
+    /// with `VAR` parameters). When it runs alone it gets the raiser's
+    /// arguments directly, as a procedure would: it is the event's own
+    /// implementation and is trusted to write only the `VAR` ones.
+    pub fn intrinsic_by_reference(mut self, intrinsic: fn(&mut A) -> R) -> Self {
+        self.intrinsic = Some(Intrinsic::ByReference(intrinsic));
+        self
+    }
+
+    /// Where asynchronous handlers run.
+    pub fn spawner(mut self, spawner: Arc<dyn Spawner>) -> Self {
+        self.spawner = Some(spawner);
+        self
+    }
+
+    /// Creates the event and its authority (given only here).
+    pub fn build(self) -> (Event<A, R>, Authority) {
+        let id = EventId(NEXT_EVENT.fetch_add(1, Ordering::Relaxed));
+        let signature = Signature {
+            params: A::params(),
+            result: R::result_type(),
+        };
+        let var_params = signature
+            .params
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.passing == Passing::ByReference)
+            .map(|(i, _)| i)
+            .collect::<Vec<_>>();
+        let all_by_reference = var_params.len() == signature.params.len();
+        let mut state = State {
+            bindings: Vec::new(),
+            next_binding: 1,
+            next_guard: 1,
+            authorizer: None,
+            default: None,
+            result: None,
+            fields: Vec::new(),
+            accounting: None,
+        };
+        if let Some(intrinsic) = self.intrinsic {
+            state.bindings.push(intrinsic_binding(intrinsic));
+        }
+        let event = Event {
+            id,
+            name: self.name,
+            intrinsic: self.intrinsic,
+            plain: AtomicBool::new(false),
+            list: Publication::new(Arc::new(List::empty(id))),
+            state: Mutex::new(state),
+            counters: Counters::default(),
+            spawner: self.spawner,
+            signature,
+            var_params: var_params.into_boxed_slice(),
+            all_by_reference,
+        };
+        event.republish(&event.state.lock());
+        (event, Authority { event: id })
+    }
+}
+
+fn intrinsic_binding<A: EventArgs, R: EventResult>(intrinsic: Intrinsic<A, R>) -> Binding<A, R> {
+    Binding {
+        id: BindingId::INTRINSIC,
+        installer: Principal::KERNEL,
+        handler: intrinsic.handler(),
+        guards: Vec::new(),
+        imposed: Vec::new(),
+        order: Vec::new(),
+        mode: Mode::Synchronous,
+        is_filter: false,
+    }
+}
+
+/// An event: see the module documentation.
+pub struct Event<A, R> {
+    id: EventId,
+    name: &'static str,
+    signature: Signature,
+    intrinsic: Option<Intrinsic<A, R>>,
+    /// True exactly when the published list is the intrinsic handler alone,
+    /// unguarded, synchronous, with accounting off: `raise` then calls it
+    /// directly. Stored after the list it describes is published.
+    plain: AtomicBool,
+    list: Publication<List<A, R>>,
+    /// Writers' lock: every change to the handler set goes through it.
+    state: Mutex<State<A, R>>,
+    counters: Counters,
+    spawner: Option<Arc<dyn Spawner>>,
+    /// Positions of the `VAR` parameters, copied back to the raiser.
+    var_params: Box<[usize]>,
+    /// Every parameter is `VAR`: mutating handlers can work in place.
+    all_by_reference: bool,
+}
+
+impl<A: EventArgs, R: EventResult> Event<A, R> {
+    /// An event with a by-value intrinsic handler and no spawner.
+    pub fn new(name: &'static str, intrinsic: fn(&A) -> R) -> (Self, Authority) {
+        Self::builder(name).intrinsic(intrinsic).build()
+    }
+
+    /// Starts building an event.
+    pub fn builder(name: &'static str) -> EventBuilder<A, R> {
+        EventBuilder {
+            name,
+            intrinsic: None,
+            spawner: None,
+        }
+    }
+
+    /// The event's identity.
+    pub fn id(&self) -> EventId {
+        self.id
+    }
+
+    /// The event's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The event's signature.
+    pub fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    // ----------------------------------------------------------------------
+    // Raising.
+
+    /// Raises the event. With only the intrinsic handler this is a direct
+    /// call; otherwise a dispatch over the current handler list. `VAR`
+    /// parameters may be changed by handlers; by-value ones never are.
+    #[inline]
+    pub fn raise(&self, args: &mut A) -> Result<R, RaiseError> {
+        if self.plain.load(Ordering::Acquire) {
+            if let Some(intrinsic) = &self.intrinsic {
+                return Ok(intrinsic.call(args));
+            }
+        }
+        self.raise_listed(args)
+    }
+
+    #[inline(never)]
+    fn raise_listed(&self, args: &mut A) -> Result<R, RaiseError> {
+        let (_, list) = self.list.load();
+        self.dispatch(&list, args)
+    }
+
+    /// Raises through a raiser-private cache of the list: in the steady
+    /// state this performs no atomic read-modify-write at all (one load to
+    /// revalidate), which `raise` cannot avoid without `unsafe`. The cache
+    /// keeps the list it last used alive until its next raise or its drop.
+    #[inline]
+    pub fn raise_cached(&self, cache: &mut RaiseCache<A, R>, args: &mut A) -> Result<R, RaiseError> {
+        if self.plain.load(Ordering::Acquire) {
+            if let Some(intrinsic) = &self.intrinsic {
+                return Ok(intrinsic.call(args));
+            }
+        }
+        let generation = self.list.generation();
+        let list = match &cache.list {
+            Some(list) if cache.generation == generation && cache.event == Some(self.id) => list,
+            _ => self.refresh(cache),
+        };
+        self.dispatch(list, args)
+    }
+
+    #[cold]
+    fn refresh<'c>(&self, cache: &'c mut RaiseCache<A, R>) -> &'c Arc<List<A, R>> {
+        let (generation, list) = self.list.load();
+        cache.event = Some(self.id);
+        cache.generation = generation;
+        cache.list.insert(list)
+    }
+
+    #[inline]
+    fn dispatch(&self, list: &List<A, R>, args: &mut A) -> Result<R, RaiseError> {
+        debug_assert_eq!(list.event, self.id);
+        match &list.accounting {
+            None => self.dispatch_args(list, args),
+            Some(clock) => {
+                Counters::bump(&self.counters.raised, 1);
+                let start = clock.as_ref().map(|c| c.now_ns());
+                let result = self.dispatch_args(list, args);
+                if let (Some(clock), Some(start)) = (clock, start) {
+                    Counters::bump(&self.counters.time_ns, clock.now_ns().saturating_sub(start));
+                }
+                result
+            }
+        }
+    }
+
+    #[inline]
+    fn dispatch_args(&self, list: &List<A, R>, args: &mut A) -> Result<R, RaiseError> {
+        if !list.needs_copy {
+            return self.run(list, args);
+        }
+        // Filters present: they work on a copy; only VAR parameters go back.
+        let mut work = args.clone();
+        let result = self.run(list, &mut work);
+        for &index in self.var_params.iter() {
+            args.copy_param_from(index, &work);
+        }
+        result
+    }
+
+    #[inline]
+    fn run(&self, list: &List<A, R>, args: &mut A) -> Result<R, RaiseError> {
+        let mut outcome = Outcome {
+            result: None,
+            fault: None,
+        };
+        match &list.index {
+            Some(index) if !list.mutates && index.mergeable() => {
+                let candidates = index.candidates(|field| field_value(field, args, &list.fields));
+                for position in candidates {
+                    let entry = &list.entries[position as usize];
+                    if entry.guards.iter().all(|g| g.eval(args, &list.fields)) {
+                        self.invoke(list, entry, args, &mut outcome);
+                    }
+                }
+            }
+            _ => {
+                for entry in list.entries.iter() {
+                    if entry.guards.iter().all(|g| g.eval(args, &list.fields)) {
+                        self.invoke(list, entry, args, &mut outcome);
+                    }
+                }
+            }
+        }
+        if let Some(result) = outcome.result {
+            return Ok(result);
+        }
+        // Nothing fired: the default handler, else an error (003 §2.3).
+        match (&list.default, outcome.fault) {
+            (Some((code, signature)), _) => {
+                code.run(args, signature, &Invocation::default())
+                    .map_err(|fault| RaiseError::DefaultFaulted {
+                        event: self.name,
+                        fault,
+                    })
+            }
+            (None, Some(fault)) => Err(RaiseError::Faulted {
+                event: self.name,
+                fault,
+            }),
+            (None, None) => Err(RaiseError::NoHandler { event: self.name }),
+        }
+    }
+
+    #[inline]
+    fn invoke(&self, list: &List<A, R>, entry: &Entry<A, R>, args: &mut A, outcome: &mut Outcome<R>) {
+        let result = match entry.mode {
+            Mode::Synchronous => entry.code.run(args, &entry.signature, &Invocation::default()),
+            Mode::Ephemeral(budget) => entry.code.run(
+                args,
+                &entry.signature,
+                &Invocation {
+                    budget: Some(budget),
+                },
+            ),
+            Mode::Asynchronous => {
+                self.spawn(entry, args);
+                // An asynchronous handler gives no result; for events without
+                // one it still counts as having handled the raise.
+                match R::unit() {
+                    Some(unit) => Ok(unit),
+                    None => return,
+                }
+            }
+        };
+        match result {
+            Ok(value) => {
+                outcome.result = Some(match (outcome.result.take(), &list.result) {
+                    (Some(so_far), Some(fold)) => fold(so_far, value),
+                    // Without a result handler the last handler's result wins
+                    // (000 §3.2: "returns the result of the final handler").
+                    _ => value,
+                });
+            }
+            Err(fault) => {
+                if fault == Fault::BudgetExhausted {
+                    Counters::bump(&self.counters.terminated, 1);
+                }
+                Counters::bump(&self.counters.faults, 1);
+                outcome.fault = Some(fault);
+            }
+        }
+    }
+
+    #[cold]
+    fn spawn(&self, entry: &Entry<A, R>, args: &A) {
+        // Install-time checks guarantee a spawner and no by-reference
+        // arguments: the task gets its own copy of the arguments.
+        let Some(spawner) = &self.spawner else { return };
+        let code = entry.code.clone();
+        let signature = entry.signature.clone();
+        let mut copy = args.clone();
+        let task = Box::new(move || {
+            let _ = code.run(&mut copy, &signature, &Invocation::default());
+        });
+        match spawner.spawn(task) {
+            Ok(()) => Counters::bump(&self.counters.spawned, 1),
+            Err(_) => Counters::bump(&self.counters.faults, 1),
+        }
+    }
+
+    // ----------------------------------------------------------------------
+    // Installing and changing handlers.
+
+    /// Installs a handler on behalf of `requester`: type check, authorizer,
+    /// mode and ordering checks, then publication. Returns the new binding.
+    pub fn install(&self, requester: Principal, install: Install<A, R>) -> Result<BindingId, Error> {
+        self.signature.check_handler(&install.handler.signature, install.is_filter)?;
+        install.handler.check_closure()?;
+        let mut state = self.state.lock();
+        for guard in &install.guards {
+            guard.check(&self.signature, state.fields.len())?;
+        }
+        let id = BindingId(state.next_binding);
+        let mut grant = Grant::default();
+        if let Some(authorizer) = &state.authorizer {
+            let request = Request {
+                operation: Operation::Install,
+                requester,
+                installer: requester,
+                binding: id,
+                handler_name: install.handler.name,
+                signature: &install.handler.signature,
+                accepts_termination: install.handler.accepts_termination,
+                is_filter: install.is_filter,
+                mode: install.mode,
+                order: &install.order,
+                credential: install.credential.as_deref(),
+            };
+            authorizer.authorize(&request, &mut grant).map_err(Error::Denied)?;
+        }
+        for guard in &grant.guards {
+            guard
+                .check(&self.signature, state.fields.len())
+                .map_err(Error::ImposedGuard)?;
+        }
+        let mode = grant.mode.unwrap_or(install.mode);
+        let mutates = install.handler.code.mutates(&install.handler.signature);
+        self.check_mode(&state, mode, &install.handler, mutates || install.is_filter)?;
+        let mut order = install.order;
+        order.extend(grant.order);
+        let at = place(
+            state.bindings.iter().map(|b| (b.id, b.order.as_slice())),
+            id,
+            &order,
+        )?;
+        state.next_binding += 1;
+        let guards = number(&mut state.next_guard, install.guards);
+        let imposed = number(&mut state.next_guard, grant.guards);
+        state.bindings.insert(
+            at,
+            Binding {
+                id,
+                installer: requester,
+                handler: install.handler,
+                guards,
+                imposed,
+                order,
+                mode,
+                is_filter: install.is_filter,
+            },
+        );
+        self.republish(&state);
+        Ok(id)
+    }
+
+    fn check_mode(&self, state: &State<A, R>, mode: Mode, handler: &Handler<A, R>, by_reference: bool) -> Result<(), Error> {
+        match mode {
+            Mode::Synchronous => Ok(()),
+            Mode::Ephemeral(_) if !handler.accepts_termination => Err(Error::NotEphemeral),
+            Mode::Ephemeral(_) => Ok(()),
+            Mode::Asynchronous => {
+                if by_reference || self.signature.has_by_reference() {
+                    Err(Error::AsyncByReference)
+                } else if R::unit().is_none() && state.default.is_none() {
+                    Err(Error::AsyncNeedsDefault)
+                } else if self.spawner.is_none() {
+                    Err(Error::NoSpawner)
+                } else {
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    /// Consults the authorizer (or, without one, the installer rule) about
+    /// an operation on an existing binding; returns its index and grant.
+    fn authorize_change(
+        &self,
+        state: &State<A, R>,
+        requester: Principal,
+        binding: BindingId,
+        operation: Operation,
+        order: &[Order],
+        credential: Option<&(dyn Any + Send + Sync)>,
+    ) -> Result<(usize, Grant<A>), Error> {
+        let at = state
+            .bindings
+            .iter()
+            .position(|b| b.id == binding)
+            .ok_or(Error::UnknownBinding(binding))?;
+        let b = &state.bindings[at];
+        let mut grant = Grant::default();
+        match &state.authorizer {
+            Some(authorizer) => {
+                let request = Request {
+                    operation,
+                    requester,
+                    installer: b.installer,
+                    binding,
+                    handler_name: b.handler.name,
+                    signature: &b.handler.signature,
+                    accepts_termination: b.handler.accepts_termination,
+                    is_filter: b.is_filter,
+                    mode: b.mode,
+                    order,
+                    credential,
+                };
+                authorizer.authorize(&request, &mut grant).map_err(Error::Denied)?;
+            }
+            None if requester != b.installer && requester != Principal::KERNEL => {
+                return Err(Error::NotInstaller)
+            }
+            None => {}
+        }
+        Ok((at, grant))
+    }
+
+    /// Removes an installation (the intrinsic one included: SPIN's way of
+    /// replacing an implementation is to deregister the intrinsic handler
+    /// and install another).
+    pub fn remove(&self, requester: Principal, binding: BindingId) -> Result<(), Error> {
+        let mut state = self.state.lock();
+        let (at, _) = self.authorize_change(&state, requester, binding, Operation::Remove, &[], None)?;
+        state.bindings.remove(at);
+        // Constraints relative to a removed binding are now vacuous.
+        for b in &mut state.bindings {
+            b.order
+                .retain(|o| !matches!(o, Order::Before(t) | Order::After(t) if *t == binding));
+        }
+        self.republish(&state);
+        Ok(())
+    }
+
+    /// Replaces the ordering constraints of an installation (003 §2.3: "the
+    /// dispatcher allows the ordering constraints associated with a given
+    /// handler to be queried and dynamically changed"). Refused, with the
+    /// list unchanged, when they cannot be met.
+    pub fn reorder(&self, requester: Principal, binding: BindingId, order: &[Order]) -> Result<(), Error> {
+        let mut state = self.state.lock();
+        let (at, grant) = self.authorize_change(&state, requester, binding, Operation::Reorder, order, None)?;
+        let mut constraints = order.to_vec();
+        constraints.extend(grant.order);
+        let mut rest: Vec<(BindingId, &[Order])> = Vec::with_capacity(state.bindings.len());
+        rest.extend(
+            state
+                .bindings
+                .iter()
+                .filter(|b| b.id != binding)
+                .map(|b| (b.id, b.order.as_slice())),
+        );
+        let to = place(rest.iter().copied(), binding, &constraints)?;
+        let mut moved = state.bindings.remove(at);
+        moved.order = constraints;
+        state.bindings.insert(to, moved);
+        self.republish(&state);
+        Ok(())
+    }
+
+    /// Stacks another guard on an installation.
+    pub fn add_guard(&self, requester: Principal, binding: BindingId, guard: Guard<A>) -> Result<GuardId, Error> {
+        let mut state = self.state.lock();
+        guard.check(&self.signature, state.fields.len())?;
+        let (at, grant) = self.authorize_change(&state, requester, binding, Operation::AddGuard, &[], None)?;
+        let id = GuardId(state.next_guard);
+        state.next_guard += 1;
+        state.bindings[at].guards.push((id, guard));
+        let imposed = number(&mut state.next_guard, grant.guards);
+        state.bindings[at].imposed.extend(imposed);
+        self.republish(&state);
+        Ok(id)
+    }
+
+    /// Removes a guard the installer added (imposed guards stay).
+    pub fn remove_guard(&self, requester: Principal, binding: BindingId, guard: GuardId) -> Result<(), Error> {
+        let mut state = self.state.lock();
+        let (at, _) = self.authorize_change(&state, requester, binding, Operation::RemoveGuard, &[], None)?;
+        let guards = &mut state.bindings[at].guards;
+        let before = guards.len();
+        guards.retain(|(id, _)| *id != guard);
+        if guards.len() == before {
+            return Err(Error::UnknownGuard(guard));
+        }
+        self.republish(&state);
+        Ok(())
+    }
+
+    // ----------------------------------------------------------------------
+    // Authority operations.
+
+    fn check_authority(&self, authority: &Authority) -> Result<(), Error> {
+        if authority.event == self.id {
+            Ok(())
+        } else {
+            Err(Error::NotAuthority)
+        }
+    }
+
+    /// Registers (or clears) the authorizer consulted on every installation,
+    /// removal and change (SPIN's `InstallAuthorizerForEvent`).
+    pub fn set_authorizer(&self, authority: &Authority, authorizer: Option<Arc<dyn Authorizer<A>>>) -> Result<(), Error> {
+        self.check_authority(authority)?;
+        self.state.lock().authorizer = authorizer;
+        Ok(())
+    }
+
+    /// Sets the default handler, run when no other handler fires.
+    pub fn set_default(&self, authority: &Authority, default: Option<Handler<A, R>>) -> Result<(), Error> {
+        self.check_authority(authority)?;
+        if let Some(handler) = &default {
+            self.signature.check_handler(&handler.signature, false)?;
+            handler.check_closure()?;
+        }
+        let mut state = self.state.lock();
+        let has_async = state.bindings.iter().any(|b| b.mode == Mode::Asynchronous);
+        if default.is_none() && has_async && R::unit().is_none() {
+            return Err(Error::AsyncNeedsDefault);
+        }
+        state.default = default;
+        self.republish(&state);
+        Ok(())
+    }
+
+    /// Sets the result handler that folds several handlers' results.
+    pub fn set_result_handler(&self, authority: &Authority, result: Option<ResultHandler<R>>) -> Result<(), Error> {
+        self.check_authority(authority)?;
+        let mut state = self.state.lock();
+        state.result = result;
+        self.republish(&state);
+        Ok(())
+    }
+
+    /// Defines a named field for declarative guards, e.g. the destination
+    /// port of a packet argument. The projection must be a pure function.
+    pub fn define_field(&self, authority: &Authority, name: &'static str, read: fn(&A) -> u64) -> Result<Field, Error> {
+        self.check_authority(authority)?;
+        let mut state = self.state.lock();
+        if let Some(i) = state.fields.iter().position(|(n, _)| *n == name) {
+            return Ok(Field::Named(i));
+        }
+        state.fields.push((name, read));
+        Ok(Field::Named(state.fields.len() - 1))
+    }
+
+    /// The field defined under `name`, if any.
+    pub fn field(&self, name: &str) -> Option<Field> {
+        let state = self.state.lock();
+        state.fields.iter().position(|(n, _)| *n == name).map(Field::Named)
+    }
+
+    /// Imposes a guard on an existing installation.
+    pub fn impose_guard(&self, authority: &Authority, binding: BindingId, guard: Guard<A>) -> Result<GuardId, Error> {
+        self.check_authority(authority)?;
+        let mut state = self.state.lock();
+        guard
+            .check(&self.signature, state.fields.len())
+            .map_err(Error::ImposedGuard)?;
+        let id = GuardId(state.next_guard);
+        state.next_guard += 1;
+        let b = state
+            .bindings
+            .iter_mut()
+            .find(|b| b.id == binding)
+            .ok_or(Error::UnknownBinding(binding))?;
+        b.imposed.push((id, guard));
+        self.republish(&state);
+        Ok(id)
+    }
+
+    /// Removes an imposed guard.
+    pub fn remove_imposed_guard(&self, authority: &Authority, binding: BindingId, guard: GuardId) -> Result<(), Error> {
+        self.check_authority(authority)?;
+        let mut state = self.state.lock();
+        let b = state
+            .bindings
+            .iter_mut()
+            .find(|b| b.id == binding)
+            .ok_or(Error::UnknownBinding(binding))?;
+        let before = b.imposed.len();
+        b.imposed.retain(|(id, _)| *id != guard);
+        if b.imposed.len() == before {
+            return Err(Error::UnknownGuard(guard));
+        }
+        self.republish(&state);
+        Ok(())
+    }
+
+    /// Reinstalls the intrinsic handler (first in the list) after it was
+    /// removed.
+    pub fn restore_intrinsic(&self, authority: &Authority) -> Result<(), Error> {
+        self.check_authority(authority)?;
+        let mut state = self.state.lock();
+        if let Some(intrinsic) = self.intrinsic {
+            if !state.bindings.iter().any(|b| b.id == BindingId::INTRINSIC) {
+                state.bindings.insert(0, intrinsic_binding(intrinsic));
+                self.republish(&state);
+            }
+        }
+        Ok(())
+    }
+
+    // ----------------------------------------------------------------------
+    // Accounting and queries.
+
+    /// Starts counting raises (and time, with a clock). Disables the
+    /// intrinsic-only shortcut while on.
+    pub fn enable_accounting(&self, clock: Option<Arc<dyn Clock>>) {
+        let mut state = self.state.lock();
+        state.accounting = Some(clock);
+        self.republish(&state);
+    }
+
+    /// Stops counting raises and time.
+    pub fn disable_accounting(&self) {
+        let mut state = self.state.lock();
+        state.accounting = None;
+        self.republish(&state);
+    }
+
+    /// The event's figures (table 3 of 003).
+    pub fn stats(&self) -> EventStats {
+        let state = self.state.lock();
+        let guards = state.bindings.iter().map(|b| b.guards.len() + b.imposed.len()).sum();
+        self.counters.snapshot(state.bindings.len(), guards)
+    }
+
+    /// The installations, in execution order.
+    pub fn bindings(&self) -> Vec<BindingId> {
+        self.state.lock().bindings.iter().map(|b| b.id).collect()
+    }
+
+    /// The ordering constraints of an installation.
+    pub fn order_of(&self, binding: BindingId) -> Option<Vec<Order>> {
+        let state = self.state.lock();
+        state.bindings.iter().find(|b| b.id == binding).map(|b| b.order.clone())
+    }
+
+    /// The execution mode of an installation (after any imposed by the
+    /// authorizer).
+    pub fn mode_of(&self, binding: BindingId) -> Option<Mode> {
+        let state = self.state.lock();
+        state.bindings.iter().find(|b| b.id == binding).map(|b| b.mode)
+    }
+
+    /// The number of guards (own, imposed) of an installation.
+    pub fn guards_of(&self, binding: BindingId) -> Option<(usize, usize)> {
+        let state = self.state.lock();
+        state
+            .bindings
+            .iter()
+            .find(|b| b.id == binding)
+            .map(|b| (b.guards.len(), b.imposed.len()))
+    }
+
+    /// Whether a raise is currently a direct call of the intrinsic handler.
+    pub fn is_intrinsic_only(&self) -> bool {
+        self.plain.load(Ordering::Acquire)
+    }
+
+    /// The generation of the published list (changes on every publication).
+    pub fn generation(&self) -> u64 {
+        self.list.generation()
+    }
+
+    // ----------------------------------------------------------------------
+    // Compilation and publication.
+
+    /// Compiles the master list into a [`List`] and publishes it. O(n) in
+    /// the number of handlers plus guards (O(n log n) with declarative
+    /// guards, for sorting the decision tables).
+    fn republish(&self, state: &State<A, R>) {
+        let entries: Box<[Entry<A, R>]> = state
+            .bindings
+            .iter()
+            .map(|b| {
+                let mut guards: Vec<GuardCode<A>> = b
+                    .imposed
+                    .iter()
+                    .chain(&b.guards)
+                    .map(|(_, g)| g.code.clone())
+                    .collect();
+                // Declarative guards first: cheapest, and side-effect free
+                // guards may be reordered (003 §2.3).
+                guards.sort_by_key(|g| !g.is_declarative());
+                Entry {
+                    code: b.handler.code.clone(),
+                    signature: b.handler.signature.clone(),
+                    guards: guards.into_boxed_slice(),
+                    mode: b.mode,
+                    mutates: b.handler.code.mutates(&b.handler.signature),
+                }
+            })
+            .collect();
+        let predicates: Vec<Vec<Predicate>> = state
+            .bindings
+            .iter()
+            .map(|b| {
+                b.imposed
+                    .iter()
+                    .chain(&b.guards)
+                    .filter_map(|(_, g)| g.predicate())
+                    .collect()
+            })
+            .collect();
+        let index = DecisionIndex::build(predicates.iter().map(|p| p.as_slice()));
+        let mutates = entries.iter().any(|e| e.mutates);
+        let plain = state.accounting.is_none()
+            && state.bindings.len() == 1
+            && state.bindings[0].id == BindingId::INTRINSIC
+            && state.bindings[0].imposed.is_empty()
+            && state.bindings[0].guards.is_empty()
+            && state.bindings[0].mode == Mode::Synchronous;
+        let list = List {
+            event: self.id,
+            entries,
+            index,
+            mutates,
+            needs_copy: mutates && !self.all_by_reference,
+            default: state
+                .default
+                .as_ref()
+                .map(|h| (h.code.clone(), h.signature.clone())),
+            result: state.result.clone(),
+            fields: state.fields.iter().map(|(_, f)| *f).collect(),
+            accounting: state.accounting.clone(),
+        };
+        if !plain {
+            // Leave the shortcut before the list it bypasses changes.
+            self.plain.store(false, Ordering::Release);
+        }
+        self.list.publish(Arc::new(list));
+        if plain {
+            self.plain.store(true, Ordering::Release);
+        }
+    }
+}
+
+impl<A, R> List<A, R> {
+    fn empty(event: EventId) -> Self {
+        List {
+            event,
+            entries: Box::new([]),
+            index: None,
+            mutates: false,
+            needs_copy: false,
+            default: None,
+            result: None,
+            fields: Box::new([]),
+            accounting: None,
+        }
+    }
+}
+
+struct Outcome<R> {
+    result: Option<R>,
+    fault: Option<Fault>,
+}
+
+fn number<A>(next: &mut u64, guards: Vec<Guard<A>>) -> Vec<(GuardId, Guard<A>)> {
+    guards
+        .into_iter()
+        .map(|g| {
+            let id = GuardId(*next);
+            *next += 1;
+            (id, g)
+        })
+        .collect()
+}
