@@ -21,6 +21,7 @@ use std::{
 
 mod bench;
 mod parse;
+mod policy;
 mod qemu;
 mod scenarios;
 mod toolchain;
@@ -268,7 +269,19 @@ fn test_command(mut args: Args) -> Result<ExitCode> {
     let host_passed = if is_qemu_only {
         None
     } else {
-        Some(toolchain::run_host_tests()?)
+        let violations = policy::violations(&repo_root());
+        for violation in &violations {
+            println!("policy: {violation}");
+        }
+        println!(
+            "policy: unsafe confined to hal ... {}",
+            if violations.is_empty() {
+                "ok"
+            } else {
+                "FAILED"
+            }
+        );
+        Some(toolchain::run_host_tests()? && violations.is_empty())
     };
 
     let selected: Vec<&scenarios::Scenario> = if is_host_only {
