@@ -107,6 +107,17 @@ pub fn phys_to_virt(address: u64) -> u64 {
     PHYS_OFFSET + address
 }
 
+/// The bytes of a boot module (an initrd), read through the physical window.
+///
+/// The module's frames are reserved in [`init`] and never handed out, and
+/// nothing writes to them, so a shared `'static` slice is sound.
+pub fn boot_module_bytes(module: &crate::boot::BootModule) -> &'static [u8] {
+    let end = module.start.saturating_add(module.len);
+    assert!(end <= MAX_PHYS_BYTES, "boot module beyond the physical window");
+    // SAFETY: see above; the window maps all physical memory below 4 GiB.
+    unsafe { core::slice::from_raw_parts(phys_to_virt(module.start) as *const u8, module.len as usize) }
+}
+
 /// Frame allocator counters, for `mem` in the shell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameStats {

@@ -39,6 +39,9 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
         "memory: {} MiB usable, kernel page tables active",
         frames.total as u64 * hal::frames::FRAME_SIZE >> 20
     );
+    for module in boot_info.modules() {
+        log::info!("boot module: {} bytes at {:#x}", module.len, module.start);
+    }
     hal::timer::init();
     sched::init("main");
     hal::cpu::enable_interrupts();
