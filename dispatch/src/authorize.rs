@@ -150,7 +150,9 @@ pub struct Denied {
 impl Denied {
     /// A refusal for `reason`.
     pub fn new(reason: impl Into<String>) -> Self {
-        Denied { reason: reason.into() }
+        Denied {
+            reason: reason.into(),
+        }
     }
 }
 

@@ -56,12 +56,21 @@ pub(crate) struct DecisionIndex {
     tables: Vec<Table>,
 }
 
+/// Equals/Masked keys being grouped: (field, mask) → (key, position).
+type MaskedKeys = Vec<((Field, u64), Vec<(u64, u32)>)>;
+/// InRange keys being grouped: field → (low, high, position).
+type RangeKeys = Vec<(Field, Vec<(u64, u64, u32)>)>;
+
 /// The key predicate a handler is indexed by, if any.
 fn key_of(predicates: &[Predicate]) -> Option<Predicate> {
     predicates
         .iter()
         .find(|p| matches!(p.test, Test::Equals(_) | Test::Masked { .. }))
-        .or_else(|| predicates.iter().find(|p| matches!(p.test, Test::InRange { .. })))
+        .or_else(|| {
+            predicates
+                .iter()
+                .find(|p| matches!(p.test, Test::InRange { .. }))
+        })
         .copied()
 }
 
@@ -72,8 +81,8 @@ impl DecisionIndex {
     pub(crate) fn build<'a>(entries: impl Iterator<Item = &'a [Predicate]>) -> Option<Self> {
         let mut unindexed = Vec::new();
         // (field, mask) → (key, position), and field → (low, high, position).
-        let mut masked: Vec<((Field, u64), Vec<(u64, u32)>)> = Vec::new();
-        let mut ranges: Vec<(Field, Vec<(u64, u64, u32)>)> = Vec::new();
+        let mut masked: MaskedKeys = Vec::new();
+        let mut ranges: RangeKeys = Vec::new();
         let mut any_key = false;
         for (position, predicates) in entries.enumerate() {
             let position = position as u32;
@@ -157,7 +166,7 @@ impl DecisionIndex {
 
     /// The candidate positions for a raise, in handler order. `read` reads a
     /// field of the raise's arguments.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn candidates<'a>(&'a self, read: impl Fn(Field) -> Option<u64>) -> Candidates<'a> {
         let mut candidates = Candidates {
             lists: [&[]; MAX_MERGE],
@@ -193,7 +202,7 @@ impl DecisionIndex {
     }
 }
 
-fn push_masked(masked: &mut Vec<((Field, u64), Vec<(u64, u32)>)>, key: (Field, u64), value: u64, position: u32) {
+fn push_masked(masked: &mut MaskedKeys, key: (Field, u64), value: u64, position: u32) {
     match masked.iter_mut().find(|(k, _)| *k == key) {
         Some((_, list)) => list.push((value, position)),
         None => masked.push((key, vec![(value, position)])),
@@ -282,11 +291,21 @@ mod tests {
 
     fn predicate() -> impl Strategy<Value = Predicate> {
         // Small value domains so that matches actually happen.
-        let field = prop_oneof![Just(Field::Param(0)), Just(Field::Param(1)), Just(Field::Named(0))];
+        let field = prop_oneof![
+            Just(Field::Param(0)),
+            Just(Field::Param(1)),
+            Just(Field::Named(0))
+        ];
         let test = prop_oneof![
             (0u64..16).prop_map(Test::Equals),
-            (0u64..16, 0u64..8).prop_map(|(low, len)| Test::InRange { low, high: low + len }),
-            (prop_oneof![Just(0x3u64), Just(0xcu64), Just(0xfu64)], 0u64..16)
+            (0u64..16, 0u64..8).prop_map(|(low, len)| Test::InRange {
+                low,
+                high: low + len
+            }),
+            (
+                prop_oneof![Just(0x3u64), Just(0xcu64), Just(0xfu64)],
+                0u64..16
+            )
                 .prop_map(|(mask, value)| Test::Masked { mask, value }),
         ];
         (field, test).prop_map(|(field, test)| Predicate { field, test })
@@ -319,7 +338,7 @@ mod tests {
 
     #[test]
     fn candidates_merge_in_handler_order() {
-        let entries = vec![
+        let entries = [
             vec![Predicate::in_range(Field::Param(0), 0, 10)],
             vec![],
             vec![Predicate::equals(Field::Param(0), 5)],

@@ -63,13 +63,15 @@ impl fmt::Display for Error {
             Error::Denied(d) => write!(f, "{d}"),
             Error::NotAuthority => f.write_str("not the event's authority"),
             Error::NotInstaller => f.write_str("only the installer may change this installation"),
-            Error::NotEphemeral => f.write_str("ephemeral mode needs a handler that accepts termination"),
+            Error::NotEphemeral => {
+                f.write_str("ephemeral mode needs a handler that accepts termination")
+            }
             Error::AsyncByReference => {
                 f.write_str("asynchronous handlers cannot take arguments by reference")
             }
-            Error::AsyncNeedsDefault => {
-                f.write_str("asynchronous handlers on an event with a result need a default handler")
-            }
+            Error::AsyncNeedsDefault => f.write_str(
+                "asynchronous handlers on an event with a result need a default handler",
+            ),
             Error::NoSpawner => f.write_str("the event has no spawner for asynchronous handlers"),
             Error::Order(e) => write!(f, "{e}"),
             Error::UnknownBinding(b) => write!(f, "no {b} on this event"),
@@ -112,8 +114,12 @@ pub enum RaiseError {
 impl fmt::Display for RaiseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RaiseError::NoHandler { event } => write!(f, "{event}: no handler fired and no default handler"),
-            RaiseError::Faulted { event, fault } => write!(f, "{event}: every firing handler faulted ({fault})"),
+            RaiseError::NoHandler { event } => {
+                write!(f, "{event}: no handler fired and no default handler")
+            }
+            RaiseError::Faulted { event, fault } => {
+                write!(f, "{event}: every firing handler faulted ({fault})")
+            }
             RaiseError::DefaultFaulted { event, fault } => {
                 write!(f, "{event}: the default handler faulted ({fault})")
             }

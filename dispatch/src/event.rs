@@ -73,6 +73,12 @@ impl<A: EventArgs, R: EventResult> Intrinsic<A, R> {
     }
 }
 
+/// Reads a named field of the arguments for declarative guards.
+pub type FieldReader<A> = fn(&A) -> u64;
+
+/// A synchronous by-value handler's code.
+type ByValueCode<A, R> = Arc<dyn Fn(&A) -> R + Send + Sync>;
+
 /// Folds the results of several handlers into one (003 §2.3 "result
 /// handler"): called with the result so far and the next one.
 pub type ResultHandler<R> = Arc<dyn Fn(R, R) -> R + Send + Sync>;
@@ -154,13 +160,16 @@ struct State<A, R> {
     default: Option<Handler<A, R>>,
     result: Option<ResultHandler<R>>,
     /// Named fields for declarative guards: `Field::Named(i)` is `fields[i]`.
-    fields: Vec<(&'static str, fn(&A) -> u64)>,
+    fields: Vec<(&'static str, FieldReader<A>)>,
     /// `Some` while accounting is on (with an optional clock).
     accounting: Option<Option<Arc<dyn Clock>>>,
 }
 
 /// One handler of a published list.
 struct Entry<A, R> {
+    /// The code when it is a synchronous by-value Rust closure, the common
+    /// case, called without matching on code kind and mode.
+    fast: Option<ByValueCode<A, R>>,
     code: Code<A, R>,
     signature: Arc<Signature>,
     /// Declarative guards first (cheap, and shared with the index), then
@@ -183,7 +192,7 @@ pub struct List<A, R> {
     needs_copy: bool,
     default: Option<(Code<A, R>, Arc<Signature>)>,
     result: Option<ResultHandler<R>>,
-    fields: Box<[fn(&A) -> u64]>,
+    fields: Box<[FieldReader<A>]>,
     accounting: Option<Option<Arc<dyn Clock>>>,
 }
 
@@ -378,7 +387,11 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
     /// revalidate), which `raise` cannot avoid without `unsafe`. The cache
     /// keeps the list it last used alive until its next raise or its drop.
     #[inline]
-    pub fn raise_cached(&self, cache: &mut RaiseCache<A, R>, args: &mut A) -> Result<R, RaiseError> {
+    pub fn raise_cached(
+        &self,
+        cache: &mut RaiseCache<A, R>,
+        args: &mut A,
+    ) -> Result<R, RaiseError> {
         if self.plain.load(Ordering::Acquire) {
             if let Some(intrinsic) = &self.intrinsic {
                 return Ok(intrinsic.call(args));
@@ -441,17 +454,12 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
             Some(index) if !list.mutates && index.mergeable() => {
                 let candidates = index.candidates(|field| field_value(field, args, &list.fields));
                 for position in candidates {
-                    let entry = &list.entries[position as usize];
-                    if entry.guards.iter().all(|g| g.eval(args, &list.fields)) {
-                        self.invoke(list, entry, args, &mut outcome);
-                    }
+                    self.step(list, &list.entries[position as usize], args, &mut outcome);
                 }
             }
             _ => {
                 for entry in list.entries.iter() {
-                    if entry.guards.iter().all(|g| g.eval(args, &list.fields)) {
-                        self.invoke(list, entry, args, &mut outcome);
-                    }
+                    self.step(list, entry, args, &mut outcome);
                 }
             }
         }
@@ -460,13 +468,12 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
         }
         // Nothing fired: the default handler, else an error (003 §2.3).
         match (&list.default, outcome.fault) {
-            (Some((code, signature)), _) => {
-                code.run(args, signature, &Invocation::default())
-                    .map_err(|fault| RaiseError::DefaultFaulted {
-                        event: self.name,
-                        fault,
-                    })
-            }
+            (Some((code, signature)), _) => code
+                .run(args, signature, &Invocation::default())
+                .map_err(|fault| RaiseError::DefaultFaulted {
+                    event: self.name,
+                    fault,
+                }),
             (None, Some(fault)) => Err(RaiseError::Faulted {
                 event: self.name,
                 fault,
@@ -475,10 +482,35 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
         }
     }
 
-    #[inline]
-    fn invoke(&self, list: &List<A, R>, entry: &Entry<A, R>, args: &mut A, outcome: &mut Outcome<R>) {
+    /// Guards, then the handler, for one entry.
+    #[inline(always)]
+    fn step(&self, list: &List<A, R>, entry: &Entry<A, R>, args: &mut A, outcome: &mut Outcome<R>) {
+        for guard in entry.guards.iter() {
+            if !guard.eval(args, &list.fields) {
+                return;
+            }
+        }
+        match &entry.fast {
+            Some(code) => {
+                let value = code(args);
+                outcome.accept(value, &list.result);
+            }
+            None => self.invoke(list, entry, args, outcome),
+        }
+    }
+
+    #[inline(never)]
+    fn invoke(
+        &self,
+        list: &List<A, R>,
+        entry: &Entry<A, R>,
+        args: &mut A,
+        outcome: &mut Outcome<R>,
+    ) {
         let result = match entry.mode {
-            Mode::Synchronous => entry.code.run(args, &entry.signature, &Invocation::default()),
+            Mode::Synchronous => entry
+                .code
+                .run(args, &entry.signature, &Invocation::default()),
             Mode::Ephemeral(budget) => entry.code.run(
                 args,
                 &entry.signature,
@@ -497,14 +529,7 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
             }
         };
         match result {
-            Ok(value) => {
-                outcome.result = Some(match (outcome.result.take(), &list.result) {
-                    (Some(so_far), Some(fold)) => fold(so_far, value),
-                    // Without a result handler the last handler's result wins
-                    // (000 §3.2: "returns the result of the final handler").
-                    _ => value,
-                });
-            }
+            Ok(value) => outcome.accept(value, &list.result),
             Err(fault) => {
                 if fault == Fault::BudgetExhausted {
                     Counters::bump(&self.counters.terminated, 1);
@@ -537,8 +562,13 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
 
     /// Installs a handler on behalf of `requester`: type check, authorizer,
     /// mode and ordering checks, then publication. Returns the new binding.
-    pub fn install(&self, requester: Principal, install: Install<A, R>) -> Result<BindingId, Error> {
-        self.signature.check_handler(&install.handler.signature, install.is_filter)?;
+    pub fn install(
+        &self,
+        requester: Principal,
+        install: Install<A, R>,
+    ) -> Result<BindingId, Error> {
+        self.signature
+            .check_handler(&install.handler.signature, install.is_filter)?;
         install.handler.check_closure()?;
         let mut state = self.state.lock();
         for guard in &install.guards {
@@ -560,7 +590,9 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
                 order: &install.order,
                 credential: install.credential.as_deref(),
             };
-            authorizer.authorize(&request, &mut grant).map_err(Error::Denied)?;
+            authorizer
+                .authorize(&request, &mut grant)
+                .map_err(Error::Denied)?;
         }
         for guard in &grant.guards {
             guard
@@ -597,7 +629,13 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
         Ok(id)
     }
 
-    fn check_mode(&self, state: &State<A, R>, mode: Mode, handler: &Handler<A, R>, by_reference: bool) -> Result<(), Error> {
+    fn check_mode(
+        &self,
+        state: &State<A, R>,
+        mode: Mode,
+        handler: &Handler<A, R>,
+        by_reference: bool,
+    ) -> Result<(), Error> {
         match mode {
             Mode::Synchronous => Ok(()),
             Mode::Ephemeral(_) if !handler.accepts_termination => Err(Error::NotEphemeral),
@@ -649,7 +687,9 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
                     order,
                     credential,
                 };
-                authorizer.authorize(&request, &mut grant).map_err(Error::Denied)?;
+                authorizer
+                    .authorize(&request, &mut grant)
+                    .map_err(Error::Denied)?;
             }
             None if requester != b.installer && requester != Principal::KERNEL => {
                 return Err(Error::NotInstaller)
@@ -664,7 +704,8 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
     /// and install another).
     pub fn remove(&self, requester: Principal, binding: BindingId) -> Result<(), Error> {
         let mut state = self.state.lock();
-        let (at, _) = self.authorize_change(&state, requester, binding, Operation::Remove, &[], None)?;
+        let (at, _) =
+            self.authorize_change(&state, requester, binding, Operation::Remove, &[], None)?;
         state.bindings.remove(at);
         // Constraints relative to a removed binding are now vacuous.
         for b in &mut state.bindings {
@@ -679,9 +720,15 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
     /// dispatcher allows the ordering constraints associated with a given
     /// handler to be queried and dynamically changed"). Refused, with the
     /// list unchanged, when they cannot be met.
-    pub fn reorder(&self, requester: Principal, binding: BindingId, order: &[Order]) -> Result<(), Error> {
+    pub fn reorder(
+        &self,
+        requester: Principal,
+        binding: BindingId,
+        order: &[Order],
+    ) -> Result<(), Error> {
         let mut state = self.state.lock();
-        let (at, grant) = self.authorize_change(&state, requester, binding, Operation::Reorder, order, None)?;
+        let (at, grant) =
+            self.authorize_change(&state, requester, binding, Operation::Reorder, order, None)?;
         let mut constraints = order.to_vec();
         constraints.extend(grant.order);
         let mut rest: Vec<(BindingId, &[Order])> = Vec::with_capacity(state.bindings.len());
@@ -701,10 +748,16 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
     }
 
     /// Stacks another guard on an installation.
-    pub fn add_guard(&self, requester: Principal, binding: BindingId, guard: Guard<A>) -> Result<GuardId, Error> {
+    pub fn add_guard(
+        &self,
+        requester: Principal,
+        binding: BindingId,
+        guard: Guard<A>,
+    ) -> Result<GuardId, Error> {
         let mut state = self.state.lock();
         guard.check(&self.signature, state.fields.len())?;
-        let (at, grant) = self.authorize_change(&state, requester, binding, Operation::AddGuard, &[], None)?;
+        let (at, grant) =
+            self.authorize_change(&state, requester, binding, Operation::AddGuard, &[], None)?;
         let id = GuardId(state.next_guard);
         state.next_guard += 1;
         state.bindings[at].guards.push((id, guard));
@@ -715,9 +768,21 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
     }
 
     /// Removes a guard the installer added (imposed guards stay).
-    pub fn remove_guard(&self, requester: Principal, binding: BindingId, guard: GuardId) -> Result<(), Error> {
+    pub fn remove_guard(
+        &self,
+        requester: Principal,
+        binding: BindingId,
+        guard: GuardId,
+    ) -> Result<(), Error> {
         let mut state = self.state.lock();
-        let (at, _) = self.authorize_change(&state, requester, binding, Operation::RemoveGuard, &[], None)?;
+        let (at, _) = self.authorize_change(
+            &state,
+            requester,
+            binding,
+            Operation::RemoveGuard,
+            &[],
+            None,
+        )?;
         let guards = &mut state.bindings[at].guards;
         let before = guards.len();
         guards.retain(|(id, _)| *id != guard);
@@ -741,14 +806,22 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
 
     /// Registers (or clears) the authorizer consulted on every installation,
     /// removal and change (SPIN's `InstallAuthorizerForEvent`).
-    pub fn set_authorizer(&self, authority: &Authority, authorizer: Option<Arc<dyn Authorizer<A>>>) -> Result<(), Error> {
+    pub fn set_authorizer(
+        &self,
+        authority: &Authority,
+        authorizer: Option<Arc<dyn Authorizer<A>>>,
+    ) -> Result<(), Error> {
         self.check_authority(authority)?;
         self.state.lock().authorizer = authorizer;
         Ok(())
     }
 
     /// Sets the default handler, run when no other handler fires.
-    pub fn set_default(&self, authority: &Authority, default: Option<Handler<A, R>>) -> Result<(), Error> {
+    pub fn set_default(
+        &self,
+        authority: &Authority,
+        default: Option<Handler<A, R>>,
+    ) -> Result<(), Error> {
         self.check_authority(authority)?;
         if let Some(handler) = &default {
             self.signature.check_handler(&handler.signature, false)?;
@@ -765,7 +838,11 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
     }
 
     /// Sets the result handler that folds several handlers' results.
-    pub fn set_result_handler(&self, authority: &Authority, result: Option<ResultHandler<R>>) -> Result<(), Error> {
+    pub fn set_result_handler(
+        &self,
+        authority: &Authority,
+        result: Option<ResultHandler<R>>,
+    ) -> Result<(), Error> {
         self.check_authority(authority)?;
         let mut state = self.state.lock();
         state.result = result;
@@ -775,7 +852,12 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
 
     /// Defines a named field for declarative guards, e.g. the destination
     /// port of a packet argument. The projection must be a pure function.
-    pub fn define_field(&self, authority: &Authority, name: &'static str, read: fn(&A) -> u64) -> Result<Field, Error> {
+    pub fn define_field(
+        &self,
+        authority: &Authority,
+        name: &'static str,
+        read: fn(&A) -> u64,
+    ) -> Result<Field, Error> {
         self.check_authority(authority)?;
         let mut state = self.state.lock();
         if let Some(i) = state.fields.iter().position(|(n, _)| *n == name) {
@@ -788,11 +870,20 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
     /// The field defined under `name`, if any.
     pub fn field(&self, name: &str) -> Option<Field> {
         let state = self.state.lock();
-        state.fields.iter().position(|(n, _)| *n == name).map(Field::Named)
+        state
+            .fields
+            .iter()
+            .position(|(n, _)| *n == name)
+            .map(Field::Named)
     }
 
     /// Imposes a guard on an existing installation.
-    pub fn impose_guard(&self, authority: &Authority, binding: BindingId, guard: Guard<A>) -> Result<GuardId, Error> {
+    pub fn impose_guard(
+        &self,
+        authority: &Authority,
+        binding: BindingId,
+        guard: Guard<A>,
+    ) -> Result<GuardId, Error> {
         self.check_authority(authority)?;
         let mut state = self.state.lock();
         guard
@@ -811,7 +902,12 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
     }
 
     /// Removes an imposed guard.
-    pub fn remove_imposed_guard(&self, authority: &Authority, binding: BindingId, guard: GuardId) -> Result<(), Error> {
+    pub fn remove_imposed_guard(
+        &self,
+        authority: &Authority,
+        binding: BindingId,
+        guard: GuardId,
+    ) -> Result<(), Error> {
         self.check_authority(authority)?;
         let mut state = self.state.lock();
         let b = state
@@ -863,7 +959,11 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
     /// The event's figures (table 3 of 003).
     pub fn stats(&self) -> EventStats {
         let state = self.state.lock();
-        let guards = state.bindings.iter().map(|b| b.guards.len() + b.imposed.len()).sum();
+        let guards = state
+            .bindings
+            .iter()
+            .map(|b| b.guards.len() + b.imposed.len())
+            .sum();
         self.counters.snapshot(state.bindings.len(), guards)
     }
 
@@ -875,14 +975,22 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
     /// The ordering constraints of an installation.
     pub fn order_of(&self, binding: BindingId) -> Option<Vec<Order>> {
         let state = self.state.lock();
-        state.bindings.iter().find(|b| b.id == binding).map(|b| b.order.clone())
+        state
+            .bindings
+            .iter()
+            .find(|b| b.id == binding)
+            .map(|b| b.order.clone())
     }
 
     /// The execution mode of an installation (after any imposed by the
     /// authorizer).
     pub fn mode_of(&self, binding: BindingId) -> Option<Mode> {
         let state = self.state.lock();
-        state.bindings.iter().find(|b| b.id == binding).map(|b| b.mode)
+        state
+            .bindings
+            .iter()
+            .find(|b| b.id == binding)
+            .map(|b| b.mode)
     }
 
     /// The number of guards (own, imposed) of an installation.
@@ -925,7 +1033,12 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
                 // Declarative guards first: cheapest, and side-effect free
                 // guards may be reordered (003 §2.3).
                 guards.sort_by_key(|g| !g.is_declarative());
+                let fast = match (&b.handler.code, b.mode) {
+                    (Code::ByValue(f), Mode::Synchronous) => Some(f.clone()),
+                    _ => None,
+                };
                 Entry {
+                    fast,
                     code: b.handler.code.clone(),
                     signature: b.handler.signature.clone(),
                     guards: guards.into_boxed_slice(),
@@ -997,6 +1110,18 @@ impl<A, R> List<A, R> {
 struct Outcome<R> {
     result: Option<R>,
     fault: Option<Fault>,
+}
+
+impl<R> Outcome<R> {
+    #[inline(always)]
+    fn accept(&mut self, value: R, fold: &Option<ResultHandler<R>>) {
+        self.result = Some(match (self.result.take(), fold) {
+            (Some(so_far), Some(fold)) => fold(so_far, value),
+            // Without a result handler the last handler's result wins
+            // (000 §3.2: "returns the result of the final handler").
+            _ => value,
+        });
+    }
 }
 
 fn number<A>(next: &mut u64, guards: Vec<Guard<A>>) -> Vec<(GuardId, Guard<A>)> {

@@ -269,7 +269,9 @@ impl<A: EventArgs> GuardCode<A> {
     pub(crate) fn eval(&self, args: &A, fields: &[fn(&A) -> u64]) -> bool {
         match self {
             GuardCode::Procedural(f) => f(args),
-            GuardCode::Declarative(p) => field_value(p.field, args, fields).is_some_and(|v| p.test(v)),
+            GuardCode::Declarative(p) => {
+                field_value(p.field, args, fields).is_some_and(|v| p.test(v))
+            }
             GuardCode::Dynamic {
                 signature,
                 closure,
@@ -288,7 +290,11 @@ impl<A: EventArgs> GuardCode<A> {
 
 /// Reads a field of the arguments.
 #[inline]
-pub(crate) fn field_value<A: EventArgs>(field: Field, args: &A, fields: &[fn(&A) -> u64]) -> Option<u64> {
+pub(crate) fn field_value<A: EventArgs>(
+    field: Field,
+    args: &A,
+    fields: &[fn(&A) -> u64],
+) -> Option<u64> {
     match field {
         Field::Param(i) => args.scalar(i),
         Field::Named(i) => fields.get(i).map(|f| f(args)),

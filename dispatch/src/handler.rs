@@ -220,7 +220,11 @@ pub trait DynHandler: Send + Sync {
 
 impl<F> DynHandler for F
 where
-    F: Fn(Option<&(dyn Any + Send + Sync)>, &mut DynArgs<'_>, &Invocation) -> Result<Option<Value>, Fault>
+    F: Fn(
+            Option<&(dyn Any + Send + Sync)>,
+            &mut DynArgs<'_>,
+            &Invocation,
+        ) -> Result<Option<Value>, Fault>
         + Send
         + Sync,
 {
@@ -359,7 +363,11 @@ impl<A: EventArgs, R: EventResult> Handler<A, R> {
     /// closure of type `expected`; a closure of another type is refused at
     /// installation (003 §2.4: "the type of the associated closure must be a
     /// subtype of that reference type").
-    pub fn with_dynamic_closure(mut self, expected: TypeId, closure: Arc<dyn Any + Send + Sync>) -> Self {
+    pub fn with_dynamic_closure(
+        mut self,
+        expected: TypeId,
+        closure: Arc<dyn Any + Send + Sync>,
+    ) -> Self {
         if let Code::Dynamic { closure: slot, .. } = &mut self.code {
             *slot = Some(closure);
             self.closure_type = Some(expected);
@@ -416,7 +424,12 @@ impl<A: EventArgs, R: EventResult> Code<A, R> {
     /// Runs the code. Dynamic code sees a mutable view only if its signature
     /// takes something by reference (then the caller passes a working copy).
     #[inline]
-    pub(crate) fn run(&self, args: &mut A, signature: &Signature, invocation: &Invocation) -> Result<R, Fault> {
+    pub(crate) fn run(
+        &self,
+        args: &mut A,
+        signature: &Signature,
+        invocation: &Invocation,
+    ) -> Result<R, Fault> {
         match self {
             Code::ByValue(f) => Ok(f(args)),
             Code::ByReference(f) => Ok(f(args)),

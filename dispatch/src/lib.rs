@@ -43,10 +43,14 @@ pub mod signature;
 pub use account::{Clock, EventStats};
 pub use authorize::{Authority, Authorizer, Denied, EventId, Grant, Operation, Principal, Request};
 pub use error::{Error, GuardId, RaiseError};
-pub use event::{Event, EventBuilder, Install, Intrinsic, List, RaiseCache, ResultHandler};
+pub use event::{
+    Event, EventBuilder, FieldReader, Install, Intrinsic, List, RaiseCache, ResultHandler,
+};
 pub use guard::{DynGuard, Field, Guard, Predicate, Test};
 pub use handler::{
     Budget, DynArgs, DynArgsView, DynHandler, Fault, Handler, Invocation, Mode, SpawnError, Spawner,
 };
 pub use order::{BindingId, Order, OrderError};
-pub use signature::{ArgType, EventArgs, EventResult, Param, Passing, Signature, TypeError, Value, ValueType, Var};
+pub use signature::{
+    ArgType, EventArgs, EventResult, Param, Passing, Signature, TypeError, Value, ValueType, Var,
+};

@@ -66,7 +66,9 @@ impl fmt::Display for OrderError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             OrderError::UnknownBinding(b) => write!(f, "ordering names unknown {b}"),
-            OrderError::SelfReference => f.write_str("a handler cannot be ordered relative to itself"),
+            OrderError::SelfReference => {
+                f.write_str("a handler cannot be ordered relative to itself")
+            }
             OrderError::Unsatisfiable => f.write_str("ordering constraints cannot be met"),
         }
     }
@@ -74,7 +76,11 @@ impl fmt::Display for OrderError {
 
 /// Where to insert `subject` with `constraints` into `list` (which does not
 /// contain it). `list` gives each installed binding and its constraints.
-pub(crate) fn place<'a, I>(list: I, subject: BindingId, constraints: &[Order]) -> Result<usize, OrderError>
+pub(crate) fn place<'a, I>(
+    list: I,
+    subject: BindingId,
+    constraints: &[Order],
+) -> Result<usize, OrderError>
 where
     I: ExactSizeIterator<Item = (BindingId, &'a [Order])> + Clone,
 {
@@ -180,7 +186,10 @@ mod tests {
             (0..=self.list.len()).any(|at| {
                 let mut trial: Vec<(BindingId, Vec<Order>)> = self.list.clone();
                 trial.insert(at, (subject, constraints.to_vec()));
-                let model = Model { list: trial, next: 0 };
+                let model = Model {
+                    list: trial,
+                    next: 0,
+                };
                 let first_ok = !constraints.contains(&Order::First) || at == 0;
                 let last_ok = !constraints.contains(&Order::Last) || at == self.list.len();
                 first_ok && last_ok && model.holds()
@@ -280,12 +289,27 @@ mod tests {
         let list = [(a, &[][..]), (b, &[][..])];
         // After b and before a: b is after a, so impossible.
         assert_eq!(
-            place(list.iter().copied(), BindingId(3), &[Order::After(b), Order::Before(a)]),
+            place(
+                list.iter().copied(),
+                BindingId(3),
+                &[Order::After(b), Order::Before(a)]
+            ),
             Err(OrderError::Unsatisfiable)
         );
-        assert_eq!(place(list.iter().copied(), BindingId(3), &[Order::After(a), Order::Before(b)]), Ok(1));
         assert_eq!(
-            place(list.iter().copied(), BindingId(3), &[Order::Before(BindingId(9))]),
+            place(
+                list.iter().copied(),
+                BindingId(3),
+                &[Order::After(a), Order::Before(b)]
+            ),
+            Ok(1)
+        );
+        assert_eq!(
+            place(
+                list.iter().copied(),
+                BindingId(3),
+                &[Order::Before(BindingId(9))]
+            ),
             Err(OrderError::UnknownBinding(BindingId(9)))
         );
     }
@@ -295,7 +319,13 @@ mod tests {
         let last = [Order::Last];
         let list = [(BindingId(1), &[][..]), (BindingId(2), &last[..])];
         assert_eq!(place(list.iter().copied(), BindingId(3), &[]), Ok(1));
-        assert_eq!(place(list.iter().copied(), BindingId(3), &[Order::First]), Ok(0));
-        assert_eq!(place(list.iter().copied(), BindingId(3), &[Order::Last]), Ok(2));
+        assert_eq!(
+            place(list.iter().copied(), BindingId(3), &[Order::First]),
+            Ok(0)
+        );
+        assert_eq!(
+            place(list.iter().copied(), BindingId(3), &[Order::Last]),
+            Ok(2)
+        );
     }
 }

@@ -268,7 +268,10 @@ impl fmt::Display for TypeError {
                 write!(f, "a guard must return Bool, found {found:?}")
             }
             TypeError::MustBeByReference { index } => {
-                write!(f, "parameter {index} is VAR in the event and must be by reference")
+                write!(
+                    f,
+                    "parameter {index} is VAR in the event and must be by reference"
+                )
             }
             TypeError::ByReferenceNeedsFilter { index } => write!(
                 f,

@@ -55,32 +55,62 @@ fn intrinsic_only_raise_is_a_plain_call() {
     assert_eq!(event.raise(&mut (21,)), Ok(42));
     assert_eq!(event.bindings(), vec![BindingId::INTRINSIC]);
 
-    let b = event.install(EXTENSION, Install::new(Handler::new(|a: &(u64,)| a.0 + 1))).unwrap();
-    assert!(!event.is_intrinsic_only(), "a second handler needs the dispatcher");
-    assert_eq!(event.raise(&mut (21,)), Ok(22), "last handler's result by default");
+    let b = event
+        .install(EXTENSION, Install::new(Handler::new(|a: &(u64,)| a.0 + 1)))
+        .unwrap();
+    assert!(
+        !event.is_intrinsic_only(),
+        "a second handler needs the dispatcher"
+    );
+    assert_eq!(
+        event.raise(&mut (21,)),
+        Ok(22),
+        "last handler's result by default"
+    );
 
     event.remove(EXTENSION, b).unwrap();
     assert!(event.is_intrinsic_only(), "back to a plain call");
     // A guard on the intrinsic itself also needs the dispatcher.
     event
-        .impose_guard(&authority, BindingId::INTRINSIC, Guard::new(|a: &(u64,)| a.0 > 10))
+        .impose_guard(
+            &authority,
+            BindingId::INTRINSIC,
+            Guard::new(|a: &(u64,)| a.0 > 10),
+        )
         .unwrap();
     assert!(!event.is_intrinsic_only());
     assert_eq!(event.raise(&mut (21,)), Ok(42));
-    assert_eq!(event.raise(&mut (3,)), Err(RaiseError::NoHandler { event: "Math.Double" }));
+    assert_eq!(
+        event.raise(&mut (3,)),
+        Err(RaiseError::NoHandler {
+            event: "Math.Double"
+        })
+    );
 }
 
 #[test]
 fn intrinsic_can_be_replaced_and_restored() {
     let (event, authority) = Event::new("Math.Double", double);
-    event.remove(Principal::KERNEL, BindingId::INTRINSIC).unwrap();
-    assert_eq!(event.raise(&mut (1,)), Err(RaiseError::NoHandler { event: "Math.Double" }));
-    event.install(EXTENSION, Install::new(Handler::new(|a: &(u64,)| a.0 * 3))).unwrap();
+    event
+        .remove(Principal::KERNEL, BindingId::INTRINSIC)
+        .unwrap();
+    assert_eq!(
+        event.raise(&mut (1,)),
+        Err(RaiseError::NoHandler {
+            event: "Math.Double"
+        })
+    );
+    event
+        .install(EXTENSION, Install::new(Handler::new(|a: &(u64,)| a.0 * 3)))
+        .unwrap();
     assert_eq!(event.raise(&mut (2,)), Ok(6));
     event.restore_intrinsic(&authority).unwrap();
     assert_eq!(event.bindings()[0], BindingId::INTRINSIC);
     // Without an authorizer, an extension cannot remove what it did not install.
-    assert_eq!(event.remove(EXTENSION, BindingId::INTRINSIC), Err(Error::NotInstaller));
+    assert_eq!(
+        event.remove(EXTENSION, BindingId::INTRINSIC),
+        Err(Error::NotInstaller)
+    );
 }
 
 // --- Handlers, closures, guards -----------------------------------------
@@ -95,7 +125,11 @@ fn same_handler_installed_many_times_runs_once_per_installation() {
         0
     });
     let bindings: Vec<_> = (0..5)
-        .map(|_| event.install(EXTENSION, Install::new(handler.clone())).unwrap())
+        .map(|_| {
+            event
+                .install(EXTENSION, Install::new(handler.clone()))
+                .unwrap()
+        })
         .collect();
     event.raise(&mut (1,)).unwrap();
     assert_eq!(count.load(Ordering::Relaxed), 5);
@@ -111,10 +145,18 @@ fn closures_distinguish_installations_of_one_procedure() {
         closure + args.0
     }
     let (event, authority) = Event::new("E", double);
-    event.set_result_handler(&authority, Some(Arc::new(|a: u64, b: u64| a.max(b)))).unwrap();
-    event.remove(Principal::KERNEL, BindingId::INTRINSIC).unwrap();
-    event.install(EXTENSION, Install::new(Handler::with_closure(100u64, add))).unwrap();
-    event.install(EXTENSION, Install::new(Handler::with_closure(5u64, add))).unwrap();
+    event
+        .set_result_handler(&authority, Some(Arc::new(|a: u64, b: u64| a.max(b))))
+        .unwrap();
+    event
+        .remove(Principal::KERNEL, BindingId::INTRINSIC)
+        .unwrap();
+    event
+        .install(EXTENSION, Install::new(Handler::with_closure(100u64, add)))
+        .unwrap();
+    event
+        .install(EXTENSION, Install::new(Handler::with_closure(5u64, add)))
+        .unwrap();
     assert_eq!(event.raise(&mut (1,)), Ok(101));
 }
 
@@ -127,7 +169,7 @@ fn stacked_guards_must_all_hold() {
             EXTENSION,
             Install::new(log.handler("h"))
                 .guard(Guard::new(|a: &(u64,)| a.0 > 10))
-                .guard(Guard::new(|a: &(u64,)| a.0 % 2 == 0)),
+                .guard(Guard::new(|a: &(u64,)| a.0.is_multiple_of(2))),
         )
         .unwrap();
     event.raise(&mut (12,)).unwrap();
@@ -135,13 +177,18 @@ fn stacked_guards_must_all_hold() {
     event.raise(&mut (4,)).unwrap();
     assert_eq!(log.take(), vec!["h"]);
     // Stack a third one later, then remove it again.
-    let g = event.add_guard(EXTENSION, b, Guard::new(|a: &(u64,)| a.0 > 100)).unwrap();
+    let g = event
+        .add_guard(EXTENSION, b, Guard::new(|a: &(u64,)| a.0 > 100))
+        .unwrap();
     event.raise(&mut (12,)).unwrap();
     assert_eq!(log.take(), Vec::<&str>::new());
     event.remove_guard(EXTENSION, b, g).unwrap();
     event.raise(&mut (12,)).unwrap();
     assert_eq!(log.take(), vec!["h"]);
-    assert_eq!(event.remove_guard(EXTENSION, b, g), Err(Error::UnknownGuard(g)));
+    assert_eq!(
+        event.remove_guard(EXTENSION, b, g),
+        Err(Error::UnknownGuard(g))
+    );
     assert_eq!(event.stats().guards, 2);
 }
 
@@ -150,14 +197,37 @@ fn stacked_guards_must_all_hold() {
 #[test]
 fn ordering_first_last_before_after_and_reorder() {
     let (event, _) = Event::new("E", double);
-    event.remove(Principal::KERNEL, BindingId::INTRINSIC).unwrap();
+    event
+        .remove(Principal::KERNEL, BindingId::INTRINSIC)
+        .unwrap();
     let log = Log::default();
-    let a = event.install(EXTENSION, Install::new(log.handler("a"))).unwrap();
-    let z = event.install(EXTENSION, Install::new(log.handler("z")).order(Order::Last)).unwrap();
-    let b = event.install(EXTENSION, Install::new(log.handler("b"))).unwrap();
-    let f = event.install(EXTENSION, Install::new(log.handler("f")).order(Order::First)).unwrap();
-    let c = event.install(EXTENSION, Install::new(log.handler("c")).order(Order::Before(a))).unwrap();
-    let d = event.install(EXTENSION, Install::new(log.handler("d")).order(Order::After(z))).unwrap();
+    let a = event
+        .install(EXTENSION, Install::new(log.handler("a")))
+        .unwrap();
+    let z = event
+        .install(EXTENSION, Install::new(log.handler("z")).order(Order::Last))
+        .unwrap();
+    let b = event
+        .install(EXTENSION, Install::new(log.handler("b")))
+        .unwrap();
+    let f = event
+        .install(
+            EXTENSION,
+            Install::new(log.handler("f")).order(Order::First),
+        )
+        .unwrap();
+    let c = event
+        .install(
+            EXTENSION,
+            Install::new(log.handler("c")).order(Order::Before(a)),
+        )
+        .unwrap();
+    let d = event
+        .install(
+            EXTENSION,
+            Install::new(log.handler("d")).order(Order::After(z)),
+        )
+        .unwrap();
     event.raise(&mut (0,)).unwrap();
     assert_eq!(log.take(), vec!["f", "c", "a", "b", "z", "d"]);
     assert_eq!(event.order_of(c), Some(vec![Order::Before(a)]));
@@ -166,10 +236,15 @@ fn ordering_first_last_before_after_and_reorder() {
     event.reorder(EXTENSION, f, &[Order::After(b)]).unwrap();
     event.raise(&mut (0,)).unwrap();
     assert_eq!(log.take(), vec!["c", "a", "b", "z", "d", "f"]);
-    event.reorder(EXTENSION, f, &[Order::After(b), Order::Before(z)]).unwrap();
+    event
+        .reorder(EXTENSION, f, &[Order::After(b), Order::Before(z)])
+        .unwrap();
     event.raise(&mut (0,)).unwrap();
     assert_eq!(log.take(), vec!["c", "a", "b", "f", "z", "d"]);
-    assert_eq!(event.order_of(f), Some(vec![Order::After(b), Order::Before(z)]));
+    assert_eq!(
+        event.order_of(f),
+        Some(vec![Order::After(b), Order::Before(z)])
+    );
 
     // Constraints that cannot be met are refused and change nothing.
     assert_eq!(
@@ -178,14 +253,27 @@ fn ordering_first_last_before_after_and_reorder() {
         "c must stay before a"
     );
     assert_eq!(
-        event.install(EXTENSION, Install::new(log.handler("x")).order(Order::After(b)).order(Order::Before(a))),
+        event.install(
+            EXTENSION,
+            Install::new(log.handler("x"))
+                .order(Order::After(b))
+                .order(Order::Before(a))
+        ),
         Err(Error::Order(OrderError::Unsatisfiable))
     );
     assert_eq!(
-        event.install(EXTENSION, Install::new(log.handler("x")).order(Order::Before(BindingId::INTRINSIC))),
-        Err(Error::Order(OrderError::UnknownBinding(BindingId::INTRINSIC)))
+        event.install(
+            EXTENSION,
+            Install::new(log.handler("x")).order(Order::Before(BindingId::INTRINSIC))
+        ),
+        Err(Error::Order(OrderError::UnknownBinding(
+            BindingId::INTRINSIC
+        )))
     );
-    assert_eq!(event.reorder(EXTENSION, d, &[Order::Before(d)]), Err(Error::Order(OrderError::SelfReference)));
+    assert_eq!(
+        event.reorder(EXTENSION, d, &[Order::Before(d)]),
+        Err(Error::Order(OrderError::SelfReference))
+    );
     event.raise(&mut (0,)).unwrap();
     assert_eq!(log.take(), vec!["c", "a", "b", "f", "z", "d"]);
 }
@@ -195,8 +283,12 @@ fn ordering_first_last_before_after_and_reorder() {
 #[test]
 fn filters_change_what_later_handlers_see_but_not_the_raiser() {
     let (event, authority) = Event::<(u64, u64), u64>::new("E", |a| a.0 + a.1);
-    event.remove(Principal::KERNEL, BindingId::INTRINSIC).unwrap();
-    event.set_result_handler(&authority, Some(Arc::new(|_, last| last))).unwrap();
+    event
+        .remove(Principal::KERNEL, BindingId::INTRINSIC)
+        .unwrap();
+    event
+        .set_result_handler(&authority, Some(Arc::new(|_, last| last)))
+        .unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s = seen.clone();
     event
@@ -222,7 +314,11 @@ fn filters_change_what_later_handlers_see_but_not_the_raiser() {
         .unwrap();
     let mut args = (1, 2);
     assert_eq!(event.raise(&mut args), Ok(1002));
-    assert_eq!(args, (1, 2), "the raiser's by-value arguments are preserved");
+    assert_eq!(
+        args,
+        (1, 2),
+        "the raiser's by-value arguments are preserved"
+    );
     assert_eq!(*seen.lock().unwrap(), vec![1000]);
 }
 
@@ -261,15 +357,27 @@ fn var_arguments_reach_the_raiser() {
         Err(Error::Type(TypeError::ByReferenceNeedsFilter { index: 0 }))
     );
     event
-        .install(EXTENSION, Install::new(handler).filter().guard(Guard::new(|a: &(u32, Var<u64>)| a.0 == 5)))
+        .install(
+            EXTENSION,
+            Install::new(handler)
+                .filter()
+                .guard(Guard::new(|a: &(u32, Var<u64>)| a.0 == 5)),
+        )
         .unwrap();
     let mut args = (5, Var(0));
     event.raise(&mut args).unwrap();
-    assert_eq!(args, (5, Var(11)), "VAR changes come back; by-value ones do not");
+    assert_eq!(
+        args,
+        (5, Var(11)),
+        "VAR changes come back; by-value ones do not"
+    );
 
     // A handler reading the VAR parameter by value does not type-check.
     assert_eq!(
-        event.install(EXTENSION, Install::new(Handler::new(|_: &(u32, Var<u64>)| ()))),
+        event.install(
+            EXTENSION,
+            Install::new(Handler::new(|_: &(u32, Var<u64>)| ()))
+        ),
         Err(Error::Type(TypeError::MustBeByReference { index: 1 }))
     );
 }
@@ -279,23 +387,43 @@ fn var_arguments_reach_the_raiser() {
 #[test]
 fn results_one_several_none_default() {
     let (event, authority) = Event::<(u64,), bool>::new("VM.PageFault", |_| false);
-    event.remove(Principal::KERNEL, BindingId::INTRINSIC).unwrap();
+    event
+        .remove(Principal::KERNEL, BindingId::INTRINSIC)
+        .unwrap();
     // None fired, no default: a clear error.
-    assert_eq!(event.raise(&mut (1,)), Err(RaiseError::NoHandler { event: "VM.PageFault" }));
+    assert_eq!(
+        event.raise(&mut (1,)),
+        Err(RaiseError::NoHandler {
+            event: "VM.PageFault"
+        })
+    );
     // Default handler: runs only when no other handler fires.
-    event.set_default(&authority, Some(Handler::new(|a: &(u64,)| a.0 == 42))).unwrap();
+    event
+        .set_default(&authority, Some(Handler::new(|a: &(u64,)| a.0 == 42)))
+        .unwrap();
     assert_eq!(event.raise(&mut (42,)), Ok(true));
     assert_eq!(event.raise(&mut (1,)), Ok(false));
     // One handler fires: its result.
     event
-        .install(EXTENSION, Install::new(Handler::new(|_: &(u64,)| true)).guard(Guard::new(|a: &(u64,)| a.0 < 10)))
+        .install(
+            EXTENSION,
+            Install::new(Handler::new(|_: &(u64,)| true)).guard(Guard::new(|a: &(u64,)| a.0 < 10)),
+        )
         .unwrap();
     assert_eq!(event.raise(&mut (1,)), Ok(true));
     assert_eq!(event.raise(&mut (11,)), Ok(false), "guard false: default");
     // Several fire: the result handler folds them (logical or, as VM does).
-    event.install(EXTENSION, Install::new(Handler::new(|_: &(u64,)| false))).unwrap();
-    assert_eq!(event.raise(&mut (1,)), Ok(false), "without a result handler the last wins");
-    event.set_result_handler(&authority, Some(Arc::new(|a: bool, b: bool| a || b))).unwrap();
+    event
+        .install(EXTENSION, Install::new(Handler::new(|_: &(u64,)| false)))
+        .unwrap();
+    assert_eq!(
+        event.raise(&mut (1,)),
+        Ok(false),
+        "without a result handler the last wins"
+    );
+    event
+        .set_result_handler(&authority, Some(Arc::new(|a: bool, b: bool| a || b)))
+        .unwrap();
     assert_eq!(event.raise(&mut (1,)), Ok(true));
 }
 
@@ -315,13 +443,19 @@ fn asynchronous_handlers_run_on_another_thread() {
             EXTENSION,
             Install::new(Handler::new(move |a: &(u64,)| {
                 thread::sleep(Duration::from_millis(20));
-                tx.lock().unwrap().send((thread::current().id(), a.0)).unwrap();
+                tx.lock()
+                    .unwrap()
+                    .send((thread::current().id(), a.0))
+                    .unwrap();
             }))
             .mode(Mode::Asynchronous),
         )
         .unwrap();
     event.raise(&mut (7,)).unwrap();
-    assert!(rx.try_recv().is_err(), "the raiser did not wait for the handler");
+    assert!(
+        rx.try_recv().is_err(),
+        "the raiser did not wait for the handler"
+    );
     let (id, value) = rx.recv_timeout(Duration::from_secs(5)).unwrap();
     assert_ne!(id, raiser);
     assert_eq!(value, 7);
@@ -351,15 +485,31 @@ fn asynchronous_refused_where_it_would_break_procedure_call_semantics() {
         result_event.install(EXTENSION, Install::new(h.clone()).mode(Mode::Asynchronous)),
         Err(Error::AsyncNeedsDefault)
     );
-    result_event.set_default(&authority, Some(Handler::new(|_: &(u64,)| 5))).unwrap();
-    result_event.remove(Principal::KERNEL, BindingId::INTRINSIC).unwrap();
-    result_event.install(EXTENSION, Install::new(h).mode(Mode::Asynchronous)).unwrap();
-    assert_eq!(result_event.raise(&mut (1,)), Ok(5), "the raiser gets the default's result");
-    assert_eq!(result_event.set_default(&authority, None), Err(Error::AsyncNeedsDefault));
+    result_event
+        .set_default(&authority, Some(Handler::new(|_: &(u64,)| 5)))
+        .unwrap();
+    result_event
+        .remove(Principal::KERNEL, BindingId::INTRINSIC)
+        .unwrap();
+    result_event
+        .install(EXTENSION, Install::new(h).mode(Mode::Asynchronous))
+        .unwrap();
+    assert_eq!(
+        result_event.raise(&mut (1,)),
+        Ok(5),
+        "the raiser gets the default's result"
+    );
+    assert_eq!(
+        result_event.set_default(&authority, None),
+        Err(Error::AsyncNeedsDefault)
+    );
     // No spawner.
     let (plain, _) = Event::<(u64,), ()>::new("P", |_| ());
     assert_eq!(
-        plain.install(EXTENSION, Install::new(Handler::new(|_: &(u64,)| ())).mode(Mode::Asynchronous)),
+        plain.install(
+            EXTENSION,
+            Install::new(Handler::new(|_: &(u64,)| ())).mode(Mode::Asynchronous)
+        ),
         Err(Error::NoSpawner)
     );
 }
@@ -370,7 +520,11 @@ fn metered(cost: u64) -> Handler<(u64,), u64> {
     Handler::dynamic(
         Signature::new(&[ValueType::U64], Some(ValueType::U64)),
         move |_: Option<&(dyn Any + Send + Sync)>, args: &mut DynArgs<'_>, inv: &Invocation| {
-            if inv.budget.and_then(|b| b.fuel).is_some_and(|fuel| fuel < cost) {
+            if inv
+                .budget
+                .and_then(|b| b.fuel)
+                .is_some_and(|fuel| fuel < cost)
+            {
                 return Err(Fault::BudgetExhausted);
             }
             match args.get(0) {
@@ -384,30 +538,53 @@ fn metered(cost: u64) -> Handler<(u64,), u64> {
 #[test]
 fn ephemeral_handlers_must_accept_termination_and_are_bounded() {
     let (event, authority) = Event::new("Net.PacketArrived", double);
-    event.remove(Principal::KERNEL, BindingId::INTRINSIC).unwrap();
+    event
+        .remove(Principal::KERNEL, BindingId::INTRINSIC)
+        .unwrap();
     assert_eq!(
-        event.install(EXTENSION, Install::new(metered(5)).mode(Mode::Ephemeral(Budget::fuel(10)))),
+        event.install(
+            EXTENSION,
+            Install::new(metered(5)).mode(Mode::Ephemeral(Budget::fuel(10)))
+        ),
         Err(Error::NotEphemeral)
     );
     event
-        .install(EXTENSION, Install::new(metered(5).ephemeral()).mode(Mode::Ephemeral(Budget::fuel(10))))
+        .install(
+            EXTENSION,
+            Install::new(metered(5).ephemeral()).mode(Mode::Ephemeral(Budget::fuel(10))),
+        )
         .unwrap();
     assert_eq!(event.raise(&mut (1,)), Ok(6));
     let runaway = event
-        .install(EXTENSION, Install::new(metered(50).ephemeral()).mode(Mode::Ephemeral(Budget::fuel(10))))
+        .install(
+            EXTENSION,
+            Install::new(metered(50).ephemeral()).mode(Mode::Ephemeral(Budget::fuel(10))),
+        )
         .unwrap();
-    assert_eq!(event.raise(&mut (1,)), Ok(6), "the terminated handler gives no result");
+    assert_eq!(
+        event.raise(&mut (1,)),
+        Ok(6),
+        "the terminated handler gives no result"
+    );
     assert_eq!(event.stats().terminated, 1);
     // Alone, a terminated handler leaves the raiser with an error...
     event.remove(EXTENSION, event.bindings()[0]).unwrap();
     assert_eq!(
         event.raise(&mut (1,)),
-        Err(RaiseError::Faulted { event: "Net.PacketArrived", fault: Fault::BudgetExhausted })
+        Err(RaiseError::Faulted {
+            event: "Net.PacketArrived",
+            fault: Fault::BudgetExhausted
+        })
     );
     // ...or the default.
-    event.set_default(&authority, Some(Handler::new(|_: &(u64,)| 0))).unwrap();
+    event
+        .set_default(&authority, Some(Handler::new(|_: &(u64,)| 0)))
+        .unwrap();
     assert_eq!(event.raise(&mut (1,)), Ok(0));
-    assert_eq!(event.mode_of(runaway), Some(Mode::Ephemeral(Budget::fuel(10))));
+    assert_eq!(
+        event.mode_of(runaway),
+        Some(Mode::Ephemeral(Budget::fuel(10)))
+    );
 }
 
 #[test]
@@ -422,8 +599,13 @@ fn authorizer_can_require_ephemeral() {
             })),
         )
         .unwrap();
-    assert_eq!(event.install(EXTENSION, Install::new(metered(1))), Err(Error::NotEphemeral));
-    let b = event.install(EXTENSION, Install::new(metered(1).ephemeral())).unwrap();
+    assert_eq!(
+        event.install(EXTENSION, Install::new(metered(1))),
+        Err(Error::NotEphemeral)
+    );
+    let b = event
+        .install(EXTENSION, Install::new(metered(1).ephemeral()))
+        .unwrap();
     assert_eq!(event.mode_of(b), Some(Mode::Ephemeral(Budget::fuel(100))));
 }
 
@@ -432,21 +614,41 @@ fn authorizer_can_require_ephemeral() {
 #[test]
 fn runtime_signatures_are_type_checked_at_install() {
     let (event, _) = Event::<(u32, i64), i64>::new("E", |a| a.1);
-    let code = |_: Option<&(dyn Any + Send + Sync)>, _: &mut DynArgs<'_>, _: &Invocation| Ok(Some(Value::I64(0)));
-    let install = |sig: Signature| event.install(EXTENSION, Install::new(Handler::dynamic(sig, code)));
+    let code = |_: Option<&(dyn Any + Send + Sync)>, _: &mut DynArgs<'_>, _: &Invocation| {
+        Ok(Some(Value::I64(0)))
+    };
+    let install =
+        |sig: Signature| event.install(EXTENSION, Install::new(Handler::dynamic(sig, code)));
     assert_eq!(
         install(Signature::new(&[ValueType::U32], Some(ValueType::I64))),
-        Err(Error::Type(TypeError::Arity { expected: 2, found: 1 }))
+        Err(Error::Type(TypeError::Arity {
+            expected: 2,
+            found: 1
+        }))
     );
     assert_eq!(
-        install(Signature::new(&[ValueType::U32, ValueType::I32], Some(ValueType::I64))),
-        Err(Error::Type(TypeError::Param { index: 1, expected: ValueType::I64, found: ValueType::I32 }))
+        install(Signature::new(
+            &[ValueType::U32, ValueType::I32],
+            Some(ValueType::I64)
+        )),
+        Err(Error::Type(TypeError::Param {
+            index: 1,
+            expected: ValueType::I64,
+            found: ValueType::I32
+        }))
     );
     assert_eq!(
         install(Signature::new(&[ValueType::U32, ValueType::I64], None)),
-        Err(Error::Type(TypeError::Result { expected: Some(ValueType::I64), found: None }))
+        Err(Error::Type(TypeError::Result {
+            expected: Some(ValueType::I64),
+            found: None
+        }))
     );
-    assert!(install(Signature::new(&[ValueType::U32, ValueType::I64], Some(ValueType::I64))).is_ok());
+    assert!(install(Signature::new(
+        &[ValueType::U32, ValueType::I64],
+        Some(ValueType::I64)
+    ))
+    .is_ok());
 
     // Guards: same parameters, Bool result.
     let guard_code = |_: Option<&(dyn Any + Send + Sync)>, _: &DynArgs<'_>| true;
@@ -454,24 +656,41 @@ fn runtime_signatures_are_type_checked_at_install() {
     assert_eq!(
         event.install(
             EXTENSION,
-            Install::new(h()).guard(Guard::dynamic(Signature::new(&[ValueType::U32, ValueType::I64], Some(ValueType::I32)), guard_code))
+            Install::new(h()).guard(Guard::dynamic(
+                Signature::new(&[ValueType::U32, ValueType::I64], Some(ValueType::I32)),
+                guard_code
+            ))
         ),
-        Err(Error::Type(TypeError::GuardResult { found: Some(ValueType::I32) }))
+        Err(Error::Type(TypeError::GuardResult {
+            found: Some(ValueType::I32)
+        }))
     );
     assert_eq!(
         event.install(
             EXTENSION,
-            Install::new(h()).guard(Guard::dynamic(Signature::new(&[ValueType::U32], Some(ValueType::Bool)), guard_code))
+            Install::new(h()).guard(Guard::dynamic(
+                Signature::new(&[ValueType::U32], Some(ValueType::Bool)),
+                guard_code
+            ))
         ),
-        Err(Error::Type(TypeError::Arity { expected: 2, found: 1 }))
+        Err(Error::Type(TypeError::Arity {
+            expected: 2,
+            found: 1
+        }))
     );
     // Declarative guards: only existing scalar fields.
     assert!(matches!(
-        event.install(EXTENSION, Install::new(h()).guard(Guard::when(Predicate::equals(Field::Param(5), 1)))),
+        event.install(
+            EXTENSION,
+            Install::new(h()).guard(Guard::when(Predicate::equals(Field::Param(5), 1)))
+        ),
         Err(Error::Type(TypeError::Field { .. }))
     ));
     assert!(matches!(
-        event.install(EXTENSION, Install::new(h()).guard(Guard::when(Predicate::equals(Field::Named(0), 1)))),
+        event.install(
+            EXTENSION,
+            Install::new(h()).guard(Guard::when(Predicate::equals(Field::Named(0), 1)))
+        ),
         Err(Error::Type(TypeError::Field { .. }))
     ));
 }
@@ -481,13 +700,20 @@ fn closure_type_is_checked_at_install() {
     struct Space(u32);
     let (event, _) = Event::<(u32,), u32>::new("E", |a| a.0);
     let code = |closure: Option<&(dyn Any + Send + Sync)>, _: &mut DynArgs<'_>, _: &Invocation| {
-        let space = closure.and_then(|c| c.downcast_ref::<Space>()).ok_or(Fault::BadResult)?;
+        let space = closure
+            .and_then(|c| c.downcast_ref::<Space>())
+            .ok_or(Fault::BadResult)?;
         Ok(Some(Value::U32(space.0)))
     };
     let sig = Signature::new(&[ValueType::U32], Some(ValueType::U32));
-    let wrong = Handler::dynamic(sig.clone(), code).with_dynamic_closure(TypeId::of::<Space>(), Arc::new(5u64));
-    assert!(matches!(event.install(EXTENSION, Install::new(wrong)), Err(Error::Type(TypeError::Closure { .. }))));
-    let right = Handler::dynamic(sig, code).with_dynamic_closure(TypeId::of::<Space>(), Arc::new(Space(77)));
+    let wrong = Handler::dynamic(sig.clone(), code)
+        .with_dynamic_closure(TypeId::of::<Space>(), Arc::new(5u64));
+    assert!(matches!(
+        event.install(EXTENSION, Install::new(wrong)),
+        Err(Error::Type(TypeError::Closure { .. }))
+    ));
+    let right = Handler::dynamic(sig, code)
+        .with_dynamic_closure(TypeId::of::<Space>(), Arc::new(Space(77)));
     event.install(EXTENSION, Install::new(right)).unwrap();
     assert_eq!(event.raise(&mut (1,)), Ok(77));
 }
@@ -495,24 +721,48 @@ fn closure_type_is_checked_at_install() {
 #[test]
 fn runtime_typed_filter_writes_only_what_it_takes_by_reference() {
     let (event, authority) = Event::<(u32, u32), u32>::new("E", |a| a.0 + a.1);
-    event.remove(Principal::KERNEL, BindingId::INTRINSIC).unwrap();
-    event.set_result_handler(&authority, Some(Arc::new(|_, b| b))).unwrap();
+    event
+        .remove(Principal::KERNEL, BindingId::INTRINSIC)
+        .unwrap();
+    event
+        .set_result_handler(&authority, Some(Arc::new(|_, b| b)))
+        .unwrap();
     let writes = Arc::new(Mutex::new(Vec::new()));
     let w = writes.clone();
     // Takes parameter 1 by reference (a filter), parameter 0 by value.
-    let sig = Signature::new(&[ValueType::U32, ValueType::U32], Some(ValueType::U32)).by_reference(1);
-    let filter = Handler::dynamic(sig, move |_: Option<&(dyn Any + Send + Sync)>, args: &mut DynArgs<'_>, _: &Invocation| {
-        w.lock().unwrap().push(args.set(0, Value::U32(50)).is_ok());
-        w.lock().unwrap().push(args.set(1, Value::I32(50)).is_ok());
-        w.lock().unwrap().push(args.set(1, Value::U32(50)).is_ok());
-        Ok(Some(Value::U32(0)))
-    });
-    assert!(event.install(EXTENSION, Install::new(filter.clone())).is_err(), "needs .filter()");
-    event.install(EXTENSION, Install::new(filter).filter()).unwrap();
-    event.install(EXTENSION, Install::new(Handler::new(|a: &(u32, u32)| a.0 + a.1))).unwrap();
+    let sig =
+        Signature::new(&[ValueType::U32, ValueType::U32], Some(ValueType::U32)).by_reference(1);
+    let filter = Handler::dynamic(
+        sig,
+        move |_: Option<&(dyn Any + Send + Sync)>, args: &mut DynArgs<'_>, _: &Invocation| {
+            w.lock().unwrap().push(args.set(0, Value::U32(50)).is_ok());
+            w.lock().unwrap().push(args.set(1, Value::I32(50)).is_ok());
+            w.lock().unwrap().push(args.set(1, Value::U32(50)).is_ok());
+            Ok(Some(Value::U32(0)))
+        },
+    );
+    assert!(
+        event
+            .install(EXTENSION, Install::new(filter.clone()))
+            .is_err(),
+        "needs .filter()"
+    );
+    event
+        .install(EXTENSION, Install::new(filter).filter())
+        .unwrap();
+    event
+        .install(
+            EXTENSION,
+            Install::new(Handler::new(|a: &(u32, u32)| a.0 + a.1)),
+        )
+        .unwrap();
     let mut args = (1, 2);
     assert_eq!(event.raise(&mut args), Ok(51));
-    assert_eq!(*writes.lock().unwrap(), vec![false, false, true], "by-value and wrong-type writes refused");
+    assert_eq!(
+        *writes.lock().unwrap(),
+        vec![false, false, true],
+        "by-value and wrong-type writes refused"
+    );
     assert_eq!(args, (1, 2));
 }
 
@@ -529,18 +779,28 @@ fn authorizer_denies_imposes_guards_order_and_sees_every_change() {
     event
         .set_authorizer(
             &authority,
-            Some(Arc::new(move |request: &Request<'_>, grant: &mut Grant<(u64,)>| {
-                c.lock().unwrap().push((request.operation, request.requester));
-                if request.requester == OTHER && request.credential.and_then(|c| c.downcast_ref::<&str>()) != Some(&"password") {
-                    return Err(Denied::new("unknown extension"));
-                }
-                if request.operation == Operation::Install {
-                    let space = request.requester.0; // the installer's address space
-                    grant.impose_guard(Guard::with_closure(space, |space: &u64, a: &(u64,)| a.0 == *space));
-                    grant.impose_order(intrinsic_first);
-                }
-                Ok(())
-            })),
+            Some(Arc::new(
+                move |request: &Request<'_>, grant: &mut Grant<(u64,)>| {
+                    c.lock()
+                        .unwrap()
+                        .push((request.operation, request.requester));
+                    if request.requester == OTHER
+                        && request.credential.and_then(|c| c.downcast_ref::<&str>())
+                            != Some(&"password")
+                    {
+                        return Err(Denied::new("unknown extension"));
+                    }
+                    if request.operation == Operation::Install {
+                        let space = request.requester.0; // the installer's address space
+                        grant
+                            .impose_guard(Guard::with_closure(space, |space: &u64, a: &(u64,)| {
+                                a.0 == *space
+                            }));
+                        grant.impose_order(intrinsic_first);
+                    }
+                    Ok(())
+                },
+            )),
         )
         .unwrap();
     let log = Log::default();
@@ -551,21 +811,52 @@ fn authorizer_denies_imposes_guards_order_and_sees_every_change() {
     );
     // Allowed with a credential, and confined to its space.
     let credential: Arc<dyn Any + Send + Sync> = Arc::new("password");
-    let other = event.install(OTHER, Install::new(log.handler("other")).credential(credential)).unwrap();
-    let mine = event.install(EXTENSION, Install::new(log.handler("mine")).order(Order::First));
-    assert_eq!(mine, Err(Error::Order(OrderError::Unsatisfiable)), "imposed order beats First");
-    let mine = event.install(EXTENSION, Install::new(log.handler("mine"))).unwrap();
+    let other = event
+        .install(
+            OTHER,
+            Install::new(log.handler("other")).credential(credential),
+        )
+        .unwrap();
+    let mine = event.install(
+        EXTENSION,
+        Install::new(log.handler("mine")).order(Order::First),
+    );
+    assert_eq!(
+        mine,
+        Err(Error::Order(OrderError::Unsatisfiable)),
+        "imposed order beats First"
+    );
+    let mine = event
+        .install(EXTENSION, Install::new(log.handler("mine")))
+        .unwrap();
     event.raise(&mut (7,)).unwrap();
     event.raise(&mut (8,)).unwrap();
     event.raise(&mut (9,)).unwrap();
-    assert_eq!(log.take(), vec!["mine", "other"], "imposed guards filter raises");
+    assert_eq!(
+        log.take(),
+        vec!["mine", "other"],
+        "imposed guards filter raises"
+    );
     assert_eq!(event.guards_of(mine), Some((0, 1)));
     assert_eq!(event.order_of(mine), Some(vec![intrinsic_first]));
     // The installer cannot remove the imposed guard...
-    assert!(matches!(event.remove_guard(EXTENSION, mine, GuardId::clone(&event.add_guard(EXTENSION, mine, Guard::new(|_: &(u64,)| true)).unwrap())), Ok(())));
+    assert!(matches!(
+        event.remove_guard(
+            EXTENSION,
+            mine,
+            GuardId::clone(
+                &event
+                    .add_guard(EXTENSION, mine, Guard::new(|_: &(u64,)| true))
+                    .unwrap()
+            )
+        ),
+        Ok(())
+    ));
     // ...the authority can.
     // (Guard ids are not exposed for imposed guards through the grant; impose and remove one explicitly.)
-    let g = event.impose_guard(&authority, mine, Guard::new(|_: &(u64,)| false)).unwrap();
+    let g = event
+        .impose_guard(&authority, mine, Guard::new(|_: &(u64,)| false))
+        .unwrap();
     event.raise(&mut (7,)).unwrap();
     assert_eq!(log.take(), Vec::<&str>::new());
     event.remove_imposed_guard(&authority, mine, g).unwrap();
@@ -575,7 +866,12 @@ fn authorizer_denies_imposes_guards_order_and_sees_every_change() {
     assert!(matches!(event.remove(OTHER, other), Err(Error::Denied(_))));
     event.reorder(EXTENSION, mine, &[]).unwrap();
     event.remove(EXTENSION, mine).unwrap();
-    let ops: Vec<Operation> = consulted.lock().unwrap().iter().map(|(op, _)| *op).collect();
+    let ops: Vec<Operation> = consulted
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(op, _)| *op)
+        .collect();
     assert!(ops.contains(&Operation::Install));
     assert!(ops.contains(&Operation::AddGuard));
     assert!(ops.contains(&Operation::RemoveGuard));
@@ -587,16 +883,34 @@ fn authorizer_denies_imposes_guards_order_and_sees_every_change() {
 fn only_the_authority_controls_the_event() {
     let (event, _) = Event::new("E", double);
     let (_, other_authority) = Event::new("F", double);
-    assert_eq!(event.set_authorizer(&other_authority, None), Err(Error::NotAuthority));
-    assert_eq!(event.set_default(&other_authority, None), Err(Error::NotAuthority));
-    assert_eq!(event.define_field(&other_authority, "x", |a| a.0), Err(Error::NotAuthority));
     assert_eq!(
-        event.impose_guard(&other_authority, BindingId::INTRINSIC, Guard::new(|_: &(u64,)| true)),
+        event.set_authorizer(&other_authority, None),
         Err(Error::NotAuthority)
     );
-    let b = event.install(EXTENSION, Install::new(Handler::new(|_: &(u64,)| 1))).unwrap();
+    assert_eq!(
+        event.set_default(&other_authority, None),
+        Err(Error::NotAuthority)
+    );
+    assert_eq!(
+        event.define_field(&other_authority, "x", |a| a.0),
+        Err(Error::NotAuthority)
+    );
+    assert_eq!(
+        event.impose_guard(
+            &other_authority,
+            BindingId::INTRINSIC,
+            Guard::new(|_: &(u64,)| true)
+        ),
+        Err(Error::NotAuthority)
+    );
+    let b = event
+        .install(EXTENSION, Install::new(Handler::new(|_: &(u64,)| 1)))
+        .unwrap();
     assert_eq!(event.remove(OTHER, b), Err(Error::NotInstaller));
-    assert_eq!(event.reorder(OTHER, b, &[Order::First]), Err(Error::NotInstaller));
+    assert_eq!(
+        event.reorder(OTHER, b, &[Order::First]),
+        Err(Error::NotInstaller)
+    );
     event.remove(Principal::KERNEL, b).unwrap();
 }
 
@@ -612,12 +926,20 @@ fn accounting_counts_raises_time_handlers_and_guards() {
     event.raise(&mut (1,)).unwrap();
     assert_eq!(event.stats().raised, 0, "off by default");
     event.enable_accounting(Some(clock));
-    assert!(!event.is_intrinsic_only(), "counting intrinsic raises needs the dispatcher");
+    assert!(
+        !event.is_intrinsic_only(),
+        "counting intrinsic raises needs the dispatcher"
+    );
     for _ in 0..10 {
         event.raise(&mut (1,)).unwrap();
     }
     event
-        .install(EXTENSION, Install::new(Handler::new(|_: &(u64,)| 0)).guard(Guard::new(|_: &(u64,)| true)).guard(Guard::new(|_: &(u64,)| true)))
+        .install(
+            EXTENSION,
+            Install::new(Handler::new(|_: &(u64,)| 0))
+                .guard(Guard::new(|_: &(u64,)| true))
+                .guard(Guard::new(|_: &(u64,)| true)),
+        )
         .unwrap();
     let mut cache = RaiseCache::new();
     event.raise_cached(&mut cache, &mut (1,)).unwrap();
@@ -642,37 +964,66 @@ fn declarative_port_guards_select_by_table_lookup() {
     dispatch::opaque_arg!(Packet);
     let (event, authority) = Event::<(Packet,), u32>::new("Udp.PacketArrived", |_| 0);
     let port = event
-        .define_field(&authority, "destination_port", |a: &(Packet,)| a.0.destination_port as u64)
+        .define_field(&authority, "destination_port", |a: &(Packet,)| {
+            a.0.destination_port as u64
+        })
         .unwrap();
     assert_eq!(event.field("destination_port"), Some(port));
     for p in 0..500u32 {
         event
             .install(
                 Principal(p as u64),
-                Install::new(Handler::new(move |_: &(Packet,)| 1000 + p)).guard(Guard::when(Predicate::equals(port, 2000 + p as u64))),
+                Install::new(Handler::new(move |_: &(Packet,)| 1000 + p))
+                    .guard(Guard::when(Predicate::equals(port, 2000 + p as u64))),
             )
             .unwrap();
     }
     // A range guard and a mask guard on the same field, plus a procedural one.
     let low = event
-        .install(EXTENSION, Install::new(Handler::new(|_: &(Packet,)| 1)).guard(Guard::when(Predicate::in_range(port, 0, 1023))))
+        .install(
+            EXTENSION,
+            Install::new(Handler::new(|_: &(Packet,)| 1))
+                .guard(Guard::when(Predicate::in_range(port, 0, 1023))),
+        )
         .unwrap();
     event
         .install(
             EXTENSION,
             Install::new(Handler::new(|_: &(Packet,)| 2))
                 .guard(Guard::when(Predicate::masked(port, 0xff00, 0x0700)))
-                .guard(Guard::new(|a: &(Packet,)| a.0.destination_port % 2 == 0)),
+                .guard(Guard::new(|a: &(Packet,)| {
+                    a.0.destination_port.is_multiple_of(2)
+                })),
         )
         .unwrap();
-    let raise = |p: u16| event.raise(&mut (Packet { destination_port: p },));
+    let raise = |p: u16| {
+        event.raise(&mut (Packet {
+            destination_port: p,
+        },))
+    };
     assert_eq!(raise(2250), Ok(1250));
     assert_eq!(raise(2499), Ok(1499));
     assert_eq!(raise(53), Ok(1));
     assert_eq!(raise(0x0702), Ok(2));
-    assert_eq!(raise(0x0703), Ok(0), "procedural guard false: only the intrinsic fires");
-    event.remove(Principal::KERNEL, BindingId::INTRINSIC).unwrap();
-    assert_eq!(raise(3000), Err(RaiseError::NoHandler { event: "Udp.PacketArrived" }));
+    assert_eq!(
+        raise(0x0703),
+        Ok(0),
+        "procedural guard false: only the intrinsic fires"
+    );
+    event
+        .remove(Principal::KERNEL, BindingId::INTRINSIC)
+        .unwrap();
+    assert_eq!(
+        raise(3000),
+        Err(RaiseError::NoHandler {
+            event: "Udp.PacketArrived"
+        })
+    );
     event.remove(EXTENSION, low).unwrap();
-    assert_eq!(raise(53), Err(RaiseError::NoHandler { event: "Udp.PacketArrived" }));
+    assert_eq!(
+        raise(53),
+        Err(RaiseError::NoHandler {
+            event: "Udp.PacketArrived"
+        })
+    );
 }

@@ -30,26 +30,30 @@ fn tagger(tag: u32) -> Handler<Args, ()> {
 
 #[test]
 fn raisers_see_only_published_lists_while_writers_change_them() {
-    let (event, _) = Event::<Args, ()>::builder("Stress").intrinsic_by_reference(|a| a.0 .0 .0.push(0)).build();
+    let (event, _) = Event::<Args, ()>::builder("Stress")
+        .intrinsic_by_reference(|a| a.0 .0 .0.push(0))
+        .build();
     let event = Arc::new(event);
     // Lists that have been (or are about to be) published, as tag sequences.
     let valid: Arc<Mutex<HashSet<Vec<u32>>>> = Arc::new(Mutex::new(HashSet::from([vec![0]])));
     // The writers' model of the current list (tag, binding), serialized by
     // this lock so that the recorded prediction is the next publication.
-    let model: Arc<Mutex<Vec<(u32, BindingId)>>> = Arc::new(Mutex::new(vec![(0, BindingId::INTRINSIC)]));
+    let model: Arc<Mutex<Vec<(u32, BindingId)>>> =
+        Arc::new(Mutex::new(vec![(0, BindingId::INTRINSIC)]));
     let stop = Arc::new(AtomicBool::new(false));
     let raises = Arc::new(AtomicU64::new(0));
     let next_tag = Arc::new(AtomicU64::new(1));
 
     let mut threads = Vec::new();
     for _ in 0..3 {
-        let (event, valid, stop, raises) = (event.clone(), valid.clone(), stop.clone(), raises.clone());
+        let (event, valid, stop, raises) =
+            (event.clone(), valid.clone(), stop.clone(), raises.clone());
         threads.push(thread::spawn(move || {
             let mut cache = RaiseCache::new();
             let mut n = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 let mut args: Args = (Var(Trace::default()),);
-                if n % 2 == 0 {
+                if n.is_multiple_of(2) {
                     event.raise(&mut args).unwrap();
                 } else {
                     event.raise_cached(&mut cache, &mut args).unwrap();
@@ -65,7 +69,13 @@ fn raisers_see_only_published_lists_while_writers_change_them() {
         }));
     }
     for w in 0..2u64 {
-        let (event, valid, model, stop, next_tag) = (event.clone(), valid.clone(), model.clone(), stop.clone(), next_tag.clone());
+        let (event, valid, model, stop, next_tag) = (
+            event.clone(),
+            valid.clone(),
+            model.clone(),
+            stop.clone(),
+            next_tag.clone(),
+        );
         threads.push(thread::spawn(move || {
             let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ w;
             let mut changes = 0u64;
@@ -77,12 +87,14 @@ fn raisers_see_only_published_lists_while_writers_change_them() {
                 // Keep tags increasing: install Last, remove anywhere (never
                 // the intrinsic), and a few First installs with tag 0-free
                 // ordering checked by membership alone.
-                if model.len() < 2 || seed % 3 != 0 {
+                if model.len() < 2 || !seed.is_multiple_of(3) {
                     let tag = next_tag.fetch_add(1, Ordering::Relaxed) as u32;
                     let mut next: Vec<u32> = model.iter().map(|(t, _)| *t).collect();
                     next.push(tag);
                     valid.lock().unwrap().insert(next);
-                    let b = event.install(Principal(w), Install::new(tagger(tag)).order(Order::Last)).unwrap();
+                    let b = event
+                        .install(Principal(w), Install::new(tagger(tag)).order(Order::Last))
+                        .unwrap();
                     model.push((tag, b));
                 } else {
                     let at = 1 + (seed as usize % (model.len() - 1));
@@ -110,6 +122,12 @@ fn raisers_see_only_published_lists_while_writers_change_them() {
     for t in threads {
         t.join().unwrap();
     }
-    assert!(raises.load(Ordering::Relaxed) > 1000, "raisers made progress");
-    assert!(valid.lock().unwrap().len() > 20, "many lists were published");
+    assert!(
+        raises.load(Ordering::Relaxed) > 1000,
+        "raisers made progress"
+    );
+    assert!(
+        valid.lock().unwrap().len() > 20,
+        "many lists were published"
+    );
 }
