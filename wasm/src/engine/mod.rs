@@ -1,0 +1,102 @@
+//! The seam between the runtime and the code that executes WebAssembly.
+//!
+//! design.md "Extensions": "the engine sits behind a seam: an interpreter
+//! (wasmi) first; native code generation next". An [`Engine`] instantiates
+//! a module the runtime has already validated and linked; the resulting
+//! [`Instance`] calls exported functions under a fuel bound and gives the
+//! kernel procedures (`crate::host`) a [`HostContext`]: the extension's
+//! state and checked access to its linear memory. Nothing above this module
+//! names wasmi.
+
+use alloc::{boxed::Box, string::String, vec::Vec};
+use core::fmt;
+
+use spindle_abi::{FaultKind, Import};
+
+use crate::{config::Limits, error::LoadError, module::ModuleInfo, state::ExtensionState};
+
+pub mod wasmi;
+
+/// A Wasm value crossing the seam (floats as their bits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WasmValue {
+    /// `i32`.
+    I32(i32),
+    /// `i64`.
+    I64(i64),
+    /// `f32`, as bits.
+    F32(u32),
+    /// `f64`, as bits.
+    F64(u64),
+}
+
+/// An exported function, resolved once so calls need no name lookup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExportRef(pub(crate) u32);
+
+/// Why an invocation was aborted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trap {
+    /// The kind, as the `Extension.Faulted` event reports it.
+    pub kind: FaultKind,
+    /// Details for the console.
+    pub message: String,
+}
+
+impl Trap {
+    /// A trap of `kind`.
+    pub fn new(kind: FaultKind, message: impl Into<String>) -> Self {
+        Trap {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Trap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind.describe(), self.message)
+    }
+}
+
+/// What a kernel procedure sees of the extension that called it (and what
+/// the runtime uses to bind exports).
+pub trait HostContext {
+    /// The extension's kernel-side state.
+    fn state(&self) -> &ExtensionState;
+    /// The same, mutable.
+    fn state_mut(&mut self) -> &mut ExtensionState;
+    /// Copies `len` bytes at `offset` out of linear memory; a range outside
+    /// it is a [`FaultKind::BadPointer`] trap.
+    fn read_memory(&self, offset: u32, len: u32) -> Result<Vec<u8>, Trap>;
+    /// Copies `bytes` into linear memory at `offset`.
+    fn write_memory(&mut self, offset: u32, bytes: &[u8]) -> Result<(), Trap>;
+    /// The exported function `name`, resolved for calls.
+    fn export(&mut self, name: &str) -> Option<ExportRef>;
+}
+
+/// An instantiated extension.
+pub trait Instance: HostContext + Send {
+    /// Calls `function` with `args`, allowing it `fuel` units of work.
+    fn call(&mut self, function: ExportRef, args: &[WasmValue], fuel: u64) -> Result<Option<WasmValue>, Trap>;
+    /// Bytes of linear memory currently allocated.
+    fn memory_bytes(&self) -> usize;
+    /// Fuel consumed by the last [`Instance::call`].
+    fn last_fuel_used(&self) -> u64;
+}
+
+/// Executes WebAssembly.
+pub trait Engine: Send + Sync {
+    /// Instantiates a validated module whose imports (function imports
+    /// only, in order) resolved to the kernel procedures `imports`. The
+    /// start function, if any, runs with `fuel`.
+    fn instantiate(
+        &self,
+        bytes: &[u8],
+        info: &ModuleInfo,
+        imports: &[Import],
+        state: ExtensionState,
+        limits: &Limits,
+        fuel: u64,
+    ) -> Result<Box<dyn Instance>, LoadError>;
+}

@@ -1,0 +1,265 @@
+//! Events as extensions see them: a type-erased view of a dispatcher
+//! [`Event`] ([`EventPort`]) and the Wasm handler and guard code the
+//! dispatcher calls ([`WasmHandler`], [`WasmGuard`]).
+//!
+//! The dispatcher's events are generic over their argument tuple; an
+//! extension names them by handle at run time. [`port`] wraps any event
+//! whose arguments can be built from scalars into an `Arc<dyn EventPort>`
+//! the kernel grants to extensions.
+
+use alloc::{sync::Arc, vec::Vec};
+use core::any::Any;
+
+use dispatch::{
+    BindingId, DynArgs, DynGuard, DynHandler, Event, EventArgs, EventResult, Fault, Guard, Handler,
+    Install, Invocation, Mode, Principal, RaiseError, Signature, Value, ValueType,
+};
+
+use crate::{
+    engine::{ExportRef, WasmValue},
+    extension::{CallError, Shared},
+};
+
+/// An event, type-erased for the extension runtime.
+pub trait EventPort: Send + Sync {
+    /// The event's name.
+    fn name(&self) -> &'static str;
+    /// The event's signature.
+    fn signature(&self) -> &Signature;
+    /// Installs Wasm code as a handler (with an optional Wasm guard).
+    fn install(
+        &self,
+        requester: Principal,
+        handler: WasmHandler,
+        guard: Option<WasmGuard>,
+        mode: Mode,
+    ) -> Result<BindingId, dispatch::Error>;
+    /// Removes an installation.
+    fn remove(&self, requester: Principal, binding: BindingId) -> Result<(), dispatch::Error>;
+    /// Raises the event with runtime-typed arguments (checked against the
+    /// signature; `None` if they do not fit).
+    fn raise(&self, args: &[Value]) -> Option<Result<Option<Value>, RaiseError>>;
+}
+
+/// A result type an [`EventPort`] can hand back as a runtime value.
+pub trait IntoValue {
+    /// The value (`None` for `()`).
+    fn into_value(self) -> Option<Value>;
+}
+
+impl IntoValue for () {
+    fn into_value(self) -> Option<Value> {
+        None
+    }
+}
+
+macro_rules! into_value {
+    ($($t:ty => $variant:ident),*) => {$(
+        impl IntoValue for $t {
+            fn into_value(self) -> Option<Value> {
+                Some(Value::$variant(self))
+            }
+        }
+    )*};
+}
+
+into_value!(bool => Bool, i32 => I32, u32 => U32, i64 => I64, u64 => U64, f32 => F32, f64 => F64);
+
+/// The port of a dispatcher event.
+struct Port<A, R> {
+    event: Arc<Event<A, R>>,
+}
+
+/// Wraps `event` for extensions.
+pub fn port<A, R>(event: Arc<Event<A, R>>) -> Arc<dyn EventPort>
+where
+    A: EventArgs + Default,
+    R: EventResult + IntoValue,
+{
+    Arc::new(Port { event })
+}
+
+impl<A, R> EventPort for Port<A, R>
+where
+    A: EventArgs + Default,
+    R: EventResult + IntoValue,
+{
+    fn name(&self) -> &'static str {
+        self.event.name()
+    }
+
+    fn signature(&self) -> &Signature {
+        self.event.signature()
+    }
+
+    fn install(
+        &self,
+        requester: Principal,
+        handler: WasmHandler,
+        guard: Option<WasmGuard>,
+        mode: Mode,
+    ) -> Result<BindingId, dispatch::Error> {
+        let signature = handler.signature.clone();
+        // Wasm code can always be stopped cleanly: it accepts termination.
+        let mut install = Install::new(Handler::dynamic(signature, handler).ephemeral().named("wasm")).mode(mode);
+        if let Some(guard) = guard {
+            install = install.guard(Guard::dynamic(guard.signature.clone(), guard));
+        }
+        self.event.install(requester, install)
+    }
+
+    fn remove(&self, requester: Principal, binding: BindingId) -> Result<(), dispatch::Error> {
+        self.event.remove(requester, binding)
+    }
+
+    fn raise(&self, values: &[Value]) -> Option<Result<Option<Value>, RaiseError>> {
+        let params = &self.event.signature().params;
+        if values.len() != params.len() {
+            return None;
+        }
+        let mut args = A::default();
+        for (index, value) in values.iter().enumerate() {
+            if !args.set(index, *value) {
+                return None;
+            }
+        }
+        Some(self.event.raise(&mut args).map(IntoValue::into_value))
+    }
+}
+
+/// How a dispatcher value type travels to Wasm, if it can.
+pub(crate) fn lowered(ty: ValueType) -> Option<crate::module::WasmType> {
+    use crate::module::WasmType;
+    Some(match ty {
+        ValueType::Bool | ValueType::I32 | ValueType::U32 => WasmType::I32,
+        ValueType::I64 | ValueType::U64 => WasmType::I64,
+        ValueType::F32 => WasmType::F32,
+        ValueType::F64 => WasmType::F64,
+        ValueType::Opaque { .. } => return None,
+    })
+}
+
+/// A dispatcher value as a Wasm value.
+pub(crate) fn lower(value: Value) -> WasmValue {
+    match value {
+        Value::Bool(v) => WasmValue::I32(i32::from(v)),
+        Value::I32(v) => WasmValue::I32(v),
+        Value::U32(v) => WasmValue::I32(v as i32),
+        Value::I64(v) => WasmValue::I64(v),
+        Value::U64(v) => WasmValue::I64(v as i64),
+        Value::F32(v) => WasmValue::F32(v.to_bits()),
+        Value::F64(v) => WasmValue::F64(v.to_bits()),
+    }
+}
+
+/// A Wasm value read as dispatcher type `ty`.
+pub(crate) fn lift(value: WasmValue, ty: ValueType) -> Option<Value> {
+    Some(match (ty, value) {
+        (ValueType::Bool, WasmValue::I32(v)) => Value::Bool(v != 0),
+        (ValueType::I32, WasmValue::I32(v)) => Value::I32(v),
+        (ValueType::U32, WasmValue::I32(v)) => Value::U32(v as u32),
+        (ValueType::I64, WasmValue::I64(v)) => Value::I64(v),
+        (ValueType::U64, WasmValue::I64(v)) => Value::U64(v as u64),
+        (ValueType::F32, WasmValue::F32(bits)) => Value::F32(f32::from_bits(bits)),
+        (ValueType::F64, WasmValue::F64(bits)) => Value::F64(f64::from_bits(bits)),
+        _ => return None,
+    })
+}
+
+/// A 64-bit argument slot (the `raise` procedure's format) as type `ty`.
+pub(crate) fn from_slot(slot: u64, ty: ValueType) -> Option<Value> {
+    Some(match ty {
+        ValueType::Bool => Value::Bool(slot != 0),
+        ValueType::I32 => Value::I32(slot as u32 as i32),
+        ValueType::U32 => Value::U32(slot as u32),
+        ValueType::I64 => Value::I64(slot as i64),
+        ValueType::U64 => Value::U64(slot),
+        ValueType::F32 => Value::F32(f32::from_bits(slot as u32)),
+        ValueType::F64 => Value::F64(f64::from_bits(slot)),
+        ValueType::Opaque { .. } => return None,
+    })
+}
+
+/// A value as a 64-bit slot.
+pub(crate) fn to_slot(value: Value) -> u64 {
+    match value {
+        Value::Bool(v) => u64::from(v),
+        Value::I32(v) => v as u32 as u64,
+        Value::U32(v) => u64::from(v),
+        Value::I64(v) => v as u64,
+        Value::U64(v) => v,
+        Value::F32(v) => u64::from(v.to_bits()),
+        Value::F64(v) => v.to_bits(),
+    }
+}
+
+/// An exported Wasm function installed as a handler. Holds its extension
+/// weakly: after unload, a raiser still holding an old handler list gets a
+/// fault, and the extension's memory is already freed.
+#[derive(Clone)]
+pub struct WasmHandler {
+    pub(crate) extension: alloc::sync::Weak<Shared>,
+    pub(crate) export: ExportRef,
+    pub(crate) signature: Signature,
+}
+
+impl WasmHandler {
+    fn arguments(&self, args: &DynArgs<'_>) -> Result<Vec<WasmValue>, Fault> {
+        (0..self.signature.params.len())
+            .map(|index| args.get(index).map(lower).ok_or(Fault::BadResult))
+            .collect()
+    }
+}
+
+impl DynHandler for WasmHandler {
+    fn call(
+        &self,
+        _closure: Option<&(dyn Any + Send + Sync)>,
+        args: &mut DynArgs<'_>,
+        invocation: &Invocation,
+    ) -> Result<Option<Value>, Fault> {
+        let extension = self.extension.upgrade().ok_or_else(|| fault(CallError::Unloaded))?;
+        let arguments = self.arguments(args)?;
+        let budget = invocation.budget.and_then(|budget| budget.fuel);
+        let result = extension.invoke(self.export, &arguments, budget).map_err(fault)?;
+        match (result, self.signature.result) {
+            (None, None) => Ok(None),
+            (Some(value), Some(ty)) => lift(value, ty).map(Some).ok_or(Fault::BadResult),
+            _ => Err(Fault::BadResult),
+        }
+    }
+}
+
+fn fault(error: CallError) -> Fault {
+    match error {
+        CallError::Trap(trap) if trap.kind == spindle_abi::FaultKind::BudgetExhausted => Fault::BudgetExhausted,
+        other => Fault::Trap(alloc::format!("{other}")),
+    }
+}
+
+/// An exported Wasm function installed as a guard, verified pure at
+/// install. A guard that traps is false: the handler does not run.
+#[derive(Clone)]
+pub struct WasmGuard {
+    pub(crate) extension: alloc::sync::Weak<Shared>,
+    pub(crate) export: ExportRef,
+    pub(crate) signature: Signature,
+}
+
+impl DynGuard for WasmGuard {
+    fn test(&self, _closure: Option<&(dyn Any + Send + Sync)>, args: &DynArgs<'_>) -> bool {
+        let Some(extension) = self.extension.upgrade() else {
+            return false;
+        };
+        let arguments: Option<Vec<WasmValue>> = (0..self.signature.params.len())
+            .map(|index| args.get(index).map(lower))
+            .collect();
+        let Some(arguments) = arguments else {
+            return false;
+        };
+        matches!(
+            extension.invoke(self.export, &arguments, None),
+            Ok(Some(WasmValue::I32(v))) if v != 0
+        )
+    }
+}

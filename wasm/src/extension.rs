@@ -1,0 +1,461 @@
+//! A loaded extension: its instance behind a lock, binding its exports to
+//! events, calling them with fault containment, and unloading.
+//!
+//! Ownership: [`Extension`] is a shared handle to [`Shared`], which owns the
+//! engine instance (and through it the [`ExtensionState`]: handle table,
+//! installations). Handlers installed on events hold the extension weakly,
+//! so unloading (or dropping the last `Extension`) frees the instance even
+//! while a raiser still holds an old handler list; such a raiser gets a
+//! fault.
+//!
+//! One invocation at a time: a Wasm instance is single-threaded. An
+//! invocation that finds the instance busy (a re-entrant raise from the
+//! extension's own host call, or another CPU) fails with
+//! [`CallError::Busy`] instead of waiting, because waiting on a spin lock
+//! held further up the same stack would never end.
+
+use alloc::{boxed::Box, format, string::String, sync::Arc, vec::Vec};
+use core::{
+    fmt,
+    sync::atomic::{AtomicU64, Ordering},
+};
+
+use dispatch::{BindingId, Budget, Event, Mode, Principal, Signature, Value, ValueType};
+use spin::Mutex;
+
+use crate::{
+    config::Limits,
+    engine::{ExportRef, HostContext, Instance, Trap, WasmValue},
+    error::{BindError, LimitExceeded},
+    events::{lift, lower, lowered, EventPort, WasmGuard, WasmHandler},
+    handles::Capability,
+    module::WasmType,
+    purity::check_pure,
+    runtime::FaultedArgs,
+    state::Installed,
+};
+
+/// Identity of a loaded extension (also its dispatcher [`Principal`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ExtensionId(pub u64);
+
+/// Why a call into an extension produced no result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CallError {
+    /// The code trapped or ran out of fuel (an `Extension.Faulted` event
+    /// was raised).
+    Trap(Trap),
+    /// The extension is running another invocation.
+    Busy,
+    /// The extension was unloaded.
+    Unloaded,
+    /// No exported function of that name.
+    NoSuchExport(String),
+    /// Arguments or result do not fit the function's type.
+    Type(String),
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallError::Trap(trap) => write!(f, "{trap}"),
+            CallError::Busy => f.write_str("extension busy (re-entrant or concurrent invocation)"),
+            CallError::Unloaded => f.write_str("extension unloaded"),
+            CallError::NoSuchExport(name) => write!(f, "no exported function `{name}`"),
+            CallError::Type(why) => write!(f, "type mismatch: {why}"),
+        }
+    }
+}
+
+/// Counters of one extension.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExtensionStats {
+    /// Invocations (handlers, guards, calls) started.
+    pub invocations: u64,
+    /// Invocations aborted by a trap or budget exhaustion.
+    pub faults: u64,
+    /// Installations currently held.
+    pub handlers: usize,
+    /// Live handles.
+    pub handles: usize,
+    /// Linear memory allocated, in bytes (0 once unloaded).
+    pub memory_bytes: usize,
+}
+
+/// The shared part of an extension.
+pub struct Shared {
+    pub(crate) id: ExtensionId,
+    pub(crate) name: String,
+    pub(crate) limits: Limits,
+    /// `None` once unloaded. Locked for the length of each invocation.
+    pub(crate) instance: Mutex<Option<Box<dyn Instance>>>,
+    pub(crate) faulted: Arc<Event<FaultedArgs, ()>>,
+    invocations: AtomicU64,
+    faults: AtomicU64,
+}
+
+impl Shared {
+    pub(crate) fn new(id: ExtensionId, name: String, limits: Limits, faulted: Arc<Event<FaultedArgs, ()>>) -> Self {
+        Shared {
+            id,
+            name,
+            limits,
+            instance: Mutex::new(None),
+            faulted,
+            invocations: AtomicU64::new(0),
+            faults: AtomicU64::new(0),
+        }
+    }
+
+    /// Runs `export` with fuel `min(budget, limit)`. A trap is counted and
+    /// reported on `Extension.Faulted` after the instance is unlocked, so a
+    /// policy handler may unload the culprit.
+    pub(crate) fn invoke(&self, export: ExportRef, args: &[WasmValue], budget: Option<u64>) -> Result<Option<WasmValue>, CallError> {
+        let fuel = budget.map_or(self.limits.fuel_per_invocation, |b| b.min(self.limits.fuel_per_invocation));
+        let outcome = {
+            let Some(mut guard) = self.instance.try_lock() else {
+                return Err(CallError::Busy);
+            };
+            let Some(instance) = guard.as_mut() else {
+                return Err(CallError::Unloaded);
+            };
+            self.invocations.fetch_add(1, Ordering::Relaxed);
+            instance.call(export, args, fuel)
+        };
+        outcome.map_err(|trap| {
+            self.faults.fetch_add(1, Ordering::Relaxed);
+            let mut args = (self.id.0, trap.kind.code());
+            // The intrinsic handler cannot fail and handlers' faults are
+            // theirs: nothing to do with the result here.
+            let _ = self.faulted.raise(&mut args);
+            CallError::Trap(trap)
+        })
+    }
+}
+
+/// What to bind: an export as a handler, an optional export as its guard,
+/// and the mode.
+#[derive(Clone, Debug)]
+pub struct Bind<'a> {
+    /// The exported handler function.
+    pub handler: &'a str,
+    /// The exported guard function (verified pure), if any.
+    pub guard: Option<&'a str>,
+    /// Synchronous (within the extension's fuel limit) or ephemeral with a
+    /// fuel budget.
+    pub mode: Mode,
+}
+
+impl<'a> Bind<'a> {
+    /// A synchronous, unguarded handler.
+    pub fn handler(handler: &'a str) -> Self {
+        Bind {
+            handler,
+            guard: None,
+            mode: Mode::Synchronous,
+        }
+    }
+
+    /// Adds a guard.
+    pub fn guard(mut self, guard: &'a str) -> Self {
+        self.guard = Some(guard);
+        self
+    }
+
+    /// Makes the handler ephemeral with a fuel budget.
+    pub fn ephemeral(mut self, fuel: u64) -> Self {
+        self.mode = Mode::Ephemeral(Budget::fuel(fuel));
+        self
+    }
+}
+
+/// Checks that the module's function `index` has the Wasm type of
+/// `signature` (with `result` as its result type).
+fn check_type(context: &dyn HostContext, export: &str, index: u32, signature: &Signature, result: Option<WasmType>) -> Result<(), BindError> {
+    let type_error = |message: String| BindError::Type {
+        export: export.into(),
+        message,
+    };
+    let mut params = Vec::with_capacity(signature.params.len());
+    for (position, param) in signature.params.iter().enumerate() {
+        if param.passing != dispatch::Passing::ByValue {
+            return Err(type_error(format!("parameter {position} is by reference (not supported for Wasm code)")));
+        }
+        params.push(lowered(param.ty).ok_or_else(|| type_error(format!("parameter {position} has opaque type {}", param.ty)))?);
+    }
+    let expected = crate::module::FuncType {
+        params,
+        results: result.into_iter().collect(),
+    };
+    let found = context
+        .state()
+        .module
+        .function_type(index)
+        .ok_or_else(|| type_error("no such function".into()))?;
+    if *found != expected {
+        return Err(type_error(format!("type {found}, the event needs {expected}")));
+    }
+    Ok(())
+}
+
+fn export_function(context: &mut dyn HostContext, name: &str) -> Result<(u32, ExportRef), BindError> {
+    let index = context
+        .state()
+        .module
+        .exported_function(name)
+        .ok_or_else(|| BindError::NoSuchExport(name.into()))?;
+    let export = context.export(name).ok_or_else(|| BindError::NoSuchExport(name.into()))?;
+    Ok((index, export))
+}
+
+/// Installs exports of the extension behind `context` on `event`: type
+/// checks, purity check of the guard, the handler limit, then the
+/// dispatcher (whose authorizer has the last word). Records the
+/// installation for unload.
+pub(crate) fn bind(context: &mut dyn HostContext, event: &Arc<dyn EventPort>, request: &Bind<'_>) -> Result<BindingId, BindError> {
+    let state = context.state();
+    if state.installed.len() >= state.limits.handlers {
+        return Err(BindError::Limit(LimitExceeded {
+            what: "handlers",
+            limit: state.limits.handlers as u64,
+            requested: state.installed.len() as u64 + 1,
+        }));
+    }
+    let signature = event.signature().clone();
+    let result_type = match signature.result {
+        Some(ty) => Some(lowered(ty).ok_or_else(|| BindError::Type {
+            export: request.handler.into(),
+            message: format!("the event returns opaque type {ty}"),
+        })?),
+        None => None,
+    };
+    let (handler_index, handler_export) = export_function(context, request.handler)?;
+    check_type(context, request.handler, handler_index, &signature, result_type)?;
+    let extension = context.state().extension.clone();
+    let guard = match request.guard {
+        None => None,
+        Some(name) => {
+            let (index, export) = export_function(context, name)?;
+            check_type(context, name, index, &signature, Some(WasmType::I32))?;
+            let state = context.state();
+            check_pure(&state.module, index, &|import| {
+                state.pure_imports.get(import as usize).copied().unwrap_or(false)
+            })
+            .map_err(|impurity| BindError::NotPure {
+                export: name.into(),
+                impurity,
+            })?;
+            Some(WasmGuard {
+                extension: extension.clone(),
+                export,
+                signature: Signature {
+                    params: signature.params.clone(),
+                    result: Some(ValueType::Bool),
+                },
+            })
+        }
+    };
+    let handler = WasmHandler {
+        extension,
+        export: handler_export,
+        signature,
+    };
+    let principal = context.state().principal;
+    let binding = event.install(principal, handler, guard, request.mode)?;
+    context.state_mut().installed.push(Installed {
+        event: event.clone(),
+        binding,
+    });
+    Ok(binding)
+}
+
+/// Removes one of the extension's installations.
+pub(crate) fn unbind(context: &mut dyn HostContext, event: &Arc<dyn EventPort>, binding: BindingId) -> Result<(), dispatch::Error> {
+    let principal = context.state().principal;
+    event.remove(principal, binding)?;
+    context
+        .state_mut()
+        .installed
+        .retain(|installed| !(Arc::ptr_eq(&installed.event, event) && installed.binding == binding));
+    Ok(())
+}
+
+/// What [`Extension::unload`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnloadReport {
+    /// Installations removed.
+    pub handlers_removed: usize,
+    /// Installations the dispatcher refused to remove (an authorizer that
+    /// denies even the kernel).
+    pub handlers_kept: usize,
+    /// Handles revoked.
+    pub handles_revoked: usize,
+    /// Linear memory freed, in bytes.
+    pub memory_freed: usize,
+}
+
+/// Why an unload did not happen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnloadError {
+    /// An invocation of the extension is running (retry when it returns).
+    Busy,
+    /// Already unloaded.
+    Unloaded,
+}
+
+impl fmt::Display for UnloadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UnloadError::Busy => f.write_str("extension busy"),
+            UnloadError::Unloaded => f.write_str("already unloaded"),
+        }
+    }
+}
+
+/// A loaded extension (cheap to clone: a shared handle).
+#[derive(Clone)]
+pub struct Extension {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Extension {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Extension")
+            .field("id", &self.shared.id)
+            .field("name", &self.shared.name)
+            .finish()
+    }
+}
+
+impl Extension {
+    /// The extension's identity.
+    pub fn id(&self) -> ExtensionId {
+        self.shared.id
+    }
+
+    /// The dispatcher principal the extension installs handlers as.
+    pub fn principal(&self) -> Principal {
+        Principal(self.shared.id.0)
+    }
+
+    /// The name it was loaded under.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// Its limits.
+    pub fn limits(&self) -> Limits {
+        self.shared.limits
+    }
+
+    /// Runs `f` on the instance (locked); `Busy`/`Unloaded` otherwise.
+    fn with_instance<T>(&self, f: impl FnOnce(&mut dyn Instance) -> T) -> Result<T, CallError> {
+        let mut guard = self.shared.instance.try_lock().ok_or(CallError::Busy)?;
+        let instance = guard.as_mut().ok_or(CallError::Unloaded)?;
+        Ok(f(instance.as_mut()))
+    }
+
+    /// Installs the export `request.handler` on `event` (the kernel binding
+    /// an extension on its behalf, e.g. from the shell).
+    pub fn bind(&self, event: &Arc<dyn EventPort>, request: &Bind<'_>) -> Result<BindingId, BindError> {
+        self.with_instance(|instance| bind(instance, event, request))
+            .map_err(|_| BindError::Unloaded)?
+    }
+
+    /// Removes one of the extension's installations.
+    pub fn unbind(&self, event: &Arc<dyn EventPort>, binding: BindingId) -> Result<(), BindError> {
+        self.with_instance(|instance| unbind(instance, event, binding))
+            .map_err(|_| BindError::Unloaded)?
+            .map_err(BindError::Dispatch)
+    }
+
+    /// Grants a capability under `name`; returns its handle.
+    pub fn grant(&self, name: &str, capability: Capability) -> Result<i32, BindError> {
+        self.with_instance(|instance| instance.state_mut().handles.insert(name.into(), capability))
+            .map_err(|_| BindError::Unloaded)?
+            .map_err(BindError::Limit)
+    }
+
+    /// Revokes a handle: later uses trap with `BadHandle`.
+    pub fn revoke(&self, handle: i32) -> Result<(), CallError> {
+        self.with_instance(|instance| instance.state_mut().handles.remove(handle).map(drop))?
+            .map_err(CallError::Trap)
+    }
+
+    /// The handle granted under `name`.
+    pub fn handle(&self, name: &str) -> Option<i32> {
+        self.with_instance(|instance| instance.state().handles.find(name)).ok().flatten()
+    }
+
+    /// Calls an exported function with runtime-typed arguments (its
+    /// parameter types are taken from the values), within the extension's
+    /// fuel limit. For the shell and for benchmarks.
+    pub fn call(&self, export: &str, args: &[Value]) -> Result<Option<WasmValue>, CallError> {
+        let function = self.resolve(export)?;
+        let arguments: Vec<WasmValue> = args.iter().map(|&v| lower(v)).collect();
+        self.call_resolved(function, &arguments)
+    }
+
+    /// Resolves an export once, for repeated [`Extension::call_resolved`].
+    pub fn resolve(&self, export: &str) -> Result<ExportRef, CallError> {
+        self.with_instance(|instance| instance.export(export))?
+            .ok_or_else(|| CallError::NoSuchExport(export.into()))
+    }
+
+    /// Calls a resolved export.
+    pub fn call_resolved(&self, export: ExportRef, args: &[WasmValue]) -> Result<Option<WasmValue>, CallError> {
+        self.shared.invoke(export, args, None)
+    }
+
+    /// Calls an export and reads its result as `ty`.
+    pub fn call_typed(&self, export: &str, args: &[Value], ty: ValueType) -> Result<Value, CallError> {
+        match self.call(export, args)? {
+            Some(value) => lift(value, ty).ok_or_else(|| CallError::Type(format!("result is not {ty}"))),
+            None => Err(CallError::Type("no result".into())),
+        }
+    }
+
+    /// The extension's counters.
+    pub fn stats(&self) -> ExtensionStats {
+        let mut stats = ExtensionStats {
+            invocations: self.shared.invocations.load(Ordering::Relaxed),
+            faults: self.shared.faults.load(Ordering::Relaxed),
+            ..ExtensionStats::default()
+        };
+        let _ = self.with_instance(|instance| {
+            stats.handlers = instance.state().installed.len();
+            stats.handles = instance.state().handles.len();
+            stats.memory_bytes = instance.memory_bytes();
+        });
+        stats
+    }
+
+    /// Whether the extension was unloaded.
+    pub fn is_unloaded(&self) -> bool {
+        self.shared.instance.lock().is_none()
+    }
+
+    /// Unloads: removes every handler the extension installed, revokes its
+    /// handles, and frees its instance and linear memory. Handlers still
+    /// held by an in-flight raise fault with "unloaded".
+    pub fn unload(&self) -> Result<UnloadReport, UnloadError> {
+        let instance = {
+            let mut guard = self.shared.instance.try_lock().ok_or(UnloadError::Busy)?;
+            guard.take().ok_or(UnloadError::Unloaded)?
+        };
+        let mut instance = instance;
+        let memory_freed = instance.memory_bytes();
+        let state = instance.state_mut();
+        let handlers = state.installed.len();
+        let handles_revoked = state.handles.len();
+        let handlers_kept = state.remove_installations();
+        state.handles.clear();
+        drop(instance);
+        Ok(UnloadReport {
+            handlers_removed: handlers - handlers_kept,
+            handlers_kept,
+            handles_revoked,
+            memory_freed,
+        })
+    }
+}

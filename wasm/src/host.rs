@@ -1,0 +1,210 @@
+//! The kernel procedures extensions import: one function per entry of
+//! `spindle_abi::for_each_import!`, dispatched by [`call`]. The `match`
+//! is exhaustive over `spindle_abi::Import`, so adding a procedure to the
+//! table without implementing it does not compile.
+//!
+//! Untrusted values get checked here (conventions.md item 5): pointers and
+//! lengths through [`HostContext::read_memory`] (a bad range traps with
+//! `BadPointer`), handles through the handle table (a bad or revoked handle
+//! traps with `BadHandle`), modes and argument counts against their types
+//! (a bad value returns `Status::Invalid` or `Status::Type`).
+
+use alloc::{string::String, sync::Arc, vec::Vec};
+
+use dispatch::{Budget, Mode, RaiseFailure};
+use spindle_abi::{Import, InstallMode, Status};
+
+use crate::{
+    engine::{HostContext, Trap, WasmValue},
+    error::BindError,
+    events::{from_slot, to_slot, EventPort},
+    extension::{bind, unbind, Bind},
+    handles::Capability,
+};
+
+/// Longest name (of a handle or an export) a procedure reads.
+const MAX_NAME_BYTES: u32 = 256;
+/// Longest console message, in bytes.
+const MAX_LOG_BYTES: u32 = 4096;
+
+/// Runs kernel procedure `import` for the extension behind `context`.
+pub fn call(context: &mut dyn HostContext, import: Import, args: &[WasmValue]) -> Result<Option<WasmValue>, Trap> {
+    let status = |status: Status| Ok(Some(WasmValue::I32(status.code())));
+    match import {
+        Import::Log => {
+            let text = match read_text(context, i32_at(args, 0), i32_at(args, 1), MAX_LOG_BYTES)? {
+                Some(text) => text,
+                None => return status(Status::Invalid),
+            };
+            let state = context.state();
+            state.services.console.log(&state.name, &text);
+            status(Status::Ok)
+        }
+        Import::NullCall => Ok(None),
+        Import::TimerNowNs => {
+            let now = context.state().services.clock.as_ref().map_or(0, |clock| clock.now_ns());
+            Ok(Some(WasmValue::I64(now as i64)))
+        }
+        Import::HandleFind => {
+            let Some(name) = read_text(context, i32_at(args, 0), i32_at(args, 1), MAX_NAME_BYTES)? else {
+                return status(Status::Invalid);
+            };
+            match context.state().handles.find(&name) {
+                Some(handle) => Ok(Some(WasmValue::I32(handle))),
+                None => status(Status::NotFound),
+            }
+        }
+        Import::HandleKind => {
+            let kind = context.state().handles.get(i32_at(args, 0))?.kind();
+            Ok(Some(WasmValue::I32(kind as i32)))
+        }
+        Import::HandleDrop => {
+            context.state_mut().handles.remove(i32_at(args, 0))?;
+            status(Status::Ok)
+        }
+        Import::Install => install(context, args),
+        Import::Remove => {
+            let handle = i32_at(args, 0);
+            let Capability::Binding { event, binding } = context.state().handles.get(handle)?.clone() else {
+                return status(Status::WrongKind);
+            };
+            match unbind(context, &event, binding) {
+                Ok(()) => {
+                    context.state_mut().handles.remove(handle)?;
+                    status(Status::Ok)
+                }
+                Err(error) => status(dispatch_status(&error)),
+            }
+        }
+        Import::Raise => raise(context, args),
+    }
+}
+
+fn i32_at(args: &[WasmValue], index: usize) -> i32 {
+    match args.get(index) {
+        Some(WasmValue::I32(v)) => *v,
+        _ => 0,
+    }
+}
+
+fn i64_at(args: &[WasmValue], index: usize) -> i64 {
+    match args.get(index) {
+        Some(WasmValue::I64(v)) => *v,
+        _ => 0,
+    }
+}
+
+/// Reads UTF-8 text; `None` if it is too long or not UTF-8 (a status for
+/// the caller), a trap if the range is outside memory.
+fn read_text(context: &dyn HostContext, ptr: i32, len: i32, max: u32) -> Result<Option<String>, Trap> {
+    let len = len as u32;
+    if len > max {
+        return Ok(None);
+    }
+    let bytes = context.read_memory(ptr as u32, len)?;
+    Ok(String::from_utf8(bytes).ok())
+}
+
+fn event_of(context: &dyn HostContext, handle: i32) -> Result<Option<Arc<dyn EventPort>>, Trap> {
+    Ok(match context.state().handles.get(handle)? {
+        Capability::Event(event) => Some(event.clone()),
+        _ => None,
+    })
+}
+
+fn install(context: &mut dyn HostContext, args: &[WasmValue]) -> Result<Option<WasmValue>, Trap> {
+    let status = |status: Status| Ok(Some(WasmValue::I32(status.code())));
+    let Some(event) = event_of(context, i32_at(args, 0))? else {
+        return status(Status::WrongKind);
+    };
+    let Some(handler) = read_text(context, i32_at(args, 1), i32_at(args, 2), MAX_NAME_BYTES)? else {
+        return status(Status::Invalid);
+    };
+    let guard = if i32_at(args, 4) == 0 {
+        None
+    } else {
+        match read_text(context, i32_at(args, 3), i32_at(args, 4), MAX_NAME_BYTES)? {
+            Some(guard) => Some(guard),
+            None => return status(Status::Invalid),
+        }
+    };
+    let mode = match InstallMode::from_code(i32_at(args, 5)) {
+        Some(InstallMode::Synchronous) => Mode::Synchronous,
+        Some(InstallMode::Ephemeral) => Mode::Ephemeral(Budget::fuel(i64_at(args, 6).max(0) as u64)),
+        None => return status(Status::Invalid),
+    };
+    let request = Bind {
+        handler: &handler,
+        guard: guard.as_deref(),
+        mode,
+    };
+    let binding = match bind(context, &event, &request) {
+        Ok(binding) => binding,
+        Err(error) => return status(bind_status(&error)),
+    };
+    let name = alloc::format!("{}:{handler}", event.name());
+    let capability = Capability::Binding {
+        event: event.clone(),
+        binding,
+    };
+    match context.state_mut().handles.insert(name, capability) {
+        Ok(handle) => Ok(Some(WasmValue::I32(handle))),
+        Err(_) => {
+            // No handle to name it by: undo rather than leave it unreachable.
+            let _ = unbind(context, &event, binding);
+            status(Status::Limit)
+        }
+    }
+}
+
+fn raise(context: &mut dyn HostContext, args: &[WasmValue]) -> Result<Option<WasmValue>, Trap> {
+    let status = |status: Status| Ok(Some(WasmValue::I32(status.code())));
+    let Some(event) = event_of(context, i32_at(args, 0))? else {
+        return status(Status::WrongKind);
+    };
+    let signature = event.signature();
+    let count = i32_at(args, 2);
+    if count < 0 || count as usize != signature.params.len() {
+        return status(Status::Type);
+    }
+    let bytes = context.read_memory(i32_at(args, 1) as u32, count as u32 * 8)?;
+    let mut values = Vec::with_capacity(count as usize);
+    for (slot, param) in bytes.chunks_exact(8).zip(&signature.params) {
+        let mut raw = [0; 8];
+        raw.copy_from_slice(slot);
+        match from_slot(u64::from_le_bytes(raw), param.ty) {
+            Some(value) => values.push(value),
+            None => return status(Status::Type),
+        }
+    }
+    match event.raise(&values) {
+        None => status(Status::Type),
+        Some(Ok(result)) => {
+            if let Some(value) = result {
+                context.write_memory(i32_at(args, 3) as u32, &to_slot(value).to_le_bytes())?;
+            }
+            status(Status::Ok)
+        }
+        Some(Err(error)) if matches!(error.failure(), RaiseFailure::NoHandler { .. }) => status(Status::NoHandler),
+        Some(Err(_)) => status(Status::Faulted),
+    }
+}
+
+fn bind_status(error: &BindError) -> Status {
+    match error {
+        BindError::Unloaded => Status::Invalid,
+        BindError::NoSuchExport(_) => Status::NotFound,
+        BindError::Type { .. } => Status::Type,
+        BindError::NotPure { .. } => Status::NotPure,
+        BindError::Limit(_) => Status::Limit,
+        BindError::Dispatch(error) => dispatch_status(error),
+    }
+}
+
+fn dispatch_status(error: &dispatch::Error) -> Status {
+    match error {
+        dispatch::Error::Type(_) | dispatch::Error::ImposedGuard(_) => Status::Type,
+        dispatch::Error::Denied(_) | dispatch::Error::NotAuthority | dispatch::Error::NotInstaller => Status::Denied,
+        _ => Status::Refused,
+    }
+}

@@ -1,0 +1,54 @@
+//! Spindle's extension runtime (SPIN's "rt"): WebAssembly modules loaded
+//! into the kernel, validated by it, linked into domains, bound to events,
+//! metered, and contained when they fault.
+//!
+//! How the kernel uses it:
+//! ```text
+//! let runtime = Runtime::new(Services { console, clock });
+//! let tick = events::port(tick_event.clone());          // Arc<dyn EventPort>
+//! let ext = runtime.load(LoadRequest::new("tick-counter", bytes).grant_event(tick.clone()))?;
+//! let binding = ext.bind(&tick, &Bind::handler("on_tick").guard("is_even"))?;
+//! tick_event.raise(&mut (42,));                          // runs the Wasm handler
+//! ext.unload()?;                                         // handlers removed, handles revoked, memory freed
+//! ```
+//! Extensions can also install handlers themselves through the imported
+//! kernel procedures (`spindle.install`, see `spindle_abi`).
+//!
+//! Modules, lowest first:
+//! - [`module`]: the kernel's own complete validation and reading of a module;
+//! - [`purity`]: the side-effect check of Wasm guards;
+//! - [`config`], [`error`]: limits and errors;
+//! - [`engine`]: the seam to the code that executes Wasm ([`engine::wasmi`]);
+//! - [`handles`]: the capability handle table;
+//! - [`events`]: events as extensions see them, Wasm handlers and guards;
+//! - [`link`]: import resolution against the domains an extension may use;
+//! - [`host`]: the kernel procedures extensions import;
+//! - [`extension`], [`runtime`]: loaded extensions, load and unload.
+#![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod events;
+pub mod extension;
+pub mod handles;
+pub mod host;
+pub mod link;
+pub mod module;
+pub mod purity;
+pub mod runtime;
+mod state;
+
+pub use config::{EngineConfig, Limits};
+pub use engine::{ExportRef, Trap, WasmValue};
+pub use error::{BindError, LimitExceeded, LinkError, LoadError};
+pub use events::{port, EventPort};
+pub use extension::{Bind, CallError, Extension, ExtensionId, ExtensionStats, UnloadError, UnloadReport};
+pub use handles::Capability;
+pub use link::{ImportAuthorizer, ImportResolver, Importer, KernelInterface};
+pub use runtime::{Console, FaultedArgs, LoadRequest, Runtime, Services, FAULTED_EVENT};
+pub use spindle_abi::FaultKind;
+pub use state::ExtensionState;

@@ -1,0 +1,187 @@
+//! The guard purity check: a Wasm guard must be side-effect free, and the
+//! kernel verifies it when the guard is installed (design.md "Events": SPIN
+//! trusted the compiler's FUNCTIONAL annotation; Spindle trusts no compiler).
+//!
+//! A function is pure when its body contains none of the instructions that
+//! change state that outlives the invocation, and every function it calls
+//! is pure:
+//! - stores to linear memory (`*.store*`), `memory.grow`, `memory.fill`,
+//!   `memory.copy`, `memory.init`, `data.drop`;
+//! - `global.set`;
+//! - table writes: `table.set`, `table.grow`, `table.fill`, `table.copy`,
+//!   `table.init` and `elem.drop` (dropping a segment changes what a later
+//!   `table.init` does, so it is a side effect too);
+//! - `call_indirect`, `return_call_indirect`, `call_ref`,
+//!   `return_call_ref`: the callee is not known before the call, so purity
+//!   cannot be proved (refused, not guessed);
+//! - a `call` of an imported function not marked pure in the import table
+//!   (`spindle_abi::IMPORTS`), or of a module function that is not pure.
+//!
+//! `local.set`/`local.tee` are allowed: locals die with the invocation.
+//! The list is complete for the features [`crate::module::features`]
+//! admits; atomics, SIMD and GC instructions never pass validation.
+//!
+//! Each defined function is scanned once at load ([`FunctionEffects::scan`]);
+//! the transitive check ([`check_pure`]) runs at install, over the functions
+//! the guard can reach.
+
+use alloc::{collections::BTreeSet, format, string::String, vec::Vec};
+use core::fmt;
+
+use wasmparser::{FunctionBody, Operator};
+
+use crate::module::ModuleInfo;
+
+/// What one defined function does that matters for purity.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FunctionEffects {
+    /// The first state-changing instruction: (byte offset, instruction).
+    pub first_side_effect: Option<(usize, &'static str)>,
+    /// Direct calls: (byte offset, callee function index).
+    pub calls: Vec<(usize, u32)>,
+}
+
+impl FunctionEffects {
+    /// Scans one function body.
+    pub fn scan(body: &FunctionBody<'_>) -> wasmparser::Result<Self> {
+        let mut effects = FunctionEffects::default();
+        let mut reader = body.get_operators_reader()?;
+        while !reader.eof() {
+            let (operator, offset) = reader.read_with_offset()?;
+            match operator {
+                Operator::Call { function_index } | Operator::ReturnCall { function_index } => {
+                    effects.calls.push((offset, function_index));
+                }
+                other => {
+                    if effects.first_side_effect.is_none() {
+                        if let Some(name) = side_effect(&other) {
+                            effects.first_side_effect = Some((offset, name));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(effects)
+    }
+}
+
+/// The instruction's name if it changes state that outlives the invocation
+/// (or calls an unknown function).
+fn side_effect(operator: &Operator<'_>) -> Option<&'static str> {
+    Some(match operator {
+        Operator::I32Store { .. } => "i32.store",
+        Operator::I64Store { .. } => "i64.store",
+        Operator::F32Store { .. } => "f32.store",
+        Operator::F64Store { .. } => "f64.store",
+        Operator::I32Store8 { .. } => "i32.store8",
+        Operator::I32Store16 { .. } => "i32.store16",
+        Operator::I64Store8 { .. } => "i64.store8",
+        Operator::I64Store16 { .. } => "i64.store16",
+        Operator::I64Store32 { .. } => "i64.store32",
+        Operator::GlobalSet { .. } => "global.set",
+        Operator::MemoryGrow { .. } => "memory.grow",
+        Operator::MemoryFill { .. } => "memory.fill",
+        Operator::MemoryCopy { .. } => "memory.copy",
+        Operator::MemoryInit { .. } => "memory.init",
+        Operator::DataDrop { .. } => "data.drop",
+        Operator::TableSet { .. } => "table.set",
+        Operator::TableGrow { .. } => "table.grow",
+        Operator::TableFill { .. } => "table.fill",
+        Operator::TableCopy { .. } => "table.copy",
+        Operator::TableInit { .. } => "table.init",
+        Operator::ElemDrop { .. } => "elem.drop",
+        Operator::CallIndirect { .. } => "call_indirect",
+        Operator::ReturnCallIndirect { .. } => "return_call_indirect",
+        Operator::CallRef { .. } => "call_ref",
+        Operator::ReturnCallRef { .. } => "return_call_ref",
+        _ => return None,
+    })
+}
+
+/// Why a function is not pure: where the offending instruction is, and how
+/// the guard reaches it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Impurity {
+    /// The function containing the offending instruction.
+    pub function: u32,
+    /// Byte offset of the instruction in the module.
+    pub offset: usize,
+    /// The instruction (`i32.store`, `call_indirect`, or `call` of an
+    /// impure import).
+    pub instruction: String,
+    /// The call chain from the guard to `function` (the guard first).
+    pub via: Vec<u32>,
+}
+
+impl fmt::Display for Impurity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "function {} has a side effect: `{}` at offset {:#x}",
+            self.function, self.instruction, self.offset
+        )?;
+        if self.via.len() > 1 {
+            write!(f, " (reached through calls {:?})", self.via)?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks that function `root` is pure. `is_pure_import(index)` says
+/// whether imported function `index` was resolved to a pure procedure.
+pub fn check_pure(
+    info: &ModuleInfo,
+    root: u32,
+    is_pure_import: &dyn Fn(u32) -> bool,
+) -> Result<(), Impurity> {
+    // Depth-first over the call graph; `path` is the chain to the current
+    // function, for the error message. Iterative: a module can nest calls
+    // deeper than the kernel stack would like.
+    let mut visited = BTreeSet::new();
+    let mut stack: Vec<(u32, Vec<u32>)> = alloc::vec![(root, alloc::vec![root])];
+    while let Some((function, path)) = stack.pop() {
+        if !visited.insert(function) {
+            continue;
+        }
+        let Some(effects) = info.effects_of(function) else {
+            // An import reached as the root: only a defined function can be
+            // a guard, but be precise rather than assume.
+            if is_pure_import(function) {
+                continue;
+            }
+            return Err(Impurity {
+                function,
+                offset: 0,
+                instruction: format!("imported function {function} (not pure)"),
+                via: path,
+            });
+        };
+        if let Some((offset, instruction)) = effects.first_side_effect {
+            return Err(Impurity {
+                function,
+                offset,
+                instruction: instruction.into(),
+                via: path,
+            });
+        }
+        for &(offset, callee) in &effects.calls {
+            if callee < info.imported_functions {
+                if !is_pure_import(callee) {
+                    let import = info.imports.iter().filter(|i| i.func_type.is_some()).nth(callee as usize);
+                    let name = import.map_or_else(|| format!("{callee}"), |i| format!("{}.{}", i.module, i.name));
+                    return Err(Impurity {
+                        function,
+                        offset,
+                        instruction: format!("call {name} (an import not marked pure)"),
+                        via: path,
+                    });
+                }
+            } else if !visited.contains(&callee) {
+                let mut next = path.clone();
+                next.push(callee);
+                stack.push((callee, next));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,226 @@
+//! The runtime: loads extensions (validate, link, grant, instantiate,
+//! initialize) and owns the `Extension.Faulted` event.
+//!
+//! Load, in order (design.md "Extensions"):
+//! 1. size limit; complete validation by the kernel ([`ModuleInfo::parse`]);
+//! 2. the declared memory against the memory limit;
+//! 3. imports resolved through the [`ImportResolver`] (authorizers
+//!    consulted) and type-checked;
+//! 4. the handle table filled with the granted capabilities;
+//! 5. instantiation by the [`Engine`] (the start function runs under the
+//!    fuel limit); then the `init` export, if any. A trap in either fails
+//!    the load and leaves nothing installed.
+
+use alloc::{boxed::Box, string::String, sync::Arc, vec::Vec};
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use dispatch::{Authority, Clock, Event, Principal};
+use spindle_abi::INIT_EXPORT;
+
+use crate::{
+    config::{EngineConfig, Limits},
+    engine::{wasmi::WasmiEngine, Engine},
+    error::{LimitExceeded, LoadError},
+    events::{port, EventPort},
+    extension::{CallError, Extension, ExtensionId, Shared},
+    handles::{Capability, HandleTable},
+    link::{resolve_imports, ImportResolver, Importer, KernelInterface},
+    module::ModuleInfo,
+    state::ExtensionState,
+};
+
+/// Arguments of `Extension.Faulted`: the extension's id and the
+/// `spindle_abi::FaultKind` code.
+pub type FaultedArgs = (u64, u32);
+
+/// Name of the event raised when extension code traps.
+pub const FAULTED_EVENT: &str = "Extension.Faulted";
+
+/// Where extensions' console output goes.
+pub trait Console: Send + Sync {
+    /// Writes one message from extension `extension`.
+    fn log(&self, extension: &str, message: &str);
+}
+
+/// Kernel services the imported procedures use.
+#[derive(Clone)]
+pub struct Services {
+    /// The console (`spindle.log`).
+    pub console: Arc<dyn Console>,
+    /// The clock (`spindle.timer_now_ns`); without one it reads 0.
+    pub clock: Option<Arc<dyn Clock>>,
+}
+
+/// What to load.
+pub struct LoadRequest<'a> {
+    /// Name for messages and the shell.
+    pub name: &'a str,
+    /// The module.
+    pub bytes: &'a [u8],
+    /// Capabilities granted, each under a name the extension looks up with
+    /// `handle_find` (handles are numbered in this order, from 0).
+    pub grants: Vec<(String, Capability)>,
+    /// Limits; the runtime's defaults if `None`.
+    pub limits: Option<Limits>,
+}
+
+impl<'a> LoadRequest<'a> {
+    /// A request without grants, with the default limits.
+    pub fn new(name: &'a str, bytes: &'a [u8]) -> Self {
+        LoadRequest {
+            name,
+            bytes,
+            grants: Vec::new(),
+            limits: None,
+        }
+    }
+
+    /// Grants an event under its own name.
+    pub fn grant_event(mut self, event: Arc<dyn EventPort>) -> Self {
+        self.grants.push((event.name().into(), Capability::Event(event)));
+        self
+    }
+
+    /// Sets the limits.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = Some(limits);
+        self
+    }
+}
+
+/// The extension runtime.
+pub struct Runtime {
+    engine: Box<dyn Engine>,
+    resolver: Arc<dyn ImportResolver>,
+    services: Arc<Services>,
+    limits: Limits,
+    faulted: Arc<Event<FaultedArgs, ()>>,
+    faulted_authority: Authority,
+    next_id: AtomicU64,
+}
+
+fn faulted_intrinsic(_: &FaultedArgs) {}
+
+impl Runtime {
+    /// A runtime with the wasmi engine, the kernel interface open to every
+    /// extension, and default limits.
+    pub fn new(services: Services) -> Self {
+        Runtime::with_parts(
+            Box::new(WasmiEngine::new(&EngineConfig::default())),
+            Arc::new(KernelInterface::new()),
+            services,
+            Limits::default(),
+        )
+    }
+
+    /// A runtime from its parts.
+    pub fn with_parts(engine: Box<dyn Engine>, resolver: Arc<dyn ImportResolver>, services: Services, limits: Limits) -> Self {
+        let (faulted, faulted_authority) = Event::new(FAULTED_EVENT, faulted_intrinsic as fn(&FaultedArgs));
+        Runtime {
+            engine,
+            resolver,
+            services: Arc::new(services),
+            limits,
+            faulted: Arc::new(faulted),
+            faulted_authority,
+            // Principal 0 is the kernel.
+            next_id: AtomicU64::new(1),
+        }
+    }
+
+    /// The `Extension.Faulted(extension id, fault kind)` event: install a
+    /// policy on it (for example, unload an extension that keeps
+    /// faulting).
+    pub fn faulted(&self) -> &Arc<Event<FaultedArgs, ()>> {
+        &self.faulted
+    }
+
+    /// The authority over `Extension.Faulted` (set its authorizer).
+    pub fn faulted_authority(&self) -> &Authority {
+        &self.faulted_authority
+    }
+
+    /// `Extension.Faulted` as a port, to grant to a policy extension.
+    pub fn faulted_port(&self) -> Arc<dyn EventPort> {
+        port(self.faulted.clone())
+    }
+
+    /// The default limits.
+    pub fn default_limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Loads, links and instantiates an extension, then runs its `init`.
+    pub fn load(&self, request: LoadRequest<'_>) -> Result<Extension, LoadError> {
+        let limits = request.limits.unwrap_or(self.limits);
+        if request.bytes.len() > limits.module_bytes {
+            return Err(LimitExceeded {
+                what: "module bytes",
+                limit: limits.module_bytes as u64,
+                requested: request.bytes.len() as u64,
+            }
+            .into());
+        }
+        let info = ModuleInfo::parse(request.bytes)?;
+        if let Some((initial, _)) = info.memory_pages {
+            if initial > u64::from(limits.memory_pages) {
+                return Err(LimitExceeded {
+                    what: "memory pages",
+                    limit: u64::from(limits.memory_pages),
+                    requested: initial,
+                }
+                .into());
+            }
+        }
+        let id = ExtensionId(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let principal = Principal(id.0);
+        let importer = Importer {
+            name: request.name,
+            principal,
+        };
+        let imports = resolve_imports(&*self.resolver, &importer, &info)?;
+        let mut handles = HandleTable::new(limits.handles);
+        for (name, capability) in request.grants {
+            handles.insert(name, capability)?;
+        }
+        let shared = Arc::new(Shared::new(id, request.name.into(), limits, self.faulted.clone()));
+        let state = ExtensionState {
+            name: request.name.into(),
+            principal,
+            handles,
+            installed: Vec::new(),
+            services: self.services.clone(),
+            limits,
+            pure_imports: imports.iter().map(|import| import.spec().is_pure).collect(),
+            module: Arc::new(info),
+            extension: Arc::downgrade(&shared),
+        };
+        let module = state.module.clone();
+        let instance = self.engine.instantiate(
+            request.bytes,
+            &module,
+            &imports,
+            state,
+            &limits,
+            limits.fuel_per_invocation,
+        )?;
+        *shared.instance.lock() = Some(instance);
+        let extension = Extension { shared };
+        if module.exported_function(INIT_EXPORT).is_some() {
+            match extension.call(INIT_EXPORT, &[]) {
+                Ok(_) => {}
+                Err(error) => {
+                    let _ = extension.unload();
+                    return Err(LoadError::InitFaulted(alloc::format!("{error}")));
+                }
+            }
+        }
+        Ok(extension)
+    }
+}
+
+impl From<CallError> for LoadError {
+    fn from(error: CallError) -> Self {
+        LoadError::InitFaulted(alloc::format!("{error}"))
+    }
+}
