@@ -1,5 +1,6 @@
 //! Errors returned to installers and raisers.
 
+use alloc::boxed::Box;
 use core::fmt;
 
 use crate::{
@@ -86,9 +87,27 @@ pub struct GuardId(pub(crate) u64);
 
 /// Why a raise produced no result (003 §2.3 "Handling results": "in case no
 /// handler runs, a runtime exception is thrown at the point the event is
-/// raised").
+/// raised"). One pointer wide, so that `Result<u64, RaiseError>` comes back
+/// in registers on the raise path; the details are in [`RaiseFailure`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RaiseError {
+pub struct RaiseError(Box<RaiseFailure>);
+
+impl RaiseError {
+    /// What went wrong.
+    pub fn failure(&self) -> &RaiseFailure {
+        &self.0
+    }
+}
+
+impl From<RaiseFailure> for RaiseError {
+    fn from(failure: RaiseFailure) -> Self {
+        RaiseError(Box::new(failure))
+    }
+}
+
+/// The details of a [`RaiseError`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RaiseFailure {
     /// No handler fired and the event has no default handler.
     NoHandler {
         /// The event's name.
@@ -113,14 +132,14 @@ pub enum RaiseError {
 
 impl fmt::Display for RaiseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RaiseError::NoHandler { event } => {
+        match &*self.0 {
+            RaiseFailure::NoHandler { event } => {
                 write!(f, "{event}: no handler fired and no default handler")
             }
-            RaiseError::Faulted { event, fault } => {
+            RaiseFailure::Faulted { event, fault } => {
                 write!(f, "{event}: every firing handler faulted ({fault})")
             }
-            RaiseError::DefaultFaulted { event, fault } => {
+            RaiseFailure::DefaultFaulted { event, fault } => {
                 write!(f, "{event}: the default handler faulted ({fault})")
             }
         }

@@ -30,7 +30,7 @@ use crate::{
     account::{Clock, Counters, EventStats},
     authorize::{Authority, Authorizer, EventId, Grant, Operation, Principal, Request},
     decision::DecisionIndex,
-    error::{Error, GuardId, RaiseError},
+    error::{Error, GuardId, RaiseError, RaiseFailure},
     guard::{field_value, Field, Guard, GuardCode, Predicate},
     handler::{Code, Fault, Handler, Invocation, Mode, Spawner},
     order::{place, BindingId, Order},
@@ -376,6 +376,20 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
         self.raise_listed(args)
     }
 
+    /// [`Event::raise`] for interface glue that names the intrinsic
+    /// function statically: while the intrinsic handler is alone, this is a
+    /// flag test and a *direct* (inlinable) call of `intrinsic`, exactly a
+    /// procedure call (003 §3: "an event with only an intrinsic handler is
+    /// dispatched directly as a procedure call (which, in fact, it is)").
+    /// `intrinsic` must be the function the event was built with.
+    #[inline(always)]
+    pub fn raise_static(&self, args: &mut A, intrinsic: fn(&A) -> R) -> Result<R, RaiseError> {
+        if self.plain.load(Ordering::Acquire) {
+            return Ok(intrinsic(args));
+        }
+        self.raise_listed(args)
+    }
+
     #[inline(never)]
     fn raise_listed(&self, args: &mut A) -> Result<R, RaiseError> {
         let (_, list) = self.list.load();
@@ -466,20 +480,34 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
         if let Some(result) = outcome.result {
             return Ok(result);
         }
-        // Nothing fired: the default handler, else an error (003 §2.3).
-        match (&list.default, outcome.fault) {
-            (Some((code, signature)), _) => code
-                .run(args, signature, &Invocation::default())
-                .map_err(|fault| RaiseError::DefaultFaulted {
+        self.nothing_fired(list, args, outcome.fault)
+    }
+
+    /// Nothing fired: the default handler, else an error (003 §2.3).
+    #[cold]
+    #[inline(never)]
+    fn nothing_fired(
+        &self,
+        list: &List<A, R>,
+        args: &mut A,
+        fault: Option<Fault>,
+    ) -> Result<R, RaiseError> {
+        let failure = match (&list.default, fault) {
+            (Some((code, signature)), _) => match code.run(args, signature, &Invocation::default())
+            {
+                Ok(result) => return Ok(result),
+                Err(fault) => RaiseFailure::DefaultFaulted {
                     event: self.name,
                     fault,
-                }),
-            (None, Some(fault)) => Err(RaiseError::Faulted {
+                },
+            },
+            (None, Some(fault)) => RaiseFailure::Faulted {
                 event: self.name,
                 fault,
-            }),
-            (None, None) => Err(RaiseError::NoHandler { event: self.name }),
-        }
+            },
+            (None, None) => RaiseFailure::NoHandler { event: self.name },
+        };
+        Err(failure.into())
     }
 
     /// Guards, then the handler, for one entry.

@@ -42,7 +42,7 @@ pub mod signature;
 
 pub use account::{Clock, EventStats};
 pub use authorize::{Authority, Authorizer, Denied, EventId, Grant, Operation, Principal, Request};
-pub use error::{Error, GuardId, RaiseError};
+pub use error::{Error, GuardId, RaiseError, RaiseFailure};
 pub use event::{
     Event, EventBuilder, FieldReader, Install, Intrinsic, List, RaiseCache, ResultHandler,
 };

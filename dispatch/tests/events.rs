@@ -82,9 +82,10 @@ fn intrinsic_only_raise_is_a_plain_call() {
     assert_eq!(event.raise(&mut (21,)), Ok(42));
     assert_eq!(
         event.raise(&mut (3,)),
-        Err(RaiseError::NoHandler {
+        Err(RaiseFailure::NoHandler {
             event: "Math.Double"
-        })
+        }
+        .into())
     );
 }
 
@@ -96,9 +97,10 @@ fn intrinsic_can_be_replaced_and_restored() {
         .unwrap();
     assert_eq!(
         event.raise(&mut (1,)),
-        Err(RaiseError::NoHandler {
+        Err(RaiseFailure::NoHandler {
             event: "Math.Double"
-        })
+        }
+        .into())
     );
     event
         .install(EXTENSION, Install::new(Handler::new(|a: &(u64,)| a.0 * 3)))
@@ -393,9 +395,10 @@ fn results_one_several_none_default() {
     // None fired, no default: a clear error.
     assert_eq!(
         event.raise(&mut (1,)),
-        Err(RaiseError::NoHandler {
+        Err(RaiseFailure::NoHandler {
             event: "VM.PageFault"
-        })
+        }
+        .into())
     );
     // Default handler: runs only when no other handler fires.
     event
@@ -571,10 +574,11 @@ fn ephemeral_handlers_must_accept_termination_and_are_bounded() {
     event.remove(EXTENSION, event.bindings()[0]).unwrap();
     assert_eq!(
         event.raise(&mut (1,)),
-        Err(RaiseError::Faulted {
+        Err(RaiseFailure::Faulted {
             event: "Net.PacketArrived",
             fault: Fault::BudgetExhausted
-        })
+        }
+        .into())
     );
     // ...or the default.
     event
@@ -1015,15 +1019,17 @@ fn declarative_port_guards_select_by_table_lookup() {
         .unwrap();
     assert_eq!(
         raise(3000),
-        Err(RaiseError::NoHandler {
+        Err(RaiseFailure::NoHandler {
             event: "Udp.PacketArrived"
-        })
+        }
+        .into())
     );
     event.remove(EXTENSION, low).unwrap();
     assert_eq!(
         raise(53),
-        Err(RaiseError::NoHandler {
+        Err(RaiseFailure::NoHandler {
             event: "Udp.PacketArrived"
-        })
+        }
+        .into())
     );
 }
