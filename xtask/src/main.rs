@@ -20,6 +20,7 @@ use std::{
 };
 
 mod bench;
+mod extensions;
 mod parse;
 mod policy;
 mod qemu;
@@ -92,6 +93,23 @@ commands! {
     /// Builds the debug profile unless --release is given (run, test and
     /// bench build and boot the release profile unless --debug is given).
     "build" => build_command,
+    /// Builds the SDK and every extension in extensions/ into target/extensions/*.wasm.
+    ///
+    /// usage: ./x build-extensions
+    ///
+    /// Rust extensions build for wasm32-unknown-unknown with Debian's cargo
+    /// and wasm-ld; C extensions with clang-19 and sdk/c/spindle.h.
+    "build-extensions" => build_extensions_command,
+    /// Fuzzes the extension loader with generated, mutated and random modules.
+    ///
+    /// usage: ./x fuzz [--cases N] [--seconds S] [--seed X]
+    ///
+    ///   --cases N    run N cases (default 100000, or unbounded with --seconds)
+    ///   --seconds S  stop after S seconds
+    ///   --seed X     start from seed X (a failing case prints its seed)
+    ///
+    /// Runs wasm/tests/fuzz.rs optimized; `./x test` runs it with 10,000 cases.
+    "fuzz" => fuzz_command,
     /// Lists the subcommands, or shows one subcommand's help.
     ///
     /// usage: ./x help [SUBCOMMAND]   (or: ./x SUBCOMMAND --help)
@@ -383,6 +401,30 @@ fn bench_command(mut args: Args) -> Result<ExitCode> {
     }
 }
 
+fn build_extensions_command(args: Args) -> Result<ExitCode> {
+    args.finish()?;
+    for path in extensions::build_extensions()? {
+        println!("{}", toolchain::display_path(&path));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn fuzz_command(mut args: Args) -> Result<ExitCode> {
+    let number = |text: Option<String>, name: &str| -> Result<Option<u64>> {
+        text.map(|text| text.parse().map_err(|_| format!("{name} needs a number, not {text:?}").into()))
+            .transpose()
+    };
+    let seconds = number(args.value("--seconds")?, "--seconds")?;
+    let cases = number(args.value("--cases")?, "--cases")?.or(seconds.is_none().then_some(100_000));
+    let seed = number(args.value("--seed")?, "--seed")?;
+    args.finish()?;
+    Ok(if extensions::fuzz(cases, seconds, seed)? {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
 fn help_command(mut args: Args) -> Result<ExitCode> {
     let topic = args.positional();
     args.finish()?;
@@ -401,7 +443,7 @@ fn print_overview() {
     println!("subcommands:");
     for command in COMMANDS {
         let summary = command.help.lines().next().unwrap_or_default().trim();
-        println!("  {:<7} {summary}", command.name);
+        println!("  {:<16} {summary}", command.name);
     }
     println!("\n`./x help SUBCOMMAND` or `./x SUBCOMMAND --help` shows its options.");
 }

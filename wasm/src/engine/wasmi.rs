@@ -20,7 +20,7 @@ use alloc::{boxed::Box, format, string::ToString, vec::Vec};
 
 use spindle_abi::{FaultKind, Import, MEMORY_EXPORT};
 use wasmi::{
-    errors::ErrorKind, AsContext, AsContextMut, Caller, CompilationMode, Config, Func, Linker, Memory,
+    AsContext, AsContextMut, Caller, CompilationMode, Config, Func, Linker, Memory,
     Module, Store, StoreLimits, StoreLimitsBuilder, TrapCode, Val, ValType,
 };
 
@@ -212,10 +212,8 @@ fn zero_of(ty: &ValType) -> Val {
 
 /// Classifies a wasmi error as a trap, if it is one.
 fn trap_of(error: &wasmi::Error) -> Option<Trap> {
-    if let ErrorKind::Host(host) = error.kind() {
-        if let Some(HostTrap(trap)) = (host as &dyn core::any::Any).downcast_ref::<HostTrap>() {
-            return Some(trap.clone());
-        }
+    if let Some(HostTrap(trap)) = error.downcast_ref::<HostTrap>() {
+        return Some(trap.clone());
     }
     let code = error.as_trap_code()?;
     let kind = match code {

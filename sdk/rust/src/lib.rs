@@ -1,0 +1,221 @@
+//! The Rust SDK for Spindle extensions.
+//!
+//! An extension is a `cdylib` built for `wasm32-unknown-unknown`. It
+//! imports kernel procedures from the module `"spindle"`; their bindings in
+//! [`raw`] are generated from the one import table, `spindle_abi`'s
+//! `for_each_import!`, so they cannot drift from what the kernel
+//! implements. The rest of this crate wraps them in types:
+//! [`log`]/[`log!`], [`Event`], [`Binding`], [`Mode`], [`now_ns`].
+//!
+//! Conventions the kernel follows: an export `init` (type `() -> ()`) runs
+//! once after loading; handlers and guards are exported functions whose
+//! parameters are the event's (by value) and whose result is the event's
+//! result (a guard returns `i32`, non-zero for true) — see
+//! [`export_handler!`] for the attribute boilerplate.
+#![no_std]
+
+use core::fmt;
+
+pub use spindle_abi::{FaultKind, HandleKind, Status};
+
+/// The kernel procedures, exactly as the import table declares them.
+pub mod raw {
+    macro_rules! declare {
+        (
+            $module:literal;
+            $(
+                $(#[doc = $doc:literal])*
+                $variant:ident = $purity:ident fn $name:ident($($param:ident: $ty:ident),* $(,)?) $(-> $result:ident)?;
+            )*
+        ) => {
+            #[link(wasm_import_module = $module)]
+            extern "C" {
+                $( $(#[doc = $doc])* pub fn $name($($param: $ty),*) $(-> $result)?; )*
+            }
+        };
+    }
+    spindle_abi::for_each_import!(declare);
+}
+
+/// Writes `message` to the kernel console.
+pub fn log(message: &str) {
+    // SAFETY: the kernel reads `message.len()` bytes at `message.as_ptr()`,
+    // a live borrow, and checks the range against linear memory itself.
+    unsafe {
+        raw::log(message.as_ptr() as i32, message.len() as i32);
+    }
+}
+
+/// A fixed buffer for formatted log lines (extensions need no allocator).
+pub struct LineBuffer {
+    bytes: [u8; 256],
+    len: usize,
+}
+
+impl LineBuffer {
+    /// An empty line.
+    pub const fn new() -> Self {
+        LineBuffer {
+            bytes: [0; 256],
+            len: 0,
+        }
+    }
+
+    /// The text so far (cut at the buffer's end).
+    pub fn as_str(&self) -> &str {
+        // Only whole `&str`s are copied in, cut at a char boundary.
+        core::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
+    }
+}
+
+impl Default for LineBuffer {
+    fn default() -> Self {
+        LineBuffer::new()
+    }
+}
+
+impl fmt::Write for LineBuffer {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        let room = self.bytes.len() - self.len;
+        let mut take = text.len().min(room);
+        while !text.is_char_boundary(take) {
+            take -= 1;
+        }
+        self.bytes[self.len..self.len + take].copy_from_slice(&text.as_bytes()[..take]);
+        self.len += take;
+        Ok(())
+    }
+}
+
+/// `log!("x = {}", x)`: formats into a 256-byte line and logs it.
+#[macro_export]
+macro_rules! log {
+    ($($arg:tt)*) => {{
+        let mut line = $crate::LineBuffer::new();
+        let _ = core::fmt::Write::write_fmt(&mut line, format_args!($($arg)*));
+        $crate::log(line.as_str());
+    }};
+}
+
+/// Does nothing in the kernel: the cost of a Wasm-to-kernel call.
+pub fn null_call() {
+    // SAFETY: no arguments, no effects.
+    unsafe { raw::null_call() }
+}
+
+/// Nanoseconds since boot.
+pub fn now_ns() -> u64 {
+    // SAFETY: no arguments.
+    unsafe { raw::timer_now_ns() as u64 }
+}
+
+fn status(code: i32) -> Result<i32, Status> {
+    if code >= 0 {
+        Ok(code)
+    } else {
+        Err(Status::from_code(code).unwrap_or(Status::Invalid))
+    }
+}
+
+/// How an installed handler runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// To completion, within the extension's fuel limit.
+    Synchronous,
+    /// Aborted after `fuel` units of work.
+    Ephemeral {
+        /// The budget.
+        fuel: u64,
+    },
+}
+
+/// An event the extension was granted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event(i32);
+
+/// One of the extension's installations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Binding(i32);
+
+impl Event {
+    /// The event granted under `name` (usually the event's own name, e.g.
+    /// `"Timer.Tick"`).
+    pub fn find(name: &str) -> Option<Event> {
+        // SAFETY: a live borrow, checked by the kernel.
+        let handle = unsafe { raw::handle_find(name.as_ptr() as i32, name.len() as i32) };
+        (handle >= 0).then_some(Event(handle))
+    }
+
+    /// The raw handle.
+    pub fn handle(self) -> i32 {
+        self.0
+    }
+
+    /// Installs the export `handler` (optionally guarded by the export
+    /// `guard`, which the kernel verifies is side-effect free).
+    pub fn install(self, handler: &str, guard: Option<&str>, mode: Mode) -> Result<Binding, Status> {
+        let (guard_ptr, guard_len) = guard.map_or((0, 0), |g| (g.as_ptr() as i32, g.len() as i32));
+        let (mode, fuel) = match mode {
+            Mode::Synchronous => (spindle_abi::InstallMode::Synchronous, 0),
+            Mode::Ephemeral { fuel } => (spindle_abi::InstallMode::Ephemeral, fuel),
+        };
+        // SAFETY: live borrows, checked by the kernel.
+        let code = unsafe {
+            raw::install(
+                self.0,
+                handler.as_ptr() as i32,
+                handler.len() as i32,
+                guard_ptr,
+                guard_len,
+                mode as i32,
+                fuel as i64,
+            )
+        };
+        status(code).map(Binding)
+    }
+
+    /// Raises the event with `args` (one 64-bit slot per parameter);
+    /// returns the result slot (0 for events without a result).
+    pub fn raise(self, args: &[u64]) -> Result<u64, Status> {
+        let mut result = 0u64;
+        // SAFETY: `args` and `result` are live; the kernel checks ranges.
+        let code = unsafe {
+            raw::raise(
+                self.0,
+                args.as_ptr() as i32,
+                args.len() as i32,
+                &mut result as *mut u64 as i32,
+            )
+        };
+        status(code).map(|_| result)
+    }
+}
+
+impl Binding {
+    /// Removes the installation.
+    pub fn remove(self) -> Result<(), Status> {
+        // SAFETY: a plain integer argument.
+        status(unsafe { raw::remove(self.0) }).map(drop)
+    }
+
+    /// The raw handle.
+    pub fn handle(self) -> i32 {
+        self.0
+    }
+}
+
+/// Exports a function under its own name with the C ABI:
+/// `export_handler! { fn on_tick(ticks: u64) { ... } }`.
+#[macro_export]
+macro_rules! export_handler {
+    ($(fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $result:ty)? $body:block)*) => {$(
+        #[no_mangle]
+        pub extern "C" fn $name($($arg: $ty),*) $(-> $result)? $body
+    )*};
+}
+
+#[cfg(feature = "panic-handler")]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    core::arch::wasm32::unreachable()
+}
