@@ -101,7 +101,12 @@ where
     ) -> Result<BindingId, dispatch::Error> {
         let signature = handler.signature.clone();
         // Wasm code can always be stopped cleanly: it accepts termination.
-        let mut install = Install::new(Handler::dynamic(signature, handler).ephemeral().named("wasm")).mode(mode);
+        let mut install = Install::new(
+            Handler::dynamic(signature, handler)
+                .ephemeral()
+                .named("wasm"),
+        )
+        .mode(mode);
         if let Some(guard) = guard {
             install = install.guard(Guard::dynamic(guard.signature.clone(), guard));
         }
@@ -218,10 +223,15 @@ impl DynHandler for WasmHandler {
         args: &mut DynArgs<'_>,
         invocation: &Invocation,
     ) -> Result<Option<Value>, Fault> {
-        let extension = self.extension.upgrade().ok_or_else(|| fault(CallError::Unloaded))?;
+        let extension = self
+            .extension
+            .upgrade()
+            .ok_or_else(|| fault(CallError::Unloaded))?;
         let arguments = self.arguments(args)?;
         let budget = invocation.budget.and_then(|budget| budget.fuel);
-        let result = extension.invoke(self.export, &arguments, budget).map_err(fault)?;
+        let result = extension
+            .invoke(self.export, &arguments, budget)
+            .map_err(fault)?;
         match (result, self.signature.result) {
             (None, None) => Ok(None),
             (Some(value), Some(ty)) => lift(value, ty).map(Some).ok_or(Fault::BadResult),
@@ -232,7 +242,9 @@ impl DynHandler for WasmHandler {
 
 fn fault(error: CallError) -> Fault {
     match error {
-        CallError::Trap(trap) if trap.kind == spindle_abi::FaultKind::BudgetExhausted => Fault::BudgetExhausted,
+        CallError::Trap(trap) if trap.kind == spindle_abi::FaultKind::BudgetExhausted => {
+            Fault::BudgetExhausted
+        }
         other => Fault::Trap(alloc::format!("{other}")),
     }
 }

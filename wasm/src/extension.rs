@@ -90,18 +90,27 @@ pub struct Shared {
     /// `None` once unloaded. Locked for the length of each invocation.
     pub(crate) instance: Mutex<Option<Box<dyn Instance>>>,
     pub(crate) faulted: Arc<Event<FaultedArgs, ()>>,
+    /// The extension's domain: its exports and (unresolved) imports.
+    pub(crate) domain: Option<domain::Domain>,
     invocations: AtomicU64,
     faults: AtomicU64,
 }
 
 impl Shared {
-    pub(crate) fn new(id: ExtensionId, name: String, limits: Limits, faulted: Arc<Event<FaultedArgs, ()>>) -> Self {
+    pub(crate) fn new(
+        id: ExtensionId,
+        name: String,
+        limits: Limits,
+        faulted: Arc<Event<FaultedArgs, ()>>,
+        domain: Option<domain::Domain>,
+    ) -> Self {
         Shared {
             id,
             name,
             limits,
             instance: Mutex::new(None),
             faulted,
+            domain,
             invocations: AtomicU64::new(0),
             faults: AtomicU64::new(0),
         }
@@ -110,8 +119,15 @@ impl Shared {
     /// Runs `export` with fuel `min(budget, limit)`. A trap is counted and
     /// reported on `Extension.Faulted` after the instance is unlocked, so a
     /// policy handler may unload the culprit.
-    pub(crate) fn invoke(&self, export: ExportRef, args: &[WasmValue], budget: Option<u64>) -> Result<Option<WasmValue>, CallError> {
-        let fuel = budget.map_or(self.limits.fuel_per_invocation, |b| b.min(self.limits.fuel_per_invocation));
+    pub(crate) fn invoke(
+        &self,
+        export: ExportRef,
+        args: &[WasmValue],
+        budget: Option<u64>,
+    ) -> Result<Option<WasmValue>, CallError> {
+        let fuel = budget.map_or(self.limits.fuel_per_invocation, |b| {
+            b.min(self.limits.fuel_per_invocation)
+        });
         let outcome = {
             let Some(mut guard) = self.instance.try_lock() else {
                 return Err(CallError::Busy);
@@ -171,7 +187,13 @@ impl<'a> Bind<'a> {
 
 /// Checks that the module's function `index` has the Wasm type of
 /// `signature` (with `result` as its result type).
-fn check_type(context: &dyn HostContext, export: &str, index: u32, signature: &Signature, result: Option<WasmType>) -> Result<(), BindError> {
+fn check_type(
+    context: &dyn HostContext,
+    export: &str,
+    index: u32,
+    signature: &Signature,
+    result: Option<WasmType>,
+) -> Result<(), BindError> {
     let type_error = |message: String| BindError::Type {
         export: export.into(),
         message,
@@ -179,9 +201,13 @@ fn check_type(context: &dyn HostContext, export: &str, index: u32, signature: &S
     let mut params = Vec::with_capacity(signature.params.len());
     for (position, param) in signature.params.iter().enumerate() {
         if param.passing != dispatch::Passing::ByValue {
-            return Err(type_error(format!("parameter {position} is by reference (not supported for Wasm code)")));
+            return Err(type_error(format!(
+                "parameter {position} is by reference (not supported for Wasm code)"
+            )));
         }
-        params.push(lowered(param.ty).ok_or_else(|| type_error(format!("parameter {position} has opaque type {}", param.ty)))?);
+        params.push(lowered(param.ty).ok_or_else(|| {
+            type_error(format!("parameter {position} has opaque type {}", param.ty))
+        })?);
     }
     let expected = crate::module::FuncType {
         params,
@@ -193,18 +219,25 @@ fn check_type(context: &dyn HostContext, export: &str, index: u32, signature: &S
         .function_type(index)
         .ok_or_else(|| type_error("no such function".into()))?;
     if *found != expected {
-        return Err(type_error(format!("type {found}, the event needs {expected}")));
+        return Err(type_error(format!(
+            "type {found}, the event needs {expected}"
+        )));
     }
     Ok(())
 }
 
-fn export_function(context: &mut dyn HostContext, name: &str) -> Result<(u32, ExportRef), BindError> {
+fn export_function(
+    context: &mut dyn HostContext,
+    name: &str,
+) -> Result<(u32, ExportRef), BindError> {
     let index = context
         .state()
         .module
         .exported_function(name)
         .ok_or_else(|| BindError::NoSuchExport(name.into()))?;
-    let export = context.export(name).ok_or_else(|| BindError::NoSuchExport(name.into()))?;
+    let export = context
+        .export(name)
+        .ok_or_else(|| BindError::NoSuchExport(name.into()))?;
     Ok((index, export))
 }
 
@@ -212,7 +245,11 @@ fn export_function(context: &mut dyn HostContext, name: &str) -> Result<(u32, Ex
 /// checks, purity check of the guard, the handler limit, then the
 /// dispatcher (whose authorizer has the last word). Records the
 /// installation for unload.
-pub(crate) fn bind(context: &mut dyn HostContext, event: &Arc<dyn EventPort>, request: &Bind<'_>) -> Result<BindingId, BindError> {
+pub(crate) fn bind(
+    context: &mut dyn HostContext,
+    event: &Arc<dyn EventPort>,
+    request: &Bind<'_>,
+) -> Result<BindingId, BindError> {
     let state = context.state();
     if state.installed.len() >= state.limits.handlers {
         return Err(BindError::Limit(LimitExceeded {
@@ -230,7 +267,13 @@ pub(crate) fn bind(context: &mut dyn HostContext, event: &Arc<dyn EventPort>, re
         None => None,
     };
     let (handler_index, handler_export) = export_function(context, request.handler)?;
-    check_type(context, request.handler, handler_index, &signature, result_type)?;
+    check_type(
+        context,
+        request.handler,
+        handler_index,
+        &signature,
+        result_type,
+    )?;
     let extension = context.state().extension.clone();
     let guard = match request.guard {
         None => None,
@@ -239,7 +282,11 @@ pub(crate) fn bind(context: &mut dyn HostContext, event: &Arc<dyn EventPort>, re
             check_type(context, name, index, &signature, Some(WasmType::I32))?;
             let state = context.state();
             check_pure(&state.module, index, &|import| {
-                state.pure_imports.get(import as usize).copied().unwrap_or(false)
+                state
+                    .pure_imports
+                    .get(import as usize)
+                    .copied()
+                    .unwrap_or(false)
             })
             .map_err(|impurity| BindError::NotPure {
                 export: name.into(),
@@ -270,13 +317,16 @@ pub(crate) fn bind(context: &mut dyn HostContext, event: &Arc<dyn EventPort>, re
 }
 
 /// Removes one of the extension's installations.
-pub(crate) fn unbind(context: &mut dyn HostContext, event: &Arc<dyn EventPort>, binding: BindingId) -> Result<(), dispatch::Error> {
+pub(crate) fn unbind(
+    context: &mut dyn HostContext,
+    event: &Arc<dyn EventPort>,
+    binding: BindingId,
+) -> Result<(), dispatch::Error> {
     let principal = context.state().principal;
     event.remove(principal, binding)?;
-    context
-        .state_mut()
-        .installed
-        .retain(|installed| !(Arc::ptr_eq(&installed.event, event) && installed.binding == binding));
+    context.state_mut().installed.retain(|installed| {
+        !(Arc::ptr_eq(&installed.event, event) && installed.binding == binding)
+    });
     Ok(())
 }
 
@@ -343,6 +393,12 @@ impl Extension {
         &self.shared.name
     }
 
+    /// Its domain (exports with their types, imports as symbols
+    /// `module.name`), e.g. to export it in the nameserver for the shell.
+    pub fn domain(&self) -> Option<&domain::Domain> {
+        self.shared.domain.as_ref()
+    }
+
     /// Its limits.
     pub fn limits(&self) -> Limits {
         self.shared.limits
@@ -357,7 +413,11 @@ impl Extension {
 
     /// Installs the export `request.handler` on `event` (the kernel binding
     /// an extension on its behalf, e.g. from the shell).
-    pub fn bind(&self, event: &Arc<dyn EventPort>, request: &Bind<'_>) -> Result<BindingId, BindError> {
+    pub fn bind(
+        &self,
+        event: &Arc<dyn EventPort>,
+        request: &Bind<'_>,
+    ) -> Result<BindingId, BindError> {
         self.with_instance(|instance| bind(instance, event, request))
             .map_err(|_| BindError::Unloaded)?
     }
@@ -384,7 +444,9 @@ impl Extension {
 
     /// The handle granted under `name`.
     pub fn handle(&self, name: &str) -> Option<i32> {
-        self.with_instance(|instance| instance.state().handles.find(name)).ok().flatten()
+        self.with_instance(|instance| instance.state().handles.find(name))
+            .ok()
+            .flatten()
     }
 
     /// Calls an exported function with runtime-typed arguments (its
@@ -403,14 +465,25 @@ impl Extension {
     }
 
     /// Calls a resolved export.
-    pub fn call_resolved(&self, export: ExportRef, args: &[WasmValue]) -> Result<Option<WasmValue>, CallError> {
+    pub fn call_resolved(
+        &self,
+        export: ExportRef,
+        args: &[WasmValue],
+    ) -> Result<Option<WasmValue>, CallError> {
         self.shared.invoke(export, args, None)
     }
 
     /// Calls an export and reads its result as `ty`.
-    pub fn call_typed(&self, export: &str, args: &[Value], ty: ValueType) -> Result<Value, CallError> {
+    pub fn call_typed(
+        &self,
+        export: &str,
+        args: &[Value],
+        ty: ValueType,
+    ) -> Result<Value, CallError> {
         match self.call(export, args)? {
-            Some(value) => lift(value, ty).ok_or_else(|| CallError::Type(format!("result is not {ty}"))),
+            Some(value) => {
+                lift(value, ty).ok_or_else(|| CallError::Type(format!("result is not {ty}")))
+            }
             None => Err(CallError::Type("no result".into())),
         }
     }

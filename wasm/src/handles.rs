@@ -41,7 +41,9 @@ impl core::fmt::Debug for Capability {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             Capability::Event(event) => write!(f, "Event({})", event.name()),
-            Capability::Binding { event, binding } => write!(f, "Binding({}, {binding:?})", event.name()),
+            Capability::Binding { event, binding } => {
+                write!(f, "Binding({}, {binding:?})", event.name())
+            }
         }
     }
 }
@@ -127,12 +129,15 @@ impl HandleTable {
 
     /// The handle of the capability granted under `name`.
     pub fn find(&self, name: &str) -> Option<i32> {
-        self.slots.iter().enumerate().find_map(|(index, slot)| match &slot.entry {
-            Some((entry_name, _)) if entry_name == name => {
-                Some(((slot.generation << INDEX_BITS) | index as u32) as i32)
-            }
-            _ => None,
-        })
+        self.slots
+            .iter()
+            .enumerate()
+            .find_map(|(index, slot)| match &slot.entry {
+                Some((entry_name, _)) if entry_name == name => {
+                    Some(((slot.generation << INDEX_BITS) | index as u32) as i32)
+                }
+                _ => None,
+            })
     }
 
     /// Number of live handles.

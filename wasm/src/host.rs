@@ -28,7 +28,11 @@ const MAX_NAME_BYTES: u32 = 256;
 const MAX_LOG_BYTES: u32 = 4096;
 
 /// Runs kernel procedure `import` for the extension behind `context`.
-pub fn call(context: &mut dyn HostContext, import: Import, args: &[WasmValue]) -> Result<Option<WasmValue>, Trap> {
+pub fn call(
+    context: &mut dyn HostContext,
+    import: Import,
+    args: &[WasmValue],
+) -> Result<Option<WasmValue>, Trap> {
     let status = |status: Status| Ok(Some(WasmValue::I32(status.code())));
     match import {
         Import::Log => {
@@ -42,11 +46,17 @@ pub fn call(context: &mut dyn HostContext, import: Import, args: &[WasmValue]) -
         }
         Import::NullCall => Ok(None),
         Import::TimerNowNs => {
-            let now = context.state().services.clock.as_ref().map_or(0, |clock| clock.now_ns());
+            let now = context
+                .state()
+                .services
+                .clock
+                .as_ref()
+                .map_or(0, |clock| clock.now_ns());
             Ok(Some(WasmValue::I64(now as i64)))
         }
         Import::HandleFind => {
-            let Some(name) = read_text(context, i32_at(args, 0), i32_at(args, 1), MAX_NAME_BYTES)? else {
+            let Some(name) = read_text(context, i32_at(args, 0), i32_at(args, 1), MAX_NAME_BYTES)?
+            else {
                 return status(Status::Invalid);
             };
             match context.state().handles.find(&name) {
@@ -65,7 +75,9 @@ pub fn call(context: &mut dyn HostContext, import: Import, args: &[WasmValue]) -
         Import::Install => install(context, args),
         Import::Remove => {
             let handle = i32_at(args, 0);
-            let Capability::Binding { event, binding } = context.state().handles.get(handle)?.clone() else {
+            let Capability::Binding { event, binding } =
+                context.state().handles.get(handle)?.clone()
+            else {
                 return status(Status::WrongKind);
             };
             match unbind(context, &event, binding) {
@@ -96,7 +108,12 @@ fn i64_at(args: &[WasmValue], index: usize) -> i64 {
 
 /// Reads UTF-8 text; `None` if it is too long or not UTF-8 (a status for
 /// the caller), a trap if the range is outside memory.
-fn read_text(context: &dyn HostContext, ptr: i32, len: i32, max: u32) -> Result<Option<String>, Trap> {
+fn read_text(
+    context: &dyn HostContext,
+    ptr: i32,
+    len: i32,
+    max: u32,
+) -> Result<Option<String>, Trap> {
     let len = len as u32;
     if len > max {
         return Ok(None);
@@ -117,7 +134,8 @@ fn install(context: &mut dyn HostContext, args: &[WasmValue]) -> Result<Option<W
     let Some(event) = event_of(context, i32_at(args, 0))? else {
         return status(Status::WrongKind);
     };
-    let Some(handler) = read_text(context, i32_at(args, 1), i32_at(args, 2), MAX_NAME_BYTES)? else {
+    let Some(handler) = read_text(context, i32_at(args, 1), i32_at(args, 2), MAX_NAME_BYTES)?
+    else {
         return status(Status::Invalid);
     };
     let guard = if i32_at(args, 4) == 0 {
@@ -130,7 +148,9 @@ fn install(context: &mut dyn HostContext, args: &[WasmValue]) -> Result<Option<W
     };
     let mode = match InstallMode::from_code(i32_at(args, 5)) {
         Some(InstallMode::Synchronous) => Mode::Synchronous,
-        Some(InstallMode::Ephemeral) => Mode::Ephemeral(Budget::fuel(i64_at(args, 6).max(0) as u64)),
+        Some(InstallMode::Ephemeral) => {
+            Mode::Ephemeral(Budget::fuel(i64_at(args, 6).max(0) as u64))
+        }
         None => return status(Status::Invalid),
     };
     let request = Bind {
@@ -185,7 +205,9 @@ fn raise(context: &mut dyn HostContext, args: &[WasmValue]) -> Result<Option<Was
             }
             status(Status::Ok)
         }
-        Some(Err(error)) if matches!(error.failure(), RaiseFailure::NoHandler { .. }) => status(Status::NoHandler),
+        Some(Err(error)) if matches!(error.failure(), RaiseFailure::NoHandler { .. }) => {
+            status(Status::NoHandler)
+        }
         Some(Err(_)) => status(Status::Faulted),
     }
 }
@@ -204,7 +226,9 @@ fn bind_status(error: &BindError) -> Status {
 fn dispatch_status(error: &dispatch::Error) -> Status {
     match error {
         dispatch::Error::Type(_) | dispatch::Error::ImposedGuard(_) => Status::Type,
-        dispatch::Error::Denied(_) | dispatch::Error::NotAuthority | dispatch::Error::NotInstaller => Status::Denied,
+        dispatch::Error::Denied(_)
+        | dispatch::Error::NotAuthority
+        | dispatch::Error::NotInstaller => Status::Denied,
         _ => Status::Refused,
     }
 }

@@ -22,14 +22,19 @@
 //! - [`handles`]: the capability handle table;
 //! - [`events`]: events as extensions see them, Wasm handlers and guards;
 //! - [`link`]: import resolution against the domains an extension may use;
+//! - [`domains`]: the same through the `domain` crate's nameserver, and the
+//!   extension's own domain (exports, unresolved imports);
 //! - [`host`]: the kernel procedures extensions import;
-//! - [`extension`], [`runtime`]: loaded extensions, load and unload.
+//! - [`extension`], [`runtime`]: loaded extensions, load and unload;
+//! - [`bench`]: fixtures for the extension benchmarks.
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 
 extern crate alloc;
 
+pub mod bench;
 pub mod config;
+pub mod domains;
 pub mod engine;
 pub mod error;
 pub mod events;
@@ -46,7 +51,9 @@ pub use config::{EngineConfig, Limits};
 pub use engine::{ExportRef, Trap, WasmValue};
 pub use error::{BindError, LimitExceeded, LinkError, LoadError};
 pub use events::{port, EventPort};
-pub use extension::{Bind, CallError, Extension, ExtensionId, ExtensionStats, UnloadError, UnloadReport};
+pub use extension::{
+    Bind, CallError, Extension, ExtensionId, ExtensionStats, UnloadError, UnloadReport,
+};
 pub use handles::Capability;
 pub use link::{ImportAuthorizer, ImportResolver, Importer, KernelInterface};
 pub use runtime::{Console, FaultedArgs, LoadRequest, Runtime, Services, FAULTED_EVENT};

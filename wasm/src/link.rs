@@ -39,7 +39,12 @@ pub trait ImportAuthorizer: Send + Sync {
 /// Resolves one import to a kernel procedure.
 pub trait ImportResolver: Send + Sync {
     /// The procedure `module.name` resolves to for `importer`.
-    fn resolve(&self, importer: &Importer<'_>, module: &str, name: &str) -> Result<Import, LinkError>;
+    fn resolve(
+        &self,
+        importer: &Importer<'_>,
+        module: &str,
+        name: &str,
+    ) -> Result<Import, LinkError>;
 }
 
 /// The kernel's interface domain, [`KERNEL_MODULE`].
@@ -63,12 +68,18 @@ impl KernelInterface {
 }
 
 impl ImportResolver for KernelInterface {
-    fn resolve(&self, importer: &Importer<'_>, module: &str, name: &str) -> Result<Import, LinkError> {
+    fn resolve(
+        &self,
+        importer: &Importer<'_>,
+        module: &str,
+        name: &str,
+    ) -> Result<Import, LinkError> {
         let import = || format!("{module}.{name}");
         if module != KERNEL_MODULE {
             return Err(LinkError::Unresolved { import: import() });
         }
-        let procedure = Import::find(module, name).ok_or_else(|| LinkError::Unresolved { import: import() })?;
+        let procedure =
+            Import::find(module, name).ok_or_else(|| LinkError::Unresolved { import: import() })?;
         if let Some(authorizer) = &self.authorizer {
             authorizer
                 .authorize(importer, module, name)
@@ -82,7 +93,11 @@ impl ImportResolver for KernelInterface {
 }
 
 /// Resolves every import of `info`, in order, and checks types.
-pub fn resolve_imports(resolver: &dyn ImportResolver, importer: &Importer<'_>, info: &ModuleInfo) -> Result<Vec<Import>, LinkError> {
+pub fn resolve_imports(
+    resolver: &dyn ImportResolver,
+    importer: &Importer<'_>,
+    info: &ModuleInfo,
+) -> Result<Vec<Import>, LinkError> {
     let mut resolved = Vec::with_capacity(info.imports.len());
     for entry in &info.imports {
         let name = || format!("{}.{}", entry.module, entry.name);

@@ -202,7 +202,8 @@ impl ModuleInfo {
                     }
                 }
                 Payload::CodeSectionEntry(body) => {
-                    info.effects.push(FunctionEffects::scan(body).map_err(invalid)?);
+                    info.effects
+                        .push(FunctionEffects::scan(body).map_err(invalid)?);
                 }
                 _ => {}
             }
@@ -243,10 +244,13 @@ impl ModuleInfo {
 }
 
 fn type_at(types: &[FuncType], index: u32) -> Result<FuncType, LoadError> {
-    types.get(index as usize).cloned().ok_or_else(|| LoadError::Invalid {
-        offset: 0,
-        message: format!("type index {index} out of range"),
-    })
+    types
+        .get(index as usize)
+        .cloned()
+        .ok_or_else(|| LoadError::Invalid {
+            offset: 0,
+            message: format!("type index {index} out of range"),
+        })
 }
 
 fn invalid(error: wasmparser::BinaryReaderError) -> LoadError {

@@ -167,8 +167,15 @@ pub fn check_pure(
         for &(offset, callee) in &effects.calls {
             if callee < info.imported_functions {
                 if !is_pure_import(callee) {
-                    let import = info.imports.iter().filter(|i| i.func_type.is_some()).nth(callee as usize);
-                    let name = import.map_or_else(|| format!("{callee}"), |i| format!("{}.{}", i.module, i.name));
+                    let import = info
+                        .imports
+                        .iter()
+                        .filter(|i| i.func_type.is_some())
+                        .nth(callee as usize);
+                    let name = import.map_or_else(
+                        || format!("{callee}"),
+                        |i| format!("{}.{}", i.module, i.name),
+                    );
                     return Err(Impurity {
                         function,
                         offset,

@@ -77,7 +77,8 @@ impl<'a> LoadRequest<'a> {
 
     /// Grants an event under its own name.
     pub fn grant_event(mut self, event: Arc<dyn EventPort>) -> Self {
-        self.grants.push((event.name().into(), Capability::Event(event)));
+        self.grants
+            .push((event.name().into(), Capability::Event(event)));
         self
     }
 
@@ -114,8 +115,14 @@ impl Runtime {
     }
 
     /// A runtime from its parts.
-    pub fn with_parts(engine: Box<dyn Engine>, resolver: Arc<dyn ImportResolver>, services: Services, limits: Limits) -> Self {
-        let (faulted, faulted_authority) = Event::new(FAULTED_EVENT, faulted_intrinsic as fn(&FaultedArgs));
+    pub fn with_parts(
+        engine: Box<dyn Engine>,
+        resolver: Arc<dyn ImportResolver>,
+        services: Services,
+        limits: Limits,
+    ) -> Self {
+        let (faulted, faulted_authority) =
+            Event::new(FAULTED_EVENT, faulted_intrinsic as fn(&FaultedArgs));
         Runtime {
             engine,
             resolver,
@@ -183,7 +190,14 @@ impl Runtime {
         for (name, capability) in request.grants {
             handles.insert(name, capability)?;
         }
-        let shared = Arc::new(Shared::new(id, request.name.into(), limits, self.faulted.clone()));
+        let domain = crate::domains::extension_domain(request.name, &info).ok();
+        let shared = Arc::new(Shared::new(
+            id,
+            request.name.into(),
+            limits,
+            self.faulted.clone(),
+            domain,
+        ));
         let state = ExtensionState {
             name: request.name.into(),
             principal,

@@ -2,7 +2,11 @@
 //! identity, handle table, installations, services and limits. Kernel
 //! procedures reach it through [`crate::engine::HostContext`].
 
-use alloc::{string::String, sync::{Arc, Weak}, vec::Vec};
+use alloc::{
+    string::String,
+    sync::{Arc, Weak},
+    vec::Vec,
+};
 
 use dispatch::{BindingId, Principal};
 

@@ -25,7 +25,9 @@ fn install_guard(prelude: &str, body: &str) -> Result<(), BindError> {
           (func (export "g") (param i64) (result i32) {body}))"#
     );
     let extension = fixture.load("guarded", &wat);
-    extension.bind(&tick, &Bind::handler("h").guard("g")).map(drop)
+    extension
+        .bind(&tick, &Bind::handler("h").guard("g"))
+        .map(drop)
 }
 
 fn refused_for(prelude: &str, body: &str) -> wasm_runtime::purity::Impurity {
@@ -58,29 +60,60 @@ fn pure_guards_are_accepted() {
 #[test]
 fn guards_with_side_effects_are_refused_with_the_reason() {
     for (body, instruction) in [
-        ("(i32.store (i32.const 0) (i32.const 1)) (i32.const 1)", "i32.store"),
-        ("(i64.store8 (i32.const 0) (i64.const 1)) (i32.const 1)", "i64.store8"),
+        (
+            "(i32.store (i32.const 0) (i32.const 1)) (i32.const 1)",
+            "i32.store",
+        ),
+        (
+            "(i64.store8 (i32.const 0) (i64.const 1)) (i32.const 1)",
+            "i64.store8",
+        ),
         ("(global.set $g (i32.const 1)) (i32.const 1)", "global.set"),
-        ("(drop (memory.grow (i32.const 1))) (i32.const 1)", "memory.grow"),
-        ("(memory.fill (i32.const 0) (i32.const 0) (i32.const 1)) (i32.const 1)", "memory.fill"),
-        ("(memory.copy (i32.const 0) (i32.const 1) (i32.const 1)) (i32.const 1)", "memory.copy"),
-        ("(table.set (i32.const 0) (ref.null func)) (i32.const 1)", "table.set"),
-        ("(drop (table.grow (ref.null func) (i32.const 1))) (i32.const 1)", "table.grow"),
+        (
+            "(drop (memory.grow (i32.const 1))) (i32.const 1)",
+            "memory.grow",
+        ),
+        (
+            "(memory.fill (i32.const 0) (i32.const 0) (i32.const 1)) (i32.const 1)",
+            "memory.fill",
+        ),
+        (
+            "(memory.copy (i32.const 0) (i32.const 1) (i32.const 1)) (i32.const 1)",
+            "memory.copy",
+        ),
+        (
+            "(table.set (i32.const 0) (ref.null func)) (i32.const 1)",
+            "table.set",
+        ),
+        (
+            "(drop (table.grow (ref.null func) (i32.const 1))) (i32.const 1)",
+            "table.grow",
+        ),
         ("(call_indirect (type $t) (i32.const 0))", "call_indirect"),
     ] {
         let impurity = refused_for("", body);
         assert_eq!(impurity.instruction, instruction, "{body}");
-        assert_eq!(impurity.function, 3, "the guard is function 3 (after 2 imports and h)");
+        assert_eq!(
+            impurity.function, 3,
+            "the guard is function 3 (after 2 imports and h)"
+        );
         assert!(impurity.offset > 0);
         let message = format!("{impurity}");
-        assert!(message.contains(instruction) && message.contains("offset"), "{message}");
+        assert!(
+            message.contains(instruction) && message.contains("offset"),
+            "{message}"
+        );
     }
 }
 
 #[test]
 fn impure_imports_and_impure_callees_are_refused() {
     let impurity = refused_for("", "(call $log (i32.const 0) (i32.const 0))");
-    assert!(impurity.instruction.contains("spindle.log"), "{}", impurity.instruction);
+    assert!(
+        impurity.instruction.contains("spindle.log"),
+        "{}",
+        impurity.instruction
+    );
     // Reached through two helpers: the chain is reported.
     let impurity = refused_for(
         r#"(func $inner (global.set $g (i32.const 2)))
@@ -123,12 +156,21 @@ fn traps_abort_the_invocation_raise_faulted_and_leave_others_running() {
             RaiseFailure::Faulted { .. } => {}
             other => panic!("{export}: {other:?}"),
         }
-        assert_eq!(faults.lock().unwrap().last(), Some(&(culprit.id().0, kind.code())), "{export}");
+        assert_eq!(
+            faults.lock().unwrap().last(),
+            Some(&(culprit.id().0, kind.code())),
+            "{export}"
+        );
         // The bystander's handler still runs, and the culprit's other
         // exports still work: only that invocation was aborted.
         let other = bystander.bind(&compute, &Bind::handler("double")).unwrap();
         assert_eq!(event.raise(&mut (5,)).unwrap(), 10, "{export}");
-        assert_eq!(culprit.call_typed("double", &[Value::I32(4)], ValueType::I32).unwrap(), Value::I32(8));
+        assert_eq!(
+            culprit
+                .call_typed("double", &[Value::I32(4)], ValueType::I32)
+                .unwrap(),
+            Value::I32(8)
+        );
         bystander.unbind(&compute, other).unwrap();
         culprit.unbind(&compute, binding).unwrap();
     }
@@ -139,7 +181,9 @@ fn traps_abort_the_invocation_raise_faulted_and_leave_others_running() {
     event
         .set_default(&authority, Some(dispatch::Handler::new(|_: &(u32,)| 7)))
         .unwrap();
-    culprit.bind(&compute, &Bind::handler("unreachable")).unwrap();
+    culprit
+        .bind(&compute, &Bind::handler("unreachable"))
+        .unwrap();
     assert_eq!(event.raise(&mut (5,)).unwrap(), 7);
 }
 
@@ -176,21 +220,40 @@ fn runaway_ephemeral_handler_is_stopped_by_its_budget() {
     let faults = fixture.fault_log();
     let (event, authority, compute) = compute_event();
     let runaway = fixture.load("runaway", FAULTY);
-    runaway.bind(&compute, &Bind::handler("spin").ephemeral(50_000)).unwrap();
+    runaway
+        .bind(&compute, &Bind::handler("spin").ephemeral(50_000))
+        .unwrap();
     let error = event.raise(&mut (1,)).unwrap_err();
     assert!(
-        matches!(error.failure(), RaiseFailure::Faulted { fault: dispatch::Fault::BudgetExhausted, .. }),
+        matches!(
+            error.failure(),
+            RaiseFailure::Faulted {
+                fault: dispatch::Fault::BudgetExhausted,
+                ..
+            }
+        ),
         "{error}"
     );
-    assert_eq!(faults.lock().unwrap().as_slice(), &[(runaway.id().0, FaultKind::BudgetExhausted.code())]);
+    assert_eq!(
+        faults.lock().unwrap().as_slice(),
+        &[(runaway.id().0, FaultKind::BudgetExhausted.code())]
+    );
     assert_eq!(event.stats().terminated, 1);
     // The raiser gets the event's default once there is one.
     event
-        .set_default(&authority, Some(dispatch::Handler::new(|args: &(u32,)| args.0 + 100)))
+        .set_default(
+            &authority,
+            Some(dispatch::Handler::new(|args: &(u32,)| args.0 + 100)),
+        )
         .unwrap();
     assert_eq!(event.raise(&mut (1,)).unwrap(), 101);
     // The same extension keeps working.
-    assert_eq!(runaway.call_typed("double", &[Value::I32(21)], ValueType::I32).unwrap(), Value::I32(42));
+    assert_eq!(
+        runaway
+            .call_typed("double", &[Value::I32(21)], ValueType::I32)
+            .unwrap(),
+        Value::I32(42)
+    );
 }
 
 #[test]
@@ -242,10 +305,18 @@ fn guard_traps_count_as_false() {
             (func (export "g") (param i64) (result i32) (i32.div_u (i32.const 1) (i32.wrap_i64 (local.get 0))))
             (func (export "n") (result i32) (global.get $n)))"#,
     );
-    extension.bind(&tick, &Bind::handler("h").guard("g")).unwrap();
-    assert!(event.raise(&mut (0,)).is_err(), "guard trapped: no handler ran");
+    extension
+        .bind(&tick, &Bind::handler("h").guard("g"))
+        .unwrap();
+    assert!(
+        event.raise(&mut (0,)).is_err(),
+        "guard trapped: no handler ran"
+    );
     event.raise(&mut (1,)).unwrap();
-    assert_eq!(extension.call_typed("n", &[], ValueType::I32).unwrap(), Value::I32(1));
+    assert_eq!(
+        extension.call_typed("n", &[], ValueType::I32).unwrap(),
+        Value::I32(1)
+    );
     assert_eq!(extension.stats().faults, 1);
 }
 
@@ -270,7 +341,9 @@ fn reentrant_raise_into_the_same_extension_is_refused_not_deadlocked() {
     // From inside the extension, its own handler is busy: the raise fails
     // with a status instead of deadlocking.
     assert_eq!(
-        extension.call_typed("raise_self", &[], ValueType::I32).unwrap(),
+        extension
+            .call_typed("raise_self", &[], ValueType::I32)
+            .unwrap(),
         Value::I32(spindle_abi::Status::Faulted.code())
     );
 }

@@ -16,16 +16,24 @@ use spindle_abi::{FaultKind, Status, IMPORTS};
 use wasm_runtime::{Bind, LoadRequest};
 
 fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// The built extension `name`, if present.
 fn extension(name: &str) -> Option<Vec<u8>> {
-    let path = repo_root().join("target/extensions").join(format!("{name}.wasm"));
+    let path = repo_root()
+        .join("target/extensions")
+        .join(format!("{name}.wasm"));
     match std::fs::read(&path) {
         Ok(bytes) => Some(bytes),
         Err(_) if std::env::var_os("SPINDLE_REQUIRE_EXTENSIONS").is_none() => {
-            eprintln!("{} not built (./x build-extensions): skipped", path.display());
+            eprintln!(
+                "{} not built (./x build-extensions): skipped",
+                path.display()
+            );
             None
         }
         Err(error) => panic!("{}: {error}", path.display()),
@@ -34,15 +42,25 @@ fn extension(name: &str) -> Option<Vec<u8>> {
 
 #[test]
 fn hello_logs_on_load() {
-    let Some(bytes) = extension("hello") else { return };
+    let Some(bytes) = extension("hello") else {
+        return;
+    };
     let fixture = fixture();
-    fixture.runtime.load(LoadRequest::new("hello", &bytes)).unwrap();
-    assert_eq!(fixture.logged(), vec!["hello: hello from a Wasm extension".to_string()]);
+    fixture
+        .runtime
+        .load(LoadRequest::new("hello", &bytes))
+        .unwrap();
+    assert_eq!(
+        fixture.logged(),
+        vec!["hello: hello from a Wasm extension".to_string()]
+    );
 }
 
 #[test]
 fn tick_counter_counts_ticks() {
-    let Some(bytes) = extension("tick-counter") else { return };
+    let Some(bytes) = extension("tick-counter") else {
+        return;
+    };
     let fixture = fixture();
     let (event, _authority, tick) = tick_event();
     let counter = fixture
@@ -53,14 +71,19 @@ fn tick_counter_counts_ticks() {
     for ticks in 0..25 {
         event.raise(&mut (ticks,)).unwrap();
     }
-    assert_eq!(counter.call_typed("count", &[], ValueType::U64).unwrap(), Value::U64(25));
+    assert_eq!(
+        counter.call_typed("count", &[], ValueType::U64).unwrap(),
+        Value::U64(25)
+    );
     counter.unload().unwrap();
     assert!(event.bindings().is_empty());
 }
 
 #[test]
 fn even_ticks_guard_is_pure_and_a_bad_guard_is_refused() {
-    let Some(bytes) = extension("even-ticks") else { return };
+    let Some(bytes) = extension("even-ticks") else {
+        return;
+    };
     let fixture = fixture();
     let (event, _authority, tick) = tick_event();
     let even = fixture
@@ -70,16 +93,22 @@ fn even_ticks_guard_is_pure_and_a_bad_guard_is_refused() {
     for ticks in 0..10 {
         event.raise(&mut (ticks,)).ok();
     }
-    assert_eq!(even.call_typed("count", &[], ValueType::U64).unwrap(), Value::U64(5));
     assert_eq!(
-        even.call_typed("try_bad_guard", &[], ValueType::I32).unwrap(),
+        even.call_typed("count", &[], ValueType::U64).unwrap(),
+        Value::U64(5)
+    );
+    assert_eq!(
+        even.call_typed("try_bad_guard", &[], ValueType::I32)
+            .unwrap(),
         Value::I32(Status::NotPure.code())
     );
 }
 
 #[test]
 fn runaway_handler_is_stopped_and_reported() {
-    let Some(bytes) = extension("runaway") else { return };
+    let Some(bytes) = extension("runaway") else {
+        return;
+    };
     let fixture = fixture();
     let faults = fixture.fault_log();
     let (event, _authority, tick) = tick_event();
@@ -88,12 +117,17 @@ fn runaway_handler_is_stopped_and_reported() {
         .load(LoadRequest::new("runaway", &bytes).grant_event(tick))
         .unwrap();
     assert!(event.raise(&mut (1,)).is_err());
-    assert_eq!(faults.lock().unwrap().as_slice(), &[(runaway.id().0, FaultKind::BudgetExhausted.code())]);
+    assert_eq!(
+        faults.lock().unwrap().as_slice(),
+        &[(runaway.id().0, FaultKind::BudgetExhausted.code())]
+    );
 }
 
 #[test]
 fn faulty_handlers_are_contained() {
-    let Some(bytes) = extension("faulty") else { return };
+    let Some(bytes) = extension("faulty") else {
+        return;
+    };
     let fixture = fixture();
     let faults = fixture.fault_log();
     let (event, _authority, tick) = tick_event();
@@ -116,16 +150,25 @@ fn faulty_handlers_are_contained() {
         faulty.call("set_mode", &[Value::I32(mode)]).unwrap();
         // The other extension's handler completes, so the raise succeeds.
         let _ = event.raise(&mut (7,));
-        assert_eq!(faults.lock().unwrap().last(), Some(&(faulty.id().0, kind.code())), "mode {mode}");
+        assert_eq!(
+            faults.lock().unwrap().last(),
+            Some(&(faulty.id().0, kind.code())),
+            "mode {mode}"
+        );
     }
     if let Some(counter) = counter {
-        assert_eq!(counter.call_typed("count", &[], ValueType::U64).unwrap(), Value::U64(4));
+        assert_eq!(
+            counter.call_typed("count", &[], ValueType::U64).unwrap(),
+            Value::U64(4)
+        );
     }
 }
 
 #[test]
 fn c_extension_loads_logs_and_counts_guarded_ticks() {
-    let Some(bytes) = extension("c-hello") else { return };
+    let Some(bytes) = extension("c-hello") else {
+        return;
+    };
     let fixture = fixture();
     let (event, _authority, tick) = tick_event();
     let c = fixture
@@ -136,15 +179,23 @@ fn c_extension_loads_logs_and_counts_guarded_ticks() {
     for ticks in 0..9 {
         event.raise(&mut (ticks,)).ok();
     }
-    assert_eq!(c.call_typed("count", &[], ValueType::U64).unwrap(), Value::U64(3));
+    assert_eq!(
+        c.call_typed("count", &[], ValueType::U64).unwrap(),
+        Value::U64(3)
+    );
 }
 
 #[test]
 fn big_module_loads_and_runs() {
-    let Some(bytes) = extension("big") else { return };
+    let Some(bytes) = extension("big") else {
+        return;
+    };
     assert!(bytes.len() > 40_000, "big.wasm is {} bytes", bytes.len());
     let fixture = fixture();
-    let big = fixture.runtime.load(LoadRequest::new("big", &bytes)).unwrap();
+    let big = fixture
+        .runtime
+        .load(LoadRequest::new("big", &bytes))
+        .unwrap();
     let first = big.call("run", &[Value::I32(3), Value::I64(1)]).unwrap();
     let second = big.call("run", &[Value::I32(4), Value::I64(1)]).unwrap();
     assert_ne!(first, second, "distinct stages");
@@ -170,13 +221,20 @@ fn c_header_matches_the_import_table() {
             .map(str::trim)
             .filter(|p| !p.is_empty() && *p != "void")
             .collect();
-        declared.push((name.to_string(), result.to_string(), params.iter().map(|p| c_type(p)).collect::<Vec<_>>()));
+        declared.push((
+            name.to_string(),
+            result.to_string(),
+            params.iter().map(|p| c_type(p)).collect::<Vec<_>>(),
+        ));
     }
     let mut names: Vec<&str> = declared.iter().map(|(n, _, _)| n.as_str()).collect();
     names.sort();
     let mut table: Vec<&str> = IMPORTS.iter().map(|s| s.name).collect();
     table.sort();
-    assert_eq!(names, table, "spindle.h and spindle_abi::IMPORTS list different procedures");
+    assert_eq!(
+        names, table,
+        "spindle.h and spindle_abi::IMPORTS list different procedures"
+    );
     for (name, result, params) in declared {
         let spec = IMPORTS.iter().find(|s| s.name == name).unwrap();
         let expected: Vec<spindle_abi::WasmType> = spec.params.to_vec();
@@ -191,7 +249,10 @@ fn c_header_matches_the_import_table() {
 
 /// The Wasm type a C parameter or result lowers to on wasm32.
 fn c_type(declaration: &str) -> spindle_abi::WasmType {
-    if declaration.contains('*') || declaration.starts_with("int32_t") || declaration.starts_with("uint32_t") {
+    if declaration.contains('*')
+        || declaration.starts_with("int32_t")
+        || declaration.starts_with("uint32_t")
+    {
         spindle_abi::WasmType::I32
     } else if declaration.starts_with("int64_t") || declaration.starts_with("uint64_t") {
         spindle_abi::WasmType::I64
@@ -206,7 +267,11 @@ fn c_type(declaration: &str) -> spindle_abi::WasmType {
 fn rust_sdk_bindings_come_from_the_table() {
     let source = std::fs::read_to_string(repo_root().join("sdk/rust/src/lib.rs")).unwrap();
     assert!(source.contains("spindle_abi::for_each_import!(declare)"));
-    assert_eq!(source.matches("wasm_import_module").count(), 1, "one generated extern block");
+    assert_eq!(
+        source.matches("wasm_import_module").count(),
+        1,
+        "one generated extern block"
+    );
     // Every built Rust extension imports only procedures of the table, with
     // the table's types: loading through the type-checking linker proves it.
     for name in ["tick-counter", "even-ticks", "runaway", "faulty"] {
@@ -218,7 +283,8 @@ fn rust_sdk_bindings_come_from_the_table() {
                 .unwrap_or_else(|| panic!("{name} imports {}.{}", import.module, import.name))
                 .spec();
             let ty = import.func_type.as_ref().unwrap();
-            let params: Vec<wasm_runtime::module::WasmType> = spec.params.iter().map(|&t| t.into()).collect();
+            let params: Vec<wasm_runtime::module::WasmType> =
+                spec.params.iter().map(|&t| t.into()).collect();
             assert_eq!(ty.params, params, "{name}: {}", import.name);
         }
     }
@@ -226,13 +292,22 @@ fn rust_sdk_bindings_come_from_the_table() {
 
 #[test]
 fn bind_by_kernel_works_on_shipped_extensions() {
-    let Some(bytes) = extension("even-ticks") else { return };
+    let Some(bytes) = extension("even-ticks") else {
+        return;
+    };
     let fixture = fixture();
     let (event, _authority, tick) = tick_event();
     // Not granted Timer.Tick: init installs nothing; the kernel binds.
-    let even = fixture.runtime.load(LoadRequest::new("even-ticks", &bytes)).unwrap();
+    let even = fixture
+        .runtime
+        .load(LoadRequest::new("even-ticks", &bytes))
+        .unwrap();
     assert!(event.bindings().is_empty());
-    even.bind(&tick, &Bind::handler("on_even_tick").guard("is_even")).unwrap();
+    even.bind(&tick, &Bind::handler("on_even_tick").guard("is_even"))
+        .unwrap();
     event.raise(&mut (2,)).unwrap();
-    assert_eq!(even.call_typed("count", &[], ValueType::U64).unwrap(), Value::U64(1));
+    assert_eq!(
+        even.call_typed("count", &[], ValueType::U64).unwrap(),
+        Value::U64(1)
+    );
 }

@@ -51,7 +51,11 @@ fn available_imports() -> Vec<u8> {
             spindle_abi::WasmType::I64 => "i64",
         };
         let params: Vec<&str> = spec.params.iter().map(ty).collect();
-        let result = spec.result.as_ref().map(|t| format!("(result {})", ty(t))).unwrap_or_default();
+        let result = spec
+            .result
+            .as_ref()
+            .map(|t| format!("(result {})", ty(t)))
+            .unwrap_or_default();
         writeln!(
             wat,
             "  (import \"{}\" \"{}\" (func (param {}) {result}))",
@@ -125,7 +129,8 @@ fn loader_never_panics_on_generated_mutated_or_random_modules() {
     };
     let started = Instant::now();
     let (mut loaded, mut refused, mut bound, mut pure, mut calls) = (0u64, 0u64, 0u64, 0u64, 0u64);
-    let mut valid_pool: Vec<Vec<u8>> = vec![wat::parse_str("(module (func (export \"f\")))").unwrap()];
+    let mut valid_pool: Vec<Vec<u8>> =
+        vec![wat::parse_str("(module (func (export \"f\")))").unwrap()];
     let mut case = 0;
     while case < cases && deadline.is_none_or(|d| started.elapsed() < d) {
         case += 1;
@@ -150,7 +155,9 @@ fn loader_never_panics_on_generated_mutated_or_random_modules() {
                 bytes
             }
         };
-        let request = LoadRequest::new("fuzz", &bytes).grant_event(tick.clone()).limits(limits);
+        let request = LoadRequest::new("fuzz", &bytes)
+            .grant_event(tick.clone())
+            .limits(limits);
         let extension = match fixture.runtime.load(request) {
             Ok(extension) => extension,
             Err(error) => {
@@ -165,7 +172,10 @@ fn loader_never_panics_on_generated_mutated_or_random_modules() {
         }
         let info = wasm_runtime::module::ModuleInfo::parse(&bytes).expect("loaded, so valid");
         for export in info.exports.iter().filter(|e| e.function.is_some()).take(8) {
-            if extension.bind(&tick, &Bind::handler(&export.name).guard(&export.name)).is_ok() {
+            if extension
+                .bind(&tick, &Bind::handler(&export.name).guard(&export.name))
+                .is_ok()
+            {
                 bound += 1;
             }
             // The purity check on every export, whatever its type.
@@ -184,7 +194,11 @@ fn loader_never_panics_on_generated_mutated_or_random_modules() {
                     _ => dispatch::Value::I32(rng.next() as i32),
                 })
                 .collect();
-            if ty.params.iter().all(|t| *t != wasm_runtime::module::WasmType::Other) {
+            if ty
+                .params
+                .iter()
+                .all(|t| *t != wasm_runtime::module::WasmType::Other)
+            {
                 let _ = extension.call(&export.name, &args);
                 calls += 1;
             }
@@ -197,12 +211,15 @@ fn loader_never_panics_on_generated_mutated_or_random_modules() {
         started.elapsed().as_secs_f64()
     );
     assert!(deadline.is_some() || case >= cases);
-    assert!(loaded > 0 && refused > 0, "both outcomes must occur: {loaded} loaded, {refused} refused");
+    assert!(
+        loaded > 0 && refused > 0,
+        "both outcomes must occur: {loaded} loaded, {refused} refused"
+    );
 }
 
 /// Whether imports count as pure, varied per function.
 fn rng_bit(index: u32) -> bool {
-    index % 2 == 0
+    index.is_multiple_of(2)
 }
 
 fn _event_raise(event: &dispatch::Event<(u64,), ()>) -> Result<(), dispatch::RaiseError> {

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use common::{compute_event, fixture, tick_event};
 use dispatch::{BindingId, Principal, Value, ValueType};
 use wasm_runtime::{
-    Bind, BindError, CallError, Capability, ImportAuthorizer, Importer, KernelInterface, LimitExceeded, Limits,
-    LinkError, LoadError, LoadRequest, Runtime, Services,
+    Bind, BindError, CallError, Capability, ImportAuthorizer, Importer, KernelInterface,
+    LimitExceeded, Limits, LinkError, LoadError, LoadRequest, Runtime, Services,
 };
 
 const COUNTER: &str = r#"
@@ -49,7 +49,9 @@ fn handler_runs_on_raise_and_guard_filters() {
     let fixture = fixture();
     let (event, _authority, tick) = tick_event();
     let extension = fixture.load("counter", COUNTER);
-    let binding = extension.bind(&tick, &Bind::handler("on_tick").guard("is_even")).unwrap();
+    let binding = extension
+        .bind(&tick, &Bind::handler("on_tick").guard("is_even"))
+        .unwrap();
     for ticks in 1..=10u64 {
         event.raise(&mut (ticks,)).ok();
     }
@@ -72,9 +74,16 @@ fn handler_type_is_checked_against_the_event() {
     let (_event, _authority, compute) = compute_event();
     let extension = fixture.load("counter", COUNTER);
     // on_tick takes i64 and returns nothing; Test.Compute is (u32) -> u32.
-    let error = extension.bind(&compute, &Bind::handler("on_tick")).unwrap_err();
-    assert!(matches!(error, BindError::Type { ref export, .. } if export == "on_tick"), "{error}");
-    let error = extension.bind(&compute, &Bind::handler("missing")).unwrap_err();
+    let error = extension
+        .bind(&compute, &Bind::handler("on_tick"))
+        .unwrap_err();
+    assert!(
+        matches!(error, BindError::Type { ref export, .. } if export == "on_tick"),
+        "{error}"
+    );
+    let error = extension
+        .bind(&compute, &Bind::handler("missing"))
+        .unwrap_err();
     assert_eq!(error, BindError::NoSuchExport("missing".into()));
 }
 
@@ -83,10 +92,15 @@ fn unload_removes_handlers_revokes_handles_and_frees_memory() {
     let fixture = fixture();
     let (event, _authority, tick) = tick_event();
     let extension = fixture
-        .try_load(LoadRequest::new("counter", &wat::parse_str(COUNTER).unwrap()).grant_event(tick.clone()))
+        .try_load(
+            LoadRequest::new("counter", &wat::parse_str(COUNTER).unwrap())
+                .grant_event(tick.clone()),
+        )
         .unwrap();
     extension.bind(&tick, &Bind::handler("on_tick")).unwrap();
-    extension.bind(&tick, &Bind::handler("on_tick").guard("is_even")).unwrap();
+    extension
+        .bind(&tick, &Bind::handler("on_tick").guard("is_even"))
+        .unwrap();
     assert_eq!(event.bindings().len(), 2);
     let handle = extension.handle("Timer.Tick").expect("granted");
     assert_eq!(handle, 0);
@@ -102,7 +116,10 @@ fn unload_removes_handlers_revokes_handles_and_frees_memory() {
     assert_eq!(extension.stats().memory_bytes, 0);
     assert_eq!(extension.unload(), Err(wasm_runtime::UnloadError::Unloaded));
     // The event still works without the extension.
-    assert!(event.raise(&mut (1,)).is_err(), "no handler and no intrinsic");
+    assert!(
+        event.raise(&mut (1,)).is_err(),
+        "no handler and no intrinsic"
+    );
 }
 
 #[test]
@@ -149,26 +166,53 @@ fn extension_installs_removes_and_raises_through_kernel_procedures() {
     let (tick_event, _a, tick) = tick_event();
     let (compute_event, compute_authority, compute) = compute_event();
     compute_event
-        .set_default(&compute_authority, Some(dispatch::Handler::new(|args: &(u32,)| args.0 * 3)))
+        .set_default(
+            &compute_authority,
+            Some(dispatch::Handler::new(|args: &(u32,)| args.0 * 3)),
+        )
         .unwrap();
     let bytes = wat::parse_str(SELF_INSTALLING).unwrap();
     let extension = fixture
-        .try_load(LoadRequest::new("self", &bytes).grant_event(tick).grant_event(compute))
+        .try_load(
+            LoadRequest::new("self", &bytes)
+                .grant_event(tick)
+                .grant_event(compute),
+        )
         .unwrap();
-    let binding = extension.call_typed("binding", &[], ValueType::I32).unwrap();
-    assert!(matches!(binding, Value::I32(h) if h >= 0), "install returned {binding:?}");
+    let binding = extension
+        .call_typed("binding", &[], ValueType::I32)
+        .unwrap();
+    assert!(
+        matches!(binding, Value::I32(h) if h >= 0),
+        "install returned {binding:?}"
+    );
     tick_event.raise(&mut (1,)).unwrap();
     tick_event.raise(&mut (2,)).unwrap();
-    assert_eq!(extension.call_typed("count", &[], ValueType::I32).unwrap(), Value::I32(2));
-    assert_eq!(extension.call_typed("uninstall", &[], ValueType::I32).unwrap(), Value::I32(0));
+    assert_eq!(
+        extension.call_typed("count", &[], ValueType::I32).unwrap(),
+        Value::I32(2)
+    );
+    assert_eq!(
+        extension
+            .call_typed("uninstall", &[], ValueType::I32)
+            .unwrap(),
+        Value::I32(0)
+    );
     assert!(tick_event.bindings().is_empty());
     assert_eq!(extension.stats().handlers, 0);
     // Raise from Wasm: the kernel's default handler computes 3x.
     assert_eq!(
-        extension.call_typed("compute", &[Value::I32(14)], ValueType::I32).unwrap(),
+        extension
+            .call_typed("compute", &[Value::I32(14)], ValueType::I32)
+            .unwrap(),
         Value::I32(0)
     );
-    assert_eq!(extension.call_typed("computed", &[], ValueType::I32).unwrap(), Value::I32(42));
+    assert_eq!(
+        extension
+            .call_typed("computed", &[], ValueType::I32)
+            .unwrap(),
+        Value::I32(42)
+    );
 }
 
 #[test]
@@ -187,7 +231,11 @@ fn wasm_handler_result_reaches_the_raiser() {
 #[test]
 fn imports_resolve_only_against_allowed_domains_with_matching_types() {
     let fixture = fixture();
-    let load = |wat: &str| fixture.try_load(LoadRequest::new("x", &wat::parse_str(wat).unwrap())).unwrap_err();
+    let load = |wat: &str| {
+        fixture
+            .try_load(LoadRequest::new("x", &wat::parse_str(wat).unwrap()))
+            .unwrap_err()
+    };
     assert_eq!(
         load(r#"(module (import "spindle" "reboot" (func)))"#),
         LoadError::Link(LinkError::Unresolved {
@@ -211,7 +259,12 @@ fn imports_resolve_only_against_allowed_domains_with_matching_types() {
 
     struct NoLogging;
     impl ImportAuthorizer for NoLogging {
-        fn authorize(&self, importer: &Importer<'_>, _module: &str, symbol: &str) -> Result<(), String> {
+        fn authorize(
+            &self,
+            importer: &Importer<'_>,
+            _module: &str,
+            symbol: &str,
+        ) -> Result<(), String> {
             if symbol == "log" {
                 Err(format!("{} may not log", importer.name))
             } else {
@@ -220,7 +273,9 @@ fn imports_resolve_only_against_allowed_domains_with_matching_types() {
         }
     }
     let runtime = Runtime::with_parts(
-        Box::new(wasm_runtime::engine::wasmi::WasmiEngine::new(&Default::default())),
+        Box::new(wasm_runtime::engine::wasmi::WasmiEngine::new(
+            &Default::default(),
+        )),
         Arc::new(KernelInterface::with_authorizer(Arc::new(NoLogging))),
         Services {
             console: fixture.console.clone(),
@@ -228,7 +283,9 @@ fn imports_resolve_only_against_allowed_domains_with_matching_types() {
         },
         Limits::default(),
     );
-    let bytes = wat::parse_str(r#"(module (import "spindle" "log" (func (param i32 i32) (result i32))))"#).unwrap();
+    let bytes =
+        wat::parse_str(r#"(module (import "spindle" "log" (func (param i32 i32) (result i32))))"#)
+            .unwrap();
     assert_eq!(
         runtime.load(LoadRequest::new("quiet", &bytes)).unwrap_err(),
         LoadError::Link(LinkError::Denied {
@@ -243,25 +300,38 @@ fn imports_resolve_only_against_allowed_domains_with_matching_types() {
 #[test]
 fn invalid_modules_are_refused_with_an_offset() {
     let fixture = fixture();
-    let error = fixture.try_load(LoadRequest::new("junk", b"\0asm\x01\0\0\0\x05")).unwrap_err();
-    assert!(matches!(error, LoadError::Invalid { offset: 8.., .. }), "{error}");
+    let error = fixture
+        .try_load(LoadRequest::new("junk", b"\0asm\x01\0\0\0\x05"))
+        .unwrap_err();
+    assert!(
+        matches!(error, LoadError::Invalid { offset: 8.., .. }),
+        "{error}"
+    );
     assert!(matches!(
-        fixture.try_load(LoadRequest::new("empty", b"")).unwrap_err(),
+        fixture
+            .try_load(LoadRequest::new("empty", b""))
+            .unwrap_err(),
         LoadError::Invalid { .. }
     ));
     // A type error inside a function body.
     let bytes = wat::parse_str(r#"(module (func (result i32) (i64.const 1)))"#);
-    let error = fixture.try_load(LoadRequest::new("bad", &bytes.unwrap())).unwrap_err();
+    let error = fixture
+        .try_load(LoadRequest::new("bad", &bytes.unwrap()))
+        .unwrap_err();
     assert!(matches!(error, LoadError::Invalid { .. }), "{error}");
     // Refused features: SIMD and threads.
     let simd = wat::parse_str(r#"(module (func (drop (v128.const i64x2 0 0))))"#).unwrap();
     assert!(matches!(
-        fixture.try_load(LoadRequest::new("simd", &simd)).unwrap_err(),
+        fixture
+            .try_load(LoadRequest::new("simd", &simd))
+            .unwrap_err(),
         LoadError::Invalid { .. }
     ));
     let shared = wat::parse_str(r#"(module (memory 1 1 shared))"#).unwrap();
     assert!(matches!(
-        fixture.try_load(LoadRequest::new("threads", &shared)).unwrap_err(),
+        fixture
+            .try_load(LoadRequest::new("threads", &shared))
+            .unwrap_err(),
         LoadError::Invalid { .. }
     ));
 }
@@ -276,7 +346,9 @@ fn limits_are_enforced_with_clear_errors() {
     };
     let big = wat::parse_str(r#"(module (memory 3))"#).unwrap();
     assert_eq!(
-        fixture.try_load(LoadRequest::new("big", &big).limits(limits)).unwrap_err(),
+        fixture
+            .try_load(LoadRequest::new("big", &big).limits(limits))
+            .unwrap_err(),
         LoadError::Limit(LimitExceeded {
             what: "memory pages",
             limit: 2,
@@ -288,17 +360,31 @@ fn limits_are_enforced_with_clear_errors() {
         ..limits
     };
     assert!(matches!(
-        fixture.try_load(LoadRequest::new("big", &big).limits(small)).unwrap_err(),
-        LoadError::Limit(LimitExceeded { what: "module bytes", .. })
+        fixture
+            .try_load(LoadRequest::new("big", &big).limits(small))
+            .unwrap_err(),
+        LoadError::Limit(LimitExceeded {
+            what: "module bytes",
+            ..
+        })
     ));
     let grower = wat::parse_str(
         r#"(module (memory 1) (func (export "grow") (param i32) (result i32) (memory.grow (local.get 0))))"#,
     )
     .unwrap();
-    let extension = fixture.try_load(LoadRequest::new("grower", &grower).limits(limits)).unwrap();
-    assert_eq!(extension.call_typed("grow", &[Value::I32(1)], ValueType::I32).unwrap(), Value::I32(1));
+    let extension = fixture
+        .try_load(LoadRequest::new("grower", &grower).limits(limits))
+        .unwrap();
     assert_eq!(
-        extension.call_typed("grow", &[Value::I32(1)], ValueType::I32).unwrap(),
+        extension
+            .call_typed("grow", &[Value::I32(1)], ValueType::I32)
+            .unwrap(),
+        Value::I32(1)
+    );
+    assert_eq!(
+        extension
+            .call_typed("grow", &[Value::I32(1)], ValueType::I32)
+            .unwrap(),
         Value::I32(-1),
         "growing past the limit fails"
     );
@@ -330,7 +416,13 @@ fn limits_are_enforced_with_clear_errors() {
                 .limits(few_handles),
         )
         .unwrap_err();
-    assert!(matches!(error, LoadError::Limit(LimitExceeded { what: "handles", .. })));
+    assert!(matches!(
+        error,
+        LoadError::Limit(LimitExceeded {
+            what: "handles",
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -344,23 +436,35 @@ fn revoked_handles_trap() {
           (func (export "kind") (param i32) (result i32) (call $kind (local.get 0))))"#,
     )
     .unwrap();
-    let extension = fixture.try_load(LoadRequest::new("holder", &bytes).grant_event(tick)).unwrap();
+    let extension = fixture
+        .try_load(LoadRequest::new("holder", &bytes).grant_event(tick))
+        .unwrap();
     let handle = extension.handle("Timer.Tick").unwrap();
     assert_eq!(
-        extension.call_typed("kind", &[Value::I32(handle)], ValueType::I32).unwrap(),
+        extension
+            .call_typed("kind", &[Value::I32(handle)], ValueType::I32)
+            .unwrap(),
         Value::I32(spindle_abi::HandleKind::Event as i32)
     );
     extension.revoke(handle).unwrap();
     let error = extension.call("kind", &[Value::I32(handle)]).unwrap_err();
-    assert!(matches!(&error, CallError::Trap(t) if t.kind == spindle_abi::FaultKind::BadHandle), "{error}");
+    assert!(
+        matches!(&error, CallError::Trap(t) if t.kind == spindle_abi::FaultKind::BadHandle),
+        "{error}"
+    );
     // A handle that was never granted traps the same way.
-    assert!(matches!(extension.call("kind", &[Value::I32(77)]), Err(CallError::Trap(_))));
+    assert!(matches!(
+        extension.call("kind", &[Value::I32(77)]),
+        Err(CallError::Trap(_))
+    ));
     let kinds: Vec<u32> = faults.lock().unwrap().iter().map(|f| f.1).collect();
     assert_eq!(kinds, vec![spindle_abi::FaultKind::BadHandle.code(); 2]);
     // Granting again reuses the slot with a new generation: the old handle
     // stays dead.
     let (_e, _a, again) = tick_event();
-    let fresh = extension.grant("Timer.Tick", Capability::Event(again)).unwrap();
+    let fresh = extension
+        .grant("Timer.Tick", Capability::Event(again))
+        .unwrap();
     assert_ne!(fresh, handle);
     assert!(extension.call("kind", &[Value::I32(handle)]).is_err());
     assert!(extension.call("kind", &[Value::I32(fresh)]).is_ok());
@@ -375,4 +479,64 @@ fn unknown_binding_removal_is_an_error() {
         extension.unbind(&tick, BindingId::INTRINSIC),
         Err(BindError::Dispatch(_))
     ));
+}
+
+#[test]
+fn imports_resolve_through_the_nameserver_and_its_authorizer() {
+    use domain::NameServer;
+    use wasm_runtime::domains::{export_kernel_interface, DomainResolver};
+
+    let fixture = fixture();
+    let nameserver = Arc::new(NameServer::new());
+    let runtime = |nameserver: &Arc<NameServer>| {
+        Runtime::with_parts(
+            Box::new(wasm_runtime::engine::wasmi::WasmiEngine::new(
+                &Default::default(),
+            )),
+            Arc::new(DomainResolver::new(nameserver.clone())),
+            Services {
+                console: fixture.console.clone(),
+                clock: None,
+            },
+            Limits::default(),
+        )
+    };
+    let bytes = wat::parse_str(COUNTER).unwrap();
+    // Nothing exported yet: unresolved.
+    assert!(matches!(
+        runtime(&nameserver)
+            .load(LoadRequest::new("counter", &bytes))
+            .unwrap_err(),
+        LoadError::Link(LinkError::Unresolved { .. })
+    ));
+    // Exported with an authorizer that admits only the first extension
+    // (principal 1) of a runtime.
+    let authorizer = |importer: Principal, _name: &str, _version: domain::Version| {
+        if importer == Principal(1) {
+            Ok(())
+        } else {
+            Err(dispatch::Denied::new("only principal 1"))
+        }
+    };
+    export_kernel_interface(&nameserver, Some(Arc::new(authorizer))).unwrap();
+    let runtime = runtime(&nameserver);
+    let first = runtime.load(LoadRequest::new("counter", &bytes)).unwrap();
+    assert_eq!(first.principal(), Principal(1));
+    assert_eq!(
+        runtime
+            .load(LoadRequest::new("second", &bytes))
+            .unwrap_err(),
+        LoadError::Link(LinkError::Denied {
+            import: "spindle.log".into(),
+            reason: "only principal 1".into()
+        })
+    );
+    // The extension's own domain: its exports and its imports.
+    let domain = first.domain().expect("a domain");
+    assert_eq!(domain.name(), "counter");
+    let exports: Vec<String> = domain.exports().into_iter().map(|(name, _)| name).collect();
+    for name in ["init", "on_tick", "is_even", "count", "sum"] {
+        assert!(exports.contains(&name.to_string()), "{exports:?}");
+    }
+    assert_eq!(domain.unresolved(), vec!["spindle.log".to_string()]);
 }

@@ -52,8 +52,17 @@ pub fn build_extensions() -> Result<Vec<PathBuf>> {
     command
         .env("RUSTC_BOOTSTRAP", "1")
         .env("RUSTFLAGS", format!("-C linker={WASM_LD}"))
-        .args(["build", "--release", "--manifest-path", "extensions/Cargo.toml"])
-        .args(["--target", WASM_TARGET, "-Zbuild-std=core,alloc,panic_abort"]);
+        .args([
+            "build",
+            "--release",
+            "--manifest-path",
+            "extensions/Cargo.toml",
+        ])
+        .args([
+            "--target",
+            WASM_TARGET,
+            "-Zbuild-std=core,alloc,panic_abort",
+        ]);
     run_checked(&mut command, "extension build")?;
     let cargo_output = root
         .join(EXTENSIONS_TARGET_DIR)
@@ -116,7 +125,13 @@ fn build_c_extension(root: &Path, folder: &Path, destination: &Path) -> Result<(
     let mut command = Command::new(CLANG);
     command
         .current_dir(root)
-        .args([&format!("--target={WASM_TARGET}"), "-O2", "-nostdlib", "-Wall", "-Werror"])
+        .args([
+            &format!("--target={WASM_TARGET}"),
+            "-O2",
+            "-nostdlib",
+            "-Wall",
+            "-Werror",
+        ])
         .arg("-I")
         .arg(root.join("sdk/c"))
         .args(["-Wl,--no-entry", "-Wl,--strip-debug"])

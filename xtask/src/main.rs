@@ -411,8 +411,11 @@ fn build_extensions_command(args: Args) -> Result<ExitCode> {
 
 fn fuzz_command(mut args: Args) -> Result<ExitCode> {
     let number = |text: Option<String>, name: &str| -> Result<Option<u64>> {
-        text.map(|text| text.parse().map_err(|_| format!("{name} needs a number, not {text:?}").into()))
-            .transpose()
+        text.map(|text| {
+            text.parse()
+                .map_err(|_| format!("{name} needs a number, not {text:?}").into())
+        })
+        .transpose()
     };
     let seconds = number(args.value("--seconds")?, "--seconds")?;
     let cases = number(args.value("--cases")?, "--cases")?.or(seconds.is_none().then_some(100_000));

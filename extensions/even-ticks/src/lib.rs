@@ -42,7 +42,9 @@ pub extern "C" fn bad_guard(ticks: u64) -> i32 {
 /// Tries to install `bad_guard`; returns the status (expected: NotPure).
 #[no_mangle]
 pub extern "C" fn try_bad_guard() -> i32 {
-    match Event::find("Timer.Tick").map(|tick| tick.install("on_even_tick", Some("bad_guard"), Mode::Synchronous)) {
+    match Event::find("Timer.Tick")
+        .map(|tick| tick.install("on_even_tick", Some("bad_guard"), Mode::Synchronous))
+    {
         Some(Ok(_)) => Status::Ok.code(),
         Some(Err(status)) => status.code(),
         None => Status::NotFound.code(),

@@ -153,7 +153,12 @@ impl Event {
 
     /// Installs the export `handler` (optionally guarded by the export
     /// `guard`, which the kernel verifies is side-effect free).
-    pub fn install(self, handler: &str, guard: Option<&str>, mode: Mode) -> Result<Binding, Status> {
+    pub fn install(
+        self,
+        handler: &str,
+        guard: Option<&str>,
+        mode: Mode,
+    ) -> Result<Binding, Status> {
         let (guard_ptr, guard_len) = guard.map_or((0, 0), |g| (g.as_ptr() as i32, g.len() as i32));
         let (mode, fuel) = match mode {
             Mode::Synchronous => (spindle_abi::InstallMode::Synchronous, 0),

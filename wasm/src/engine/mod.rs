@@ -78,7 +78,12 @@ pub trait HostContext {
 /// An instantiated extension.
 pub trait Instance: HostContext + Send {
     /// Calls `function` with `args`, allowing it `fuel` units of work.
-    fn call(&mut self, function: ExportRef, args: &[WasmValue], fuel: u64) -> Result<Option<WasmValue>, Trap>;
+    fn call(
+        &mut self,
+        function: ExportRef,
+        args: &[WasmValue],
+        fuel: u64,
+    ) -> Result<Option<WasmValue>, Trap>;
     /// Bytes of linear memory currently allocated.
     fn memory_bytes(&self) -> usize;
     /// Fuel consumed by the last [`Instance::call`].

@@ -20,8 +20,8 @@ use alloc::{boxed::Box, format, string::ToString, vec::Vec};
 
 use spindle_abi::{FaultKind, Import, MEMORY_EXPORT};
 use wasmi::{
-    AsContext, AsContextMut, Caller, CompilationMode, Config, Func, Linker, Memory,
-    Module, Store, StoreLimits, StoreLimitsBuilder, TrapCode, Val, ValType,
+    AsContext, AsContextMut, Caller, CompilationMode, Config, Func, Linker, Memory, Module, Store,
+    StoreLimits, StoreLimitsBuilder, TrapCode, Val, ValType,
 };
 
 use super::{Engine, ExportRef, HostContext, Instance, Trap, WasmValue};
@@ -89,7 +89,8 @@ impl Engine for WasmiEngine {
         limits: &Limits,
         fuel: u64,
     ) -> Result<Box<dyn Instance>, LoadError> {
-        let module = Module::new(&self.engine, bytes).map_err(|e| LoadError::Engine(e.to_string()))?;
+        let module =
+            Module::new(&self.engine, bytes).map_err(|e| LoadError::Engine(e.to_string()))?;
         let store_limits = StoreLimitsBuilder::new()
             .memory_size(usize::try_from(limits.memory_bytes()).unwrap_or(usize::MAX))
             .table_elements(limits.table_elements as usize)
@@ -116,20 +117,24 @@ impl Engine for WasmiEngine {
                 import.spec().result.map(abi_type),
             );
             linker
-                .func_new(&entry.module, &entry.name, ty, move |caller, params, results| {
-                    call_host(caller, import, params, results)
-                })
+                .func_new(
+                    &entry.module,
+                    &entry.name,
+                    ty,
+                    move |caller, params, results| call_host(caller, import, params, results),
+                )
                 .map_err(|e| LoadError::Engine(e.to_string()))?;
         }
         store
             .set_fuel(fuel)
             .map_err(|e| LoadError::Engine(e.to_string()))?;
-        let instance = linker
-            .instantiate_and_start(&mut store, &module)
-            .map_err(|e| match trap_of(&e) {
-                Some(trap) => LoadError::InitFaulted(trap.to_string()),
-                None => LoadError::Engine(e.to_string()),
-            })?;
+        let instance =
+            linker
+                .instantiate_and_start(&mut store, &module)
+                .map_err(|e| match trap_of(&e) {
+                    Some(trap) => LoadError::InitFaulted(trap.to_string()),
+                    None => LoadError::Engine(e.to_string()),
+                })?;
         let memory = instance.get_memory(&store, MEMORY_EXPORT);
         store.data_mut().memory = memory;
         store.data_mut().instance = Some(instance);
@@ -149,7 +154,12 @@ fn abi_type(ty: spindle_abi::WasmType) -> ValType {
 
 /// The trampoline of every kernel procedure: converts values, runs the
 /// procedure, turns its trap into a wasmi host error.
-fn call_host(caller: Caller<'_, StoreData>, import: Import, params: &[Val], results: &mut [Val]) -> Result<(), wasmi::Error> {
+fn call_host(
+    caller: Caller<'_, StoreData>,
+    import: Import,
+    params: &[Val],
+    results: &mut [Val],
+) -> Result<(), wasmi::Error> {
     let mut args = [WasmValue::I32(0); MAX_ARGS];
     for (slot, param) in args.iter_mut().zip(params) {
         *slot = from_val(param);
@@ -234,7 +244,12 @@ fn memory_range(offset: u32, len: u32, size: usize) -> Result<core::ops::Range<u
     let end = start
         .checked_add(len as usize)
         .filter(|&end| end <= size)
-        .ok_or_else(|| Trap::new(FaultKind::BadPointer, format!("{offset:#x}+{len} outside {size} bytes")))?;
+        .ok_or_else(|| {
+            Trap::new(
+                FaultKind::BadPointer,
+                format!("{offset:#x}+{len} outside {size} bytes"),
+            )
+        })?;
     Ok(start..end)
 }
 
@@ -242,15 +257,24 @@ fn no_memory() -> Trap {
     Trap::new(FaultKind::BadPointer, "the extension exports no memory")
 }
 
-fn read_memory(context: impl AsContext<Data = StoreData>, offset: u32, len: u32) -> Result<Vec<u8>, Trap> {
+fn read_memory(
+    context: impl AsContext<Data = StoreData>,
+    offset: u32,
+    len: u32,
+) -> Result<Vec<u8>, Trap> {
     let context = context.as_context();
     let memory = context.data().memory.ok_or_else(no_memory)?;
-    let data = memory.data(&context);
+    let data = memory.data(context);
     Ok(data[memory_range(offset, len, data.len())?].to_vec())
 }
 
-fn write_memory(mut context: impl AsContextMut<Data = StoreData>, offset: u32, bytes: &[u8]) -> Result<(), Trap> {
-    let len = u32::try_from(bytes.len()).map_err(|_| Trap::new(FaultKind::BadPointer, "too long"))?;
+fn write_memory(
+    mut context: impl AsContextMut<Data = StoreData>,
+    offset: u32,
+    bytes: &[u8],
+) -> Result<(), Trap> {
+    let len =
+        u32::try_from(bytes.len()).map_err(|_| Trap::new(FaultKind::BadPointer, "too long"))?;
     let mut context = context.as_context_mut();
     let memory = context.data().memory.ok_or_else(no_memory)?;
     let data = memory.data_mut(&mut context);
@@ -259,7 +283,10 @@ fn write_memory(mut context: impl AsContextMut<Data = StoreData>, offset: u32, b
     Ok(())
 }
 
-fn resolve_export(mut context: impl AsContextMut<Data = StoreData>, name: &str) -> Option<ExportRef> {
+fn resolve_export(
+    mut context: impl AsContextMut<Data = StoreData>,
+    name: &str,
+) -> Option<ExportRef> {
     let mut context = context.as_context_mut();
     if let Some(at) = context.data().exports.iter().position(|(n, _)| n == name) {
         return Some(ExportRef(at as u32));
@@ -325,7 +352,12 @@ impl HostContext for WasmiInstance {
 }
 
 impl Instance for WasmiInstance {
-    fn call(&mut self, function: ExportRef, args: &[WasmValue], fuel: u64) -> Result<Option<WasmValue>, Trap> {
+    fn call(
+        &mut self,
+        function: ExportRef,
+        args: &[WasmValue],
+        fuel: u64,
+    ) -> Result<Option<WasmValue>, Trap> {
         let Some(&(_, func)) = self.store.data().exports.get(function.0 as usize) else {
             return Err(Trap::new(FaultKind::Other, "unknown export reference"));
         };
@@ -333,7 +365,8 @@ impl Instance for WasmiInstance {
         if args.len() != ty.params().len() || args.len() > MAX_ARGS || ty.results().len() > 1 {
             return Err(Trap::new(FaultKind::Other, "call with the wrong arity"));
         }
-        let inputs: [Val; MAX_ARGS] = core::array::from_fn(|i| args.get(i).map_or(Val::I32(0), |&a| to_val(a)));
+        let inputs: [Val; MAX_ARGS] =
+            core::array::from_fn(|i| args.get(i).map_or(Val::I32(0), |&a| to_val(a)));
         let mut outputs = [ty.results().first().map_or(Val::I32(0), zero_of)];
         let outputs = &mut outputs[..ty.results().len()];
         self.store
@@ -343,7 +376,10 @@ impl Instance for WasmiInstance {
         self.last_fuel_used = fuel.saturating_sub(self.store.get_fuel().unwrap_or(0));
         match result {
             Ok(()) => Ok(outputs.first().map(from_val)),
-            Err(error) => Err(trap_of(&error).unwrap_or_else(|| Trap::new(FaultKind::Other, error.to_string()))),
+            Err(error) => {
+                Err(trap_of(&error)
+                    .unwrap_or_else(|| Trap::new(FaultKind::Other, error.to_string())))
+            }
         }
     }
 

@@ -15,7 +15,10 @@ pub struct Recorder {
 
 impl Console for Recorder {
     fn log(&self, extension: &str, message: &str) {
-        self.lines.lock().unwrap().push(format!("{extension}: {message}"));
+        self.lines
+            .lock()
+            .unwrap()
+            .push(format!("{extension}: {message}"));
     }
 }
 
@@ -64,21 +67,26 @@ impl Fixture {
     }
 }
 
+/// An event, its authority, and its port for extensions.
+pub type EventFixture<A, R> = (Arc<Event<A, R>>, Authority, Arc<dyn EventPort>);
+
 fn tick_intrinsic(_: &(u64,)) {}
 
 /// `Timer.Tick(ticks: u64)`, no result.
-pub fn tick_event() -> (Arc<Event<(u64,), ()>>, Authority, Arc<dyn EventPort>) {
+pub fn tick_event() -> EventFixture<(u64,), ()> {
     let (event, authority) = Event::new("Timer.Tick", tick_intrinsic as fn(&(u64,)));
     let event = Arc::new(event);
     // Extensions' handlers are the only ones of interest: remove the
     // intrinsic so a raise reports whether a Wasm handler ran.
-    event.remove(Principal::KERNEL, dispatch::BindingId::INTRINSIC).unwrap();
+    event
+        .remove(Principal::KERNEL, dispatch::BindingId::INTRINSIC)
+        .unwrap();
     let port = port(event.clone());
     (event, authority, port)
 }
 
 /// `Test.Compute(x: u32) -> u32` with no intrinsic handler.
-pub fn compute_event() -> (Arc<Event<(u32,), u32>>, Authority, Arc<dyn EventPort>) {
+pub fn compute_event() -> EventFixture<(u32,), u32> {
     let (event, authority) = Event::<(u32,), u32>::builder("Test.Compute").build();
     let event = Arc::new(event);
     let port = port(event.clone());
