@@ -227,7 +227,8 @@ impl Status {
     pub fn from_code(code: i32) -> Option<Status> {
         use Status::*;
         [
-            Ok, NotFound, WrongKind, Denied, Type, Limit, NotPure, NoHandler, Faulted, Invalid, Refused,
+            Ok, NotFound, WrongKind, Denied, Type, Limit, NotPure, NoHandler, Faulted, Invalid,
+            Refused,
         ]
         .into_iter()
         .find(|status| status.code() == code)
