@@ -15,10 +15,11 @@
 //!   line cut at every range boundary, each piece listing the handlers whose
 //!   range covers it, searched in O(log N);
 //! - a raise looks each table up once and merges the (already sorted)
-//!   position lists, so the candidates come out in handler order. Every
-//!   candidate's guards, including the key, are then evaluated as usual, so
-//!   the result is exactly that of evaluating all guards naively (property
-//!   test below).
+//!   position lists, so the candidates come out in handler order (no merge
+//!   at all in the common case of one list). A candidate's key predicate
+//!   holds by construction, so the dispatcher evaluates only its other
+//!   guards; the result is exactly that of evaluating all guards naively
+//!   (property tests below).
 //!
 //! Guards are side-effect free (003 §2.3), which is what allows skipping
 //! them.
@@ -32,17 +33,51 @@ use crate::guard::{Field, Predicate, Test};
 pub(crate) const MAX_MERGE: usize = 16;
 
 enum Kind {
-    /// `field & mask` → positions; `keys` sorted, parallel to `positions`.
+    /// `field & mask` → positions; `keys` sorted, key `k`'s positions are
+    /// `positions.get(k)`.
     Masked {
         mask: u64,
         keys: Vec<u64>,
-        positions: Vec<Vec<u32>>,
+        positions: Positions,
     },
     /// Piece `k` covers `[starts[k], starts[k + 1])`; `starts[0] == 0`.
     Ranges {
         starts: Vec<u64>,
-        positions: Vec<Vec<u32>>,
+        positions: Positions,
     },
+}
+
+/// Position lists stored back to back: list `k` is
+/// `flat[spans[k].0..spans[k].1]`. One allocation for all lists, one
+/// indirection per lookup.
+#[derive(Default)]
+struct Positions {
+    spans: Vec<(u32, u32)>,
+    flat: Vec<u32>,
+}
+
+impl Positions {
+    fn push(&mut self, list: impl IntoIterator<Item = u32>) {
+        let start = self.flat.len() as u32;
+        self.flat.extend(list);
+        self.spans.push((start, self.flat.len() as u32));
+    }
+
+    /// Adds a position to the last list.
+    fn extend_last(&mut self, position: u32) {
+        self.flat.push(position);
+        if let Some(span) = self.spans.last_mut() {
+            span.1 = self.flat.len() as u32;
+        }
+    }
+
+    #[inline]
+    fn get(&self, k: usize) -> &[u32] {
+        match self.spans.get(k) {
+            Some(&(start, end)) => self.flat.get(start as usize..end as usize).unwrap_or(&[]),
+            None => &[],
+        }
+    }
 }
 
 struct Table {
@@ -61,8 +96,10 @@ type MaskedKeys = Vec<((Field, u64), Vec<(u64, u32)>)>;
 /// InRange keys being grouped: field → (low, high, position).
 type RangeKeys = Vec<(Field, Vec<(u64, u64, u32)>)>;
 
-/// The key predicate a handler is indexed by, if any.
-fn key_of(predicates: &[Predicate]) -> Option<Predicate> {
+/// The key predicate a handler is indexed by, if any. A handler reached
+/// through the index has its key predicate true by construction (the lookup
+/// matched it), so the dispatcher does not evaluate it again.
+pub(crate) fn key_of(predicates: &[Predicate]) -> Option<Predicate> {
     predicates
         .iter()
         .find(|p| matches!(p.test, Test::Equals(_) | Test::Masked { .. }))
@@ -113,13 +150,13 @@ impl DecisionIndex {
             // Stable sort by key keeps positions ascending within a key.
             list.sort_by_key(|&(key, _)| key);
             let mut keys: Vec<u64> = Vec::new();
-            let mut positions: Vec<Vec<u32>> = Vec::new();
+            let mut positions = Positions::default();
             for (key, position) in list {
                 if keys.last() == Some(&key) {
-                    positions.last_mut().expect("parallel").push(position);
+                    positions.extend_last(position);
                 } else {
                     keys.push(key);
-                    positions.push(vec![position]);
+                    positions.push([position]);
                 }
             }
             tables.push(Table {
@@ -141,16 +178,15 @@ impl DecisionIndex {
             }
             starts.sort_unstable();
             starts.dedup();
-            let positions = starts
-                .iter()
-                .map(|&start| {
-                    // Positions are pushed in ascending order: `list` is.
+            let mut positions = Positions::default();
+            for &start in &starts {
+                // Positions are pushed in ascending order: `list` is.
+                positions.push(
                     list.iter()
                         .filter(|&&(low, high, _)| low <= start && start <= high)
-                        .map(|&(_, _, position)| position)
-                        .collect()
-                })
-                .collect();
+                        .map(|&(_, _, position)| position),
+                );
+            }
             tables.push(Table {
                 field,
                 kind: Kind::Ranges { starts, positions },
@@ -164,41 +200,110 @@ impl DecisionIndex {
         self.tables.len() < MAX_MERGE
     }
 
-    /// The candidate positions for a raise, in handler order. `read` reads a
-    /// field of the raise's arguments.
+    /// Calls `visit` with each candidate position for a raise, in handler
+    /// order. `read` reads a field of the raise's arguments from `ctx`; all
+    /// lookups are done before the first visit, which gets `ctx` mutably.
+    /// Every candidate's key predicate holds for these arguments.
+    ///
+    /// No allocation and no large temporary: the common case (the
+    /// candidates come from one list, e.g. one port matched) iterates that
+    /// list; merging several lists is done out of line.
     #[inline(always)]
-    pub(crate) fn candidates<'a>(&'a self, read: impl Fn(Field) -> Option<u64>) -> Candidates<'a> {
-        let mut candidates = Candidates {
-            lists: [&[]; MAX_MERGE],
-            len: 0,
-        };
-        if !self.unindexed.is_empty() {
-            candidates.push(&self.unindexed);
-        }
-        for table in &self.tables {
-            let Some(value) = read(table.field) else {
+    pub(crate) fn for_each_candidate<T: ?Sized>(
+        &self,
+        ctx: &mut T,
+        read: impl Fn(&T, Field) -> Option<u64>,
+        mut visit: impl FnMut(&mut T, u32),
+    ) {
+        let mut found: &[u32] = &self.unindexed;
+        for (t, table) in self.tables.iter().enumerate() {
+            let hit = table.lookup(&*ctx, &read);
+            if hit.is_empty() {
                 continue;
-            };
-            let found: &[u32] = match &table.kind {
-                Kind::Masked {
-                    mask,
-                    keys,
-                    positions,
-                } => match keys.binary_search(&(value & mask)) {
-                    Ok(i) => &positions[i],
-                    Err(_) => &[],
-                },
-                Kind::Ranges { starts, positions } => {
-                    // starts[0] == 0, so the partition point is at least 1.
-                    let piece = starts.partition_point(|&s| s <= value) - 1;
-                    &positions[piece]
-                }
-            };
+            }
             if !found.is_empty() {
-                candidates.push(found);
+                let rest = self.tables.get(t + 1..).unwrap_or(&[]);
+                return merge(found, hit, rest, ctx, &read, &mut visit);
+            }
+            found = hit;
+        }
+        for &position in found {
+            visit(ctx, position);
+        }
+    }
+
+    /// The candidates as a vector (tests).
+    #[cfg(test)]
+    fn candidates(&self, read: impl Fn(Field) -> Option<u64>) -> Vec<u32> {
+        let mut found = Vec::new();
+        self.for_each_candidate(&mut found, |_, f| read(f), |found, p| found.push(p));
+        found
+    }
+}
+
+impl Table {
+    /// The positions whose key matches the field's value (empty if the
+    /// field cannot be read).
+    #[inline(always)]
+    fn lookup<T: ?Sized>(&self, ctx: &T, read: &impl Fn(&T, Field) -> Option<u64>) -> &[u32] {
+        let Some(value) = read(ctx, self.field) else {
+            return &[];
+        };
+        match &self.kind {
+            Kind::Masked {
+                mask,
+                keys,
+                positions,
+            } => match keys.binary_search(&(value & mask)) {
+                Ok(k) => positions.get(k),
+                Err(_) => &[],
+            },
+            Kind::Ranges { starts, positions } => {
+                // starts[0] == 0, so the partition point is at least 1.
+                let piece = starts.partition_point(|&s| s <= value) - 1;
+                positions.get(piece)
             }
         }
-        candidates
+    }
+}
+
+/// Several candidate lists: merges them by smallest head (they are sorted),
+/// after looking up the remaining tables.
+#[inline(never)]
+fn merge<'a, T: ?Sized, F: Fn(&T, Field) -> Option<u64>>(
+    first: &'a [u32],
+    second: &'a [u32],
+    rest: &'a [Table],
+    ctx: &mut T,
+    read: &F,
+    visit: &mut impl FnMut(&mut T, u32),
+) {
+    let mut lists: [&[u32]; MAX_MERGE] = [&[]; MAX_MERGE];
+    lists[0] = first;
+    lists[1] = second;
+    let mut len = 2;
+    for table in rest {
+        let hit = table.lookup(&*ctx, read);
+        // `mergeable()` guarantees room: 1 unindexed + fewer than MAX_MERGE
+        // tables.
+        if !hit.is_empty() && len < MAX_MERGE {
+            lists[len] = hit;
+            len += 1;
+        }
+    }
+    let lists = &mut lists[..len];
+    loop {
+        let mut best: Option<(usize, u32)> = None;
+        for (i, list) in lists.iter().enumerate() {
+            if let Some(&head) = list.first() {
+                if best.is_none_or(|(_, b)| head < b) {
+                    best = Some((i, head));
+                }
+            }
+        }
+        let Some((i, head)) = best else { return };
+        lists[i] = lists[i].get(1..).unwrap_or(&[]);
+        visit(ctx, head);
     }
 }
 
@@ -206,53 +311,6 @@ fn push_masked(masked: &mut MaskedKeys, key: (Field, u64), value: u64, position:
     match masked.iter_mut().find(|(k, _)| *k == key) {
         Some((_, list)) => list.push((value, position)),
         None => masked.push((key, vec![(value, position)])),
-    }
-}
-
-/// Sorted position lists merged on the fly (no allocation on the raise
-/// path).
-pub(crate) struct Candidates<'a> {
-    lists: [&'a [u32]; MAX_MERGE],
-    len: usize,
-}
-
-impl<'a> Candidates<'a> {
-    fn push(&mut self, list: &'a [u32]) {
-        // `mergeable()` guarantees room: 1 unindexed + fewer than MAX_MERGE
-        // tables would overflow only at MAX_MERGE tables, which is refused.
-        if self.len < MAX_MERGE {
-            self.lists[self.len] = list;
-            self.len += 1;
-        }
-    }
-}
-
-impl Iterator for Candidates<'_> {
-    type Item = u32;
-
-    #[inline]
-    fn next(&mut self) -> Option<u32> {
-        match self.len {
-            0 => None,
-            1 => {
-                let (&first, rest) = self.lists[0].split_first()?;
-                self.lists[0] = rest;
-                Some(first)
-            }
-            _ => {
-                let mut best: Option<(usize, u32)> = None;
-                for (i, list) in self.lists[..self.len].iter().enumerate() {
-                    if let Some(&head) = list.first() {
-                        if best.is_none_or(|(_, b)| head < b) {
-                            best = Some((i, head));
-                        }
-                    }
-                }
-                let (i, head) = best?;
-                self.lists[i] = &self.lists[i][1..];
-                Some(head)
-            }
-        }
     }
 }
 
@@ -279,6 +337,7 @@ mod tests {
                 assert!(index.mergeable());
                 index
                     .candidates(read)
+                    .into_iter()
                     .filter(|&p| {
                         entries[p as usize]
                             .iter()
@@ -286,6 +345,31 @@ mod tests {
                     })
                     .collect()
             }
+        }
+    }
+
+    /// As the dispatcher evaluates: candidates, then every predicate but
+    /// the key (which the lookup matched).
+    fn indexed_without_key(
+        entries: &[Vec<Predicate>],
+        read: &dyn Fn(Field) -> Option<u64>,
+    ) -> Vec<u32> {
+        match DecisionIndex::build(entries.iter().map(|e| e.as_slice())) {
+            None => naive(entries, read),
+            Some(index) => index
+                .candidates(read)
+                .into_iter()
+                .filter(|&p| {
+                    let predicates = &entries[p as usize];
+                    let mut rest = predicates.clone();
+                    if let Some(key) = key_of(predicates) {
+                        let at = rest.iter().position(|q| *q == key).expect("key present");
+                        rest.remove(at);
+                    }
+                    rest.iter()
+                        .all(|pred| read(pred.field).is_some_and(|v| pred.test(v)))
+                })
+                .collect(),
         }
     }
 
@@ -322,6 +406,7 @@ mod tests {
                 Field::Named(i) => values.get(2 + i).copied(),
             };
             prop_assert_eq!(indexed(&entries, &read), naive(&entries, &read));
+            prop_assert_eq!(indexed_without_key(&entries, &read), naive(&entries, &read));
         }
     }
 
@@ -331,9 +416,9 @@ mod tests {
             .map(|port| vec![Predicate::equals(Field::Param(0), 1000 + port)])
             .collect();
         let index = DecisionIndex::build(entries.iter().map(|e| e.as_slice())).unwrap();
-        let found: Vec<u32> = index.candidates(|_| Some(1250)).collect();
+        let found: Vec<u32> = index.candidates(|_| Some(1250));
         assert_eq!(found, vec![250]);
-        assert_eq!(index.candidates(|_| Some(7)).count(), 0);
+        assert_eq!(index.candidates(|_| Some(7)).len(), 0);
     }
 
     #[test]
@@ -345,7 +430,7 @@ mod tests {
             vec![Predicate::masked(Field::Param(0), 0x1, 1)],
         ];
         let index = DecisionIndex::build(entries.iter().map(|e| e.as_slice())).unwrap();
-        let found: Vec<u32> = index.candidates(|_| Some(5)).collect();
+        let found: Vec<u32> = index.candidates(|_| Some(5));
         assert_eq!(found, vec![0, 1, 2, 3]);
     }
 }

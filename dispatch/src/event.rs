@@ -9,9 +9,15 @@
 //!
 //! Layers, from the raiser down:
 //! 1. `raise` / `raise_cached`: the shortcut, or fetch the published list;
-//! 2. `dispatch`: accounting, the working copy for filters, `VAR` write-back;
-//! 3. `run`: candidates from the decision index (or all entries), guards,
-//!    invocation by mode, result folding, default handler.
+//! 2. `dispatch`: one test of the list's `Plan`, decided at publication.
+//!    `Scan` (every handler a synchronous by-value closure; no filter,
+//!    result handler or accounting) is a tight loop inlined into the raiser
+//!    over entries of two fat pointers, (guard, code), each guard being all
+//!    of an installation's guards compiled into one predicate; `Indexed` is
+//!    the same loop over the decision index's candidates;
+//! 3. `General` (out of line): accounting, the working copy for filters,
+//!    `VAR` write-back, then `run`: guards, invocation by mode, faults,
+//!    result folding, default handler.
 //!
 //! Writers (install, remove, reorder, guard changes) serialize on `state`,
 //! consult the authorizer, edit the master list, compile a new immutable
@@ -29,9 +35,9 @@ use spin::Mutex;
 use crate::{
     account::{Clock, Counters, EventStats},
     authorize::{Authority, Authorizer, EventId, Grant, Operation, Principal, Request},
-    decision::DecisionIndex,
+    decision::{key_of, DecisionIndex},
     error::{Error, GuardId, RaiseError, RaiseFailure},
-    guard::{field_value, Field, Guard, GuardCode, Predicate},
+    guard::{field_value, Field, Guard, GuardCode, Predicate, Test},
     handler::{Code, Fault, Handler, Invocation, Mode, Spawner},
     order::{place, BindingId, Order},
     publish::Publication,
@@ -165,41 +171,74 @@ struct State<A, R> {
     accounting: Option<Option<Arc<dyn Clock>>>,
 }
 
-/// One handler of a published list.
+/// All the guards of one entry that a raise must evaluate, compiled at
+/// publication into one predicate (see [`compile_guard`]).
+type GuardFn<A> = Arc<dyn Fn(&A) -> bool + Send + Sync>;
+
+/// One handler of a list on the simple plans ([`Plan::Scan`],
+/// [`Plan::Indexed`]): a synchronous by-value Rust closure and its guard.
+/// Two fat pointers; a raise calls at most two functions per entry.
+struct Simple<A, R> {
+    /// `None`: nothing to evaluate (unguarded, or its only guard is the
+    /// decision index's key, already matched).
+    guard: Option<GuardFn<A>>,
+    code: ByValueCode<A, R>,
+}
+
+/// One handler of a list on the general plan.
 struct Entry<A, R> {
-    /// The code when it is a synchronous by-value Rust closure, the common
-    /// case, called without matching on code kind and mode.
+    /// As [`Simple::guard`].
+    guard: Option<GuardFn<A>>,
+    /// The code when it is a synchronous by-value Rust closure, called
+    /// without matching on code kind and mode.
     fast: Option<ByValueCode<A, R>>,
     code: Code<A, R>,
     signature: Arc<Signature>,
-    /// Declarative guards first (cheap, and shared with the index), then
-    /// procedural and runtime-typed ones; installer's and imposed together.
-    guards: Box<[GuardCode<A>]>,
     mode: Mode,
-    mutates: bool,
+}
+
+/// How a list is raised, decided at publication so that a raise tests one
+/// value before running its loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Plan {
+    /// Every handler is a synchronous by-value Rust closure; no filter, no
+    /// result handler, no accounting, no decision index: one tight loop
+    /// over [`List::simple`].
+    Scan,
+    /// As `Scan`, visiting only the decision index's candidates.
+    Indexed,
+    /// Anything else: [`List::entries`], with accounting, working copies,
+    /// modes, runtime-typed code, faults and result folding.
+    General,
 }
 
 /// An immutable, published handler list.
 pub struct List<A, R> {
     event: EventId,
+    plan: Plan,
+    /// The handlers, on the `Scan` and `Indexed` plans (else empty).
+    simple: Box<[Simple<A, R>]>,
+    /// The handlers, on the `General` plan (else empty).
     entries: Box<[Entry<A, R>]>,
     index: Option<DecisionIndex>,
-    /// Some entry mutates its arguments: filters change what later guards
-    /// see, so the index (computed once per raise) is not used.
-    mutates: bool,
+    /// The index is used (it exists, no entry mutates its arguments, and it
+    /// is mergeable): entries' guards then omit their index key.
+    use_index: bool,
     /// Mutating entries exist and some parameter is by value: work on a
     /// copy so that the raiser's values are preserved (003 §2.4).
     needs_copy: bool,
     default: Option<(Code<A, R>, Arc<Signature>)>,
     result: Option<ResultHandler<R>>,
-    fields: Box<[FieldReader<A>]>,
+    fields: Arc<[FieldReader<A>]>,
     accounting: Option<Option<Arc<dyn Clock>>>,
 }
 
 /// A raiser's private copy of an event's current list (see
 /// [`Event::raise_cached`]): keep one per CPU (or thread) on hot paths.
 pub struct RaiseCache<A, R> {
-    event: Option<EventId>,
+    /// The event the list belongs to (its raw id; 0, which no event has,
+    /// while empty).
+    event: u64,
     generation: u64,
     list: Option<Arc<List<A, R>>>,
 }
@@ -207,7 +246,7 @@ pub struct RaiseCache<A, R> {
 impl<A, R> Default for RaiseCache<A, R> {
     fn default() -> Self {
         RaiseCache {
-            event: None,
+            event: 0,
             generation: 0,
             list: None,
         }
@@ -413,23 +452,71 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
         }
         let generation = self.list.generation();
         let list = match &cache.list {
-            Some(list) if cache.generation == generation && cache.event == Some(self.id) => list,
+            Some(list) if cache.generation == generation && cache.event == self.id.0 => list,
             _ => self.refresh(cache),
         };
         self.dispatch(list, args)
     }
 
     #[cold]
+    #[inline(never)]
     fn refresh<'c>(&self, cache: &'c mut RaiseCache<A, R>) -> &'c Arc<List<A, R>> {
         let (generation, list) = self.list.load();
-        cache.event = Some(self.id);
+        cache.event = self.id.0;
         cache.generation = generation;
         cache.list.insert(list)
     }
 
-    #[inline]
+    /// Runs a list: one test of its plan, then the loop. Only the `Scan`
+    /// plan is inlined into the raiser (and laid out as the fall-through
+    /// path); the others are calls.
+    #[inline(always)]
     fn dispatch(&self, list: &List<A, R>, args: &mut A) -> Result<R, RaiseError> {
         debug_assert_eq!(list.event, self.id);
+        if list.plan != Plan::Scan {
+            core::hint::cold_path();
+            return self.dispatch_planned(list, args);
+        }
+        match scan(list.simple.iter(), args) {
+            Some(result) => Ok(result),
+            None => self.nothing_fired(list, args, None),
+        }
+    }
+
+    /// The `Indexed` and `General` plans.
+    #[inline(never)]
+    fn dispatch_planned(&self, list: &List<A, R>, args: &mut A) -> Result<R, RaiseError> {
+        if list.plan == Plan::General {
+            return self.dispatch_general(list, args);
+        }
+        match self.run_indexed(list, args) {
+            Some(result) => Ok(result),
+            None => self.nothing_fired(list, args, None),
+        }
+    }
+
+    /// The `Indexed` plan: the decision index's candidates, scanned.
+    #[inline(always)]
+    fn run_indexed(&self, list: &List<A, R>, args: &A) -> Option<R> {
+        let Some(index) = &list.index else {
+            return scan(list.simple.iter(), args);
+        };
+        let mut result = None;
+        index.for_each_candidate(
+            &mut result,
+            |_, field| field_value(field, args, &list.fields),
+            |result, position| {
+                if let Some(entry) = list.simple.get(position as usize) {
+                    simple_step(entry, args, result);
+                }
+            },
+        );
+        result
+    }
+
+    /// The `General` plan: accounting, working copy, then [`Event::run`].
+    #[inline]
+    fn dispatch_general(&self, list: &List<A, R>, args: &mut A) -> Result<R, RaiseError> {
         match &list.accounting {
             None => self.dispatch_args(list, args),
             Some(clock) => {
@@ -458,19 +545,21 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
         result
     }
 
-    #[inline]
     fn run(&self, list: &List<A, R>, args: &mut A) -> Result<R, RaiseError> {
         let mut outcome = Outcome {
             result: None,
             fault: None,
         };
         match &list.index {
-            Some(index) if !list.mutates && index.mergeable() => {
-                let candidates = index.candidates(|field| field_value(field, args, &list.fields));
-                for position in candidates {
-                    self.step(list, &list.entries[position as usize], args, &mut outcome);
-                }
-            }
+            Some(index) if list.use_index => index.for_each_candidate(
+                args,
+                |args, field| field_value(field, args, &list.fields),
+                |args, position| {
+                    if let Some(entry) = list.entries.get(position as usize) {
+                        self.step(list, entry, args, &mut outcome);
+                    }
+                },
+            ),
             _ => {
                 for entry in list.entries.iter() {
                     self.step(list, entry, args, &mut outcome);
@@ -510,11 +599,11 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
         Err(failure.into())
     }
 
-    /// Guards, then the handler, for one entry.
+    /// Guards, then the handler, for one entry of the general plan.
     #[inline(always)]
     fn step(&self, list: &List<A, R>, entry: &Entry<A, R>, args: &mut A, outcome: &mut Outcome<R>) {
-        for guard in entry.guards.iter() {
-            if !guard.eval(args, &list.fields) {
+        if let Some(guard) = &entry.guard {
+            if !guard(args) {
                 return;
             }
         }
@@ -1047,34 +1136,11 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
     /// Compiles the master list into a [`List`] and publishes it. O(n) in
     /// the number of handlers plus guards (O(n log n) with declarative
     /// guards, for sorting the decision tables).
+    ///
+    /// This is where the raise path is made cheap: each entry's guards
+    /// (installer's and imposed, minus the index key when the index is used)
+    /// become one predicate, and the list gets the plan a raise follows.
     fn republish(&self, state: &State<A, R>) {
-        let entries: Box<[Entry<A, R>]> = state
-            .bindings
-            .iter()
-            .map(|b| {
-                let mut guards: Vec<GuardCode<A>> = b
-                    .imposed
-                    .iter()
-                    .chain(&b.guards)
-                    .map(|(_, g)| g.code.clone())
-                    .collect();
-                // Declarative guards first: cheapest, and side-effect free
-                // guards may be reordered (003 §2.3).
-                guards.sort_by_key(|g| !g.is_declarative());
-                let fast = match (&b.handler.code, b.mode) {
-                    (Code::ByValue(f), Mode::Synchronous) => Some(f.clone()),
-                    _ => None,
-                };
-                Entry {
-                    fast,
-                    code: b.handler.code.clone(),
-                    signature: b.handler.signature.clone(),
-                    guards: guards.into_boxed_slice(),
-                    mode: b.mode,
-                    mutates: b.handler.code.mutates(&b.handler.signature),
-                }
-            })
-            .collect();
         let predicates: Vec<Vec<Predicate>> = state
             .bindings
             .iter()
@@ -1087,7 +1153,79 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
             })
             .collect();
         let index = DecisionIndex::build(predicates.iter().map(|p| p.as_slice()));
-        let mutates = entries.iter().any(|e| e.mutates);
+        let mutates = state
+            .bindings
+            .iter()
+            .any(|b| b.handler.code.mutates(&b.handler.signature));
+        // Filters change what later guards see, so the index (computed once
+        // per raise) is not used when some entry mutates its arguments.
+        let use_index = !mutates && index.as_ref().is_some_and(|i| i.mergeable());
+        let fields: Arc<[FieldReader<A>]> = state.fields.iter().map(|(_, f)| *f).collect();
+        let guards = state
+            .bindings
+            .iter()
+            .zip(&predicates)
+            .map(|(b, predicates)| {
+                let mut guards: Vec<&GuardCode<A>> = b
+                    .imposed
+                    .iter()
+                    .chain(&b.guards)
+                    .map(|(_, g)| &g.code)
+                    .collect();
+                if use_index {
+                    // Reached through the index, an entry's key predicate holds.
+                    if let Some(key) = key_of(predicates) {
+                        let at = guards
+                            .iter()
+                            .position(|g| matches!(g, GuardCode::Declarative(p) if *p == key));
+                        if let Some(at) = at {
+                            guards.remove(at);
+                        }
+                    }
+                }
+                compile_guard(guards, &fields)
+            });
+        let simple = state.accounting.is_none()
+            && state.result.is_none()
+            && state.bindings.iter().all(|b| {
+                matches!(
+                    (&b.handler.code, b.mode),
+                    (Code::ByValue(_), Mode::Synchronous)
+                )
+            });
+        let (plan, simple_entries, entries) = if simple {
+            let simple_entries: Box<[Simple<A, R>]> = state
+                .bindings
+                .iter()
+                .zip(guards)
+                .filter_map(|(b, guard)| match &b.handler.code {
+                    Code::ByValue(code) => Some(Simple {
+                        guard,
+                        code: code.clone(),
+                    }),
+                    _ => None,
+                })
+                .collect();
+            let plan = if use_index { Plan::Indexed } else { Plan::Scan };
+            (plan, simple_entries, Box::default())
+        } else {
+            let entries: Box<[Entry<A, R>]> = state
+                .bindings
+                .iter()
+                .zip(guards)
+                .map(|(b, guard)| Entry {
+                    guard,
+                    fast: match (&b.handler.code, b.mode) {
+                        (Code::ByValue(f), Mode::Synchronous) => Some(f.clone()),
+                        _ => None,
+                    },
+                    code: b.handler.code.clone(),
+                    signature: b.handler.signature.clone(),
+                    mode: b.mode,
+                })
+                .collect();
+            (Plan::General, Box::default(), entries)
+        };
         let plain = state.accounting.is_none()
             && state.bindings.len() == 1
             && state.bindings[0].id == BindingId::INTRINSIC
@@ -1096,16 +1234,18 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
             && state.bindings[0].mode == Mode::Synchronous;
         let list = List {
             event: self.id,
+            plan,
+            simple: simple_entries,
             entries,
             index,
-            mutates,
+            use_index,
             needs_copy: mutates && !self.all_by_reference,
             default: state
                 .default
                 .as_ref()
                 .map(|h| (h.code.clone(), h.signature.clone())),
             result: state.result.clone(),
-            fields: state.fields.iter().map(|(_, f)| *f).collect(),
+            fields,
             accounting: state.accounting.clone(),
         };
         if !plain {
@@ -1123,13 +1263,15 @@ impl<A, R> List<A, R> {
     fn empty(event: EventId) -> Self {
         List {
             event,
+            plan: Plan::Scan,
+            simple: Box::new([]),
             entries: Box::new([]),
             index: None,
-            mutates: false,
+            use_index: false,
             needs_copy: false,
             default: None,
             result: None,
-            fields: Box::new([]),
+            fields: Arc::new([]),
             accounting: None,
         }
     }
@@ -1149,6 +1291,69 @@ impl<R> Outcome<R> {
             // (000 §3.2: "returns the result of the final handler").
             _ => value,
         });
+    }
+}
+
+/// The `Scan`/`Indexed` loop: each entry's guard (if any), then its code;
+/// the last result wins. No result handler, faults or modes on these plans.
+#[inline(always)]
+fn scan<'l, A: 'l, R: 'l>(entries: impl Iterator<Item = &'l Simple<A, R>>, args: &A) -> Option<R> {
+    let mut result = None;
+    for entry in entries {
+        simple_step(entry, args, &mut result);
+    }
+    result
+}
+
+/// One entry of a simple plan: its guard, then its code.
+#[inline(always)]
+fn simple_step<A, R>(entry: &Simple<A, R>, args: &A, result: &mut Option<R>) {
+    let pass = match &entry.guard {
+        Some(guard) => guard(args),
+        None => true,
+    };
+    if pass {
+        // Without a result handler the last handler's result wins (000
+        // §3.2: "returns the result of the final handler").
+        *result = Some((entry.code)(args));
+    }
+}
+
+/// Compiles an entry's guards (all must hold; declarative ones first: they
+/// are cheapest and guards are side-effect free, so they may be reordered,
+/// 003 §2.3) into one predicate: `None` for no guard, the guard itself for
+/// one procedural guard (the common case: no wrapper call), a specialized
+/// closure for one declarative guard, else a closure over all of them.
+fn compile_guard<A: EventArgs>(
+    mut guards: Vec<&GuardCode<A>>,
+    fields: &Arc<[FieldReader<A>]>,
+) -> Option<GuardFn<A>> {
+    guards.sort_by_key(|g| !g.is_declarative());
+    match guards.as_slice() {
+        [] => None,
+        [GuardCode::Procedural(f)] => Some(f.clone()),
+        [GuardCode::Declarative(p)] => Some(declarative_guard(*p, fields)),
+        _ => {
+            let guards: Box<[GuardCode<A>]> = guards.into_iter().cloned().collect();
+            let fields = fields.clone();
+            Some(Arc::new(move |args: &A| {
+                guards.iter().all(|g| g.eval(args, &fields))
+            }))
+        }
+    }
+}
+
+/// One declarative guard as a closure specialized on its field and test.
+fn declarative_guard<A: EventArgs>(p: Predicate, fields: &[FieldReader<A>]) -> GuardFn<A> {
+    match (p.field, p.test) {
+        (Field::Param(i), Test::Equals(v)) => Arc::new(move |a: &A| a.scalar(i) == Some(v)),
+        (Field::Param(i), _) => Arc::new(move |a: &A| a.scalar(i).is_some_and(|v| p.test(v))),
+        (Field::Named(i), _) => match fields.get(i).copied() {
+            Some(read) => Arc::new(move |a: &A| p.test(read(a))),
+            // Unreachable: fields are checked at installation and never
+            // removed. An unreadable field fails the guard.
+            None => Arc::new(|_: &A| false),
+        },
     }
 }
 

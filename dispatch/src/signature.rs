@@ -358,6 +358,7 @@ macro_rules! scalar_arg {
                     _ => false,
                 }
             }
+            #[inline]
             fn scalar(&self) -> Option<u64> {
                 let to_u64: fn($t) -> u64 = $to_u64;
                 Some(to_u64(*self))
@@ -398,6 +399,7 @@ impl<T: ArgType> ArgType for Var<T> {
     fn set_value(&mut self, value: Value) -> bool {
         self.0.set_value(value)
     }
+    #[inline]
     fn scalar(&self) -> Option<u64> {
         self.0.scalar()
     }
@@ -473,6 +475,7 @@ macro_rules! tuple_args {
                 }
             }
             #[allow(unused_variables)]
+            #[inline]
             fn scalar(&self, index: usize) -> Option<u64> {
                 match index {
                     $($i => self.$i.scalar(),)*

@@ -11,15 +11,26 @@
 //! cache, what a kernel keeps per CPU on hot paths; the main figures) and
 //! `raise` (any raiser, which clones the list's `Arc`: the `*_shared`
 //! figures).
+//!
+//! Baselines in the same run: `direct_call`, `indirect_call` (through a
+//! function pointer) and `guard_and_handler_calls` (a guard and a handler
+//! called through `Arc<dyn Fn>` with no dispatcher: what one guarded
+//! handler costs at least). `extra_handler` is the slope from 10 to 50
+//! guarded handlers, printed with `indirect_call` and their ratio.
 
 use std::{
     hint::black_box,
+    sync::Arc,
     time::{Duration, Instant},
 };
 
 use dispatch::{
     BindingId, Event, Field, Guard, Handler, Install, Predicate, Principal, RaiseCache,
 };
+
+/// A guard and a handler as the dispatcher stores them.
+type GuardFn = Arc<dyn Fn(&(u64,)) -> bool + Send + Sync>;
+type HandlerFn = Arc<dyn Fn(&(u64,)) -> u64 + Send + Sync>;
 
 const REPETITIONS: usize = 11;
 /// Target duration of one repetition.
@@ -185,6 +196,29 @@ fn main() {
         black_box(direct_a5(a.0, a.1, a.2, a.3, a.4));
     });
     report("direct_call_a5", &direct5, baseline);
+    // The same function called through a pointer the optimizer cannot see
+    // through: what one more handler may cost (goal: extra_handler <=
+    // indirect_call).
+    let pointer: fn(u64) -> u64 = black_box(direct_a1);
+    let indirect = measure(|| {
+        black_box(pointer(black_box(5)));
+    });
+    report("indirect_call", &indirect, baseline);
+    // The calls a guarded handler cannot avoid, without a dispatcher: its
+    // guard and its code, each an `Arc<dyn Fn>` (the floor of handlers_1
+    // and of extra_handler).
+    let pass = black_box(true);
+    let guard: GuardFn = black_box(Arc::new(move |a: &(u64,)| (a.0 != u64::MAX) == pass));
+    let code: HandlerFn = black_box(Arc::new(|a: &(u64,)| a.0.wrapping_add(1)));
+    let pair = measure(|| {
+        let args = (black_box(5),);
+        black_box(if guard(&args) {
+            Some(code(&args))
+        } else {
+            None
+        });
+    });
+    report("guard_and_handler_calls", &pair, baseline);
 
     // Intrinsic handler only: a flag test and a call.
     let (e0, _) = Event::<(), u64>::new("Bench.A0", intrinsic_a0);
@@ -230,11 +264,16 @@ fn main() {
         per_handler.push((n, cached.median));
     }
     let (_, one) = per_handler[0];
+    let (_, ten) = per_handler[2];
     let (_, fifty) = per_handler[3];
     ratio("handlers_1_ratio", one / baseline);
+    // Slope between 10 and 50 handlers: the cost of one more guarded
+    // handler, next to one indirect call measured in this run.
+    let extra = (fifty - ten) / 40.0;
     println!(
-        "bench dispatch.extra_handler {:.2} ns",
-        (fifty - one) / 49.0
+        "bench dispatch.extra_handler {extra:.2} ns indirect_call={:.2} ratio={:.2}x",
+        indirect.median,
+        extra / indirect.median
     );
 
     // 50 guards false, 1 true.
