@@ -16,6 +16,7 @@ extern crate alloc;
 
 mod bench;
 mod exceptions;
+mod extensions;
 mod ktests;
 mod logger;
 mod shell;
@@ -45,6 +46,12 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
     hal::timer::init();
     sched::init("main");
     hal::cpu::enable_interrupts();
+    let archive = boot_info
+        .modules()
+        .first()
+        .map_or(&[][..], hal::memory::boot_module_bytes);
+    extensions::init(archive);
+    extensions::autoload(boot_info.cmdline_value("spindle.ext").unwrap_or(""));
 
     match boot_info.cmdline_value("spindle.mode").unwrap_or("shell") {
         "test" => {
@@ -65,7 +72,8 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
             panic!("the deliberate page fault did not fault");
         }
         "shell" => {
-            sched::spawn("shell", shell::run).expect("cannot start the shell");
+            sched::spawn_with_stack("shell", extensions::EXTENSION_STACK_BYTES, shell::run)
+                .expect("cannot start the shell");
             sched::exit(sched::ExitReason::Finished)
         }
         other => panic!("unknown spindle.mode {other:?}"),

@@ -5,7 +5,7 @@
 //! polled: when no byte is waiting the shell sleeps for a millisecond, so an
 //! idle shell costs almost nothing.
 
-use alloc::string::String;
+use alloc::{string::String, vec::Vec};
 
 use hal::console;
 
@@ -39,6 +39,21 @@ const COMMANDS: &[Command] = &[
         name: "uptime",
         help: "time since boot",
         run: uptime,
+    },
+    Command {
+        name: "ext",
+        help: "extensions: ext list | available | load NAME | unload NAME | call NAME FUNCTION [ARG...]",
+        run: ext,
+    },
+    Command {
+        name: "events",
+        help: "kernel events: handlers, guards, counters",
+        run: events,
+    },
+    Command {
+        name: "domains",
+        help: "the nameserver's domains and each extension's",
+        run: domains,
     },
     Command {
         name: "halt",
@@ -147,6 +162,68 @@ fn uptime(_: &str) {
         ms % 1000,
         hal::timer::ticks()
     ));
+}
+
+fn print_lines(lines: impl IntoIterator<Item = String>) {
+    for line in lines {
+        console::write_fmt(format_args!("  {line}\n"));
+    }
+}
+
+fn ext(arguments: &str) {
+    let Some(extensions) = crate::extensions::get() else {
+        console::write_str("extensions are not available\n");
+        return;
+    };
+    let mut words = arguments.split_ascii_whitespace();
+    let result = match (words.next(), words.next()) {
+        (Some("list") | None, None) => {
+            print_lines(extensions.list());
+            Ok(String::new())
+        }
+        (Some("available"), None) => {
+            print_lines(extensions.available());
+            Ok(String::new())
+        }
+        (Some("load"), Some(name)) => extensions
+            .load(name)
+            .map(|()| alloc::format!("loaded {name}")),
+        (Some("unload"), Some(name)) => extensions.unload(name),
+        (Some("call"), Some(name)) => match words.next() {
+            Some(function) => {
+                let parsed: Result<Vec<u64>, _> = words.map(str::parse::<u64>).collect();
+                match parsed {
+                    Ok(values) => extensions
+                        .call(name, function, &values)
+                        .map(|value| alloc::format!("{function} returned {value:?}")),
+                    Err(_) => Err(String::from("arguments must be unsigned integers")),
+                }
+            }
+            None => Err(String::from("usage: ext call NAME FUNCTION [ARG...]")),
+        },
+        _ => Err(String::from(
+            "usage: ext list | load NAME | unload NAME | call NAME FUNCTION [ARG...] | available",
+        )),
+    };
+    match result {
+        Ok(message) if message.is_empty() => {}
+        Ok(message) => console::write_fmt(format_args!("{message}\n")),
+        Err(error) => console::write_fmt(format_args!("error: {error}\n")),
+    }
+}
+
+fn events(_: &str) {
+    match crate::extensions::get() {
+        Some(extensions) => print_lines(extensions.events()),
+        None => console::write_str("extensions are not available\n"),
+    }
+}
+
+fn domains(_: &str) {
+    match crate::extensions::get() {
+        Some(extensions) => print_lines(extensions.domains()),
+        None => console::write_str("extensions are not available\n"),
+    }
 }
 
 fn halt(_: &str) {

@@ -21,6 +21,7 @@ use std::{
 
 mod bench;
 mod extensions;
+mod image;
 mod parse;
 mod policy;
 mod qemu;

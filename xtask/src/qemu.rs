@@ -83,6 +83,8 @@ pub struct BootConfig {
     pub append: String,
     /// Accelerator.
     pub accel: Accel,
+    /// The boot archive given to QEMU with `-initrd` (extensions), if any.
+    pub initrd: Option<PathBuf>,
     /// Adds `-icount shift=0`: guest time advances 1 ns per instruction,
     /// exact and repeatable but blind to cache and TLB costs (TCG only).
     pub is_icount: bool,
@@ -93,6 +95,7 @@ impl BootConfig {
     pub fn new(kernel: &Path, mode: &str, accel: Accel) -> Self {
         Self {
             kernel: kernel.to_path_buf(),
+            initrd: crate::image::boot_archive(),
             append: format!("spindle.mode={mode}"),
             accel,
             is_icount: false,
@@ -140,6 +143,9 @@ pub fn qemu_args(config: &BootConfig) -> Vec<String> {
         "-append".to_string(),
         config.append.clone(),
     ]);
+    if let Some(initrd) = &config.initrd {
+        args.extend(["-initrd".to_string(), initrd.display().to_string()]);
+    }
     args
 }
 

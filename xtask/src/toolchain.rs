@@ -159,6 +159,7 @@ pub fn build_kernel(profile: Profile) -> Result<PathBuf> {
     if !elf.is_file() {
         return Err(format!("kernel build succeeded but {} is missing", elf.display()).into());
     }
+    crate::image::build_boot_archive()?;
     Ok(elf)
 }
 

@@ -38,13 +38,25 @@ pub struct Entry<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArchiveError {
     /// The header at this offset does not start with the newc magic.
-    BadMagic { offset: usize },
+    BadMagic {
+        /// Byte offset of the entry's header.
+        offset: usize,
+    },
     /// A header field at this offset is not eight hex digits.
-    BadField { offset: usize },
+    BadField {
+        /// Byte offset of the entry's header.
+        offset: usize,
+    },
     /// The entry at this offset runs past the end of the archive.
-    Truncated { offset: usize },
+    Truncated {
+        /// Byte offset of the entry's header.
+        offset: usize,
+    },
     /// The entry's name at this offset is empty, unterminated or not UTF-8.
-    BadName { offset: usize },
+    BadName {
+        /// Byte offset of the entry's header.
+        offset: usize,
+    },
 }
 
 impl fmt::Display for ArchiveError {
@@ -253,7 +265,10 @@ mod tests {
             entries(&archive[..50]).next(),
             Some(Err(ArchiveError::Truncated { offset: 0 }))
         );
-        assert_eq!(entries(&[]).next(), Some(Err(ArchiveError::Truncated { offset: 0 })));
+        assert_eq!(
+            entries(&[]).next(),
+            Some(Err(ArchiveError::Truncated { offset: 0 }))
+        );
     }
 
     #[test]

@@ -276,7 +276,17 @@ impl JoinHandle {
 
 /// Creates a thread named `name` running `entry`; it is queued to run.
 pub fn spawn(name: &str, entry: impl FnOnce() + Send + 'static) -> Result<JoinHandle, SpawnError> {
-    let stack = KernelStack::new(STACK_BYTES).map_err(|_| SpawnError::OutOfMemory)?;
+    spawn_with_stack(name, STACK_BYTES, entry)
+}
+
+/// Like [`spawn`], with a stack of `stack_bytes` (rounded up to pages, at
+/// most 1 MiB minus the guard page).
+pub fn spawn_with_stack(
+    name: &str,
+    stack_bytes: u64,
+    entry: impl FnOnce() + Send + 'static,
+) -> Result<JoinHandle, SpawnError> {
+    let stack = KernelStack::new(stack_bytes).map_err(|_| SpawnError::OutOfMemory)?;
     let context = Context::new(
         stack,
         Box::new(move || {

@@ -1,0 +1,390 @@
+//! Extensions in the running kernel: the Wasm runtime, the kernel events
+//! extensions bind to, the set of loaded extensions, and what the shell's
+//! `ext`, `events` and `domains` commands show.
+//!
+//! Wiring (the kernel is the composition root):
+//! - The nameserver exports the kernel interface (`spindle`, the import
+//!   table of `spindle_abi`); every extension's imports are resolved through
+//!   it, so its authorizer is consulted on each import.
+//! - `Timer.Tick(ticks)` is raised every [`TICK_EVENT_PERIOD_MS`] by the
+//!   `clock` thread (thread context, so a Wasm handler never runs inside the
+//!   timer interrupt); each extension is granted it at load.
+//! - `Extension.Faulted(id, kind)` is raised by the runtime when extension
+//!   code traps or exhausts its budget; the kernel's policy handler counts
+//!   faults per extension and reports them on the console.
+//! - Module bytes come from the boot archive (`ext/<name>.wasm`).
+
+use alloc::{
+    boxed::Box,
+    collections::BTreeMap,
+    format,
+    string::{String, ToString},
+    sync::Arc,
+    vec::Vec,
+};
+use dispatch::{Clock, Event, EventStats, Handler, Install, Principal, Value, ValueType};
+use domain::{NameServer, SymbolType};
+use sched::sync::Mutex;
+use wasm_runtime::{
+    domains::{export_kernel_interface, DomainResolver},
+    engine::wasmi::WasmiEngine,
+    port, Console, EngineConfig, EventPort, Extension, FaultKind, Limits, LoadRequest, Runtime,
+    Services,
+};
+
+/// Period of `Timer.Tick`, in milliseconds.
+pub const TICK_EVENT_PERIOD_MS: u64 = 10;
+/// Stack of threads that run extension code (the interpreter's frames).
+pub const EXTENSION_STACK_BYTES: u64 = 256 * 1024;
+/// Where extension modules live in the boot archive.
+const ARCHIVE_DIRECTORY: &str = "ext/";
+
+/// An event the `events` command lists.
+struct ListedEvent {
+    name: &'static str,
+    stats: Box<dyn Fn() -> EventStats + Send + Sync>,
+}
+
+/// The kernel's extension state.
+pub struct Extensions {
+    runtime: Runtime,
+    nameserver: Arc<NameServer>,
+    tick: Arc<Event<(u64,), ()>>,
+    tick_port: Arc<dyn EventPort>,
+    events: Vec<ListedEvent>,
+    /// Loaded extensions by name. Lock order: this before the runtime's locks.
+    loaded: Mutex<BTreeMap<String, Extension>>,
+    /// Faults reported through `Extension.Faulted`, by extension id.
+    faults: Arc<spin::Mutex<BTreeMap<u64, u64>>>,
+    archive: &'static [u8],
+}
+
+/// Extension console output: one log line per message.
+struct ExtensionConsole;
+
+impl Console for ExtensionConsole {
+    fn log(&self, extension: &str, message: &str) {
+        hal::console::write_fmt(format_args!("[ext {extension}] {message}\n"));
+    }
+}
+
+/// Dispatcher accounting and `spindle.timer_now_ns` read the TSC.
+struct TscClock;
+
+impl Clock for TscClock {
+    fn now_ns(&self) -> u64 {
+        hal::timer::uptime_ns()
+    }
+}
+
+fn tick_intrinsic(_ticks: &(u64,)) {}
+
+/// `value` as a `ty`, if it is an integer type that can hold it.
+fn integer_value(ty: ValueType, value: u64) -> Result<Value, String> {
+    let out_of_range = || format!("{value} does not fit {ty:?}");
+    Ok(match ty {
+        ValueType::I32 => Value::I32(i32::try_from(value).map_err(|_| out_of_range())?),
+        ValueType::U32 => Value::U32(u32::try_from(value).map_err(|_| out_of_range())?),
+        ValueType::I64 => Value::I64(i64::try_from(value).map_err(|_| out_of_range())?),
+        ValueType::U64 => Value::U64(value),
+        other => return Err(format!("cannot pass an integer as {other:?}")),
+    })
+}
+
+static EXTENSIONS: spin::Once<Extensions> = spin::Once::new();
+
+/// The extension state, once [`init`] has run.
+pub fn get() -> Option<&'static Extensions> {
+    EXTENSIONS.get()
+}
+
+/// Sets up the runtime and kernel events, and starts the `clock` thread.
+pub fn init(archive: &'static [u8]) -> &'static Extensions {
+    let extensions = EXTENSIONS.call_once(|| {
+        let nameserver = Arc::new(NameServer::new());
+        export_kernel_interface(&nameserver, None).expect("exporting the kernel interface");
+        let clock: Arc<dyn Clock> = Arc::new(TscClock);
+        let runtime = Runtime::with_parts(
+            Box::new(WasmiEngine::new(&EngineConfig::default())),
+            Arc::new(DomainResolver::new(nameserver.clone())),
+            Services {
+                console: Arc::new(ExtensionConsole),
+                clock: Some(clock.clone()),
+            },
+            Limits::default(),
+        );
+        let (tick, _tick_authority) = Event::new("Timer.Tick", tick_intrinsic as fn(&(u64,)));
+        let tick = Arc::new(tick);
+        tick.enable_accounting(Some(clock.clone()));
+        runtime.faulted().enable_accounting(Some(clock));
+
+        // The kernel's fault policy: count and report.
+        let faults = Arc::new(spin::Mutex::new(BTreeMap::new()));
+        let policy_faults = faults.clone();
+        runtime
+            .faulted()
+            .install(
+                Principal::KERNEL,
+                Install::new(Handler::new(move |&(extension, kind): &(u64, u32)| {
+                    *policy_faults.lock().entry(extension).or_insert(0) += 1;
+                    hal::console::write_fmt(format_args!(
+                        "Extension.Faulted: extension {extension}: {:?}\n",
+                        FaultKind::from_code(kind)
+                    ));
+                })),
+            )
+            .expect("installing the fault policy");
+
+        let events = {
+            let (tick, faulted) = (tick.clone(), runtime.faulted().clone());
+            alloc::vec![
+                ListedEvent {
+                    name: "Timer.Tick",
+                    stats: Box::new(move || tick.stats()),
+                },
+                ListedEvent {
+                    name: wasm_runtime::FAULTED_EVENT,
+                    stats: Box::new(move || faulted.stats()),
+                },
+            ]
+        };
+        Extensions {
+            tick_port: port(tick.clone()),
+            runtime,
+            nameserver,
+            tick,
+            events,
+            loaded: Mutex::new(BTreeMap::new()),
+            faults,
+            archive,
+        }
+    });
+    sched::spawn_with_stack("clock", EXTENSION_STACK_BYTES, clock_thread)
+        .expect("starting the clock thread");
+    extensions
+}
+
+/// Raises `Timer.Tick` every [`TICK_EVENT_PERIOD_MS`].
+fn clock_thread() {
+    let Some(extensions) = get() else {
+        return;
+    };
+    let mut count = 0u64;
+    loop {
+        sched::sleep_ms(TICK_EVENT_PERIOD_MS);
+        count += 1;
+        // Faults are contained and reported through Extension.Faulted; a
+        // raise with no handler but the intrinsic cannot fail.
+        let _ = extensions.tick.raise(&mut (count,));
+    }
+}
+
+impl Extensions {
+    /// Names of the modules in the boot archive.
+    pub fn available(&self) -> Vec<String> {
+        initrd::entries(self.archive)
+            .filter_map(Result::ok)
+            .filter_map(|entry| {
+                entry
+                    .name
+                    .strip_prefix(ARCHIVE_DIRECTORY)?
+                    .strip_suffix(".wasm")
+                    .map(String::from)
+            })
+            .collect()
+    }
+
+    /// The module bytes of extension `name` from the boot archive.
+    pub fn module_bytes(&self, name: &str) -> Result<&'static [u8], String> {
+        let wanted = format!("{ARCHIVE_DIRECTORY}{name}.wasm");
+        for entry in initrd::entries(self.archive) {
+            let entry = entry.map_err(|error| format!("boot archive: {error}"))?;
+            if entry.name == wanted {
+                return Ok(entry.data);
+            }
+        }
+        Err(format!("no extension named {name:?} in the boot archive"))
+    }
+
+    /// Loads extension `name` from the boot archive (granting it
+    /// `Timer.Tick`) and runs its `init`.
+    pub fn load(&self, name: &str) -> Result<(), String> {
+        let bytes = self.module_bytes(name)?;
+        self.load_bytes(name, bytes)
+    }
+
+    /// Loads an extension from `bytes` under `name`.
+    pub fn load_bytes(&self, name: &str, bytes: &[u8]) -> Result<(), String> {
+        let mut loaded = self.loaded.lock();
+        if loaded.contains_key(name) {
+            return Err(format!("{name} is already loaded"));
+        }
+        let request = LoadRequest::new(name, bytes).grant_event(self.tick_port.clone());
+        let extension = self
+            .runtime
+            .load(request)
+            .map_err(|error| format!("{error}"))?;
+        loaded.insert(name.to_string(), extension);
+        Ok(())
+    }
+
+    /// Unloads extension `name`: removes its handlers, revokes its handles,
+    /// frees its memory.
+    pub fn unload(&self, name: &str) -> Result<String, String> {
+        let extension = self
+            .loaded
+            .lock()
+            .remove(name)
+            .ok_or_else(|| format!("{name} is not loaded"))?;
+        let report = extension.unload().map_err(|error| format!("{error:?}"))?;
+        Ok(format!(
+            "unloaded {name}: {} handlers removed, {} handles revoked, {} bytes of memory freed",
+            report.handlers_removed, report.handles_revoked, report.memory_freed
+        ))
+    }
+
+    /// Calls exported function `export` of loaded extension `name` with
+    /// integer arguments, typed from the export's signature in the
+    /// extension's domain.
+    pub fn call(
+        &self,
+        name: &str,
+        export: &str,
+        args: &[u64],
+    ) -> Result<Option<wasm_runtime::WasmValue>, String> {
+        let loaded = self.loaded.lock();
+        let extension = loaded
+            .get(name)
+            .ok_or_else(|| format!("{name} is not loaded"))?;
+        let signature = extension
+            .domain()
+            .and_then(|domain| {
+                domain
+                    .exports()
+                    .into_iter()
+                    .find_map(|(symbol, ty)| match ty {
+                        SymbolType::Procedure(signature) if symbol == export => Some(signature),
+                        _ => None,
+                    })
+            })
+            .ok_or_else(|| format!("{name} exports no function {export:?}"))?;
+        if signature.params.len() != args.len() {
+            return Err(format!(
+                "{export} takes {} arguments, {} given",
+                signature.params.len(),
+                args.len()
+            ));
+        }
+        let values = signature
+            .params
+            .iter()
+            .zip(args)
+            .map(|(param, &arg)| integer_value(param.ty, arg))
+            .collect::<Result<Vec<_>, _>>()?;
+        extension
+            .call(export, &values)
+            .map_err(|error| format!("{error:?}"))
+    }
+
+    /// One line per loaded extension.
+    pub fn list(&self) -> Vec<String> {
+        let faults = self.faults.lock().clone();
+        self.loaded
+            .lock()
+            .iter()
+            .map(|(name, extension)| {
+                let stats = extension.stats();
+                format!(
+                    "{name:<14} id={} handlers={} handles={} memory={}B invocations={} faults={}",
+                    extension.id().0,
+                    stats.handlers,
+                    stats.handles,
+                    stats.memory_bytes,
+                    stats.invocations,
+                    faults.get(&extension.id().0).copied().unwrap_or(0),
+                )
+            })
+            .collect()
+    }
+
+    /// One line per kernel event: handlers, guards and counters (the
+    /// events paper's table 3).
+    pub fn events(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .map(|event| {
+                let stats = (event.stats)();
+                format!(
+                    "{:<20} raised={} time={}us handlers={} guards={} faults={} terminated={}",
+                    event.name,
+                    stats.raised,
+                    stats.time_ns / 1000,
+                    stats.handlers,
+                    stats.guards,
+                    stats.faults,
+                    stats.terminated
+                )
+            })
+            .collect()
+    }
+
+    /// One line per domain: the nameserver's exports, then each loaded
+    /// extension's domain with its exports and unresolved imports.
+    pub fn domains(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .nameserver
+            .list()
+            .into_iter()
+            .map(|(name, version)| format!("{name} (exported, version {version:?})"))
+            .collect();
+        for (name, extension) in self.loaded.lock().iter() {
+            if let Some(domain) = extension.domain() {
+                let exports: Vec<String> =
+                    domain.exports().into_iter().map(|(name, _)| name).collect();
+                lines.push(format!(
+                    "{name}: exports [{}], unresolved [{}]",
+                    exports.join(", "),
+                    domain.unresolved().join(", ")
+                ));
+            }
+        }
+        lines
+    }
+
+    /// Faults reported for extension `name` so far.
+    pub fn faults_of(&self, name: &str) -> u64 {
+        let Some(id) = self
+            .loaded
+            .lock()
+            .get(name)
+            .map(|extension| extension.id().0)
+        else {
+            return 0;
+        };
+        self.faults.lock().get(&id).copied().unwrap_or(0)
+    }
+
+    /// The `Timer.Tick` event.
+    pub fn tick(&self) -> &Arc<Event<(u64,), ()>> {
+        &self.tick
+    }
+
+    /// Ticks raised so far (0 until accounting has seen one).
+    pub fn ticks_raised(&self) -> u64 {
+        self.tick.stats().raised
+    }
+}
+
+/// Loads the extensions named in `names` (comma separated), reporting each
+/// (the `spindle.ext=` command-line option).
+pub fn autoload(names: &str) {
+    let Some(extensions) = get() else {
+        return;
+    };
+    for name in names.split(',').filter(|name| !name.is_empty()) {
+        match extensions.load(name) {
+            Ok(()) => log::info!("extension {name} loaded"),
+            Err(error) => log::warn!("extension {name}: {error}"),
+        }
+    }
+}
