@@ -1,12 +1,23 @@
-//! In-guest benchmarks for `./x bench boot`: the cost of a direct and an
-//! indirect function call, the unit every later ratio is taken against.
+//! In-guest benchmarks (`spindle.mode=bench`, suite chosen by
+//! `spindle.bench=boot|ext|all`):
 //!
-//! Each figure is the median of [`REPETITIONS`] timed runs of
-//! [`ITERATIONS`] calls, timed with the calibrated TSC, and printed as
-//! `bench <suite>.<name> <median> ns runs=.. min=.. max=..`.
+//! - `boot`: the cost of a direct and an indirect function call, the unit
+//!   every later ratio is taken against;
+//! - `ext`: raising an event with its intrinsic only, with a native guarded
+//!   handler, with a Wasm handler, with a Wasm handler and Wasm guard; a
+//!   Wasm-to-kernel call of an empty procedure (SPIN's "protected in-kernel
+//!   call"); load + validate + link + instantiate of a ~60 KB module.
+//!
+//! Each figure is the median of [`REPETITIONS`] timed runs of many
+//! iterations, timed with the calibrated TSC, and printed as
+//! `bench <suite>.<name> <median> ns runs=.. min=.. max=..`, with
+//! `ratio=<x>` to the direct call where that is the point of the figure.
 
-use alloc::vec::Vec;
+use alloc::{format, string::String, vec::Vec};
 use core::hint::black_box;
+
+use dispatch::{Event, Guard, Handler, Install, Principal, RaiseCache};
+use wasm_runtime::bench::{self as fixtures, Fixture};
 
 const ITERATIONS: u64 = 200_000;
 const REPETITIONS: usize = 11;
@@ -16,42 +27,163 @@ fn empty_procedure(value: u64) -> u64 {
     black_box(value)
 }
 
-/// Times `ITERATIONS` runs of `body`, `REPETITIONS` times; ns per iteration.
-fn measure(mut body: impl FnMut(u64)) -> Vec<f64> {
+/// Times `iterations` runs of `body`, `REPETITIONS` times; sorted ns per
+/// iteration.
+fn measure_n(iterations: u64, mut body: impl FnMut(u64)) -> Vec<f64> {
     let mut runs: Vec<f64> = (0..REPETITIONS)
         .map(|_| {
             let start = hal::cpu::read_tsc_ordered();
-            for i in 0..ITERATIONS {
+            for i in 0..iterations {
                 body(i);
             }
             let cycles = hal::cpu::read_tsc_ordered() - start;
-            hal::timer::cycles_to_ns(cycles * 1000) as f64 / 1000.0 / ITERATIONS as f64
+            hal::timer::cycles_to_ns(cycles * 1000) as f64 / 1000.0 / iterations as f64
         })
         .collect();
     runs.sort_by(f64::total_cmp);
     runs
 }
 
-/// Prints one figure in the benchmark line format.
-pub fn report(name: &str, sorted_runs: &[f64]) {
-    let median = sorted_runs[sorted_runs.len() / 2];
+fn measure(body: impl FnMut(u64)) -> Vec<f64> {
+    measure_n(ITERATIONS, body)
+}
+
+fn median(sorted_runs: &[f64]) -> f64 {
+    sorted_runs[sorted_runs.len() / 2]
+}
+
+/// Prints one figure in the benchmark line format, with `extra` key=value
+/// pairs appended.
+pub fn report(name: &str, sorted_runs: &[f64], extra: &str) {
     hal::console::write_fmt(format_args!(
-        "bench {name} {median:.2} ns runs={} min={:.2} max={:.2}\n",
+        "bench {name} {:.2} ns runs={} min={:.2} max={:.2}{extra}\n",
+        median(sorted_runs),
         sorted_runs.len(),
         sorted_runs[0],
         sorted_runs[sorted_runs.len() - 1]
     ));
 }
 
-/// Runs the boot-suite benchmarks.
-pub fn run_all() {
-    let direct = measure(|i| {
+/// Prints a figure with its ratio to `baseline_ns`.
+fn report_ratio(name: &str, sorted_runs: &[f64], baseline_ns: f64) {
+    report(
+        name,
+        sorted_runs,
+        &format!(" ratio={:.1}x", median(sorted_runs) / baseline_ns),
+    );
+}
+
+fn direct_call() -> Vec<f64> {
+    measure(|i| {
         black_box(empty_procedure(i));
-    });
-    report("boot.direct_call", &direct);
+    })
+}
+
+/// Runs the benchmark suite named `suite` (`boot`, `ext` or `all`).
+pub fn run(suite: &str) -> Result<(), String> {
+    match suite {
+        "boot" => {
+            boot();
+            Ok(())
+        }
+        "ext" => ext(),
+        "all" => {
+            boot();
+            ext()
+        }
+        other => Err(format!("unknown benchmark suite {other:?}")),
+    }
+}
+
+fn boot() {
+    let direct = direct_call();
+    report("boot.direct_call", &direct, "");
     let procedure: fn(u64) -> u64 = black_box(empty_procedure);
     let indirect = measure(|i| {
         black_box(black_box(procedure)(i));
     });
-    report("boot.indirect_call", &indirect);
+    report_ratio("boot.indirect_call", &indirect, median(&direct));
+}
+
+#[inline(never)]
+fn bench_intrinsic(args: &(u64,)) -> u64 {
+    black_box(args.0)
+}
+
+fn ext() -> Result<(), String> {
+    let extensions = crate::extensions::get().ok_or("extensions not initialised")?;
+    let direct = direct_call();
+    let baseline = median(&direct);
+    report("ext.direct_call", &direct, "");
+
+    // An event with only its intrinsic handler: a flag test and a call.
+    let (plain, _plain_authority) =
+        Event::new("Bench.Plain", bench_intrinsic as fn(&(u64,)) -> u64);
+    let intrinsic = measure(|i| {
+        black_box(plain.raise_static(&mut (i,), bench_intrinsic).ok());
+    });
+    report_ratio("ext.intrinsic", &intrinsic, baseline);
+
+    // One native handler behind one native guard (the kernel's cached raise).
+    let (guarded, _guarded_authority) =
+        Event::new("Bench.Guarded", bench_intrinsic as fn(&(u64,)) -> u64);
+    guarded
+        .install(
+            Principal::KERNEL,
+            Install::new(Handler::new(|args: &(u64,)| black_box(args.0)))
+                .guard(Guard::new(|args: &(u64,)| args.0 != u64::MAX)),
+        )
+        .map_err(|error| format!("{error:?}"))?;
+    let mut cache = RaiseCache::default();
+    let native_guarded = measure(|i| {
+        black_box(guarded.raise_cached(&mut cache, &mut (i,)).ok());
+    });
+    report_ratio("ext.native_guarded", &native_guarded, baseline);
+
+    // Wasm handlers: the bench extension bound to Bench.Event.
+    let bench_wasm = extensions.module_bytes("bench")?;
+    let fixture =
+        Fixture::new(extensions.runtime(), bench_wasm).map_err(|error| format!("{error}"))?;
+    const WASM_ITERATIONS: u64 = 5_000;
+    let binding = fixture
+        .bind_handler()
+        .map_err(|error| format!("{error:?}"))?;
+    let wasm_handler = measure_n(WASM_ITERATIONS, |i| {
+        black_box(fixture.raise(i));
+    });
+    fixture
+        .unbind(binding)
+        .map_err(|error| format!("{error:?}"))?;
+    report_ratio("ext.wasm_handler", &wasm_handler, baseline);
+
+    let binding = fixture
+        .bind_handler_and_guard()
+        .map_err(|error| format!("{error:?}"))?;
+    let wasm_guarded = measure_n(WASM_ITERATIONS, |i| {
+        black_box(fixture.raise(i));
+    });
+    fixture
+        .unbind(binding)
+        .map_err(|error| format!("{error:?}"))?;
+    report_ratio("ext.wasm_guarded", &wasm_guarded, baseline);
+
+    // Wasm -> kernel: one invocation making many empty kernel calls.
+    const NULL_CALLS: u32 = 10_000;
+    let wasm_to_kernel = measure_n(1, |_| {
+        let _ = black_box(fixture.null_calls(NULL_CALLS));
+    });
+    let per_call: Vec<f64> = wasm_to_kernel
+        .iter()
+        .map(|ns| ns / f64::from(NULL_CALLS))
+        .collect();
+    report_ratio("ext.wasm_to_kernel", &per_call, baseline);
+
+    // Load + validate + link + instantiate (+ unload) of the ~60 KB module.
+    let big = extensions.module_bytes("big")?;
+    let load = measure_n(1, |_| {
+        let _ = black_box(fixtures::load(extensions.runtime(), big));
+    });
+    report("ext.load_50k", &load, &format!(" bytes={}", big.len()));
+    drop(fixture);
+    Ok(())
 }

@@ -16,7 +16,7 @@
 
 use alloc::{
     boxed::Box,
-    collections::BTreeMap,
+    collections::{BTreeMap, VecDeque},
     format,
     string::{String, ToString},
     sync::Arc,
@@ -54,19 +54,45 @@ pub struct Extensions {
     events: Vec<ListedEvent>,
     /// Loaded extensions by name. Lock order: this before the runtime's locks.
     loaded: Mutex<BTreeMap<String, Extension>>,
-    /// Faults reported through `Extension.Faulted`, by extension id.
-    faults: Arc<spin::Mutex<BTreeMap<u64, u64>>>,
+    /// Per extension id: its name and the faults reported through
+    /// `Extension.Faulted`. A spin lock, not `loaded`: the policy handler
+    /// runs inside a raise that may hold an extension's instance lock.
+    faults: Arc<spin::Mutex<BTreeMap<u64, FaultRecord>>>,
+    console: Arc<ExtensionConsole>,
     archive: &'static [u8],
 }
 
-/// Extension console output: one log line per message.
-struct ExtensionConsole;
+/// How many recent extension console lines are kept (for tests).
+const RECENT_LINES: usize = 32;
+
+/// Extension console output: one line per message, prefixed with the
+/// extension's name; the last [`RECENT_LINES`] are kept.
+struct ExtensionConsole {
+    recent: spin::Mutex<VecDeque<String>>,
+}
 
 impl Console for ExtensionConsole {
     fn log(&self, extension: &str, message: &str) {
-        hal::console::write_fmt(format_args!("[ext {extension}] {message}\n"));
+        let line = format!("[ext {extension}] {message}");
+        hal::console::write_fmt(format_args!("{line}\n"));
+        let mut recent = self.recent.lock();
+        if recent.len() == RECENT_LINES {
+            recent.pop_front();
+        }
+        recent.push_back(line);
     }
 }
+
+/// What the fault policy knows of one extension.
+#[derive(Default, Clone)]
+struct FaultRecord {
+    name: String,
+    count: u64,
+    last: Option<FaultKind>,
+}
+
+/// Report the first fault of an extension, then every this many.
+const FAULT_REPORT_INTERVAL: u64 = 100;
 
 /// Dispatcher accounting and `spindle.timer_now_ns` read the TSC.
 struct TscClock;
@@ -104,11 +130,14 @@ pub fn init(archive: &'static [u8]) -> &'static Extensions {
         let nameserver = Arc::new(NameServer::new());
         export_kernel_interface(&nameserver, None).expect("exporting the kernel interface");
         let clock: Arc<dyn Clock> = Arc::new(TscClock);
+        let console = Arc::new(ExtensionConsole {
+            recent: spin::Mutex::new(VecDeque::new()),
+        });
         let runtime = Runtime::with_parts(
             Box::new(WasmiEngine::new(&EngineConfig::default())),
             Arc::new(DomainResolver::new(nameserver.clone())),
             Services {
-                console: Arc::new(ExtensionConsole),
+                console: console.clone(),
                 clock: Some(clock.clone()),
             },
             Limits::default(),
@@ -118,19 +147,27 @@ pub fn init(archive: &'static [u8]) -> &'static Extensions {
         tick.enable_accounting(Some(clock.clone()));
         runtime.faulted().enable_accounting(Some(clock));
 
-        // The kernel's fault policy: count and report.
-        let faults = Arc::new(spin::Mutex::new(BTreeMap::new()));
+        // The kernel's fault policy: count, and report the first fault of
+        // each extension and every FAULT_REPORT_INTERVAL-th after it. (A
+        // stricter policy, e.g. unloading the culprit, installs here too.)
+        let faults: Arc<spin::Mutex<BTreeMap<u64, FaultRecord>>> =
+            Arc::new(spin::Mutex::new(BTreeMap::new()));
         let policy_faults = faults.clone();
         runtime
             .faulted()
             .install(
                 Principal::KERNEL,
                 Install::new(Handler::new(move |&(extension, kind): &(u64, u32)| {
-                    *policy_faults.lock().entry(extension).or_insert(0) += 1;
-                    hal::console::write_fmt(format_args!(
-                        "Extension.Faulted: extension {extension}: {:?}\n",
-                        FaultKind::from_code(kind)
-                    ));
+                    let mut faults = policy_faults.lock();
+                    let record = faults.entry(extension).or_default();
+                    record.count += 1;
+                    record.last = FaultKind::from_code(kind);
+                    if record.count % FAULT_REPORT_INTERVAL == 1 {
+                        hal::console::write_fmt(format_args!(
+                            "Extension.Faulted: {} (id {extension}): {:?}, fault #{}\n",
+                            record.name, record.last, record.count
+                        ));
+                    }
                 })),
             )
             .expect("installing the fault policy");
@@ -156,6 +193,7 @@ pub fn init(archive: &'static [u8]) -> &'static Extensions {
             events,
             loaded: Mutex::new(BTreeMap::new()),
             faults,
+            console,
             archive,
         }
     });
@@ -237,6 +275,7 @@ impl Extensions {
             .remove(name)
             .ok_or_else(|| format!("{name} is not loaded"))?;
         let report = extension.unload().map_err(|error| format!("{error:?}"))?;
+        self.faults.lock().remove(&extension.id().0);
         Ok(format!(
             "unloaded {name}: {} handlers removed, {} handles revoked, {} bytes of memory freed",
             report.handlers_removed, report.handles_revoked, report.memory_freed
@@ -301,7 +340,9 @@ impl Extensions {
                     stats.handles,
                     stats.memory_bytes,
                     stats.invocations,
-                    faults.get(&extension.id().0).copied().unwrap_or(0),
+                    faults
+                        .get(&extension.id().0)
+                        .map_or(0, |record| record.count),
                 )
             })
             .collect()
@@ -351,17 +392,47 @@ impl Extensions {
         lines
     }
 
-    /// Faults reported for extension `name` so far.
-    pub fn faults_of(&self, name: &str) -> u64 {
-        let Some(id) = self
+    /// Faults reported for extension `name` so far, and the last one's kind.
+    pub fn faults_of(&self, name: &str) -> (u64, Option<FaultKind>) {
+        let id = self
             .loaded
             .lock()
             .get(name)
-            .map(|extension| extension.id().0)
-        else {
-            return 0;
-        };
-        self.faults.lock().get(&id).copied().unwrap_or(0)
+            .map(|extension| extension.id().0);
+        let faults = self.faults.lock();
+        id.and_then(|id| faults.get(&id))
+            .map_or((0, None), |record| (record.count, record.last))
+    }
+
+    /// Whether an extension logged a line containing `text` recently.
+    pub fn has_logged(&self, text: &str) -> bool {
+        self.console
+            .recent
+            .lock()
+            .iter()
+            .any(|line| line.contains(text))
+    }
+
+    /// The runtime (for tests and benchmarks).
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// Loads `bytes` under `name` with `limits`, outside the loaded set
+    /// (for tests that must see the error or own the extension).
+    pub fn load_detached(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        limits: Option<Limits>,
+    ) -> Result<Extension, String> {
+        let mut request = LoadRequest::new(name, bytes).grant_event(self.tick_port.clone());
+        if let Some(limits) = limits {
+            request = request.limits(limits);
+        }
+        self.runtime
+            .load(request)
+            .map_err(|error| format!("{error}"))
     }
 
     /// The `Timer.Tick` event.

@@ -63,8 +63,14 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
             })
         }
         "bench" => {
-            bench::run_all();
-            qemu::exit(qemu::ExitCode::Success)
+            let suite = boot_info.cmdline_value("spindle.bench").unwrap_or("all");
+            match bench::run(suite) {
+                Ok(()) => qemu::exit(qemu::ExitCode::Success),
+                Err(error) => {
+                    log::error!("benchmark suite {suite}: {error}");
+                    qemu::exit(qemu::ExitCode::Failure)
+                }
+            }
         }
         "crash" => {
             log::info!("crash mode: touching an unmapped page on the boot thread");

@@ -45,6 +45,11 @@ pub const SUITES: &[Suite] = &[
         run: boot,
     },
     Suite {
+        name: "ext",
+        about: "extensions in the guest: intrinsic, native guarded, Wasm handler and guard, Wasm-to-kernel call, module load",
+        run: ext,
+    },
+    Suite {
         name: "dispatch",
         about: "event dispatcher on the host (benches/dispatch)",
         run: dispatch,
@@ -141,11 +146,24 @@ fn boot(context: &mut BenchContext) -> Result<()> {
     );
     println!("{}", context.tag(&line));
 
-    let config = context.boot_config("bench")?;
+    guest_suite(context, "boot")
+}
+
+/// `ext`: the guest's `spindle.bench=ext` figures.
+fn ext(context: &mut BenchContext) -> Result<()> {
+    guest_suite(context, "ext")
+}
+
+/// Boots with `spindle.mode=bench spindle.bench=<suite>` and relays the
+/// figures the guest prints.
+fn guest_suite(context: &mut BenchContext, suite: &str) -> Result<()> {
+    let mut config = context.boot_config("bench")?;
+    config.append.push_str(&format!(" spindle.bench={suite}"));
+    let log_name = format!("bench-{suite}");
     let mut guest = Guest::boot(&config, context.timeout)?;
     let exit = guest.wait_exit(None)?;
     let log = guest.full_log();
-    save_log("bench-boot", &log);
+    save_log(&log_name, &log);
     let mut figures = 0;
     for line in log.lines().filter(|line| line.starts_with("bench ")) {
         if let Err(problem) = parse::parse_bench_line(line) {
@@ -155,8 +173,8 @@ fn boot(context: &mut BenchContext) -> Result<()> {
         figures += 1;
     }
     if exit != GuestExit::Success || figures == 0 {
-        print_log("bench-boot", &log, None);
-        return Err(format!("spindle.mode=bench: {figures} figures, {exit}").into());
+        print_log(&log_name, &log, None);
+        return Err(format!("spindle.bench={suite}: {figures} figures, {exit}").into());
     }
     Ok(())
 }

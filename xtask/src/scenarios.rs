@@ -28,7 +28,9 @@ use crate::{
 };
 
 /// Commands the shell's `help` must list.
-pub const SHELL_COMMANDS: &[&str] = &["help", "mem", "threads", "uptime", "halt"];
+pub const SHELL_COMMANDS: &[&str] = &[
+    "help", "mem", "threads", "uptime", "ext", "events", "domains", "halt",
+];
 
 /// How soon after `halt` QEMU must have exited.
 const HALT_EXIT_WITHIN: Duration = Duration::from_secs(15);
@@ -85,6 +87,16 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "shell_halt_exits_qemu_with_success",
         mode: "shell",
         check: shell_halt_exits_qemu_with_success,
+    },
+    Scenario {
+        name: "shell_ext_load_hello_logs_and_unloads",
+        mode: "shell",
+        check: shell_ext_load_hello_logs_and_unloads,
+    },
+    Scenario {
+        name: "shell_survives_runaway_and_faulting_extensions",
+        mode: "shell",
+        check: shell_survives_runaway_and_faulting_extensions,
     },
     Scenario {
         name: "boot_page_fault_is_reported_and_fails",
@@ -280,6 +292,69 @@ fn shell_halt_exits_qemu_with_success(guest: &mut Guest) -> Result<()> {
         .into()),
         other => Err(format!("expected exit status 33 after `halt`, got {other}").into()),
     }
+}
+
+/// Fails unless `reply` contains `needle`.
+fn expect_in(command: &str, reply: &str, needle: &str) -> Result<()> {
+    if reply.contains(needle) {
+        Ok(())
+    } else {
+        Err(format!("`{command}` reply lacks {needle:?}: {reply:?}").into())
+    }
+}
+
+/// `ext load hello` runs its `init`, which logs; `ext list`, `domains` and
+/// `ext unload` show and remove it.
+fn shell_ext_load_hello_logs_and_unloads(guest: &mut Guest) -> Result<()> {
+    guest.wait_for_prompt()?;
+    let reply = guest.command("ext load hello")?;
+    expect_in("ext load hello", &reply, "hello from a Wasm extension")?;
+    expect_in("ext list", &guest.command("ext list")?, "hello")?;
+    let domains = guest.command("domains")?;
+    expect_in("domains", &domains, "spindle")?;
+    expect_in("domains", &domains, "spindle.log")?;
+    expect_in(
+        "ext unload hello",
+        &guest.command("ext unload hello")?,
+        "unloaded hello",
+    )?;
+    let reply = guest.command("ext unload hello")?;
+    expect_in("ext unload hello (twice)", &reply, "not loaded")
+}
+
+/// A runaway ephemeral handler is stopped by its budget and a faulting one
+/// is contained: both are reported through `Extension.Faulted`, while the
+/// shell keeps answering and tick-counter keeps counting.
+fn shell_survives_runaway_and_faulting_extensions(guest: &mut Guest) -> Result<()> {
+    guest.wait_for_prompt()?;
+    for name in ["tick-counter", "runaway", "faulty"] {
+        expect_in(
+            "ext load",
+            &guest.command(&format!("ext load {name}"))?,
+            "loaded",
+        )?;
+    }
+    thread::sleep(Duration::from_millis(500));
+    let uptime = guest.command("uptime")?;
+    if parse::parse_milliseconds(&uptime).is_none() {
+        return Err(format!("the shell stopped answering: `uptime` gave {uptime:?}").into());
+    }
+    let events = guest.command("events")?;
+    expect_in("events", &events, "Timer.Tick")?;
+    expect_in("events", &events, "Extension.Faulted")?;
+    let log = guest.serial_log();
+    expect_in("(serial log)", &log, "BudgetExhausted")?;
+    expect_in("(serial log)", &log, "Unreachable")?;
+    let count = guest.command("ext call tick-counter count")?;
+    expect_in("ext call tick-counter count", &count, "returned Some")?;
+    for name in ["faulty", "runaway", "tick-counter"] {
+        expect_in(
+            "ext unload",
+            &guest.command(&format!("ext unload {name}"))?,
+            "unloaded",
+        )?;
+    }
+    Ok(())
 }
 
 /// `spindle.mode=crash`: the boot-path page fault is reported with its

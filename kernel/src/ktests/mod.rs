@@ -7,6 +7,7 @@
 
 use alloc::string::String;
 
+mod extensions;
 mod memory;
 mod threads;
 mod traps;
@@ -34,7 +35,12 @@ pub(crate) use ensure;
 
 /// Runs every test; returns whether all passed.
 pub fn run_all() -> bool {
-    let groups: [&[KernelTest]; 3] = [memory::TESTS, traps::TESTS, threads::TESTS];
+    let groups: [&[KernelTest]; 4] = [
+        memory::TESTS,
+        traps::TESTS,
+        threads::TESTS,
+        extensions::TESTS,
+    ];
     let (mut passed, mut failed) = (0, 0);
     for test in groups.iter().flat_map(|group| group.iter()) {
         hal::console::write_fmt(format_args!("test {} ... ", test.name));

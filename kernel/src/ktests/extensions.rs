@@ -1,0 +1,255 @@
+//! Extensions in the running kernel: loading, events, guards, budgets,
+//! fault containment, unloading without leaks, limits and bad modules.
+//!
+//! The modules come from the boot archive (`./x` builds them into it).
+
+use alloc::{format, string::String};
+
+use wasm_runtime::{FaultKind, Limits, WasmValue};
+
+use super::{ensure, KernelTest, TestResult};
+use crate::extensions::{self, Extensions};
+
+pub const TESTS: &[KernelTest] = &[
+    KernelTest {
+        name: "hello_extension_logs_on_load",
+        run: hello_extension_logs_on_load,
+    },
+    KernelTest {
+        name: "tick_counter_counts_timer_ticks",
+        run: tick_counter_counts_timer_ticks,
+    },
+    KernelTest {
+        name: "wasm_guard_filters_and_impure_guard_is_refused",
+        run: wasm_guard_filters,
+    },
+    KernelTest {
+        name: "runaway_ephemeral_handler_is_stopped",
+        run: runaway_handler_is_stopped,
+    },
+    KernelTest {
+        name: "faulting_handlers_are_contained",
+        run: faulting_handlers_are_contained,
+    },
+    KernelTest {
+        name: "c_extension_works",
+        run: c_extension_works,
+    },
+    KernelTest {
+        name: "bad_modules_are_refused_cleanly",
+        run: bad_modules_are_refused_cleanly,
+    },
+    KernelTest {
+        name: "memory_limit_is_enforced",
+        run: memory_limit_is_enforced,
+    },
+    KernelTest {
+        name: "load_unload_1000_times_leaks_nothing",
+        run: load_unload_leaks_nothing,
+    },
+];
+
+fn runtime() -> Result<&'static Extensions, String> {
+    extensions::get().ok_or_else(|| String::from("extensions not initialised"))
+}
+
+fn call_u64(extensions: &Extensions, name: &str, function: &str) -> Result<u64, String> {
+    match extensions.call(name, function, &[])? {
+        Some(WasmValue::I64(value)) => Ok(value as u64),
+        other => Err(format!("{name}.{function} returned {other:?}")),
+    }
+}
+
+fn hello_extension_logs_on_load() -> TestResult {
+    let extensions = runtime()?;
+    extensions.load("hello")?;
+    let has_logged = extensions.has_logged("[ext hello] hello from a Wasm extension");
+    extensions.unload("hello")?;
+    ensure!(has_logged, "hello did not log on load");
+    ensure!(
+        extensions.load("no-such-extension").is_err(),
+        "loading a missing extension succeeded"
+    );
+    Ok(())
+}
+
+fn tick_counter_counts_timer_ticks() -> TestResult {
+    let extensions = runtime()?;
+    extensions.load("tick-counter")?;
+    sched::sleep_ms(100);
+    let first = call_u64(extensions, "tick-counter", "count")?;
+    sched::sleep_ms(100);
+    let second = call_u64(extensions, "tick-counter", "count")?;
+    extensions.unload("tick-counter")?;
+    ensure!(first > 0, "no tick counted in 100 ms");
+    ensure!(
+        second > first,
+        "count did not advance: {first} then {second}"
+    );
+    Ok(())
+}
+
+fn wasm_guard_filters() -> TestResult {
+    let extensions = runtime()?;
+    extensions.load("even-ticks")?;
+    let before_raised = extensions.ticks_raised();
+    sched::sleep_ms(200);
+    let raised = extensions.ticks_raised() - before_raised;
+    let even = call_u64(extensions, "even-ticks", "count")?;
+    let refusal = extensions.call("even-ticks", "try_bad_guard", &[])?;
+    extensions.unload("even-ticks")?;
+    ensure!(raised >= 4, "only {raised} ticks raised in 200 ms");
+    // The guard lets only even ticks through: about half, never all.
+    ensure!(
+        even > 0 && even <= raised / 2 + 2,
+        "{even} of {raised} ticks passed the guard"
+    );
+    let not_pure = spindle_abi::Status::NotPure.code();
+    ensure!(
+        refusal == Some(WasmValue::I32(not_pure)),
+        "installing a guard that stores was not refused as NotPure: {refusal:?}"
+    );
+    Ok(())
+}
+
+fn runaway_handler_is_stopped() -> TestResult {
+    let extensions = runtime()?;
+    extensions.load("runaway")?;
+    let start = hal::timer::uptime_ns();
+    sched::sleep_ms(100);
+    let slept_ms = (hal::timer::uptime_ns() - start) / 1_000_000;
+    let (faults, last) = extensions.faults_of("runaway");
+    extensions.unload("runaway")?;
+    ensure!(faults > 0, "the runaway handler was never stopped");
+    ensure!(
+        last == Some(FaultKind::BudgetExhausted),
+        "last fault {last:?}, expected BudgetExhausted"
+    );
+    // The kernel kept scheduling: this thread woke up within a second.
+    ensure!(slept_ms < 1000, "a 100 ms sleep took {slept_ms} ms");
+    Ok(())
+}
+
+fn faulting_handlers_are_contained() -> TestResult {
+    let extensions = runtime()?;
+    extensions.load("tick-counter")?;
+    extensions.load("faulty")?;
+    let expected = [
+        (0, FaultKind::Unreachable),
+        (2, FaultKind::OutOfBounds),
+        (3, FaultKind::BadHandle),
+    ];
+    let mut result = Ok(());
+    for (mode, kind) in expected {
+        extensions.call("faulty", "set_mode", &[mode])?;
+        let (before, _) = extensions.faults_of("faulty");
+        sched::sleep_ms(50);
+        let (after, last) = extensions.faults_of("faulty");
+        if after <= before || last != Some(kind) {
+            result = Err(format!(
+                "mode {mode}: faults {before} -> {after}, last {last:?}, expected {kind:?}"
+            ));
+            break;
+        }
+    }
+    // The other extension kept running while faulty faulted.
+    let counted = call_u64(extensions, "tick-counter", "count")?;
+    extensions.unload("faulty")?;
+    extensions.unload("tick-counter")?;
+    result?;
+    ensure!(counted > 0, "tick-counter stopped while faulty faulted");
+    Ok(())
+}
+
+fn c_extension_works() -> TestResult {
+    let extensions = runtime()?;
+    extensions.load("c-hello")?;
+    let has_logged = extensions.has_logged("[ext c-hello]");
+    extensions.unload("c-hello")?;
+    ensure!(has_logged, "the C extension did not log");
+    Ok(())
+}
+
+fn bad_modules_are_refused_cleanly() -> TestResult {
+    let extensions = runtime()?;
+    let hello = extensions.module_bytes("hello")?;
+    for (what, bytes) in [
+        ("empty", &[][..]),
+        ("garbage", &b"not a wasm module at all"[..]),
+        ("truncated", &hello[..hello.len() / 2]),
+        ("wrong version", &b"\0asm\x02\0\0\0"[..]),
+    ] {
+        match extensions.load_detached("bad", bytes, None) {
+            Ok(_) => return Err(format!("the {what} module was accepted")),
+            Err(error) => ensure!(!error.is_empty(), "no message for the {what} module"),
+        }
+    }
+    let mut flipped = alloc::vec::Vec::from(hello);
+    for index in (8..flipped.len()).step_by(97) {
+        flipped[index] ^= 0x5a;
+    }
+    // Either refused or loaded; never a panic (reaching here proves it).
+    if let Ok(extension) = extensions.load_detached("flipped", &flipped, None) {
+        let _ = extension.unload();
+    }
+    Ok(())
+}
+
+fn memory_limit_is_enforced() -> TestResult {
+    let extensions = runtime()?;
+    let hello = extensions.module_bytes("hello")?;
+    let limits = Limits {
+        memory_pages: 1,
+        ..extensions.runtime().default_limits()
+    };
+    match extensions.load_detached("small", hello, Some(limits)) {
+        Ok(_) => Err(String::from(
+            "a module needing more than 1 page loaded under a 1-page limit",
+        )),
+        Err(error) => {
+            ensure!(
+                error.contains("memory"),
+                "the error does not name the limit: {error}"
+            );
+            Ok(())
+        }
+    }
+}
+
+fn load_unload_leaks_nothing() -> TestResult {
+    let extensions = runtime()?;
+    let bytes = extensions.module_bytes("hello")?;
+    let cycle = || -> TestResult {
+        let extension = extensions.load_detached("cycle", bytes, None)?;
+        extension.unload().map_err(|error| format!("{error:?}"))?;
+        Ok(())
+    };
+    // Warm up: first loads grow the heap and fill caches that stay.
+    for _ in 0..10 {
+        cycle()?;
+    }
+    let heap_before = hal::heap::stats();
+    let frames_before = hal::memory::frame_stats().free;
+    let handlers_before = extensions.tick().stats().handlers;
+    for _ in 0..1000 {
+        cycle()?;
+    }
+    let heap_after = hal::heap::stats();
+    let frames_after = hal::memory::frame_stats().free;
+    ensure!(
+        heap_after.allocated_bytes <= heap_before.allocated_bytes,
+        "1000 load/unload cycles leaked {} heap bytes ({} allocations)",
+        heap_after.allocated_bytes - heap_before.allocated_bytes,
+        heap_after.allocation_count as i64 - heap_before.allocation_count as i64
+    );
+    ensure!(
+        frames_after >= frames_before,
+        "1000 cycles leaked {} frames",
+        frames_before - frames_after
+    );
+    ensure!(
+        extensions.tick().stats().handlers == handlers_before,
+        "handlers left on Timer.Tick after unload"
+    );
+    Ok(())
+}
