@@ -45,7 +45,7 @@ impl Limits {
     }
 }
 
-/// Settings of the engine shared by every extension.
+/// Engine settings, the same for every extension.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EngineConfig {
     /// Deepest Wasm call nesting before a `StackOverflow` trap. wasmi keeps
