@@ -547,6 +547,7 @@ mod tests {
     #[test]
     fn flags_follow_the_contract() {
         let mut config = BootConfig::new(Path::new("/k"), "test", Accel::Tcg);
+        config.initrd = None;
         let args = qemu_args(&config).join(" ");
         assert!(args.contains("-serial stdio"));
         assert!(args.contains("-no-reboot"));
@@ -554,6 +555,9 @@ mod tests {
         assert!(args.contains("-accel tcg"));
         assert!(args.ends_with("-kernel /k -append spindle.mode=test"));
         assert!(!args.contains("-icount"));
+        assert!(!args.contains("-initrd"));
+        config.initrd = Some(PathBuf::from("/i"));
+        assert!(qemu_args(&config).join(" ").ends_with("-initrd /i"));
         config.is_icount = true;
         assert!(qemu_args(&config).join(" ").contains("-icount shift=0"));
         config.accel = Accel::Kvm;
