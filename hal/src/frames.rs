@@ -89,7 +89,7 @@ impl FrameBitmap {
 
     /// Returns the frame at `address` to the free pool.
     pub fn free(&mut self, address: u64) -> Result<(), FrameError> {
-        if address % FRAME_SIZE != 0 {
+        if !address.is_multiple_of(FRAME_SIZE) {
             return Err(FrameError::Unaligned(address));
         }
         if address >= MAX_PHYS_BYTES {

@@ -113,9 +113,14 @@ pub fn phys_to_virt(address: u64) -> u64 {
 /// nothing writes to them, so a shared `'static` slice is sound.
 pub fn boot_module_bytes(module: &crate::boot::BootModule) -> &'static [u8] {
     let end = module.start.saturating_add(module.len);
-    assert!(end <= MAX_PHYS_BYTES, "boot module beyond the physical window");
+    assert!(
+        end <= MAX_PHYS_BYTES,
+        "boot module beyond the physical window"
+    );
     // SAFETY: see above; the window maps all physical memory below 4 GiB.
-    unsafe { core::slice::from_raw_parts(phys_to_virt(module.start) as *const u8, module.len as usize) }
+    unsafe {
+        core::slice::from_raw_parts(phys_to_virt(module.start) as *const u8, module.len as usize)
+    }
 }
 
 /// Frame allocator counters, for `mem` in the shell.

@@ -205,10 +205,8 @@ fn push_entry(archive: &mut Vec<u8>, inode: usize, name: &str, mode: u32, data: 
 /// Builds a newc archive of regular files `(name, contents)`.
 pub fn write_archive<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Vec<u8> {
     let mut archive = Vec::new();
-    let mut inode = 1;
-    for (name, data) in files {
-        push_entry(&mut archive, inode, name, REGULAR_FILE_MODE, data);
-        inode += 1;
+    for (index, (name, data)) in files.into_iter().enumerate() {
+        push_entry(&mut archive, index + 1, name, REGULAR_FILE_MODE, data);
     }
     push_entry(&mut archive, 0, TRAILER_NAME, 0, &[]);
     archive
