@@ -14,7 +14,7 @@
 //! The kernel replaces these tables with its own (see `paging`) as soon as it
 //! has a frame allocator.
 
-use core::arch::global_asm;
+use core::{arch::global_asm, mem::size_of};
 
 use crate::memory::PHYS_OFFSET;
 
@@ -224,6 +224,42 @@ impl BootInfo {
 /// The boot information, filled once by [`hal_rust_entry`] before the kernel runs.
 static BOOT_INFO: spin::Once<BootInfo> = spin::Once::new();
 
+/// `struct hvm_start_info` (Xen `arch-x86/hvm/start_info.h`, version 1).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct HvmStartInfo {
+    magic: u32,
+    version: u32,
+    flags: u32,
+    nr_modules: u32,
+    modlist_paddr: u64,
+    cmdline_paddr: u64,
+    rsdp_paddr: u64,
+    memmap_paddr: u64,
+    memmap_entries: u32,
+    reserved: u32,
+}
+
+/// `struct hvm_memmap_table_entry`: one e820 region.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct HvmMemmapEntry {
+    addr: u64,
+    size: u64,
+    kind: u32,
+    reserved: u32,
+}
+
+/// `struct hvm_modlist_entry`: one boot module.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct HvmModlistEntry {
+    paddr: u64,
+    size: u64,
+    cmdline_paddr: u64,
+    reserved: u64,
+}
+
 /// Reads a `T` at physical address `phys` through the boot window.
 ///
 /// # Safety
@@ -251,51 +287,32 @@ unsafe fn parse_start_info(start_info: u64) -> BootInfo {
     };
     // SAFETY (all reads below): the PVH loader places start_info and the
     // structures it points to in low RAM, which the boot tables map.
-    let magic: u32 = unsafe { read_phys(start_info) };
-    if magic != HVM_START_MAGIC {
+    let start: HvmStartInfo = unsafe { read_phys(start_info) };
+    if start.magic != HVM_START_MAGIC {
         return info;
     }
-    // SAFETY: see above.
-    let (nr_modules, modlist, cmdline, rsdp, memmap, memmap_entries): (
-        u32,
-        u64,
-        u64,
-        u64,
-        u64,
-        u32,
-    ) = unsafe {
-        (
-            read_phys(start_info + 12),
-            read_phys(start_info + 16),
-            read_phys(start_info + 24),
-            read_phys(start_info + 32),
-            read_phys(start_info + 40),
-            read_phys(start_info + 48),
-        )
-    };
-    for index in 0..(memmap_entries as usize).min(MAX_MEMORY_REGIONS) {
-        let entry = memmap + index as u64 * 24;
+    for index in 0..(start.memmap_entries as usize).min(MAX_MEMORY_REGIONS) {
+        let address = start.memmap_paddr + (index * size_of::<HvmMemmapEntry>()) as u64;
         // SAFETY: see above.
-        info.regions[index] = unsafe {
-            MemoryRegion {
-                start: read_phys(entry),
-                len: read_phys(entry + 8),
-                kind: read_phys(entry + 16),
-            }
+        let entry: HvmMemmapEntry = unsafe { read_phys(address) };
+        info.regions[index] = MemoryRegion {
+            start: entry.addr,
+            len: entry.size,
+            kind: entry.kind,
         };
         info.region_count = index + 1;
     }
-    for index in 0..(nr_modules as usize).min(MAX_MODULES) {
-        let entry = modlist + index as u64 * 32;
+    for index in 0..(start.nr_modules as usize).min(MAX_MODULES) {
+        let address = start.modlist_paddr + (index * size_of::<HvmModlistEntry>()) as u64;
         // SAFETY: see above.
-        info.modules[index] = unsafe {
-            BootModule {
-                start: read_phys(entry),
-                len: read_phys(entry + 8),
-            }
+        let entry: HvmModlistEntry = unsafe { read_phys(address) };
+        info.modules[index] = BootModule {
+            start: entry.paddr,
+            len: entry.size,
         };
         info.module_count = index + 1;
     }
+    let (cmdline, rsdp) = (start.cmdline_paddr, start.rsdp_paddr);
     if cmdline != 0 {
         while info.cmdline_len < MAX_CMDLINE {
             // SAFETY: see above; the command line is NUL-terminated.

@@ -260,10 +260,10 @@ fn build_kernel_tables(window_bytes: u64) {
     }
     drop(frames);
 
-    // SAFETY: the new tables map the kernel image (where this code and its
-    // stack live: the boot stack is in .bss), the physical window, and
-    // nothing the old tables mapped that is still in use (the trampoline and
-    // the identity map are no longer needed).
+    // The new tables map the kernel image (this code; the boot stack is in
+    // .bss) and the physical window: all that is still in use of the old
+    // ones (the trampoline and the identity map are no longer needed).
+    // SAFETY: see above.
     unsafe { Cr3::write(pml4_frame, Cr3Flags::empty()) };
     *PAGE_TABLES.lock() = Some(mapper);
 }
