@@ -4,13 +4,18 @@
 //! RIP, CR2 and all registers. A breakpoint then continues. Any other
 //! exception in an ordinary kernel thread ends that thread (its joiner sees
 //! [`sched::ExitReason::Faulted`]) and the kernel runs on; in the boot or
-//! idle thread, in interrupt context or inside the scheduler it is fatal.
+//! idle thread, in interrupt context, inside the scheduler, or if it is an
+//! abort (NMI, double fault, machine check) it is fatal.
 
 use hal::trap::{TrapFrame, PAGE_FAULT_VECTOR};
 use sched::{ExitReason, Fault};
 
 /// Vector of the breakpoint exception (`int3`).
 const BREAKPOINT_VECTOR: u64 = 3;
+/// NMI, double fault and machine check: always fatal. A kernel stack
+/// overflow arrives as a double fault (the page fault on the guard page
+/// cannot push its frame), on its own IST stack.
+const ABORT_VECTORS: [u64; 3] = [2, 8, 18];
 /// RFLAGS.IF: interrupts were enabled where the exception happened.
 const RFLAGS_INTERRUPT_ENABLE: u64 = 1 << 9;
 
@@ -30,7 +35,10 @@ fn handle_exception(frame: &mut TrapFrame) {
         return;
     }
     let was_in_interrupt_handler = frame.rflags & RFLAGS_INTERRUPT_ENABLE == 0;
-    if sched::is_current_critical() || was_in_interrupt_handler {
+    // Aborts (Intel SDM vol. 3, 6.5): the state they interrupted cannot be
+    // trusted, so no thread is resumed or stopped cleanly after them.
+    let is_abort = ABORT_VECTORS.contains(&frame.vector);
+    if is_abort || sched::is_current_critical() || was_in_interrupt_handler {
         panic!(
             "fatal {} (vector {}) at RIP={:#x}",
             frame.exception_name(),

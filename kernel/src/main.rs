@@ -8,7 +8,9 @@
 //! - `test`: the in-kernel tests ([`ktests`]), then exit QEMU with the result;
 //! - `bench`: the in-guest benchmarks ([`bench`]), then exit;
 //! - `crash`: a deliberate page fault on the boot thread, which must be
-//!   reported and end QEMU with a failure status (tests the fatal path).
+//!   reported and end QEMU with a failure status (tests the fatal path);
+//! - `overflow`: a kernel thread overflows its stack into the guard page,
+//!   which must arrive as a reported double fault on its IST stack.
 #![no_std]
 #![no_main]
 
@@ -77,6 +79,15 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
             let _ = hal::memory::store_unchecked(hal::memory::GENERAL_BASE + 0xdead_0000, 1);
             panic!("the deliberate page fault did not fault");
         }
+        "overflow" => {
+            log::info!("overflow mode: a kernel thread recurses into its guard page");
+            let handle = sched::spawn("overflow", || {
+                recurse_forever(0);
+            })
+            .expect("cannot start the overflow thread");
+            let _ = handle.join();
+            panic!("the stack overflow was not caught");
+        }
         "shell" => {
             sched::spawn_with_stack("shell", extensions::EXTENSION_STACK_BYTES, shell::run)
                 .expect("cannot start the shell");
@@ -84,6 +95,13 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
         }
         other => panic!("unknown spindle.mode {other:?}"),
     }
+}
+
+/// Recurses until the stack runs into its guard page (the `overflow` mode).
+#[allow(unconditional_recursion)] // the point: it ends in a double fault
+fn recurse_forever(depth: u64) -> u64 {
+    let frame = core::hint::black_box([depth; 16]);
+    recurse_forever(frame[0] + 1) + frame[15]
 }
 
 #[panic_handler]

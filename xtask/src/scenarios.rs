@@ -103,6 +103,11 @@ pub const SCENARIOS: &[Scenario] = &[
         mode: "crash",
         check: boot_page_fault_is_reported_and_fails,
     },
+    Scenario {
+        name: "kernel_stack_overflow_is_a_reported_double_fault",
+        mode: "overflow",
+        check: kernel_stack_overflow_is_a_reported_double_fault,
+    },
 ];
 
 /// Options shared by every scenario of one `./x test`.
@@ -370,6 +375,20 @@ fn boot_page_fault_is_reported_and_fails(guest: &mut Guest) -> Result<()> {
     }
     if exit != GuestExit::Failure {
         return Err(format!("expected exit status 35 after the fault, got {exit}").into());
+    }
+    Ok(())
+}
+
+/// `spindle.mode=overflow`: a kernel thread's stack overflow hits its guard
+/// page and arrives as a double fault on the IST stack (not a triple fault,
+/// which would reset the machine and give no report); QEMU exits with 35.
+fn kernel_stack_overflow_is_a_reported_double_fault(guest: &mut Guest) -> Result<()> {
+    let exit = guest.wait_exit(None)?;
+    let log = guest.serial_log();
+    expect_in("(serial log)", &log, "EXCEPTION: double fault")?;
+    expect_in("(serial log)", &log, "KERNEL PANIC")?;
+    if exit != GuestExit::Failure {
+        return Err(format!("expected exit status 35 after the double fault, got {exit}").into());
     }
     Ok(())
 }
