@@ -37,6 +37,7 @@ use crate::{
     authorize::{Authority, Authorizer, EventId, Grant, Operation, Principal, Request},
     decision::{key_of, DecisionIndex},
     error::{Error, GuardId, RaiseError, RaiseFailure},
+    fused::{Fused, FusedCode},
     guard::{field_value, Field, Guard, GuardCode, Predicate, Test},
     handler::{Code, Fault, Handler, Invocation, Mode, Spawner},
     order::{place, BindingId, Order},
@@ -97,6 +98,8 @@ pub struct Install<A, R> {
     mode: Mode,
     is_filter: bool,
     credential: Option<Arc<dyn Any + Send + Sync>>,
+    /// Set by [`Install::guarded`]: `guards[0]` and `handler` as one call.
+    fused: Option<FusedCode<A, R>>,
 }
 
 impl<A: EventArgs, R: EventResult> Install<A, R> {
@@ -109,7 +112,37 @@ impl<A: EventArgs, R: EventResult> Install<A, R> {
             mode: Mode::Synchronous,
             is_filter: false,
             credential: None,
+            fused: None,
         }
+    }
+
+    /// Installs `handler` guarded by `guard`, both Rust closures whose
+    /// concrete types are kept until installation: the dispatcher then
+    /// calls them through one monomorphized function (guard inlined into
+    /// the handler's call), one indirect call per raise instead of two.
+    /// This is SPIN's inlining of guards into the dispatch routine, done by
+    /// the compiler instead of run-time code generation.
+    ///
+    /// Otherwise this is exactly
+    /// `Install::new(Handler::new(handler)).guard(Guard::new(guard))`: the
+    /// guard is one of the installation's guards (counted by
+    /// [`Event::guards_of`] and [`Event::stats`], removable with
+    /// [`Event::remove_guard`]), the authorizer sees the same request, and
+    /// more guards, ordering and modes may be added. The fused call is used
+    /// while that guard is the installation's only one (own or imposed) and
+    /// the list takes the simple plans; anything else runs the guard and
+    /// the handler separately.
+    pub fn guarded<G, H>(guard: G, handler: H) -> Self
+    where
+        G: Fn(&A) -> bool + Send + Sync + 'static,
+        H: Fn(&A) -> R + Send + Sync + 'static,
+    {
+        let fused = Arc::new(Fused { guard, handler });
+        let (test, call) = (fused.clone(), fused.clone());
+        let mut install = Install::new(Handler::new(move |args: &A| (call.handler)(args)))
+            .guard(Guard::new(move |args: &A| (test.guard)(args)));
+        install.fused = Some(fused);
+        install
     }
 
     /// Stacks a guard (all must hold for the handler to run).
@@ -154,6 +187,9 @@ struct Binding<A, R> {
     order: Vec<Order>,
     mode: Mode,
     is_filter: bool,
+    /// From [`Install::guarded`]: the guard the fused code tests, and the
+    /// fused code (used only while that is the binding's only guard).
+    fused: Option<(GuardId, FusedCode<A, R>)>,
 }
 
 /// Writer-side state, guarded by `Event::state`.
@@ -177,7 +213,9 @@ type GuardFn<A> = Arc<dyn Fn(&A) -> bool + Send + Sync>;
 
 /// One handler of a list on the simple plans ([`Plan::Scan`],
 /// [`Plan::Indexed`]): a synchronous by-value Rust closure and its guard.
-/// Two fat pointers; a raise calls at most two functions per entry.
+/// Two fat pointers; a raise calls at most two functions per entry. (Lists
+/// whose entries are all fused use [`List::fused`] instead: one call per
+/// entry.)
 struct Simple<A, R> {
     /// `None`: nothing to evaluate (unguarded, or its only guard is the
     /// decision index's key, already matched).
@@ -216,8 +254,14 @@ enum Plan {
 pub struct List<A, R> {
     event: EventId,
     plan: Plan,
-    /// The handlers, on the `Scan` and `Indexed` plans (else empty).
-    simple: Box<[Simple<A, R>]>,
+    /// The handlers, on the `Scan` and `Indexed` plans (else empty). An
+    /// `Arc` so that a [`RaiseCache`] can hold the `Scan` loop's slice
+    /// directly.
+    simple: Arc<[Simple<A, R>]>,
+    /// On the `Scan` plan when every installation is fused (see
+    /// [`Install::guarded`]): the same handlers, each guard and handler one
+    /// call.
+    fused: Option<Arc<[FusedCode<A, R>]>>,
     /// The handlers, on the `General` plan (else empty).
     entries: Box<[Entry<A, R>]>,
     index: Option<DecisionIndex>,
@@ -240,7 +284,20 @@ pub struct RaiseCache<A, R> {
     /// while empty).
     event: u64,
     generation: u64,
+    /// The list's entries when its plan is `Scan` (the raise then needs
+    /// nothing else from the list unless no handler fires).
+    scan: Cached<A, R>,
     list: Option<Arc<List<A, R>>>,
+}
+
+/// The loop a [`RaiseCache`] runs without looking at its list.
+enum Cached<A, R> {
+    /// Every installation fused: [`List::fused`].
+    Fused(Arc<[FusedCode<A, R>]>),
+    /// [`List::simple`] of a `Scan` list.
+    Scan(Arc<[Simple<A, R>]>),
+    /// Another plan, or nothing cached: [`Event::dispatch`] decides.
+    Planned,
 }
 
 impl<A, R> Default for RaiseCache<A, R> {
@@ -248,6 +305,7 @@ impl<A, R> Default for RaiseCache<A, R> {
         RaiseCache {
             event: 0,
             generation: 0,
+            scan: Cached::Planned,
             list: None,
         }
     }
@@ -345,6 +403,7 @@ fn intrinsic_binding<A: EventArgs, R: EventResult>(intrinsic: Intrinsic<A, R>) -
         order: Vec::new(),
         mode: Mode::Synchronous,
         is_filter: false,
+        fused: None,
     }
 }
 
@@ -450,21 +509,61 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
                 return Ok(intrinsic.call(args));
             }
         }
+        // The steady state of a `Scan` list: two compares, then the loop
+        // over the cached entries (no plan test, no list dereference).
+        if cache.generation == self.list.generation() && cache.event == self.id.0 {
+            let result = match &cache.scan {
+                Cached::Fused(entries) => scan_fused(entries, args),
+                Cached::Scan(entries) => scan(entries.iter(), args),
+                Cached::Planned => return self.raise_cached_slow(cache, args),
+            };
+            return match result {
+                Some(result) => Ok(result),
+                None => self.nothing_fired_cached(cache, args),
+            };
+        }
+        self.raise_cached_slow(cache, args)
+    }
+
+    /// A stale cache, or a list not on the `Scan` plan.
+    #[cold]
+    #[inline(never)]
+    fn raise_cached_slow(
+        &self,
+        cache: &mut RaiseCache<A, R>,
+        args: &mut A,
+    ) -> Result<R, RaiseError> {
         let generation = self.list.generation();
         let list = match &cache.list {
             Some(list) if cache.generation == generation && cache.event == self.id.0 => list,
-            _ => self.refresh(cache),
+            _ => {
+                let (generation, list) = self.list.load();
+                cache.event = self.id.0;
+                cache.generation = generation;
+                cache.scan = match (list.plan, &list.fused) {
+                    (Plan::Scan, Some(fused)) => Cached::Fused(fused.clone()),
+                    (Plan::Scan, None) => Cached::Scan(list.simple.clone()),
+                    _ => Cached::Planned,
+                };
+                cache.list.insert(list)
+            }
         };
         self.dispatch(list, args)
     }
 
+    /// No handler of a cached `Scan` list fired.
     #[cold]
     #[inline(never)]
-    fn refresh<'c>(&self, cache: &'c mut RaiseCache<A, R>) -> &'c Arc<List<A, R>> {
-        let (generation, list) = self.list.load();
-        cache.event = self.id.0;
-        cache.generation = generation;
-        cache.list.insert(list)
+    fn nothing_fired_cached(
+        &self,
+        cache: &RaiseCache<A, R>,
+        args: &mut A,
+    ) -> Result<R, RaiseError> {
+        match &cache.list {
+            Some(list) => self.nothing_fired(list, args, None),
+            // Unreachable: `scan` is only set with `list`.
+            None => Err(RaiseFailure::NoHandler { event: self.name }.into()),
+        }
     }
 
     /// Runs a list: one test of its plan, then the loop. Only the `Scan`
@@ -477,7 +576,11 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
             core::hint::cold_path();
             return self.dispatch_planned(list, args);
         }
-        match scan(list.simple.iter(), args) {
+        let result = match &list.fused {
+            Some(fused) => scan_fused(fused, args),
+            None => scan(list.simple.iter(), args),
+        };
+        match result {
             Some(result) => Ok(result),
             None => self.nothing_fired(list, args, None),
         }
@@ -729,6 +832,8 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
         state.next_binding += 1;
         let guards = number(&mut state.next_guard, install.guards);
         let imposed = number(&mut state.next_guard, grant.guards);
+        // `Install::guarded` put the fused guard first.
+        let fused = install.fused.zip(guards.first().map(|(id, _)| *id));
         state.bindings.insert(
             at,
             Binding {
@@ -740,6 +845,7 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
                 order,
                 mode,
                 is_filter: install.is_filter,
+                fused: fused.map(|(code, guard)| (guard, code)),
             },
         );
         self.republish(&state);
@@ -1120,6 +1226,32 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
             .map(|b| (b.guards.len(), b.imposed.len()))
     }
 
+    /// The ids of an installation's guards (own, imposed), in the order
+    /// they were added: what [`Event::remove_guard`] and
+    /// [`Event::remove_imposed_guard`] take for guards given at
+    /// installation (e.g. the one of [`Install::guarded`], first).
+    pub fn guard_ids_of(&self, binding: BindingId) -> Option<(Vec<GuardId>, Vec<GuardId>)> {
+        let state = self.state.lock();
+        state.bindings.iter().find(|b| b.id == binding).map(|b| {
+            (
+                b.guards.iter().map(|(id, _)| *id).collect(),
+                b.imposed.iter().map(|(id, _)| *id).collect(),
+            )
+        })
+    }
+
+    /// Whether an installation's guard and handler currently run as one
+    /// fused call (see [`Install::guarded`]): it was installed so, that
+    /// guard is its only one, and the event's list is on the plan that
+    /// runs fused code (every installation fused, synchronous closures, no
+    /// result handler, accounting or decision index).
+    pub fn is_fused(&self, binding: BindingId) -> bool {
+        let state = self.state.lock();
+        let fusable = state.bindings.iter().any(|b| b.id == binding && fusable(b));
+        let (_, list) = self.list.load();
+        fusable && list.fused.is_some()
+    }
+
     /// Whether a raise is currently a direct call of the intrinsic handler.
     pub fn is_intrinsic_only(&self) -> bool {
         self.plain.load(Ordering::Acquire)
@@ -1194,7 +1326,7 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
                 )
             });
         let (plan, simple_entries, entries) = if simple {
-            let simple_entries: Box<[Simple<A, R>]> = state
+            let simple_entries: Arc<[Simple<A, R>]> = state
                 .bindings
                 .iter()
                 .zip(guards)
@@ -1224,7 +1356,7 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
                     mode: b.mode,
                 })
                 .collect();
-            (Plan::General, Box::default(), entries)
+            (Plan::General, Arc::from([]), entries)
         };
         let plain = state.accounting.is_none()
             && state.bindings.len() == 1
@@ -1232,9 +1364,23 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
             && state.bindings[0].imposed.is_empty()
             && state.bindings[0].guards.is_empty()
             && state.bindings[0].mode == Mode::Synchronous;
+        // Fused code is used only when every installation has it (else the
+        // list keeps one uniform loop, its fused installations running
+        // their guard and handler separately).
+        let fused = (plan == Plan::Scan)
+            .then(|| {
+                state
+                    .bindings
+                    .iter()
+                    .map(|b| fusable(b).then(|| b.fused.as_ref().map(|(_, f)| f.clone())))
+                    .collect::<Option<Option<Arc<[_]>>>>()
+            })
+            .flatten()
+            .flatten();
         let list = List {
             event: self.id,
             plan,
+            fused,
             simple: simple_entries,
             entries,
             index,
@@ -1264,7 +1410,8 @@ impl<A, R> List<A, R> {
         List {
             event,
             plan: Plan::Scan,
-            simple: Box::new([]),
+            simple: Arc::from([]),
+            fused: None,
             entries: Box::new([]),
             index: None,
             use_index: false,
@@ -1301,6 +1448,19 @@ fn scan<'l, A: 'l, R: 'l>(entries: impl Iterator<Item = &'l Simple<A, R>>, args:
     let mut result = None;
     for entry in entries {
         simple_step(entry, args, &mut result);
+    }
+    result
+}
+
+/// The `Scan` loop when every entry is fused: one call per entry.
+#[inline(always)]
+fn scan_fused<A, R>(entries: &[FusedCode<A, R>], args: &A) -> Option<R> {
+    let mut result = None;
+    for entry in entries {
+        let value = entry.run(args);
+        if value.is_some() {
+            result = value;
+        }
     }
     result
 }
@@ -1354,6 +1514,15 @@ fn declarative_guard<A: EventArgs>(p: Predicate, fields: &[FieldReader<A>]) -> G
             // removed. An unreadable field fails the guard.
             None => Arc::new(|_: &A| false),
         },
+    }
+}
+
+/// Whether a binding's fused code stands for its handler and all its
+/// guards: its only guard is the one `Install::guarded` fused.
+fn fusable<A, R>(b: &Binding<A, R>) -> bool {
+    match (&b.fused, b.guards.as_slice()) {
+        (Some((fused, _)), [(only, _)]) => b.imposed.is_empty() && only == fused,
+        _ => false,
     }
 }
 

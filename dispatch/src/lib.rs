@@ -34,6 +34,7 @@ pub mod authorize;
 mod decision;
 pub mod error;
 pub mod event;
+mod fused;
 pub mod guard;
 pub mod handler;
 pub mod order;

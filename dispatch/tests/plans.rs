@@ -63,7 +63,9 @@ fn guard_spec() -> impl Strategy<Value = GuardSpec> {
     ]
 }
 
-fn check(handlers: &[Vec<GuardSpec>], variant: Variant, raises: &[Args]) {
+/// `fuse`: install handlers whose first guard is procedural with
+/// `Install::guarded` (guard and handler fused into one call).
+fn check(handlers: &[Vec<GuardSpec>], variant: Variant, fuse: bool, raises: &[Args]) {
     let (event, authority) = Event::<Args, u64>::builder("Plans").build();
     let sum = event
         .define_field(&authority, "sum", |a: &Args| a.0 + a.1)
@@ -72,11 +74,18 @@ fn check(handlers: &[Vec<GuardSpec>], variant: Variant, raises: &[Args]) {
     let ran = Arc::new(Mutex::new(Vec::new()));
     for (i, guards) in handlers.iter().enumerate() {
         let log = ran.clone();
-        let mut install = Install::new(Handler::new(move |_: &Args| {
+        let code = move |_: &Args| {
             log.lock().unwrap().push(i);
             i as u64 + 1
-        }));
-        for g in guards {
+        };
+        let (mut install, rest) = match guards.split_first() {
+            Some((GuardSpec::Procedural(t), rest)) if fuse => {
+                let t = *t;
+                (Install::guarded(move |a: &Args| a.0 >= t, code), rest)
+            }
+            _ => (Install::new(Handler::new(code)), guards.as_slice()),
+        };
+        for g in rest {
             install = install.guard(match g {
                 GuardSpec::Declarative(p) => Guard::when(*p),
                 GuardSpec::Procedural(t) => {
@@ -111,8 +120,15 @@ fn check(handlers: &[Vec<GuardSpec>], variant: Variant, raises: &[Args]) {
                 event.raise(&mut args.clone())
             };
             let fired = std::mem::take(&mut *ran.lock().unwrap());
-            assert_eq!(fired, expected, "{variant:?} {args:?} cached={cached}");
-            assert_eq!(result.ok(), expected_result, "{variant:?} {args:?}");
+            assert_eq!(
+                fired, expected,
+                "{variant:?} fuse={fuse} {args:?} cached={cached}"
+            );
+            assert_eq!(
+                result.ok(),
+                expected_result,
+                "{variant:?} fuse={fuse} {args:?}"
+            );
         }
     }
 }
@@ -124,7 +140,9 @@ proptest! {
         raises in prop::collection::vec((0u64..8, 0u64..8), 1..6),
     ) {
         for variant in [Variant::Simple, Variant::Folded, Variant::Counted] {
-            check(&handlers, variant, &raises);
+            for fuse in [false, true] {
+                check(&handlers, variant, fuse, &raises);
+            }
         }
     }
 }

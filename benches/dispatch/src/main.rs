@@ -117,27 +117,36 @@ fn ratio(name: &str, value: f64) {
     println!("bench dispatch.{name} {value:.2} x");
 }
 
+/// How the guarded handlers of [`guarded_event`] are installed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Installed {
+    /// `Install::guarded(guard, handler)`: concrete closure types, fused
+    /// into one call at installation (how Rust code installs a guarded
+    /// handler).
+    Fused,
+    /// `Install::new(Handler::new(..)).guard(Guard::new(..))`: guard and
+    /// handler type-erased separately (two calls per handler).
+    Unfused,
+}
+
 /// An event with `handlers` handlers (intrinsic removed), each with one
 /// procedural guard; `true_guards` of them true (the last ones).
-fn guarded_event(handlers: usize, true_guards: usize) -> Event<(u64,), u64> {
+fn guarded_event(handlers: usize, true_guards: usize, how: Installed) -> Event<(u64,), u64> {
     let (event, _) = Event::new("Bench.Guarded", intrinsic_a1);
     event
         .remove(Principal::KERNEL, BindingId::INTRINSIC)
         .unwrap();
     for i in 0..handlers {
         let pass = i >= handlers - true_guards;
-        event
-            .install(
-                Principal(1),
-                Install::new(Handler::new(|a: &(u64,)| a.0.wrapping_add(1))).guard(Guard::new(
-                    move |a: &(u64,)| {
-                        // Compare an argument to a constant, like SPIN's table 1
-                        // guards compared a global to a constant.
-                        (a.0 != u64::MAX) == pass
-                    },
-                )),
-            )
-            .unwrap();
+        // Compare an argument to a constant, like SPIN's table 1 guards
+        // compared a global to a constant.
+        let guard = move |a: &(u64,)| (a.0 != u64::MAX) == pass;
+        let handler = |a: &(u64,)| a.0.wrapping_add(1);
+        let install = match how {
+            Installed::Fused => Install::guarded(guard, handler),
+            Installed::Unfused => Install::new(Handler::new(handler)).guard(Guard::new(guard)),
+        };
+        event.install(Principal(1), install).unwrap();
     }
     event
 }
@@ -253,36 +262,45 @@ fn main() {
     report("intrinsic_a1_indirect", &d1, baseline);
     report("intrinsic_a5_indirect", &d5, direct5.median);
 
-    // Table 1: n handlers, one guard each, all true, one argument.
-    let mut per_handler = Vec::new();
-    for n in [1usize, 5, 10, 50] {
-        let event = guarded_event(n, n);
-        let cached = raise_cached_figure(&event, 5);
-        report(&format!("handlers_{n}"), &cached, baseline);
-        let shared = raise_figure(&event, 5);
-        report(&format!("handlers_{n}_shared"), &shared, baseline);
-        per_handler.push((n, cached.median));
+    // Table 1: n handlers, one guard each, all true, one argument. The
+    // main figures install guard and handler with `Install::guarded`
+    // (fused); `_unfused` ones with a separate `Guard::new` and
+    // `Handler::new` (what runtime-typed or separately built guards cost).
+    for (how, suffix) in [(Installed::Fused, ""), (Installed::Unfused, "_unfused")] {
+        let mut per_handler = Vec::new();
+        for n in [1usize, 5, 10, 50] {
+            let event = guarded_event(n, n, how);
+            let cached = raise_cached_figure(&event, 5);
+            report(&format!("handlers_{n}{suffix}"), &cached, baseline);
+            if how == Installed::Fused {
+                let shared = raise_figure(&event, 5);
+                report(&format!("handlers_{n}_shared"), &shared, baseline);
+            }
+            per_handler.push((n, cached.median));
+        }
+        let (_, one) = per_handler[0];
+        let (_, ten) = per_handler[2];
+        let (_, fifty) = per_handler[3];
+        ratio(&format!("handlers_1{suffix}_ratio"), one / baseline);
+        // Slope between 10 and 50 handlers: the cost of one more guarded
+        // handler, next to one indirect call measured in this run.
+        let extra = (fifty - ten) / 40.0;
+        println!(
+            "bench dispatch.extra_handler{suffix} {extra:.2} ns indirect_call={:.2} ratio={:.2}x",
+            indirect.median,
+            extra / indirect.median
+        );
     }
-    let (_, one) = per_handler[0];
-    let (_, ten) = per_handler[2];
-    let (_, fifty) = per_handler[3];
-    ratio("handlers_1_ratio", one / baseline);
-    // Slope between 10 and 50 handlers: the cost of one more guarded
-    // handler, next to one indirect call measured in this run.
-    let extra = (fifty - ten) / 40.0;
-    println!(
-        "bench dispatch.extra_handler {extra:.2} ns indirect_call={:.2} ratio={:.2}x",
-        indirect.median,
-        extra / indirect.median
-    );
 
     // 50 guards false, 1 true.
-    let event = guarded_event(51, 1);
-    report(
-        "guards_50_false_1_true",
-        &raise_cached_figure(&event, 5),
-        baseline,
-    );
+    for (how, suffix) in [(Installed::Fused, ""), (Installed::Unfused, "_unfused")] {
+        let event = guarded_event(51, 1, how);
+        report(
+            &format!("guards_50_false_1_true{suffix}"),
+            &raise_cached_figure(&event, 5),
+            baseline,
+        );
+    }
 
     // Declarative port guards, one matching.
     let mut port_one = 0.0;
