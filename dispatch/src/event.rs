@@ -11,10 +11,13 @@
 //! 1. `raise` / `raise_cached`: the shortcut, or fetch the published list;
 //! 2. `dispatch`: one test of the list's `Plan`, decided at publication.
 //!    `Scan` (every handler a synchronous by-value closure; no filter,
-//!    result handler or accounting) is a tight loop inlined into the raiser
-//!    over entries of two fat pointers, (guard, code), each guard being all
-//!    of an installation's guards compiled into one predicate; `Indexed` is
-//!    the same loop over the decision index's candidates;
+//!    result handler or accounting) is a tight loop inlined into the raiser:
+//!    over fused entries (guard and handler one call, see
+//!    [`Install::guarded`]) when every installation is fused, else over
+//!    entries of two fat pointers, (guard, code), each guard being all of an
+//!    installation's guards compiled into one predicate; `raise_cached`
+//!    keeps that loop's slice in its cache. `Indexed` is the two-pointer
+//!    loop over the decision index's candidates;
 //! 3. `General` (out of line): accounting, the working copy for filters,
 //!    `VAR` write-back, then `run`: guards, invocation by mode, faults,
 //!    result folding, default handler.
@@ -1457,10 +1460,7 @@ fn scan<'l, A: 'l, R: 'l>(entries: impl Iterator<Item = &'l Simple<A, R>>, args:
 fn scan_fused<A, R>(entries: &[FusedCode<A, R>], args: &A) -> Option<R> {
     let mut result = None;
     for entry in entries {
-        let value = entry.run(args);
-        if value.is_some() {
-            result = value;
-        }
+        entry.run(args, &mut result);
     }
     result
 }

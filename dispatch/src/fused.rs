@@ -18,8 +18,10 @@ use alloc::sync::Arc;
 
 /// A guard and a handler called through one vtable.
 pub(crate) trait GuardedCode<A, R>: Send + Sync {
-    /// The guard, then (if it held) the handler: one call for both.
-    fn run(&self, args: &A) -> Option<R>;
+    /// The guard, then (if it held) the handler, whose result replaces
+    /// `result`: one call for both, and the last result is kept without
+    /// any work in the caller's loop.
+    fn run(&self, args: &A, result: &mut Option<R>);
 }
 
 /// A guard and a handler of concrete types, stored together. The
@@ -36,11 +38,9 @@ where
     H: Fn(&A) -> R + Send + Sync,
 {
     #[inline]
-    fn run(&self, args: &A) -> Option<R> {
+    fn run(&self, args: &A, result: &mut Option<R>) {
         if (self.guard)(args) {
-            Some((self.handler)(args))
-        } else {
-            None
+            *result = Some((self.handler)(args));
         }
     }
 }
