@@ -16,7 +16,7 @@
 use alloc::{format, string::String, vec::Vec};
 use core::hint::black_box;
 
-use dispatch::{Event, Guard, Handler, Install, Principal, RaiseCache};
+use dispatch::{BindingId, Event, Install, Principal, RaiseCache};
 use wasm_runtime::bench::{self as fixtures, Fixture};
 
 const ITERATIONS: u64 = 200_000;
@@ -124,15 +124,23 @@ fn ext() -> Result<(), String> {
     });
     report_ratio("ext.intrinsic", &intrinsic, baseline);
 
-    // One native handler behind one native guard (the kernel's cached raise).
+    // One native handler behind one native guard, fused at install (the
+    // kernel's cached raise).
     let (guarded, _guarded_authority) =
         Event::new("Bench.Guarded", bench_intrinsic as fn(&(u64,)) -> u64);
     guarded
         .install(
             Principal::KERNEL,
-            Install::new(Handler::new(|args: &(u64,)| black_box(args.0)))
-                .guard(Guard::new(|args: &(u64,)| args.0 != u64::MAX)),
+            Install::guarded(
+                |args: &(u64,)| args.0 != u64::MAX,
+                |args: &(u64,)| black_box(args.0),
+            ),
         )
+        .map_err(|error| format!("{error:?}"))?;
+    // Without its intrinsic, so the guarded handler is the only one (as in
+    // the host benchmark's `handlers_1`).
+    guarded
+        .remove(Principal::KERNEL, BindingId::INTRINSIC)
         .map_err(|error| format!("{error:?}"))?;
     let mut cache = RaiseCache::default();
     let native_guarded = measure(|i| {
