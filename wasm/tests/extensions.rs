@@ -8,36 +8,14 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use common::{fixture, tick_event};
 use dispatch::{Value, ValueType};
 use spindle_abi::{FaultKind, Status, IMPORTS};
 use wasm_runtime::{Bind, LoadRequest};
 
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
 /// The built extension `name`, if present.
 fn extension(name: &str) -> Option<Vec<u8>> {
-    let path = repo_root()
-        .join("target/extensions")
-        .join(format!("{name}.wasm"));
-    match std::fs::read(&path) {
-        Ok(bytes) => Some(bytes),
-        Err(_) if std::env::var_os("SPINDLE_REQUIRE_EXTENSIONS").is_none() => {
-            eprintln!(
-                "{} not built (./x build-extensions): skipped",
-                path.display()
-            );
-            None
-        }
-        Err(error) => panic!("{}: {error}", path.display()),
-    }
+    common::shipped_extension(name, "skipped")
 }
 
 #[test]
@@ -205,7 +183,7 @@ fn big_module_loads_and_runs() {
 /// the same parameter counts and types.
 #[test]
 fn c_header_matches_the_import_table() {
-    let header = std::fs::read_to_string(repo_root().join("sdk/c/spindle.h")).unwrap();
+    let header = std::fs::read_to_string(common::repo_root().join("sdk/c/spindle.h")).unwrap();
     let mut declared = Vec::new();
     for declaration in header.split("SPINDLE_IMPORT(\"").skip(1) {
         let name = &declaration[..declaration.find('"').unwrap()];
@@ -265,7 +243,7 @@ fn c_type(declaration: &str) -> spindle_abi::WasmType {
 /// declare kernel procedures by hand.
 #[test]
 fn rust_sdk_bindings_come_from_the_table() {
-    let source = std::fs::read_to_string(repo_root().join("sdk/rust/src/lib.rs")).unwrap();
+    let source = std::fs::read_to_string(common::repo_root().join("sdk/rust/src/lib.rs")).unwrap();
     assert!(source.contains("spindle_abi::for_each_import!(declare)"));
     assert_eq!(
         source.matches("wasm_import_module").count(),

@@ -22,9 +22,10 @@
 //! doing the same (log in `init`; install a handler on the granted
 //! `Timer.Tick` in `init`) are measured always.
 
+mod common;
+
 use std::{
     alloc::System,
-    path::PathBuf,
     sync::{
         atomic::{AtomicU64, Ordering},
         Arc, Mutex,
@@ -308,22 +309,7 @@ fn assert_no_leak(name: &str, leak: Leak) {
 
 /// The shipped extension `name`, if built.
 fn shipped(name: &str) -> Option<Vec<u8>> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .join("target/extensions")
-        .join(format!("{name}.wasm"));
-    match std::fs::read(&path) {
-        Ok(bytes) => Some(bytes),
-        Err(_) if std::env::var_os("SPINDLE_REQUIRE_EXTENSIONS").is_none() => {
-            eprintln!(
-                "{} not built (./x build-extensions): measuring the text-format stand-in only",
-                path.display()
-            );
-            None
-        }
-        Err(error) => panic!("{}: {error}", path.display()),
-    }
+    common::shipped_extension(name, "measuring the text-format stand-in only")
 }
 
 fn check(name: &str, wat: &str, stand_in_scenario: Scenario, scenario: Scenario) {

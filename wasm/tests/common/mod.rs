@@ -2,7 +2,10 @@
 //! runtime, and a few events.
 #![allow(dead_code)]
 
-use std::sync::{Arc, Mutex};
+use std::{
+    path::PathBuf,
+    sync::{Arc, Mutex},
+};
 
 use dispatch::{Authority, Event, Principal};
 use wasm_runtime::{events::port, Console, EventPort, Extension, LoadRequest, Runtime, Services};
@@ -91,4 +94,32 @@ pub fn compute_event() -> EventFixture<(u32,), u32> {
     let event = Arc::new(event);
     let port = port(event.clone());
     (event, authority, port)
+}
+
+/// The repository root (the parent of the `wasm` crate).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The built extension `name` from `target/extensions/`, or `None` (with a
+/// note saying what is skipped) when it has not been built, unless
+/// `SPINDLE_REQUIRE_EXTENSIONS` is set, which makes that a failure.
+pub fn shipped_extension(name: &str, when_missing: &str) -> Option<Vec<u8>> {
+    let path = repo_root()
+        .join("target/extensions")
+        .join(format!("{name}.wasm"));
+    match std::fs::read(&path) {
+        Ok(bytes) => Some(bytes),
+        Err(_) if std::env::var_os("SPINDLE_REQUIRE_EXTENSIONS").is_none() => {
+            eprintln!(
+                "{} not built (./x build-extensions): {when_missing}",
+                path.display()
+            );
+            None
+        }
+        Err(error) => panic!("{}: {error}", path.display()),
+    }
 }
