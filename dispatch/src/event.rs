@@ -40,7 +40,7 @@ use crate::{
     authorize::{Authority, Authorizer, EventId, Grant, Operation, Principal, Request},
     decision::{key_of, DecisionIndex},
     error::{Error, GuardId, RaiseError, RaiseFailure},
-    fused::{Fused, FusedCode},
+    fused::{Fused, FusedCode, FusedLoop, FusedViews, Routine, RoutineCode},
     guard::{field_value, Field, Guard, GuardCode, Predicate, Test},
     handler::{Code, Fault, Handler, Invocation, Mode, Spawner},
     order::{place, BindingId, Order},
@@ -102,7 +102,7 @@ pub struct Install<A, R> {
     is_filter: bool,
     credential: Option<Arc<dyn Any + Send + Sync>>,
     /// Set by [`Install::guarded`]: `guards[0]` and `handler` as one call.
-    fused: Option<FusedCode<A, R>>,
+    fused: Option<FusedViews<A, R>>,
 }
 
 impl<A: EventArgs, R: EventResult> Install<A, R> {
@@ -144,7 +144,7 @@ impl<A: EventArgs, R: EventResult> Install<A, R> {
         let (test, call) = (fused.clone(), fused.clone());
         let mut install = Install::new(Handler::new(move |args: &A| (call.handler)(args)))
             .guard(Guard::new(move |args: &A| (test.guard)(args)));
-        install.fused = Some(fused);
+        install.fused = Some(FusedViews::of(fused));
         install
     }
 
@@ -192,7 +192,7 @@ struct Binding<A, R> {
     is_filter: bool,
     /// From [`Install::guarded`]: the guard the fused code tests, and the
     /// fused code (used only while that is the binding's only guard).
-    fused: Option<(GuardId, FusedCode<A, R>)>,
+    fused: Option<(GuardId, FusedViews<A, R>)>,
 }
 
 /// Writer-side state, guarded by `Event::state`.
@@ -265,6 +265,11 @@ pub struct List<A, R> {
     /// [`Install::guarded`]): the same handlers, each guard and handler one
     /// call.
     fused: Option<Arc<[FusedCode<A, R>]>>,
+    /// On the `Scan` plan, unless the intrinsic handler is alone (raisers
+    /// call it directly): the whole list as one call (the one fused
+    /// installation itself, else a loop over `fused` or `simple`), which
+    /// is all a [`RaiseCache`] needs of the list in the steady state.
+    routine: Option<RoutineCode<A, R>>,
     /// The handlers, on the `General` plan (else empty).
     entries: Box<[Entry<A, R>]>,
     index: Option<DecisionIndex>,
@@ -283,32 +288,22 @@ pub struct List<A, R> {
 /// A raiser's private copy of an event's current list (see
 /// [`Event::raise_cached`]): keep one per CPU (or thread) on hot paths.
 pub struct RaiseCache<A, R> {
-    /// The event the list belongs to (its raw id; 0, which no event has,
-    /// while empty).
-    event: u64,
-    generation: u64,
-    /// The list's entries when its plan is `Scan` (the raise then needs
-    /// nothing else from the list unless no handler fires).
-    scan: Cached<A, R>,
+    /// The stamp of `list` (see [`crate::publish`]): stamps are unique
+    /// across all events' lists, so matching the event's current stamp
+    /// proves both that this is the event's list and that it is current.
+    /// 0, which no list has, while empty.
+    stamp: u64,
+    /// [`List::routine`]: the list's whole `Scan` loop as one call; `None`
+    /// on the other plans ([`Event::dispatch`] decides).
+    routine: Option<RoutineCode<A, R>>,
     list: Option<Arc<List<A, R>>>,
-}
-
-/// The loop a [`RaiseCache`] runs without looking at its list.
-enum Cached<A, R> {
-    /// Every installation fused: [`List::fused`].
-    Fused(Arc<[FusedCode<A, R>]>),
-    /// [`List::simple`] of a `Scan` list.
-    Scan(Arc<[Simple<A, R>]>),
-    /// Another plan, or nothing cached: [`Event::dispatch`] decides.
-    Planned,
 }
 
 impl<A, R> Default for RaiseCache<A, R> {
     fn default() -> Self {
         RaiseCache {
-            event: 0,
-            generation: 0,
-            scan: Cached::Planned,
+            stamp: 0,
+            routine: None,
             list: None,
         }
     }
@@ -488,6 +483,15 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
         if self.plain.load(Ordering::Acquire) {
             return Ok(intrinsic(args));
         }
+        self.raise_extended(args)
+    }
+
+    /// [`Event::raise_static`] when handlers were added. Out of line and
+    /// cold so that the procedure call is laid out as the fall-through
+    /// path: that entry point is for events that usually have none.
+    #[cold]
+    #[inline(never)]
+    fn raise_extended(&self, args: &mut A) -> Result<R, RaiseError> {
         self.raise_listed(args)
     }
 
@@ -507,23 +511,30 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
         cache: &mut RaiseCache<A, R>,
         args: &mut A,
     ) -> Result<R, RaiseError> {
+        // The steady state of a `Scan` list: one compare of stamps, then
+        // one call of the list's routine (no plan test, no list
+        // dereference; for one fused installation, the call *is* its guard
+        // and handler).
+        if cache.stamp == self.list.stamp() {
+            if let Some(routine) = &cache.routine {
+                return match routine.run(args) {
+                    Some(result) => Ok(result),
+                    None => {
+                        core::hint::cold_path();
+                        self.nothing_fired_cached(cache, args)
+                    }
+                };
+            }
+        }
+        // The intrinsic handler alone has no routine: tested second, and
+        // laid out of the extended path, so that the extended case pays
+        // nothing for it (an intrinsic-only raise is best made with
+        // `raise_static`).
+        core::hint::cold_path();
         if self.plain.load(Ordering::Acquire) {
             if let Some(intrinsic) = &self.intrinsic {
                 return Ok(intrinsic.call(args));
             }
-        }
-        // The steady state of a `Scan` list: two compares, then the loop
-        // over the cached entries (no plan test, no list dereference).
-        if cache.generation == self.list.generation() && cache.event == self.id.0 {
-            let result = match &cache.scan {
-                Cached::Fused(entries) => scan_fused(entries, args),
-                Cached::Scan(entries) => scan(entries.iter(), args),
-                Cached::Planned => return self.raise_cached_slow(cache, args),
-            };
-            return match result {
-                Some(result) => Ok(result),
-                None => self.nothing_fired_cached(cache, args),
-            };
         }
         self.raise_cached_slow(cache, args)
     }
@@ -536,18 +547,12 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
         cache: &mut RaiseCache<A, R>,
         args: &mut A,
     ) -> Result<R, RaiseError> {
-        let generation = self.list.generation();
         let list = match &cache.list {
-            Some(list) if cache.generation == generation && cache.event == self.id.0 => list,
+            Some(list) if cache.stamp == self.list.stamp() => list,
             _ => {
-                let (generation, list) = self.list.load();
-                cache.event = self.id.0;
-                cache.generation = generation;
-                cache.scan = match (list.plan, &list.fused) {
-                    (Plan::Scan, Some(fused)) => Cached::Fused(fused.clone()),
-                    (Plan::Scan, None) => Cached::Scan(list.simple.clone()),
-                    _ => Cached::Planned,
-                };
+                let (stamp, list) = self.list.load();
+                cache.stamp = stamp;
+                cache.routine = list.routine.clone();
                 cache.list.insert(list)
             }
         };
@@ -575,15 +580,11 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
     #[inline(always)]
     fn dispatch(&self, list: &List<A, R>, args: &mut A) -> Result<R, RaiseError> {
         debug_assert_eq!(list.event, self.id);
-        if list.plan != Plan::Scan {
+        let Some(routine) = &list.routine else {
             core::hint::cold_path();
             return self.dispatch_planned(list, args);
-        }
-        let result = match &list.fused {
-            Some(fused) => scan_fused(fused, args),
-            None => scan(list.simple.iter(), args),
         };
-        match result {
+        match routine.run(args) {
             Some(result) => Ok(result),
             None => self.nothing_fired(list, args, None),
         }
@@ -1376,14 +1377,28 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
                     .bindings
                     .iter()
                     .map(|b| fusable(b).then(|| b.fused.as_ref().map(|(_, f)| f.clone())))
-                    .collect::<Option<Option<Arc<[_]>>>>()
+                    .collect::<Option<Option<Vec<FusedViews<A, R>>>>>()
             })
             .flatten()
             .flatten();
+        // The routine a cache runs: a lone fused installation is called
+        // directly; otherwise a loop.
+        let routine: Option<RoutineCode<A, R>> = match (plan, &fused) {
+            // Raisers call the intrinsic directly (`plain`).
+            _ if plain => None,
+            (Plan::Scan, Some(fused)) if fused.len() == 1 => Some(fused[0].alone.clone()),
+            (Plan::Scan, Some(fused)) => Some(Arc::new(FusedLoop(
+                fused.iter().map(|f| f.entry.clone()).collect(),
+            ))),
+            (Plan::Scan, None) => Some(Arc::new(SimpleLoop(simple_entries.clone()))),
+            _ => None,
+        };
+        let fused = fused.map(|fused| fused.into_iter().map(|f| f.entry).collect());
         let list = List {
             event: self.id,
             plan,
             fused,
+            routine,
             simple: simple_entries,
             entries,
             index,
@@ -1415,6 +1430,7 @@ impl<A, R> List<A, R> {
             plan: Plan::Scan,
             simple: Arc::from([]),
             fused: None,
+            routine: None,
             entries: Box::new([]),
             index: None,
             use_index: false,
@@ -1455,14 +1471,15 @@ fn scan<'l, A: 'l, R: 'l>(entries: impl Iterator<Item = &'l Simple<A, R>>, args:
     result
 }
 
-/// The `Scan` loop when every entry is fused: one call per entry.
-#[inline(always)]
-fn scan_fused<A, R>(entries: &[FusedCode<A, R>], args: &A) -> Option<R> {
-    let mut result = None;
-    for entry in entries {
-        entry.run(args, &mut result);
+/// The routine of a `Scan` list that is not all fused: the two-pointer
+/// loop over [`List::simple`].
+struct SimpleLoop<A, R>(Arc<[Simple<A, R>]>);
+
+impl<A, R> Routine<A, R> for SimpleLoop<A, R> {
+    #[inline]
+    fn run(&self, args: &A) -> Option<R> {
+        scan(self.0.iter(), args)
     }
-    result
 }
 
 /// One entry of a simple plan: its guard, then its code.

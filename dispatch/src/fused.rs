@@ -16,6 +16,21 @@
 
 use alloc::sync::Arc;
 
+/// A whole `Scan` list as one call: what a raise runs once it knows the
+/// list is current. A list of one fused installation is that
+/// installation's [`Fused`] itself, so such a raise is one indirect call
+/// with the guard and handler inlined into the callee; longer lists are a
+/// loop ([`FusedLoop`], or the two-pointer loop in `event.rs`). The result
+/// is the last fired handler's, `None` when none fired; it comes back in
+/// registers.
+pub(crate) trait Routine<A, R>: Send + Sync {
+    /// Runs the list's guards and handlers over `args`.
+    fn run(&self, args: &A) -> Option<R>;
+}
+
+/// A list's routine as the list and raise caches store it.
+pub(crate) type RoutineCode<A, R> = Arc<dyn Routine<A, R>>;
+
 /// A guard and a handler called through one vtable.
 pub(crate) trait GuardedCode<A, R>: Send + Sync {
     /// The guard, then (if it held) the handler, whose result replaces
@@ -45,5 +60,67 @@ where
     }
 }
 
+/// One fused installation alone on its list.
+impl<A, R, G, H> Routine<A, R> for Fused<G, H>
+where
+    G: Fn(&A) -> bool + Send + Sync,
+    H: Fn(&A) -> R + Send + Sync,
+{
+    #[inline]
+    fn run(&self, args: &A) -> Option<R> {
+        if (self.guard)(args) {
+            Some((self.handler)(args))
+        } else {
+            None
+        }
+    }
+}
+
 /// A fused guard and handler as the event stores them.
 pub(crate) type FusedCode<A, R> = Arc<dyn GuardedCode<A, R>>;
+
+/// The two views of one fused installation: as an entry of a loop, and as
+/// the routine of a list it is alone on.
+pub(crate) struct FusedViews<A, R> {
+    pub(crate) entry: FusedCode<A, R>,
+    pub(crate) alone: RoutineCode<A, R>,
+}
+
+impl<A, R> Clone for FusedViews<A, R> {
+    fn clone(&self) -> Self {
+        FusedViews {
+            entry: self.entry.clone(),
+            alone: self.alone.clone(),
+        }
+    }
+}
+
+impl<A, R> FusedViews<A, R> {
+    /// Both views of `fused`.
+    pub(crate) fn of<G, H>(fused: Arc<Fused<G, H>>) -> Self
+    where
+        A: 'static,
+        R: 'static,
+        G: Fn(&A) -> bool + Send + Sync + 'static,
+        H: Fn(&A) -> R + Send + Sync + 'static,
+    {
+        FusedViews {
+            entry: fused.clone(),
+            alone: fused,
+        }
+    }
+}
+
+/// A list of several fused installations: one call per entry.
+pub(crate) struct FusedLoop<A, R>(pub(crate) Arc<[FusedCode<A, R>]>);
+
+impl<A, R> Routine<A, R> for FusedLoop<A, R> {
+    #[inline]
+    fn run(&self, args: &A) -> Option<R> {
+        let mut result = None;
+        for entry in self.0.iter() {
+            entry.run(args, &mut result);
+        }
+        result
+    }
+}

@@ -22,9 +22,13 @@
 //!
 //! Cloning the `Arc` costs a few atomic read-modify-writes. Raisers on hot
 //! paths (a CPU's syscall or packet path) keep a [`crate::RaiseCache`]: a
-//! private `Arc` revalidated by comparing the generation, which makes the
+//! private `Arc` revalidated by comparing *stamps*, which makes the
 //! steady-state raise free of atomic read-modify-writes, as fast as the RCU
-//! read side of a kernel. Crates that do this with raw pointers (arc-swap,
+//! read side of a kernel. Every published value gets a stamp from one
+//! counter shared by all publications, so a stamp names one value of one
+//! publication for ever: a cache that holds the value stamped `s` may use
+//! it exactly while the publication's current stamp is `s`, whichever event
+//! the cache was last used with (one compare, no separate event check). Crates that do this with raw pointers (arc-swap,
 //! crossbeam-epoch) need `std` or `unsafe` in this crate; see
 //! docs/design/0002-dispatcher.md.
 
@@ -33,21 +37,38 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use spin::RwLock;
 
+/// The next stamp of any publication. Starts at 1: stamp 0 is never
+/// given, so an empty cache (stamp 0) never matches. At one publication per
+/// nanosecond a 64-bit counter lasts 584 years.
+static NEXT_STAMP: AtomicU64 = AtomicU64::new(1);
+
+fn next_stamp() -> u64 {
+    NEXT_STAMP.fetch_add(1, Ordering::Relaxed)
+}
+
 /// An `Arc<T>` replaced atomically; see the module documentation.
 pub(crate) struct Publication<T> {
     /// Generation of the current value; its parity is the current slot.
     /// Written only by writers holding the owner's writer lock.
     generation: AtomicU64,
-    /// Slot `generation & 1` holds the current value, the other the previous
-    /// one (or a value being installed).
-    slots: [RwLock<Arc<T>>; 2],
+    /// The current value's stamp (unique among all publications' values).
+    /// Stored after `generation`.
+    stamp: AtomicU64,
+    /// Slot `generation & 1` holds the current value and its stamp, the
+    /// other the previous one (or a value being installed).
+    slots: [RwLock<(u64, Arc<T>)>; 2],
 }
 
 impl<T> Publication<T> {
     pub(crate) fn new(initial: Arc<T>) -> Self {
+        let stamp = next_stamp();
         Publication {
             generation: AtomicU64::new(0),
-            slots: [RwLock::new(initial.clone()), RwLock::new(initial)],
+            stamp: AtomicU64::new(stamp),
+            slots: [
+                RwLock::new((stamp, initial.clone())),
+                RwLock::new((stamp, initial)),
+            ],
         }
     }
 
@@ -57,12 +78,23 @@ impl<T> Publication<T> {
         self.generation.load(Ordering::Acquire)
     }
 
-    /// The current value and its generation. Never waits for a writer.
+    /// The current value's stamp: equal to the stamp [`Publication::load`]
+    /// returned exactly while that value is still the current one.
+    #[inline(always)]
+    pub(crate) fn stamp(&self) -> u64 {
+        self.stamp.load(Ordering::Acquire)
+    }
+
+    /// The current value and its stamp. Never waits for a writer.
     pub(crate) fn load(&self) -> (u64, Arc<T>) {
         loop {
             let generation = self.generation.load(Ordering::Acquire);
             if let Some(slot) = self.slots[(generation & 1) as usize].try_read() {
-                return (generation, slot.clone());
+                // The slot may hold a newer value than `generation` named
+                // (refilled between the two reads): its own stamp is
+                // returned, so a cache never labels a value wrongly.
+                let (stamp, value) = &*slot;
+                return (*stamp, value.clone());
             }
             core::hint::spin_loop();
         }
@@ -72,12 +104,15 @@ impl<T> Publication<T> {
     /// owner's writer lock (writers are not synchronized here).
     pub(crate) fn publish(&self, value: Arc<T>) -> u64 {
         let next = self.generation.load(Ordering::Relaxed) + 1;
+        let stamp = next_stamp();
         let old = {
             let mut slot = self.slots[(next & 1) as usize].write();
-            core::mem::replace(&mut *slot, value)
+            core::mem::replace(&mut *slot, (stamp, value))
         };
-        // The one store that publishes the new list.
+        // The one store that publishes the new list to `load`...
         self.generation.store(next, Ordering::Release);
+        // ... and the one that retires every cache of the old one.
+        self.stamp.store(stamp, Ordering::Release);
         // The list from two generations ago; freed now unless a raiser (or a
         // RaiseCache) still holds it, in which case the last holder frees it.
         drop(old);

@@ -366,6 +366,31 @@ fn a_raise_cache_follows_fusion_changes() {
     assert_eq!(log.take(), vec!["h", "h", "h"]);
 }
 
+#[test]
+fn one_raise_cache_shared_by_two_events_runs_each_ones_handlers() {
+    // Both events go through the same changes, so they are at the same
+    // point of their histories; a cache keyed by that point alone would
+    // run one event's handler for the other.
+    let (first, _) = bare();
+    let (second, _) = bare();
+    let log = Log::default();
+    for (event, tag, result) in [(&first, "first", 1), (&second, "second", 2)] {
+        event
+            .install(
+                EXTENSION,
+                Install::guarded(|_: &Args| true, log.code(tag, result)),
+            )
+            .unwrap();
+    }
+    assert_eq!(first.generation(), second.generation());
+    let mut cache = RaiseCache::new();
+    for _ in 0..3 {
+        assert_eq!(first.raise_cached(&mut cache, &mut (0,)).ok(), Some(1));
+        assert_eq!(second.raise_cached(&mut cache, &mut (0,)).ok(), Some(2));
+    }
+    assert_eq!(log.take(), ["first", "second"].repeat(3));
+}
+
 // --- Equivalence with the unfused path ---------------------------------------
 
 /// One installation: the guard `arg >= threshold`, maybe more guards
