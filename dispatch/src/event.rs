@@ -40,7 +40,7 @@ use crate::{
     authorize::{Authority, Authorizer, EventId, Grant, Operation, Principal, Request},
     decision::{key_of, DecisionIndex},
     error::{Error, GuardId, RaiseError, RaiseFailure},
-    fused::{Fused, FusedCode, FusedLoop, FusedViews, Routine, RoutineCode},
+    fused::{Fused, FusedCode, FusedLoop, FusedViews, Held, HeldRoutine, Routine, RoutineCode},
     guard::{field_value, Field, Guard, GuardCode, Predicate, Test},
     handler::{Code, Fault, Handler, Invocation, Mode, Spawner},
     order::{place, BindingId, Order},
@@ -293,9 +293,10 @@ pub struct RaiseCache<A, R> {
     /// proves both that this is the event's list and that it is current.
     /// 0, which no list has, while empty.
     stamp: u64,
-    /// [`List::routine`]: the list's whole `Scan` loop as one call; `None`
-    /// on the other plans ([`Event::dispatch`] decides).
-    routine: Option<RoutineCode<A, R>>,
+    /// [`List::routine`] as a cache holds it (see `Routine::hold`): the
+    /// list's whole `Scan` loop as one call; `None` on the other plans
+    /// ([`Event::dispatch`] decides).
+    routine: Option<HeldRoutine<A, R>>,
     list: Option<Arc<List<A, R>>>,
 }
 
@@ -552,7 +553,7 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
             _ => {
                 let (stamp, list) = self.list.load();
                 cache.stamp = stamp;
-                cache.routine = list.routine.clone();
+                cache.routine = list.routine.clone().map(|routine| routine.hold());
                 cache.list.insert(list)
             }
         };
@@ -1388,7 +1389,7 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
             _ if plain => None,
             (Plan::Scan, Some(fused)) if fused.len() == 1 => Some(fused[0].alone.clone()),
             (Plan::Scan, Some(fused)) => Some(Arc::new(FusedLoop(
-                fused.iter().map(|f| f.entry.clone()).collect(),
+                fused.iter().map(|f| f.entry.clone().hold()).collect(),
             ))),
             (Plan::Scan, None) => Some(Arc::new(SimpleLoop(simple_entries.clone()))),
             _ => None,
@@ -1475,10 +1476,14 @@ fn scan<'l, A: 'l, R: 'l>(entries: impl Iterator<Item = &'l Simple<A, R>>, args:
 /// loop over [`List::simple`].
 struct SimpleLoop<A, R>(Arc<[Simple<A, R>]>);
 
-impl<A, R> Routine<A, R> for SimpleLoop<A, R> {
+impl<A: 'static, R: 'static> Routine<A, R> for SimpleLoop<A, R> {
     #[inline]
     fn run(&self, args: &A) -> Option<R> {
         scan(self.0.iter(), args)
+    }
+
+    fn hold(self: Arc<Self>) -> HeldRoutine<A, R> {
+        Box::new(Held(self))
     }
 }
 

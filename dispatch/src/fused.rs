@@ -14,7 +14,7 @@
 //! only while the binding's guards are exactly that one guard. Once a guard
 //! is added, removed or imposed, the entry is compiled like any other.
 
-use alloc::sync::Arc;
+use alloc::{boxed::Box, sync::Arc};
 
 /// A whole `Scan` list as one call: what a raise runs once it knows the
 /// list is current. A list of one fused installation is that
@@ -26,6 +26,29 @@ use alloc::sync::Arc;
 pub(crate) trait Routine<A, R>: Send + Sync {
     /// Runs the list's guards and handlers over `args`.
     fn run(&self, args: &A) -> Option<R>;
+
+    /// This routine as a raise cache holds it: a `Box` whose data pointer
+    /// is the object, so that a call needs no offset computed from the
+    /// vtable's alignment, as calling through an `Arc<dyn _>` does.
+    fn hold(self: Arc<Self>) -> HeldRoutine<A, R>;
+}
+
+/// A routine held by a raise cache (see [`Routine::hold`]).
+pub(crate) type HeldRoutine<A, R> = Box<dyn Routine<A, R>>;
+
+/// A shared routine of a concrete type, boxed for a raise cache: the call
+/// through the box reaches it at a fixed offset.
+pub(crate) struct Held<T>(pub(crate) Arc<T>);
+
+impl<A, R, T: Routine<A, R> + 'static> Routine<A, R> for Held<T> {
+    #[inline(always)]
+    fn run(&self, args: &A) -> Option<R> {
+        self.0.run(args)
+    }
+
+    fn hold(self: Arc<Self>) -> HeldRoutine<A, R> {
+        Box::new(Held(self.0.clone()))
+    }
 }
 
 /// A list's routine as the list and raise caches store it.
@@ -37,6 +60,24 @@ pub(crate) trait GuardedCode<A, R>: Send + Sync {
     /// `result`: one call for both, and the last result is kept without
     /// any work in the caller's loop.
     fn run(&self, args: &A, result: &mut Option<R>);
+
+    /// This code as an entry of a [`FusedLoop`]: boxed, so that the call
+    /// needs no offset computed from the vtable (see [`Routine::hold`]).
+    fn hold(self: Arc<Self>) -> HeldCode<A, R>;
+}
+
+/// A fused entry as a [`FusedLoop`] holds it.
+pub(crate) type HeldCode<A, R> = Box<dyn GuardedCode<A, R>>;
+
+impl<A, R, T: GuardedCode<A, R> + 'static> GuardedCode<A, R> for Held<T> {
+    #[inline(always)]
+    fn run(&self, args: &A, result: &mut Option<R>) {
+        self.0.run(args, result)
+    }
+
+    fn hold(self: Arc<Self>) -> HeldCode<A, R> {
+        Box::new(Held(self.0.clone()))
+    }
 }
 
 /// A guard and a handler of concrete types, stored together. The
@@ -49,8 +90,8 @@ pub(crate) struct Fused<G, H> {
 
 impl<A, R, G, H> GuardedCode<A, R> for Fused<G, H>
 where
-    G: Fn(&A) -> bool + Send + Sync,
-    H: Fn(&A) -> R + Send + Sync,
+    G: Fn(&A) -> bool + Send + Sync + 'static,
+    H: Fn(&A) -> R + Send + Sync + 'static,
 {
     #[inline]
     fn run(&self, args: &A, result: &mut Option<R>) {
@@ -58,13 +99,17 @@ where
             *result = Some((self.handler)(args));
         }
     }
+
+    fn hold(self: Arc<Self>) -> HeldCode<A, R> {
+        Box::new(Held(self))
+    }
 }
 
 /// One fused installation alone on its list.
 impl<A, R, G, H> Routine<A, R> for Fused<G, H>
 where
-    G: Fn(&A) -> bool + Send + Sync,
-    H: Fn(&A) -> R + Send + Sync,
+    G: Fn(&A) -> bool + Send + Sync + 'static,
+    H: Fn(&A) -> R + Send + Sync + 'static,
 {
     #[inline]
     fn run(&self, args: &A) -> Option<R> {
@@ -73,6 +118,10 @@ where
         } else {
             None
         }
+    }
+
+    fn hold(self: Arc<Self>) -> HeldRoutine<A, R> {
+        Box::new(Held(self))
     }
 }
 
@@ -112,9 +161,9 @@ impl<A, R> FusedViews<A, R> {
 }
 
 /// A list of several fused installations: one call per entry.
-pub(crate) struct FusedLoop<A, R>(pub(crate) Arc<[FusedCode<A, R>]>);
+pub(crate) struct FusedLoop<A, R>(pub(crate) Box<[HeldCode<A, R>]>);
 
-impl<A, R> Routine<A, R> for FusedLoop<A, R> {
+impl<A: 'static, R: 'static> Routine<A, R> for FusedLoop<A, R> {
     #[inline]
     fn run(&self, args: &A) -> Option<R> {
         let mut result = None;
@@ -122,5 +171,9 @@ impl<A, R> Routine<A, R> for FusedLoop<A, R> {
             entry.run(args, &mut result);
         }
         result
+    }
+
+    fn hold(self: Arc<Self>) -> HeldRoutine<A, R> {
+        Box::new(Held(self))
     }
 }

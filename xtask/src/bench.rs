@@ -179,31 +179,57 @@ fn guest_suite(context: &mut BenchContext, suite: &str) -> Result<()> {
     Ok(())
 }
 
-/// `dispatch`: runs the host benchmark crate `bench-dispatch` and relays
-/// its output.
+/// How many processes `dispatch` runs; each figure is reported as the
+/// median over them (see [`parse::combine_bench_lines`]).
+const DISPATCH_PROCESSES: usize = 3;
+
+/// `dispatch`: builds the host benchmark crate `bench-dispatch`, runs it
+/// [`DISPATCH_PROCESSES`] times, and prints each figure's median over the
+/// processes (their own lines go to stderr as they come).
 fn dispatch(_context: &mut BenchContext) -> Result<()> {
-    let mut child = toolchain::cargo("target")
-        .args(["run", "-q", "--release", "-p", "bench-dispatch"])
-        .stdout(Stdio::piped())
-        .spawn()?;
-    let stdout = child.stdout.take().ok_or("no stdout pipe")?;
-    let mut figures = 0;
-    for line in BufReader::new(stdout).lines() {
-        let line = line?;
-        if line.starts_with("bench ") {
-            figures += 1;
-            if let Err(problem) = parse::parse_bench_line(&line) {
-                eprintln!("x: warning: malformed bench line ({problem}): {line}");
+    let status = toolchain::cargo("target")
+        .args(["build", "-q", "--release", "-p", "bench-dispatch"])
+        .status()?;
+    if !status.success() {
+        return Err(format!("building bench-dispatch failed ({status})").into());
+    }
+    let binary = PathBuf::from("target/release/bench-dispatch");
+    // Figures in the order of the first process, each with its lines.
+    let mut figures: Vec<(String, Vec<parse::BenchLine>)> = Vec::new();
+    for process in 1..=DISPATCH_PROCESSES {
+        eprintln!("x: bench-dispatch process {process} of {DISPATCH_PROCESSES}");
+        let mut child = std::process::Command::new(&binary)
+            .stdout(Stdio::piped())
+            .spawn()?;
+        let stdout = child.stdout.take().ok_or("no stdout pipe")?;
+        for line in BufReader::new(stdout).lines() {
+            let line = line?;
+            if !line.starts_with("bench ") {
+                println!("{line}");
+                continue;
+            }
+            eprintln!("  {line}");
+            match parse::parse_bench_line(&line) {
+                Ok(parsed) => {
+                    let figure = format!("{}.{}", parsed.suite, parsed.name);
+                    match figures.iter_mut().find(|(name, _)| *name == figure) {
+                        Some((_, lines)) => lines.push(parsed),
+                        None => figures.push((figure, vec![parsed])),
+                    }
+                }
+                Err(problem) => eprintln!("x: warning: malformed bench line ({problem}): {line}"),
             }
         }
-        println!("{line}");
+        let status = child.wait()?;
+        if !status.success() {
+            return Err(format!("bench-dispatch failed ({status})").into());
+        }
     }
-    let status = child.wait()?;
-    if !status.success() {
-        return Err(format!("bench-dispatch failed ({status})").into());
-    }
-    if figures == 0 {
+    if figures.is_empty() {
         eprintln!("x: warning: bench-dispatch printed no `bench ` lines");
+    }
+    for (_, lines) in &figures {
+        println!("{}", parse::combine_bench_lines(lines));
     }
     Ok(())
 }

@@ -254,6 +254,59 @@ pub fn format_bench_line(
     line
 }
 
+/// Combines one figure measured by several processes into one line: the
+/// median of the values and of every numeric pair (a ratio's `x` suffix
+/// kept), except `min` (the smallest), `max` (the largest) and `runs` (the
+/// total); `processes=<n>` is appended. Every process runs the same binary
+/// with its own stack and heap addresses, which move some figures by 10%
+/// or more: the median over processes is what a reader reproduces.
+/// `lines` must be non-empty and all of one figure.
+pub fn combine_bench_lines(lines: &[BenchLine]) -> String {
+    let first = &lines[0];
+    let mut text = format!(
+        "bench {}.{} {:.2} {}",
+        first.suite,
+        first.name,
+        median(lines.iter().map(|l| l.value).collect()),
+        first.unit
+    );
+    for (key, value) in &first.pairs {
+        let suffix = if value.ends_with('x') { "x" } else { "" };
+        let numbers: Option<Vec<f64>> = lines
+            .iter()
+            .map(|l| {
+                l.pairs
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .and_then(|(_, v)| v.trim_end_matches('x').parse::<f64>().ok())
+            })
+            .collect();
+        let combined = match (key.as_str(), numbers) {
+            (_, None) => value.clone(),
+            ("min", Some(n)) => format!("{:.2}", n.iter().copied().fold(f64::INFINITY, f64::min)),
+            ("max", Some(n)) => {
+                format!("{:.2}", n.iter().copied().fold(f64::NEG_INFINITY, f64::max))
+            }
+            ("runs", Some(n)) => format!("{}", n.iter().sum::<f64>()),
+            (_, Some(n)) => format!("{:.2}{suffix}", median(n)),
+        };
+        text.push_str(&format!(" {key}={combined}"));
+    }
+    text.push_str(&format!(" processes={}", lines.len()));
+    text
+}
+
+/// The median of `values` (the mean of the middle two for an even count).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let middle = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[middle]
+    } else {
+        (values[middle - 1] + values[middle]) / 2.0
+    }
+}
+
 /// Finds the first decimal number directly followed by `ms` (spaces allowed
 /// between), e.g. `uptime: 1234 ms` gives 1234.0 and `up 12.5ms` gives 12.5.
 pub fn parse_milliseconds(text: &str) -> Option<f64> {
@@ -458,6 +511,26 @@ mod tests {
         assert!(parse_bench_line("bench boot.x 3 ns junk").is_err());
         assert!(parse_bench_line("bench boot.x 3").is_err());
         assert!(parse_bench_line("benchmark boot.x 3 ns").is_err());
+    }
+
+    #[test]
+    fn figures_of_several_processes_combine_into_medians() {
+        let lines: Vec<BenchLine> = [
+            "bench dispatch.h 3.0 ns runs=11 min=2.9 max=3.1 ratio=6.00x",
+            "bench dispatch.h 1.0 ns runs=11 min=0.8 max=1.2 ratio=2.00x",
+            "bench dispatch.h 2.0 ns runs=11 min=1.9 max=4.0 ratio=4.00x",
+        ]
+        .iter()
+        .map(|l| parse_bench_line(l).unwrap())
+        .collect();
+        let combined = combine_bench_lines(&lines);
+        assert_eq!(
+            combined,
+            "bench dispatch.h 2.00 ns runs=33 min=0.80 max=4.00 ratio=4.00x processes=3"
+        );
+        assert!(parse_bench_line(&combined).is_ok());
+        let even = combine_bench_lines(&lines[..2]);
+        assert!(even.starts_with("bench dispatch.h 2.00 ns"), "{even}");
     }
 
     #[test]
