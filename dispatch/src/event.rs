@@ -1389,7 +1389,7 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
             _ if plain => None,
             (Plan::Scan, Some(fused)) if fused.len() == 1 => Some(fused[0].alone.clone()),
             (Plan::Scan, Some(fused)) => Some(Arc::new(FusedLoop(
-                fused.iter().map(|f| f.entry.clone().hold()).collect(),
+                fused.iter().map(|f| f.entry.clone()).collect(),
             ))),
             (Plan::Scan, None) => Some(Arc::new(SimpleLoop(simple_entries.clone()))),
             _ => None,
