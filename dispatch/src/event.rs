@@ -10,14 +10,15 @@
 //! Layers, from the raiser down:
 //! 1. `raise` / `raise_cached`: the shortcut, or fetch the published list;
 //! 2. `dispatch`: one test of the list's `Plan`, decided at publication.
-//!    `Scan` (every handler a synchronous by-value closure; no filter,
-//!    result handler or accounting) is a tight loop inlined into the raiser:
-//!    over fused entries (guard and handler one call, see
-//!    [`Install::guarded`]) when every installation is fused, else over
-//!    entries of two fat pointers, (guard, code), each guard being all of an
-//!    installation's guards compiled into one predicate; `raise_cached`
-//!    keeps that loop's slice in its cache. `Indexed` is the two-pointer
-//!    loop over the decision index's candidates;
+//!    A `Scan` list (every handler a synchronous by-value closure; no
+//!    filter, result handler or accounting) is compiled into one routine
+//!    (see `fused.rs`): a lone fused installation (guard and handler
+//!    one call, see [`Install::guarded`]) is its own routine; otherwise a
+//!    loop over fused entries, or over entries of two fat pointers (guard,
+//!    code), each guard being all of an installation's guards compiled
+//!    into one predicate. `raise_cached` keeps the routine in its cache.
+//!    `Indexed` is the two-pointer loop over the decision index's
+//!    candidates;
 //! 3. `General` (out of line): accounting, the working copy for filters,
 //!    `VAR` write-back, then `run`: guards, invocation by mode, faults,
 //!    result folding, default handler.
