@@ -40,6 +40,17 @@ fn bare() -> (Event<Args, u64>, Authority) {
     (event, authority)
 }
 
+/// Installs, as `EXTENSION`, the fused handler "h" (result 1) guarded by
+/// `arg > 10`: the installation most tests here start from.
+fn install_h(event: &Event<Args, u64>, log: &Log) -> BindingId {
+    event
+        .install(
+            EXTENSION,
+            Install::guarded(|a: &Args| a.0 > 10, log.code("h", 1)),
+        )
+        .unwrap()
+}
+
 /// Raises through `raise` and through a fresh `raise_cached`; both must
 /// agree. Returns the result and the handlers that ran (once).
 fn raise(event: &Event<Args, u64>, log: &Log, arg: u64) -> (Option<u64>, Vec<&'static str>) {
@@ -56,12 +67,7 @@ fn raise(event: &Event<Args, u64>, log: &Log, arg: u64) -> (Option<u64>, Vec<&'s
 fn a_false_guard_keeps_the_handler_from_running() {
     let (event, _) = bare();
     let log = Log::default();
-    let b = event
-        .install(
-            EXTENSION,
-            Install::guarded(|a: &Args| a.0 > 10, log.code("h", 1)),
-        )
-        .unwrap();
+    let b = install_h(&event, &log);
     assert!(event.is_fused(b));
     assert_eq!(raise(&event, &log, 11), (Some(1), vec!["h"]));
     assert_eq!(raise(&event, &log, 10), (None, vec![]));
@@ -71,12 +77,7 @@ fn a_false_guard_keeps_the_handler_from_running() {
     );
     // The default handler runs when the fused guard fails.
     let (event, authority) = bare();
-    event
-        .install(
-            EXTENSION,
-            Install::guarded(|a: &Args| a.0 > 10, log.code("h", 1)),
-        )
-        .unwrap();
+    install_h(&event, &log);
     event
         .set_default(&authority, Some(Handler::new(|_: &Args| 99)))
         .unwrap();
@@ -88,12 +89,7 @@ fn a_false_guard_keeps_the_handler_from_running() {
 fn the_fused_guard_is_counted_and_listed() {
     let (event, _) = bare();
     let log = Log::default();
-    let b = event
-        .install(
-            EXTENSION,
-            Install::guarded(|a: &Args| a.0 > 10, log.code("h", 1)),
-        )
-        .unwrap();
+    let b = install_h(&event, &log);
     assert_eq!(event.guards_of(b), Some((1, 0)));
     assert_eq!(event.stats().guards, 1);
     assert_eq!(event.stats().handlers, 1);
@@ -119,12 +115,7 @@ fn the_fused_guard_is_counted_and_listed() {
 fn removing_the_fused_guard_falls_back_to_the_plain_handler() {
     let (event, _) = bare();
     let log = Log::default();
-    let b = event
-        .install(
-            EXTENSION,
-            Install::guarded(|a: &Args| a.0 > 10, log.code("h", 1)),
-        )
-        .unwrap();
+    let b = install_h(&event, &log);
     let (own, _) = event.guard_ids_of(b).unwrap();
     // Only the installer may remove it (no authorizer: the installer rule).
     assert_eq!(
@@ -157,12 +148,7 @@ fn removing_the_fused_guard_falls_back_to_the_plain_handler() {
 fn an_added_guard_unfuses_until_it_is_removed() {
     let (event, _) = bare();
     let log = Log::default();
-    let b = event
-        .install(
-            EXTENSION,
-            Install::guarded(|a: &Args| a.0 > 10, log.code("h", 1)),
-        )
-        .unwrap();
+    let b = install_h(&event, &log);
     let g = event
         .add_guard(EXTENSION, b, Guard::new(|a: &Args| a.0 < 20))
         .unwrap();
@@ -204,12 +190,7 @@ fn imposed_guards_apply_to_fused_installations() {
             )),
         )
         .unwrap();
-    let b = event
-        .install(
-            EXTENSION,
-            Install::guarded(|a: &Args| a.0 > 10, log.code("h", 1)),
-        )
-        .unwrap();
+    let b = install_h(&event, &log);
     assert_eq!(*seen.lock().unwrap(), vec![(Operation::Install, "handler")]);
     assert_eq!(event.guards_of(b), Some((1, 1)));
     assert_eq!(event.stats().guards, 2);
@@ -303,12 +284,7 @@ fn fused_installations_on_the_general_plan() {
     // off the fused plan; the guard must still hold everywhere.
     let (event, authority) = bare();
     let log = Log::default();
-    let b = event
-        .install(
-            EXTENSION,
-            Install::guarded(|a: &Args| a.0 > 10, log.code("h", 1)),
-        )
-        .unwrap();
+    let b = install_h(&event, &log);
     event
         .install(
             EXTENSION,
@@ -346,12 +322,7 @@ fn a_raise_cache_follows_fusion_changes() {
     let (event, _) = bare();
     let log = Log::default();
     let mut cache = RaiseCache::new();
-    let b = event
-        .install(
-            EXTENSION,
-            Install::guarded(|a: &Args| a.0 > 10, log.code("h", 1)),
-        )
-        .unwrap();
+    let b = install_h(&event, &log);
     assert_eq!(event.raise_cached(&mut cache, &mut (11,)).ok(), Some(1));
     assert!(event.raise_cached(&mut cache, &mut (1,)).is_err());
     let (own, _) = event.guard_ids_of(b).unwrap();
