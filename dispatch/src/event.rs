@@ -13,8 +13,10 @@
 //!    A `Scan` list (every handler a synchronous by-value closure; no
 //!    filter, result handler or accounting) is compiled into one routine
 //!    (see `fused.rs`): a lone fused installation (guard and handler
-//!    one call, see [`Install::guarded`]) is its own routine; otherwise a
-//!    loop over fused entries, or over entries of two fat pointers (guard,
+//!    one call, see [`Install::guarded`]) is its own routine, consecutive
+//!    installations of the same code are one run (one call for all), and
+//!    otherwise a loop over fused entries and runs, or over entries of two
+//!    fat pointers (guard,
 //!    code), each guard being all of an installation's guards compiled
 //!    into one predicate. `raise_cached` keeps the routine in its cache.
 //!    `Indexed` is the two-pointer loop over the decision index's
@@ -41,7 +43,7 @@ use crate::{
     authorize::{Authority, Authorizer, EventId, Grant, Operation, Principal, Request},
     decision::{key_of, DecisionIndex},
     error::{Error, GuardId, RaiseError, RaiseFailure},
-    fused::{Fused, FusedCode, FusedLoop, FusedViews, Held, HeldRoutine, Routine, RoutineCode},
+    fused::{compile, Fused, FusedCode, FusedViews, Held, HeldRoutine, Routine, RoutineCode},
     guard::{field_value, Field, Guard, GuardCode, Predicate, Test},
     handler::{Code, Fault, Handler, Invocation, Mode, Spawner},
     order::{place, BindingId, Order},
@@ -1383,15 +1385,13 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
             })
             .flatten()
             .flatten();
-        // The routine a cache runs: a lone fused installation is called
-        // directly; otherwise a loop.
+        // The routine a cache runs: a lone fused installation, or a run of
+        // installations sharing their code, is called directly; otherwise
+        // a loop (see `fused::compile`).
         let routine: Option<RoutineCode<A, R>> = match (plan, &fused) {
             // Raisers call the intrinsic directly (`plain`).
             _ if plain => None,
-            (Plan::Scan, Some(fused)) if fused.len() == 1 => Some(fused[0].alone.clone()),
-            (Plan::Scan, Some(fused)) => Some(Arc::new(FusedLoop(
-                fused.iter().map(|f| f.entry.clone()).collect(),
-            ))),
+            (Plan::Scan, Some(fused)) => Some(compile(fused)),
             (Plan::Scan, None) => Some(Arc::new(SimpleLoop(simple_entries.clone()))),
             _ => None,
         };

@@ -14,7 +14,8 @@
 //! only while the binding's guards are exactly that one guard. Once a guard
 //! is added, removed or imposed, the entry is compiled like any other.
 
-use alloc::{boxed::Box, sync::Arc};
+use alloc::{boxed::Box, sync::Arc, vec::Vec};
+use core::any::{Any, TypeId};
 
 /// A whole `Scan` list as one call: what a raise runs once it knows the
 /// list is current. A list of one fused installation is that
@@ -106,11 +107,22 @@ where
 /// A fused guard and handler as the event stores them.
 pub(crate) type FusedCode<A, R> = Arc<dyn GuardedCode<A, R>>;
 
-/// The two views of one fused installation: as an entry of a loop, and as
-/// the routine of a list it is alone on.
+/// The views of one fused installation (or of a run of them, see
+/// [`FusedRun`]): as an entry of a loop, as the routine of a list it is
+/// alone on, and what [`compile`] needs to merge it with neighbours of the
+/// same concrete type.
 pub(crate) struct FusedViews<A, R> {
     pub(crate) entry: FusedCode<A, R>,
     pub(crate) alone: RoutineCode<A, R>,
+    /// The concrete type behind `entry`: consecutive installations of one
+    /// type form a run.
+    kind: TypeId,
+    /// The same object as `entry`, for [`FusedViews::merge`] to recover
+    /// its concrete type (a checked downcast, no `unsafe`).
+    object: Arc<dyn Any + Send + Sync>,
+    /// Builds one [`FusedRun`] of installations whose `kind` is this one's;
+    /// `None` if it cannot (a run is not merged again).
+    merge: fn(&[FusedViews<A, R>]) -> Option<FusedViews<A, R>>,
 }
 
 impl<A, R> Clone for FusedViews<A, R> {
@@ -118,23 +130,118 @@ impl<A, R> Clone for FusedViews<A, R> {
         FusedViews {
             entry: self.entry.clone(),
             alone: self.alone.clone(),
+            kind: self.kind,
+            object: self.object.clone(),
+            merge: self.merge,
         }
     }
 }
 
-impl<A, R> FusedViews<A, R> {
-    /// Both views of `fused`.
+impl<A: 'static, R: 'static> FusedViews<A, R> {
+    /// The views of `fused`.
     pub(crate) fn of<G, H>(fused: Arc<Fused<G, H>>) -> Self
     where
-        A: 'static,
-        R: 'static,
         G: Fn(&A) -> bool + Send + Sync + 'static,
         H: Fn(&A) -> R + Send + Sync + 'static,
     {
         FusedViews {
             entry: fused.clone(),
-            alone: fused,
+            alone: fused.clone(),
+            kind: TypeId::of::<Fused<G, H>>(),
+            object: fused,
+            merge: merge_run::<A, R, G, H>,
         }
+    }
+}
+
+/// The [`FusedViews::merge`] of a `Fused<G, H>`: `run` as one
+/// [`FusedRun`], or `None` if some member is not a `Fused<G, H>` (which
+/// [`compile`] never passes).
+fn merge_run<A, R, G, H>(run: &[FusedViews<A, R>]) -> Option<FusedViews<A, R>>
+where
+    A: 'static,
+    R: 'static,
+    G: Fn(&A) -> bool + Send + Sync + 'static,
+    H: Fn(&A) -> R + Send + Sync + 'static,
+{
+    let members = run
+        .iter()
+        .map(|member| member.object.clone().downcast::<Fused<G, H>>().ok())
+        .collect::<Option<Box<[_]>>>()?;
+    let merged = Arc::new(FusedRun(members));
+    Some(FusedViews {
+        entry: merged.clone(),
+        alone: merged.clone(),
+        kind: TypeId::of::<FusedRun<G, H>>(),
+        object: merged,
+        merge: |_| None,
+    })
+}
+
+/// Compiles the fused installations of a `Scan` list, in list order, into
+/// the list's routine.
+///
+/// Consecutive installations of one concrete guard and handler type (the
+/// same code installed several times, with its own captures each: a
+/// handler per connection, per port, per process) become one
+/// [`FusedRun`], which calls that code directly for each of them: one
+/// indirect call for the run instead of one per installation. A list that
+/// is one installation or one run is that installation or run itself;
+/// otherwise a [`FusedLoop`] calls each part.
+pub(crate) fn compile<A: 'static, R: 'static>(views: &[FusedViews<A, R>]) -> RoutineCode<A, R> {
+    let mut parts: Vec<FusedViews<A, R>> = Vec::new();
+    for run in views.chunk_by(|a, b| a.kind == b.kind) {
+        match run {
+            [one] => parts.push(one.clone()),
+            _ => match (run[0].merge)(run) {
+                Some(merged) => parts.push(merged),
+                None => parts.extend(run.iter().cloned()),
+            },
+        }
+    }
+    match parts.as_slice() {
+        [one] => one.alone.clone(),
+        _ => Arc::new(FusedLoop(parts.iter().map(|p| p.entry.clone()).collect())),
+    }
+}
+
+/// Consecutive fused installations of one concrete type, run by one call:
+/// the guard and handler code is inlined into a loop over the members'
+/// captured state. What SPIN's generated routine did for every handler
+/// (straight-line code, no indirect call per handler), obtained by
+/// monomorphization for installations that share their code.
+pub(crate) struct FusedRun<G, H>(Box<[Arc<Fused<G, H>>]>);
+
+impl<A, R, G, H> GuardedCode<A, R> for FusedRun<G, H>
+where
+    G: Fn(&A) -> bool + Send + Sync + 'static,
+    H: Fn(&A) -> R + Send + Sync + 'static,
+{
+    #[inline]
+    fn run(&self, args: &A, result: &mut Option<R>) {
+        for member in self.0.iter() {
+            if (member.guard)(args) {
+                *result = Some((member.handler)(args));
+            }
+        }
+    }
+}
+
+/// A run that is the whole list.
+impl<A, R, G, H> Routine<A, R> for FusedRun<G, H>
+where
+    G: Fn(&A) -> bool + Send + Sync + 'static,
+    H: Fn(&A) -> R + Send + Sync + 'static,
+{
+    #[inline]
+    fn run(&self, args: &A) -> Option<R> {
+        let mut result = None;
+        GuardedCode::run(self, args, &mut result);
+        result
+    }
+
+    fn hold(self: Arc<Self>) -> HeldRoutine<A, R> {
+        Box::new(Held(self))
     }
 }
 

@@ -362,15 +362,56 @@ fn one_raise_cache_shared_by_two_events_runs_each_ones_handlers() {
     assert_eq!(log.take(), ["first", "second"].repeat(3));
 }
 
+#[test]
+fn installations_sharing_their_code_run_in_order_each_with_its_own_state() {
+    let (event, _) = bare();
+    let log = Log::default();
+    // `at_least` and `log.code` give one concrete type for every call, so
+    // consecutive installations of them share their code (one run); `q`
+    // has code of its own and splits the list.
+    let at_least = |t: u64| move |a: &Args| a.0 >= t;
+    let q_log = log.clone();
+    let q = move |_: &Args| {
+        q_log.0.lock().unwrap().push("q");
+        3
+    };
+    let mut install = |install: Install<Args, u64>| event.install(EXTENSION, install).unwrap();
+    let p1 = install(Install::guarded(at_least(0), log.code("p1", 1)));
+    let p2 = install(Install::guarded(at_least(5), log.code("p2", 2)));
+    let q = install(Install::guarded(|a: &Args| a.0.is_multiple_of(2), q));
+    let p3 = install(Install::guarded(at_least(0), log.code("p3", 4)));
+    let p4 = install(Install::guarded(at_least(10), log.code("p4", 5)));
+    assert!([p1, p2, q, p3, p4].iter().all(|b| event.is_fused(*b)));
+    assert_eq!(raise(&event, &log, 3), (Some(4), vec!["p1", "p3"]));
+    assert_eq!(raise(&event, &log, 6), (Some(4), vec!["p1", "p2", "q", "p3"]));
+    assert_eq!(
+        raise(&event, &log, 12),
+        (Some(5), vec!["p1", "p2", "q", "p3", "p4"])
+    );
+    // Removing a member, then the code that split the list: p1, p2 and p4
+    // become one run.
+    event.remove(EXTENSION, p3).unwrap();
+    assert_eq!(raise(&event, &log, 12), (Some(5), vec!["p1", "p2", "q", "p4"]));
+    event.remove(EXTENSION, q).unwrap();
+    assert_eq!(raise(&event, &log, 7), (Some(2), vec!["p1", "p2"]));
+    assert_eq!(raise(&event, &log, 10), (Some(5), vec!["p1", "p2", "p4"]));
+    // Reordering moves a member out of the run's order, not its state.
+    event.reorder(EXTENSION, p4, &[Order::First]).unwrap();
+    assert_eq!(raise(&event, &log, 10), (Some(2), vec!["p4", "p1", "p2"]));
+}
+
 // --- Equivalence with the unfused path ---------------------------------------
 
 /// One installation: the guard `arg >= threshold`, maybe more guards
-/// `arg % modulus != 0`, fused or not.
+/// `arg % modulus != 0`, fused or not; fused ones with one of two
+/// concrete guard types (`other_code`), so that lists mix runs of the same
+/// code with changes of code.
 #[derive(Clone, Debug)]
 struct Spec {
     threshold: u64,
     extra: Option<u64>,
     fused: bool,
+    other_code: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -397,13 +438,18 @@ fn step() -> impl Strategy<Value = Step> {
 }
 
 fn spec() -> impl Strategy<Value = Spec> {
-    (0u64..16, prop::option::of(2u64..5), any::<bool>()).prop_map(|(threshold, extra, fused)| {
-        Spec {
+    (
+        0u64..16,
+        prop::option::of(2u64..5),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(threshold, extra, fused, other_code)| Spec {
             threshold,
             extra,
             fused,
-        }
-    })
+            other_code,
+        })
 }
 
 /// Builds an event from `specs`, either as given or with every
@@ -425,7 +471,9 @@ fn build(
             };
             let threshold = spec.threshold;
             let guard = move |a: &Args| a.0 >= threshold;
-            let mut install = if spec.fused && fuse {
+            let mut install = if spec.fused && fuse && spec.other_code {
+                Install::guarded(move |a: &Args| guard(a), code)
+            } else if spec.fused && fuse {
                 Install::guarded(guard, code)
             } else {
                 Install::new(Handler::new(code)).guard(Guard::new(guard))

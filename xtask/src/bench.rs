@@ -66,6 +66,10 @@ pub struct BenchContext {
     pub is_icount: bool,
     /// Wall-clock deadline of each QEMU run.
     pub timeout: Duration,
+    /// Code layouts the host suite (`dispatch`) is linked in: 1 is the
+    /// plain build; more relink it with its functions shuffled (see
+    /// [`dispatch`]).
+    pub layouts: usize,
     kernel: Option<PathBuf>,
 }
 
@@ -77,6 +81,7 @@ impl BenchContext {
             accel,
             is_icount,
             timeout,
+            layouts: 1,
             kernel: None,
         }
     }
@@ -179,57 +184,122 @@ fn guest_suite(context: &mut BenchContext, suite: &str) -> Result<()> {
     Ok(())
 }
 
-/// How many processes `dispatch` runs; each figure is reported as the
-/// median over them (see [`parse::combine_bench_lines`]).
+/// How many processes `dispatch` runs per layout; each figure is reported
+/// as the median over all of them (see [`parse::combine_bench_lines`]).
 const DISPATCH_PROCESSES: usize = 3;
+
+/// Target directory of the relinked layouts (kept apart from `target/` so
+/// that the plain build's cache is not invalidated).
+const LAYOUTS_TARGET_DIR: &str = "target/bench-layouts";
 
 /// `dispatch`: builds the host benchmark crate `bench-dispatch`, runs it
 /// [`DISPATCH_PROCESSES`] times, and prints each figure's median over the
 /// processes (their own lines go to stderr as they come).
-fn dispatch(_context: &mut BenchContext) -> Result<()> {
-    let status = toolchain::cargo("target")
-        .args(["build", "-q", "--release", "-p", "bench-dispatch"])
-        .status()?;
-    if !status.success() {
-        return Err(format!("building bench-dispatch failed ({status})").into());
-    }
-    let binary = PathBuf::from("target/release/bench-dispatch");
+///
+/// With `--layouts N` (N > 1) the binary is linked N times by lld with
+/// `--shuffle-sections` (seeds 1..=N): every function is its own section,
+/// so each link places the dispatcher, the handlers and the baselines at
+/// different addresses relative to cache lines, pages and each other. Code
+/// placement alone moves nanosecond figures by up to 25% between builds of
+/// unchanged source; the median over layouts is a figure of the code, not
+/// of one placement (Mytkowicz et al., "Producing wrong data without doing
+/// anything obviously wrong", ASPLOS 2009).
+fn dispatch(context: &mut BenchContext) -> Result<()> {
+    let layouts = context.layouts.max(1);
     // Figures in the order of the first process, each with its lines.
     let mut figures: Vec<(String, Vec<parse::BenchLine>)> = Vec::new();
-    for process in 1..=DISPATCH_PROCESSES {
-        eprintln!("x: bench-dispatch process {process} of {DISPATCH_PROCESSES}");
-        let mut child = std::process::Command::new(&binary)
-            .stdout(Stdio::piped())
-            .spawn()?;
-        let stdout = child.stdout.take().ok_or("no stdout pipe")?;
-        for line in BufReader::new(stdout).lines() {
-            let line = line?;
-            if !line.starts_with("bench ") {
-                println!("{line}");
-                continue;
-            }
-            eprintln!("  {line}");
-            match parse::parse_bench_line(&line) {
-                Ok(parsed) => {
-                    let figure = format!("{}.{}", parsed.suite, parsed.name);
-                    match figures.iter_mut().find(|(name, _)| *name == figure) {
-                        Some((_, lines)) => lines.push(parsed),
-                        None => figures.push((figure, vec![parsed])),
-                    }
-                }
-                Err(problem) => eprintln!("x: warning: malformed bench line ({problem}): {line}"),
-            }
-        }
-        let status = child.wait()?;
-        if !status.success() {
-            return Err(format!("bench-dispatch failed ({status})").into());
+    for layout in 1..=layouts {
+        let binary = if layouts == 1 {
+            build_dispatch_bench()?
+        } else {
+            eprintln!("x: bench-dispatch layout {layout} of {layouts}");
+            build_dispatch_bench_layout(layout)?
+        };
+        for process in 1..=DISPATCH_PROCESSES {
+            eprintln!("x: bench-dispatch process {process} of {DISPATCH_PROCESSES}");
+            run_dispatch_bench(&binary, &mut figures)?;
         }
     }
     if figures.is_empty() {
         eprintln!("x: warning: bench-dispatch printed no `bench ` lines");
     }
     for (_, lines) in &figures {
-        println!("{}", parse::combine_bench_lines(lines));
+        let combined = parse::combine_bench_lines(lines);
+        if layouts > 1 {
+            println!("{combined} layouts={layouts}");
+        } else {
+            println!("{combined}");
+        }
+    }
+    Ok(())
+}
+
+/// Builds `bench-dispatch` as is and returns its path.
+fn build_dispatch_bench() -> Result<PathBuf> {
+    let status = toolchain::cargo("target")
+        .args(["build", "-q", "--release", "-p", "bench-dispatch"])
+        .status()?;
+    if !status.success() {
+        return Err(format!("building bench-dispatch failed ({status})").into());
+    }
+    Ok(PathBuf::from("target/release/bench-dispatch"))
+}
+
+/// Links `bench-dispatch` with lld, its `.text` sections shuffled with
+/// `seed`, and returns the path of a copy of that binary. Only the final
+/// crate is recompiled per seed (`cargo rustc` passes the flags to it
+/// alone); the shuffle applies to every function linked, the dispatcher's
+/// included.
+fn build_dispatch_bench_layout(seed: usize) -> Result<PathBuf> {
+    let shuffle = format!("link-arg=-Wl,--shuffle-sections=.text.*={seed}");
+    let status = toolchain::cargo(LAYOUTS_TARGET_DIR)
+        .args(["rustc", "-q", "--release", "-p", "bench-dispatch", "--"])
+        .args(["-C", "link-arg=-fuse-ld=lld"])
+        .args(["-C", &format!("link-arg=-B{}", toolchain::LLD_DIR)])
+        .args(["-C", &shuffle])
+        .status()?;
+    if !status.success() {
+        return Err(format!("linking bench-dispatch layout {seed} failed ({status})").into());
+    }
+    let copy = PathBuf::from(format!("{LAYOUTS_TARGET_DIR}/bench-dispatch-layout-{seed}"));
+    std::fs::copy(
+        format!("{LAYOUTS_TARGET_DIR}/release/bench-dispatch"),
+        &copy,
+    )?;
+    Ok(copy)
+}
+
+/// Runs one `bench-dispatch` process, adding its lines to `figures` (its
+/// other output is passed through).
+fn run_dispatch_bench(
+    binary: &PathBuf,
+    figures: &mut Vec<(String, Vec<parse::BenchLine>)>,
+) -> Result<()> {
+    let mut child = std::process::Command::new(binary)
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let stdout = child.stdout.take().ok_or("no stdout pipe")?;
+    for line in BufReader::new(stdout).lines() {
+        let line = line?;
+        if !line.starts_with("bench ") {
+            println!("{line}");
+            continue;
+        }
+        eprintln!("  {line}");
+        match parse::parse_bench_line(&line) {
+            Ok(parsed) => {
+                let figure = format!("{}.{}", parsed.suite, parsed.name);
+                match figures.iter_mut().find(|(name, _)| *name == figure) {
+                    Some((_, lines)) => lines.push(parsed),
+                    None => figures.push((figure, vec![parsed])),
+                }
+            }
+            Err(problem) => eprintln!("x: warning: malformed bench line ({problem}): {line}"),
+        }
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        return Err(format!("bench-dispatch failed ({status})").into());
     }
     Ok(())
 }

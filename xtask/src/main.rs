@@ -80,12 +80,15 @@ commands! {
     "test" => test_command,
     /// Runs benchmark suites and prints `bench <suite>.<name> <median> <unit> ...` lines.
     ///
-    /// usage: ./x bench [SUITE] [--icount] [--accel tcg|kvm] [--debug]
+    /// usage: ./x bench [SUITE] [--icount] [--layouts N] [--accel tcg|kvm] [--debug]
     ///
-    ///   SUITE     one suite (default: all); see the list below
-    ///   --icount  run QEMU with -icount shift=0 (1 ns of guest time per
-    ///             instruction: exact, repeatable, blind to caches); guest
-    ///             lines get a trailing icount=1
+    ///   SUITE        one suite (default: all); see the list below
+    ///   --icount     run QEMU with -icount shift=0 (1 ns of guest time per
+    ///                instruction: exact, repeatable, blind to caches); guest
+    ///                lines get a trailing icount=1
+    ///   --layouts N  host suite (dispatch): link it N times with its
+    ///                functions shuffled (lld --shuffle-sections) and report
+    ///                medians over every layout (default 1, the plain build)
     "bench" => bench_command,
     /// Builds the kernel ELF (target/kernel/x86_64-unknown-none/<profile>/kernel).
     ///
@@ -377,6 +380,13 @@ fn bench_command(mut args: Args) -> Result<ExitCode> {
     let accel = args.accel()?;
     let profile = args.boot_profile();
     let is_icount = args.flag("--icount");
+    let layouts = match args.value("--layouts")? {
+        None => 1,
+        Some(text) => match text.parse::<usize>() {
+            Ok(n) if (1..=100).contains(&n) => n,
+            _ => return Err(format!("--layouts needs a count from 1 to 100, not `{text}`").into()),
+        },
+    };
     let suite_name = args.positional();
     args.finish()?;
     let suites: Vec<&bench::Suite> = match &suite_name {
@@ -387,6 +397,7 @@ fn bench_command(mut args: Args) -> Result<ExitCode> {
         None => bench::SUITES.iter().collect(),
     };
     let mut context = bench::BenchContext::new(profile, accel, is_icount, qemu::run_timeout()?);
+    context.layouts = layouts;
     let mut failed = Vec::new();
     for suite in suites {
         eprintln!("x: bench suite {}", suite.name);

@@ -22,6 +22,10 @@ use crate::{repo_root, Result};
 /// The cargo that builds everything (Debian's Rust).
 pub const CARGO: &str = "/usr/bin/cargo";
 
+/// Directory of Debian's `ld.lld` (package lld-19, which `./x` installs
+/// for `wasm-ld`): `cc -fuse-ld=lld -B<this>` links host binaries with it.
+pub const LLD_DIR: &str = "/usr/lib/llvm-19/bin";
+
 /// Target triple of the kernel.
 pub const KERNEL_TARGET: &str = "x86_64-unknown-none";
 

@@ -12,11 +12,18 @@
 //! `raise` (any raiser, which clones the list's `Arc`: the `*_shared`
 //! figures).
 //!
-//! Baselines in the same run: `direct_call`, `indirect_call` (through a
-//! function pointer) and `guard_and_handler_calls` (a guard and a handler
-//! called through `Arc<dyn Fn>` with no dispatcher: what one guarded
-//! handler costs at least). `extra_handler` is the slope from 10 to 50
-//! guarded handlers, printed with `indirect_call` and their ratio.
+//! Baselines in the same run: `direct_call`, `indirect_call` (one function
+//! pointer called again and again), `indirect_call_in_loop` (50 different
+//! functions called in turn from an array: per call) and
+//! `guard_and_handler_calls` (a guard and a handler called through
+//! `Arc<dyn Fn>` with no dispatcher: what one guarded handler costs at
+//! least). `extra_handler` is the slope from 10 to 50 guarded handlers,
+//! printed with both indirect-call baselines and its ratio to each.
+//!
+//! The guarded handlers are installed three ways: the same code n times
+//! (the main figures; the dispatcher merges them into one run with their
+//! code inlined), n codes of their own (`_distinct`: one indirect call
+//! each) and unfused (`_unfused`: guard and handler called separately).
 
 use std::{
     hint::black_box,
@@ -130,7 +137,58 @@ enum Installed {
     /// `Install::new(Handler::new(..)).guard(Guard::new(..))`: guard and
     /// handler type-erased separately (two calls per handler).
     Unfused,
+    /// `Install::guarded`, each installation with code of its own (see
+    /// [`distinct_guarded`]): what n different extensions' handlers cost,
+    /// one indirect call each, where `Fused` installs the same code n
+    /// times (which the dispatcher runs as one run, its code inlined).
+    Distinct,
 }
+
+/// The guard and handler of [`guarded_event`], with code of their own for
+/// each `K`: the constants differ, so no two instances share machine code
+/// (the compiler cannot fold them into one function) and the dispatcher
+/// cannot merge them into a run. The guard holds exactly when `pass` does,
+/// for the arguments raised here.
+fn distinct_guarded<const K: u64>(pass: bool) -> Install<(u64,), u64> {
+    Install::guarded(
+        move |a: &(u64,)| (a.0 != u64::MAX - K) == pass,
+        |a: &(u64,)| a.0.wrapping_add(K + 1),
+    )
+}
+
+/// One of 50 functions with code of their own, for the baseline
+/// `indirect_call_in_loop`.
+#[inline(never)]
+fn distinct_function<const K: u64>(x: u64) -> u64 {
+    x.wrapping_add(K + 1)
+}
+
+macro_rules! distinct_functions {
+    ($($k:literal)*) => {
+        [$(distinct_function::<$k> as fn(u64) -> u64),*]
+    };
+}
+
+/// The functions of `indirect_call_in_loop`.
+const FUNCTIONS: [fn(u64) -> u64; 50] = distinct_functions!(
+    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26
+    27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49
+);
+
+/// A constructor of one installation of [`distinct_guarded`].
+type DistinctInstall = fn(bool) -> Install<(u64,), u64>;
+
+macro_rules! distinct_installs {
+    ($($k:literal)*) => {
+        [$(distinct_guarded::<$k> as DistinctInstall),*]
+    };
+}
+
+/// 51 installations with distinct code (for 50 false guards and 1 true).
+const DISTINCT: [DistinctInstall; 51] = distinct_installs!(
+    0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26
+    27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50
+);
 
 /// An event with `handlers` handlers (intrinsic removed), each with one
 /// procedural guard; `true_guards` of them true (the last ones).
@@ -148,6 +206,7 @@ fn guarded_event(handlers: usize, true_guards: usize, how: Installed) -> Event<(
         let install = match how {
             Installed::Fused => Install::guarded(guard, handler),
             Installed::Unfused => Install::new(Handler::new(handler)).guard(Guard::new(guard)),
+            Installed::Distinct => DISTINCT[i](pass),
         };
         event.install(Principal(1), install).unwrap();
     }
@@ -219,6 +278,23 @@ fn main() {
         black_box(pointer(black_box(5)));
     });
     report("indirect_call", &indirect, baseline);
+    // 50 different functions called in turn through an array, each result
+    // replacing the last: the handler loop's shape without a dispatcher,
+    // per call (the floor of extra_handler_distinct, whose handlers also
+    // have code of their own).
+    let functions = black_box(FUNCTIONS);
+    let mut in_loop = measure(|| {
+        let x = black_box(5);
+        let mut last = 0;
+        for function in &functions {
+            last = function(x);
+        }
+        black_box(last);
+    });
+    for value in [&mut in_loop.median, &mut in_loop.min, &mut in_loop.max] {
+        *value /= FUNCTIONS.len() as f64;
+    }
+    report("indirect_call_in_loop", &in_loop, baseline);
     // The calls a guarded handler cannot avoid, without a dispatcher: its
     // guard and its code, each an `Arc<dyn Fn>` (the floor of handlers_1
     // and of extra_handler).
@@ -275,10 +351,17 @@ fn main() {
     report("intrinsic_a5_indirect", &d5, direct5.median);
 
     // Table 1: n handlers, one guard each, all true, one argument. The
-    // main figures install guard and handler with `Install::guarded`
-    // (fused); `_unfused` ones with a separate `Guard::new` and
-    // `Handler::new` (what runtime-typed or separately built guards cost).
-    for (how, suffix) in [(Installed::Fused, ""), (Installed::Unfused, "_unfused")] {
+    // main figures install the same guard and handler code n times with
+    // `Install::guarded` (fused, and merged into one run: SPIN's inlined
+    // column); `_distinct` ones n different codes (one indirect call
+    // each: SPIN's out-of-line column); `_unfused` ones with a separate
+    // `Guard::new` and `Handler::new` (what runtime-typed or separately
+    // built guards cost).
+    for (how, suffix) in [
+        (Installed::Fused, ""),
+        (Installed::Distinct, "_distinct"),
+        (Installed::Unfused, "_unfused"),
+    ] {
         let mut per_handler = Vec::new();
         for n in [1usize, 5, 10, 50] {
             let event = guarded_event(n, n, how);
@@ -298,14 +381,21 @@ fn main() {
         // handler, next to one indirect call measured in this run.
         let extra = (fifty - ten) / 40.0;
         println!(
-            "bench dispatch.extra_handler{suffix} {extra:.2} ns indirect_call={:.2} ratio={:.2}x",
+            "bench dispatch.extra_handler{suffix} {extra:.2} ns indirect_call={:.2} ratio={:.2}x \
+             indirect_call_in_loop={:.2} ratio_in_loop={:.2}x",
             indirect.median,
-            extra / indirect.median
+            extra / indirect.median,
+            in_loop.median,
+            extra / in_loop.median
         );
     }
 
     // 50 guards false, 1 true.
-    for (how, suffix) in [(Installed::Fused, ""), (Installed::Unfused, "_unfused")] {
+    for (how, suffix) in [
+        (Installed::Fused, ""),
+        (Installed::Distinct, "_distinct"),
+        (Installed::Unfused, "_unfused"),
+    ] {
         let event = guarded_event(51, 1, how);
         report(
             &format!("guards_50_false_1_true{suffix}"),
