@@ -43,7 +43,7 @@ use crate::{
     authorize::{Authority, Authorizer, EventId, Grant, Operation, Principal, Request},
     decision::{key_of, DecisionIndex},
     error::{Error, GuardId, RaiseError, RaiseFailure},
-    fused::{compile, Fused, FusedCode, FusedViews, Held, HeldRoutine, Routine, RoutineCode},
+    fused::{compile, Fused, FusedViews, Held, HeldRoutine, Routine, RoutineCode},
     guard::{field_value, Field, Guard, GuardCode, Predicate, Test},
     handler::{Code, Fault, Handler, Invocation, Mode, Spawner},
     order::{place, BindingId, Order},
@@ -264,10 +264,10 @@ pub struct List<A, R> {
     /// `Arc` so that a [`RaiseCache`] can hold the `Scan` loop's slice
     /// directly.
     simple: Arc<[Simple<A, R>]>,
-    /// On the `Scan` plan when every installation is fused (see
-    /// [`Install::guarded`]): the same handlers, each guard and handler one
-    /// call.
-    fused: Option<Arc<[FusedCode<A, R>]>>,
+    /// On the `Scan` plan, every installation is fused (see
+    /// [`Install::guarded`]) and `routine` is compiled from their fused
+    /// code.
+    all_fused: bool,
     /// On the `Scan` plan, unless the intrinsic handler is alone (raisers
     /// call it directly): the whole list as one call (the one fused
     /// installation itself, else a loop over `fused` or `simple`), which
@@ -1257,7 +1257,7 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
         let state = self.state.lock();
         let fusable = state.bindings.iter().any(|b| b.id == binding && fusable(b));
         let (_, list) = self.list.load();
-        fusable && list.fused.is_some()
+        fusable && list.all_fused
     }
 
     /// Whether a raise is currently a direct call of the intrinsic handler.
@@ -1391,15 +1391,14 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
         let routine: Option<RoutineCode<A, R>> = match (plan, &fused) {
             // Raisers call the intrinsic directly (`plain`).
             _ if plain => None,
-            (Plan::Scan, Some(fused)) => Some(compile(fused)),
-            (Plan::Scan, None) => Some(Arc::new(SimpleLoop(simple_entries.clone()))),
+            (Plan::Scan, Some(fused)) if !fused.is_empty() => compile(fused),
+            (Plan::Scan, _) => Some(Arc::new(SimpleLoop(simple_entries.clone()))),
             _ => None,
         };
-        let fused = fused.map(|fused| fused.into_iter().map(|f| f.entry).collect());
         let list = List {
             event: self.id,
             plan,
-            fused,
+            all_fused: fused.is_some(),
             routine,
             simple: simple_entries,
             entries,
@@ -1431,7 +1430,7 @@ impl<A, R> List<A, R> {
             event,
             plan: Plan::Scan,
             simple: Arc::from([]),
-            fused: None,
+            all_fused: false,
             routine: None,
             entries: Box::new([]),
             index: None,

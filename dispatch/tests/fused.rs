@@ -375,7 +375,7 @@ fn installations_sharing_their_code_run_in_order_each_with_its_own_state() {
         q_log.0.lock().unwrap().push("q");
         3
     };
-    let mut install = |install: Install<Args, u64>| event.install(EXTENSION, install).unwrap();
+    let install = |install: Install<Args, u64>| event.install(EXTENSION, install).unwrap();
     let p1 = install(Install::guarded(at_least(0), log.code("p1", 1)));
     let p2 = install(Install::guarded(at_least(5), log.code("p2", 2)));
     let q = install(Install::guarded(|a: &Args| a.0.is_multiple_of(2), q));
@@ -383,7 +383,10 @@ fn installations_sharing_their_code_run_in_order_each_with_its_own_state() {
     let p4 = install(Install::guarded(at_least(10), log.code("p4", 5)));
     assert!([p1, p2, q, p3, p4].iter().all(|b| event.is_fused(*b)));
     assert_eq!(raise(&event, &log, 3), (Some(4), vec!["p1", "p3"]));
-    assert_eq!(raise(&event, &log, 6), (Some(4), vec!["p1", "p2", "q", "p3"]));
+    assert_eq!(
+        raise(&event, &log, 6),
+        (Some(4), vec!["p1", "p2", "q", "p3"])
+    );
     assert_eq!(
         raise(&event, &log, 12),
         (Some(5), vec!["p1", "p2", "q", "p3", "p4"])
@@ -391,7 +394,10 @@ fn installations_sharing_their_code_run_in_order_each_with_its_own_state() {
     // Removing a member, then the code that split the list: p1, p2 and p4
     // become one run.
     event.remove(EXTENSION, p3).unwrap();
-    assert_eq!(raise(&event, &log, 12), (Some(5), vec!["p1", "p2", "q", "p4"]));
+    assert_eq!(
+        raise(&event, &log, 12),
+        (Some(5), vec!["p1", "p2", "q", "p4"])
+    );
     event.remove(EXTENSION, q).unwrap();
     assert_eq!(raise(&event, &log, 7), (Some(2), vec!["p1", "p2"]));
     assert_eq!(raise(&event, &log, 10), (Some(5), vec!["p1", "p2", "p4"]));

@@ -206,7 +206,12 @@ fn guarded_event(handlers: usize, true_guards: usize, how: Installed) -> Event<(
         let install = match how {
             Installed::Fused => Install::guarded(guard, handler),
             Installed::Unfused => Install::new(Handler::new(handler)).guard(Guard::new(guard)),
-            Installed::Distinct => DISTINCT[i](pass),
+            Installed::Distinct => {
+                let code = DISTINCT
+                    .get(i)
+                    .expect("at most 51 handlers of distinct code");
+                code(pass)
+            }
         };
         event.install(Principal(1), install).unwrap();
     }
