@@ -406,6 +406,40 @@ fn installations_sharing_their_code_run_in_order_each_with_its_own_state() {
     assert_eq!(raise(&event, &log, 10), (Some(2), vec!["p4", "p1", "p2"]));
 }
 
+#[test]
+fn long_lists_of_alternating_code_run_every_handler_in_order() {
+    // Two codes alternating: no two neighbours share code, so 40
+    // installations are 40 parts, threaded into several chains.
+    let (event, _) = bare();
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let record = |i: u64| {
+        let ran = ran.clone();
+        move |_: &Args| {
+            ran.lock().unwrap().push(i);
+            i + 1
+        }
+    };
+    for i in 0..40u64 {
+        let install = if i % 2 == 0 {
+            Install::guarded(move |a: &Args| i % 7 <= a.0, record(i))
+        } else {
+            Install::guarded(move |a: &Args| a.0 >= i % 7, record(i))
+        };
+        let binding = event.install(EXTENSION, install).unwrap();
+        assert!(event.is_fused(binding));
+    }
+    for arg in [0, 3, 6] {
+        let want: Vec<u64> = (0..40).filter(|i| i % 7 <= arg).collect();
+        let shared = event.raise(&mut (arg,)).ok();
+        assert_eq!(std::mem::take(&mut *ran.lock().unwrap()), want);
+        let mut cache = RaiseCache::new();
+        let cached = event.raise_cached(&mut cache, &mut (arg,)).ok();
+        assert_eq!(std::mem::take(&mut *ran.lock().unwrap()), want);
+        assert_eq!(shared, want.last().map(|i| i + 1));
+        assert_eq!(cached, shared);
+    }
+}
+
 // --- Equivalence with the unfused path ---------------------------------------
 
 /// One installation: the guard `arg >= threshold`, maybe more guards
