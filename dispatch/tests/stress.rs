@@ -1,8 +1,10 @@
 //! Concurrency: raisers never see a half-built handler list.
 //!
 //! Writers install and remove handlers while raisers raise. Every handler
-//! appends its tag to a `VAR` trace, so a raise reports exactly the list it
-//! ran. Before each change a writer records the list that change will
+//! appends its tag to a trace (a `VAR` argument, or for fused handlers,
+//! which take their arguments by value, a thread-local), so a raise reports
+//! exactly the list it ran. The lists are run both by the general plan and
+//! as compiled fused routines (runs and chains). Before each change a writer records the list that change will
 //! publish; every trace a raiser sees must be one of the recorded lists
 //! (a torn or half-built list would produce a trace never published).
 
