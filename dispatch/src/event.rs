@@ -13,11 +13,11 @@
 //!    A `Scan` list (every handler a synchronous by-value closure; no
 //!    filter, result handler or accounting) is compiled into one routine
 //!    (see `fused.rs`): a lone fused installation (guard and handler
-//!    one call, see [`Install::guarded`]) is its own routine, consecutive
-//!    installations of the same code are one run (one call for all), and
-//!    otherwise a loop over fused entries and runs, or over entries of two
-//!    fat pointers (guard,
-//!    code), each guard being all of an installation's guards compiled
+//!    one call, see [`Install::guarded`]) is its own routine; consecutive
+//!    installations of the same code are one run (one call for all); other
+//!    fused lists are chains of links jumping to each other; any other
+//!    list is a loop over entries of two fat pointers (guard, code), each
+//!    guard being all of an installation's guards compiled
 //!    into one predicate. `raise_cached` keeps the routine in its cache.
 //!    `Indexed` is the two-pointer loop over the decision index's
 //!    candidates;
@@ -270,7 +270,8 @@ pub struct List<A, R> {
     all_fused: bool,
     /// On the `Scan` plan, unless the intrinsic handler is alone (raisers
     /// call it directly): the whole list as one call (the one fused
-    /// installation itself, else a loop over `fused` or `simple`), which
+    /// installation or run itself, chains of fused code, or a loop over
+    /// `simple`), which
     /// is all a [`RaiseCache`] needs of the list in the steady state.
     routine: Option<RoutineCode<A, R>>,
     /// The handlers, on the `General` plan (else empty).
@@ -1386,8 +1387,8 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
             .flatten()
             .flatten();
         // The routine a cache runs: a lone fused installation, or a run of
-        // installations sharing their code, is called directly; otherwise
-        // a loop (see `fused::compile`).
+        // installations sharing their code, is called directly; other
+        // fused lists are chains (see `fused::compile`); the rest a loop.
         let routine: Option<RoutineCode<A, R>> = match (plan, &fused) {
             // Raisers call the intrinsic directly (`plain`).
             _ if plain => None,
