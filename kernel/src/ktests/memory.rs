@@ -61,6 +61,14 @@ fn frame_double_free_is_refused() -> TestResult {
 }
 
 fn heap_allocates_grows_and_frees() -> TestResult {
+    // Other threads (the clock raising `Timer.Tick`) allocate too; with
+    // interrupts off none runs between the two readings, so the comparison
+    // sees this test's allocations only. The heap lock disables interrupts
+    // itself, so no thread can be holding it while preempted.
+    hal::cpu::without_interrupts(heap_round_trip)
+}
+
+fn heap_round_trip() -> TestResult {
     let before = hal::heap::stats();
     let boxed = Box::new(0x5a5a_u64);
     ensure!(*boxed == 0x5a5a, "box lost its value");

@@ -1,6 +1,11 @@
 //! The wasmi engine: an interpreter, the first implementation of
 //! [`Engine`].
 //!
+//! The version is wasmi 1.0.9 with `extra-checks` (`wasm/Cargo.toml`;
+//! docs/design/0004-extension-safety.md says why not 2.0.0). wasmi runs in
+//! ring 0 with `unsafe` inside, so it is part of the kernel's trusted base:
+//! the fuzzers of `wasm/fuzz` test that trust on the host and in the kernel.
+//!
 //! Configuration and why:
 //! - the feature set is [`crate::module::features`], so wasmi accepts
 //!   exactly what the kernel's own validation accepted;
@@ -9,8 +14,9 @@
 //! - eager compilation: translation happens at load, not on a handler's
 //!   first (budgeted) run, and load errors surface at load;
 //! - stack limits from [`EngineConfig`]: wasmi keeps Wasm frames on its own
-//!   heap stack, so deep recursion traps with `StackOverflow` without
-//!   touching the kernel stack (tested on a 64 KiB thread);
+//!   heap stack and executes them in one loop, so deep recursion traps with
+//!   `StackOverflow` without touching the kernel stack (tested on a 64 KiB
+//!   thread);
 //! - memory and table growth go through [`StoreLimits`];
 //! - one `wasmi::Engine` per extension, created at instantiation and
 //!   dropped with the instance (its module and store hold it). wasmi's
