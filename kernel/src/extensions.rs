@@ -107,13 +107,13 @@ fn tick_intrinsic(_ticks: &(u64,)) {}
 
 /// `value` as a `ty`, if it is an integer type that can hold it.
 fn integer_value(ty: ValueType, value: u64) -> Result<Value, String> {
-    let out_of_range = || format!("{value} does not fit {ty:?}");
+    let out_of_range = || format!("{value} does not fit {ty}");
     Ok(match ty {
         ValueType::I32 => Value::I32(i32::try_from(value).map_err(|_| out_of_range())?),
         ValueType::U32 => Value::U32(u32::try_from(value).map_err(|_| out_of_range())?),
         ValueType::I64 => Value::I64(i64::try_from(value).map_err(|_| out_of_range())?),
         ValueType::U64 => Value::U64(value),
-        other => return Err(format!("cannot pass an integer as {other:?}")),
+        other => return Err(format!("cannot pass an integer as {other}")),
     })
 }
 
@@ -163,9 +163,17 @@ pub fn init(archive: &'static [u8]) -> &'static Extensions {
                     record.count += 1;
                     record.last = FaultKind::from_code(kind);
                     if record.count % FAULT_REPORT_INTERVAL == 1 {
+                        let kind = record.last.map_or("unknown fault", FaultKind::describe);
+                        // Extensions loaded outside the shell's set (tests,
+                        // fuzzing) have no name here.
+                        let name = if record.name.is_empty() {
+                            "an unnamed extension"
+                        } else {
+                            record.name.as_str()
+                        };
                         hal::console::write_fmt(format_args!(
-                            "Extension.Faulted: {} (id {extension}): {:?}, fault #{}\n",
-                            record.name, record.last, record.count
+                            "Extension.Faulted: {name} (id {extension}): {kind}, fault #{}\n",
+                            record.count
                         ));
                     }
                 })),
@@ -218,6 +226,16 @@ fn clock_thread() {
 }
 
 impl Extensions {
+    /// Files of the boot archive whose names start with `prefix`, in
+    /// archive order, with their names.
+    pub fn archive_files(&self, prefix: &str) -> Vec<(&'static str, &'static [u8])> {
+        initrd::entries(self.archive)
+            .filter_map(Result::ok)
+            .filter(|entry| entry.name.starts_with(prefix))
+            .map(|entry| (entry.name, entry.data))
+            .collect()
+    }
+
     /// Names of the modules in the boot archive.
     pub fn available(&self) -> Vec<String> {
         initrd::entries(self.archive)
@@ -262,6 +280,12 @@ impl Extensions {
             .runtime
             .load(request)
             .map_err(|error| format!("{error}"))?;
+        // Named before any handler of it can fault, so reports say whose.
+        self.faults
+            .lock()
+            .entry(extension.id().0)
+            .or_default()
+            .name = name.to_string();
         loaded.insert(name.to_string(), extension);
         Ok(())
     }
@@ -274,7 +298,7 @@ impl Extensions {
             .lock()
             .remove(name)
             .ok_or_else(|| format!("{name} is not loaded"))?;
-        let report = extension.unload().map_err(|error| format!("{error:?}"))?;
+        let report = extension.unload().map_err(|error| format!("{error}"))?;
         self.faults.lock().remove(&extension.id().0);
         Ok(format!(
             "unloaded {name}: {} handlers removed, {} handles revoked, {} bytes of memory freed",
@@ -322,7 +346,7 @@ impl Extensions {
             .collect::<Result<Vec<_>, _>>()?;
         extension
             .call(export, &values)
-            .map_err(|error| format!("{error:?}"))
+            .map_err(|error| format!("{export} failed: {error}"))
     }
 
     /// One line per loaded extension.
@@ -376,7 +400,7 @@ impl Extensions {
             .nameserver
             .list()
             .into_iter()
-            .map(|(name, version)| format!("{name} (exported, version {version:?})"))
+            .map(|(name, version)| format!("{name} (exported, version {version})"))
             .collect();
         for (name, extension) in self.loaded.lock().iter() {
             if let Some(domain) = extension.domain() {
@@ -438,6 +462,11 @@ impl Extensions {
     /// The `Timer.Tick` event.
     pub fn tick(&self) -> &Arc<Event<(u64,), ()>> {
         &self.tick
+    }
+
+    /// `Timer.Tick` as extensions are granted it.
+    pub fn tick_port(&self) -> &Arc<dyn EventPort> {
+        &self.tick_port
     }
 
     /// Ticks raised so far (0 until accounting has seen one).

@@ -7,6 +7,8 @@
 //! - `shell` (default): the serial shell ([`shell`]);
 //! - `test`: the in-kernel tests ([`ktests`]), then exit QEMU with the result;
 //! - `bench`: the in-guest benchmarks ([`bench`]), then exit;
+//! - `fuzz`: the generated modules of the boot archive loaded and called
+//!   ([`fuzz`]), then exit QEMU with the result;
 //! - `crash`: a deliberate page fault on the boot thread, which must be
 //!   reported and end QEMU with a failure status (tests the fatal path);
 //! - `overflow`: a kernel thread overflows its stack into the guard page,
@@ -19,6 +21,7 @@ extern crate alloc;
 mod bench;
 mod exceptions;
 mod extensions;
+mod fuzz;
 mod ktests;
 mod logger;
 mod shell;
@@ -64,6 +67,11 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
                 qemu::ExitCode::Failure
             })
         }
+        "fuzz" => qemu::exit(if fuzz::run() {
+            qemu::ExitCode::Success
+        } else {
+            qemu::ExitCode::Failure
+        }),
         "bench" => {
             let suite = boot_info.cmdline_value("spindle.bench").unwrap_or("all");
             match bench::run(suite) {

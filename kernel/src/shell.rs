@@ -195,7 +195,10 @@ fn ext(arguments: &str) {
                 match parsed {
                     Ok(values) => extensions
                         .call(name, function, &values)
-                        .map(|value| alloc::format!("{function} returned {value:?}")),
+                        .map(|value| match value {
+                            Some(value) => alloc::format!("{function} returned {value}"),
+                            None => alloc::format!("{function} returned nothing"),
+                        }),
                     Err(_) => Err(String::from("arguments must be unsigned integers")),
                 }
             }

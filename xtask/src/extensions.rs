@@ -1,4 +1,4 @@
-//! Building the extensions and fuzzing the loader.
+//! Building the extensions.
 //!
 //! `./x build-extensions` builds the Rust SDK and every extension under
 //! `extensions/` for `wasm32-unknown-unknown`, and puts one `.wasm` per
@@ -9,9 +9,6 @@
 //!   rustc has no `rust-lld`);
 //! - C extensions (a folder with `.c` files and no `Cargo.toml`) are built
 //!   with clang-19 against `sdk/c/spindle.h`.
-//!
-//! `./x fuzz` runs the loader's fuzz test (`wasm/tests/fuzz.rs`) optimized,
-//! with more cases or a time bound.
 
 use std::{
     fs,
@@ -139,33 +136,4 @@ fn build_c_extension(root: &Path, folder: &Path, destination: &Path) -> Result<(
         .arg(destination)
         .args(c_sources(folder)?);
     run_checked(&mut command, "C extension build")
-}
-
-/// Runs the loader's fuzz test in release mode with `cases` cases (or for
-/// `seconds`), from `seed`.
-pub fn fuzz(cases: Option<u64>, seconds: Option<u64>, seed: Option<u64>) -> Result<bool> {
-    let mut command = cargo("target");
-    command.args([
-        "test",
-        "--release",
-        "-p",
-        "wasm-runtime",
-        "--test",
-        "fuzz",
-        "--",
-        "--nocapture",
-    ]);
-    // With a time bound and no count, run until the time is up.
-    let cases = cases.or(seconds.map(|_| u64::MAX));
-    for (name, value) in [
-        ("SPINDLE_FUZZ_CASES", cases),
-        ("SPINDLE_FUZZ_SECONDS", seconds),
-        ("SPINDLE_FUZZ_SEED", seed),
-    ] {
-        if let Some(value) = value {
-            command.env(name, value.to_string());
-        }
-    }
-    eprintln!("x: fuzzing the extension loader (cargo test --release -p wasm-runtime --test fuzz)");
-    Ok(command.status()?.success())
 }

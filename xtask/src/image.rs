@@ -1,39 +1,87 @@
-//! The boot archive: every built extension as `ext/<name>.wasm` in a cpio
-//! "newc" archive (the `initrd` crate, shared with the kernel), which QEMU
-//! hands to the kernel with `-initrd`.
+//! The boot archive: a cpio "newc" archive (the `initrd` crate, shared with
+//! the kernel), which QEMU hands to the kernel with `-initrd`. It holds
+//! every built extension as `ext/<name>.wasm` and every regression module
+//! of `wasm/fuzz/regressions/` as `ext/regress-<name>.wasm` (so the kernel
+//! tests and the shell can load them). The fuzz archive adds generated
+//! modules as `fuzz/<case>.wasm` and the seed as `fuzz/seed`.
 
-use std::{fs, path::PathBuf};
+use std::{
+    fs,
+    path::{Path, PathBuf},
+};
 
 use crate::{extensions, repo_root, Result};
 
 /// Where the boot archive is written, relative to the repository root.
 pub const BOOT_ARCHIVE: &str = "target/initrd.cpio";
 
-/// Builds the extensions and writes the boot archive; returns its path.
-pub fn build_boot_archive() -> Result<PathBuf> {
+/// Modules that once broke the kernel, relative to the repository root.
+pub const REGRESSIONS_DIRECTORY: &str = "wasm/fuzz/regressions";
+
+/// A file of an archive: its path inside and its bytes.
+type ArchiveFile = (String, Vec<u8>);
+
+/// The extensions (built now) and the regression modules.
+fn boot_files() -> Result<Vec<ArchiveFile>> {
     let mut files = Vec::new();
     for wasm in extensions::build_extensions()? {
-        let name = wasm
-            .file_name()
-            .and_then(|name| name.to_str())
-            .ok_or_else(|| format!("odd extension file name {}", wasm.display()))?
-            .to_string();
-        files.push((format!("ext/{name}"), fs::read(&wasm)?));
+        files.push((format!("ext/{}", file_name(&wasm)?), fs::read(&wasm)?));
     }
+    for entry in fs::read_dir(repo_root().join(REGRESSIONS_DIRECTORY))? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|extension| extension == "wasm") {
+            files.push((format!("ext/regress-{}", file_name(&path)?), fs::read(&path)?));
+        }
+    }
+    Ok(files)
+}
+
+fn file_name(path: &Path) -> Result<String> {
+    Ok(path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .ok_or_else(|| format!("odd file name {}", path.display()))?
+        .to_string())
+}
+
+/// Writes `files`, sorted by name, as an archive at `path`.
+fn write_archive(path: &Path, mut files: Vec<ArchiveFile>) -> Result<()> {
     files.sort();
     let archive = initrd::write_archive(
         files
             .iter()
             .map(|(name, bytes)| (name.as_str(), bytes.as_slice())),
     );
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    fs::write(path, archive)?;
+    Ok(())
+}
+
+/// Builds the extensions and writes the boot archive; returns its path.
+pub fn build_boot_archive() -> Result<PathBuf> {
+    let files = boot_files()?;
+    let count = files.len();
     let path = repo_root().join(BOOT_ARCHIVE);
-    fs::write(&path, archive)?;
-    eprintln!(
-        "x: boot archive {} ({} extensions)",
-        path.display(),
-        files.len()
-    );
+    write_archive(&path, files)?;
+    eprintln!("x: boot archive {} ({count} modules)", path.display());
     Ok(path)
+}
+
+/// Writes at `destination` a boot archive holding, besides the usual files,
+/// the fuzz cases of `cases` (a folder of `<case>.wasm` files and `seed`,
+/// as the `fuzz-cases` program writes it) under `fuzz/`; returns its path.
+pub fn build_fuzz_archive(cases: &Path, destination: &Path) -> Result<PathBuf> {
+    let mut files = boot_files()?;
+    for entry in fs::read_dir(cases)? {
+        let path = entry?.path();
+        files.push((format!("fuzz/{}", file_name(&path)?), fs::read(&path)?));
+    }
+    // Case numbers sort as text in the archive; the kernel reads each
+    // case's number from its name, so the order does not matter.
+    write_archive(destination, files)?;
+    Ok(destination.to_path_buf())
 }
 
 /// The boot archive, if one has been built.

@@ -21,6 +21,7 @@ use std::{
 
 mod bench;
 mod extensions;
+mod fuzz;
 mod image;
 mod parse;
 mod policy;
@@ -104,15 +105,22 @@ commands! {
     /// Rust extensions build for wasm32-unknown-unknown with Debian's cargo
     /// and wasm-ld; C extensions with clang-19 and sdk/c/spindle.h.
     "build-extensions" => build_extensions_command,
-    /// Fuzzes the extension loader with generated, mutated and random modules.
+    /// Fuzzes the extension runtime on the host and in the kernel.
     ///
-    /// usage: ./x fuzz [--cases N] [--seconds S] [--seed X]
+    /// usage: ./x fuzz [--host-only|--kernel-only] [--cases N] [--kernel-cases N]
+    ///                 [--seconds S] [--seed X] [--first N] [--jobs N]
     ///
-    ///   --cases N    run N cases (default 100000, or unbounded with --seconds)
-    ///   --seconds S  stop after S seconds
-    ///   --seed X     start from seed X (a failing case prints its seed)
+    ///   --cases N         host cases (default 100000, unbounded with --seconds)
+    ///   --kernel-cases N  cases run inside QEMU (default 2000; 1000 per boot)
+    ///   --seconds S       stop the host cases after S seconds
+    ///   --seed X          the campaign's seed (decimal or 0x hex)
+    ///   --first N         the first case number (default 0)
+    ///   --jobs N          host processes (default: the number of CPUs)
     ///
-    /// Runs wasm/tests/fuzz.rs optimized; `./x test` runs it with 10,000 cases.
+    /// A case is named by its seed and number, the same on both sides. A
+    /// failing case prints them and its module is saved in target/fuzz/;
+    /// `--first N --cases 1` (or `--kernel-cases 1`) replays it. `./x test`
+    /// runs 10,000 host cases and 300 in the kernel.
     "fuzz" => fuzz_command,
     /// Lists the subcommands, or shows one subcommand's help.
     ///
@@ -424,16 +432,57 @@ fn build_extensions_command(args: Args) -> Result<ExitCode> {
 fn fuzz_command(mut args: Args) -> Result<ExitCode> {
     let number = |text: Option<String>, name: &str| -> Result<Option<u64>> {
         text.map(|text| {
-            text.parse()
-                .map_err(|_| format!("{name} needs a number, not {text:?}").into())
+            let parsed = match text.strip_prefix("0x") {
+                Some(hex) => u64::from_str_radix(hex, 16),
+                None => text.parse(),
+            };
+            parsed.map_err(|_| format!("{name} needs a number, not {text:?}").into())
         })
         .transpose()
     };
+    let accel = args.accel()?;
+    let profile = args.boot_profile();
+    let is_host_only = args.flag("--host-only");
+    let is_kernel_only = args.flag("--kernel-only");
     let seconds = number(args.value("--seconds")?, "--seconds")?;
-    let cases = number(args.value("--cases")?, "--cases")?.or(seconds.is_none().then_some(100_000));
-    let seed = number(args.value("--seed")?, "--seed")?;
+    let host_cases = number(args.value("--cases")?, "--cases")?
+        .unwrap_or(if seconds.is_some() { u64::MAX / 2 } else { 100_000 });
+    let kernel_cases = number(args.value("--kernel-cases")?, "--kernel-cases")?.unwrap_or(2_000);
+    let seed = number(args.value("--seed")?, "--seed")?.unwrap_or(fuzz::DEFAULT_SEED);
+    let first = number(args.value("--first")?, "--first")?.unwrap_or(0);
+    let jobs = match number(args.value("--jobs")?, "--jobs")? {
+        Some(jobs) => jobs,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
+    };
     args.finish()?;
-    Ok(if extensions::fuzz(cases, seconds, seed)? {
+    if is_host_only && is_kernel_only {
+        return Err("--host-only and --kernel-only exclude each other".into());
+    }
+    let mut is_success = true;
+    if !is_kernel_only {
+        let cases = fuzz::Cases {
+            seed,
+            first,
+            count: host_cases,
+        };
+        is_success &= fuzz::run_host(cases, jobs, seconds)?;
+    }
+    if !is_host_only {
+        let kernel = toolchain::build_kernel(profile)?;
+        let cases = fuzz::Cases {
+            seed,
+            first,
+            count: kernel_cases,
+        };
+        let boot = |archive: &Path| {
+            let mut config = BootConfig::new(&kernel, "fuzz", accel);
+            config.initrd = Some(archive.to_path_buf());
+            config
+        };
+        is_success &= fuzz::run_kernel(cases, &boot, qemu::run_timeout()?)?;
+    }
+    println!("fuzz: {}", if is_success { "every case passed" } else { "FAILED" });
+    Ok(if is_success {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

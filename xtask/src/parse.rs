@@ -100,6 +100,14 @@ pub fn find_test_summary(log: &str) -> Option<TestSummary> {
     log.lines().rev().find_map(parse_test_summary)
 }
 
+/// The number of the last `fuzz case <N>` line of a kernel fuzz run: the
+/// case that was running when the kernel stopped, if it stopped early.
+pub fn last_fuzz_case(log: &str) -> Option<u64> {
+    log.lines()
+        .rev()
+        .find_map(|line| line.trim_end().strip_prefix("fuzz case ")?.parse().ok())
+}
+
 /// Outcome of one in-kernel test, from a `test <name> ... ok|FAILED` line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TestResultLine {
@@ -554,5 +562,12 @@ mod tests {
         assert_eq!(parse_milliseconds("v1.2 up 40 ms"), Some(40.0));
         assert_eq!(parse_milliseconds("no number"), None);
         assert_eq!(parse_milliseconds("ms 12"), None);
+    }
+
+    #[test]
+    fn last_fuzz_case_is_the_one_running() {
+        let log = "fuzz case 4\nfuzz case 17\r\nEXCEPTION: page fault\nKERNEL PANIC\n";
+        assert_eq!(last_fuzz_case(log), Some(17));
+        assert_eq!(last_fuzz_case("fuzz kernel: 3 cases\n"), None);
     }
 }

@@ -22,6 +22,7 @@ use std::{
 };
 
 use crate::{
+    fuzz,
     parse::{self, GuestExit},
     qemu::{Accel, BootConfig, Guest},
     repo_root, Result,
@@ -49,7 +50,25 @@ pub struct Scenario {
     pub mode: &'static str,
     /// Drives the booted guest and checks it; an error is the failure reason.
     pub check: fn(&mut Guest) -> Result<()>,
+    /// The boot archive it boots with.
+    pub archive: Archive,
 }
+
+/// Which boot archive a scenario boots with.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Archive {
+    /// The usual one: extensions and regression modules.
+    Boot,
+    /// The usual one plus the modules of [`TEST_KERNEL_FUZZ`].
+    KernelFuzz,
+}
+
+/// The kernel fuzz cases `./x test` runs (`./x fuzz` runs many more).
+pub const TEST_KERNEL_FUZZ: fuzz::Cases = fuzz::Cases {
+    seed: fuzz::DEFAULT_SEED,
+    first: 0,
+    count: 300,
+};
 
 /// Every QEMU scenario, in the order `./x test` runs them.
 pub const SCENARIOS: &[Scenario] = &[
@@ -57,56 +76,79 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "kernel_tests_pass",
         mode: "test",
         check: kernel_tests_pass,
+        archive: Archive::Boot,
     },
     Scenario {
         name: "shell_help_lists_every_command",
         mode: "shell",
         check: shell_help_lists_every_command,
+        archive: Archive::Boot,
     },
     Scenario {
         name: "shell_mem_reports_frames_and_heap",
         mode: "shell",
         check: shell_mem_reports_frames_and_heap,
+        archive: Archive::Boot,
     },
     Scenario {
         name: "shell_threads_lists_idle_and_shell",
         mode: "shell",
         check: shell_threads_lists_idle_and_shell,
+        archive: Archive::Boot,
     },
     Scenario {
         name: "shell_uptime_advances",
         mode: "shell",
         check: shell_uptime_advances,
+        archive: Archive::Boot,
     },
     Scenario {
         name: "shell_unknown_command_is_reported",
         mode: "shell",
         check: shell_unknown_command_is_reported,
+        archive: Archive::Boot,
     },
     Scenario {
         name: "shell_halt_exits_qemu_with_success",
         mode: "shell",
         check: shell_halt_exits_qemu_with_success,
+        archive: Archive::Boot,
     },
     Scenario {
         name: "shell_ext_load_hello_logs_and_unloads",
         mode: "shell",
         check: shell_ext_load_hello_logs_and_unloads,
+        archive: Archive::Boot,
     },
     Scenario {
         name: "shell_survives_runaway_and_faulting_extensions",
         mode: "shell",
         check: shell_survives_runaway_and_faulting_extensions,
+        archive: Archive::Boot,
+    },
+    Scenario {
+        name: "shell_regression_modules_are_contained",
+        mode: "shell",
+        check: shell_regression_modules_are_contained,
+        archive: Archive::Boot,
+    },
+    Scenario {
+        name: "kernel_fuzz_cases_are_refused_or_contained",
+        mode: "fuzz",
+        check: kernel_fuzz_cases_are_refused_or_contained,
+        archive: Archive::KernelFuzz,
     },
     Scenario {
         name: "boot_page_fault_is_reported_and_fails",
         mode: "crash",
         check: boot_page_fault_is_reported_and_fails,
+        archive: Archive::Boot,
     },
     Scenario {
         name: "kernel_stack_overflow_is_a_reported_double_fault",
         mode: "overflow",
         check: kernel_stack_overflow_is_a_reported_double_fault,
+        archive: Archive::Boot,
     },
 ];
 
@@ -123,8 +165,17 @@ pub struct ScenarioOptions {
 /// Runs one scenario and prints its verdict line; returns whether it passed.
 pub fn run_scenario(scenario: &Scenario, options: &ScenarioOptions) -> bool {
     let started_at = Instant::now();
-    let config = BootConfig::new(&options.kernel, scenario.mode, options.accel);
-    let (outcome, log) = match Guest::boot(&config, options.timeout) {
+    let mut config = BootConfig::new(&options.kernel, scenario.mode, options.accel);
+    let mut timeout = options.timeout;
+    let prepared = match scenario.archive {
+        Archive::Boot => Ok(()),
+        Archive::KernelFuzz => fuzz::prepare_kernel_archive(TEST_KERNEL_FUZZ).map(|archive| {
+            config.initrd = Some(archive);
+            timeout = fuzz::kernel_deadline(timeout, TEST_KERNEL_FUZZ.count);
+        }),
+    };
+    let booted = prepared.and_then(|()| Guest::boot(&config, timeout));
+    let (outcome, log) = match booted {
         Ok(mut guest) => {
             let outcome = (scenario.check)(&mut guest);
             guest.kill();
@@ -348,10 +399,13 @@ fn shell_survives_runaway_and_faulting_extensions(guest: &mut Guest) -> Result<(
     expect_in("events", &events, "Timer.Tick")?;
     expect_in("events", &events, "Extension.Faulted")?;
     let log = guest.serial_log();
-    expect_in("(serial log)", &log, "BudgetExhausted")?;
-    expect_in("(serial log)", &log, "Unreachable")?;
+    expect_in("(serial log)", &log, "Extension.Faulted: runaway")?;
+    expect_in("(serial log)", &log, "budget exhausted")?;
+    expect_in("(serial log)", &log, "Extension.Faulted: faulty")?;
+    expect_in("(serial log)", &log, "unreachable executed")?;
     let count = guest.command("ext call tick-counter count")?;
-    expect_in("ext call tick-counter count", &count, "returned Some")?;
+    expect_in("ext call tick-counter count", &count, "count returned")?;
+    expect_in("ext call tick-counter count", &count, "(i64)")?;
     for name in ["faulty", "runaway", "tick-counter"] {
         expect_in(
             "ext unload",
@@ -360,6 +414,49 @@ fn shell_survives_runaway_and_faulting_extensions(guest: &mut Guest) -> Result<(
         )?;
     }
     Ok(())
+}
+
+/// The modules that once panicked the kernel on load and corrupted it on a
+/// call are loaded from the shell and their exports called with
+/// arguments, as a user would; each call returns or is reported through
+/// `Extension.Faulted`, and the shell keeps answering.
+fn shell_regression_modules_are_contained(guest: &mut Guest) -> Result<()> {
+    guest.wait_for_prompt()?;
+    let available = guest.command("ext available")?;
+    expect_in("ext available", &available, "regress-wasm-load-panics-kernel")?;
+    for name in [
+        "regress-wasm-load-panics-kernel",
+        "regress-wasm-call-corrupts-kernel",
+    ] {
+        let reply = guest.command(&format!("ext load {name}"))?;
+        if !(reply.contains("loaded") || reply.contains("error:")) {
+            return Err(format!("`ext load {name}`: neither loaded nor refused: {reply:?}").into());
+        }
+    }
+    // Export `6` of this module is the call that wrote through a bad stack
+    // pointer under wasmi 2.0.0; the others with it, each with arguments of
+    // its type (`2` to `5` re-export kernel procedures: bad handles and
+    // pointers on purpose).
+    for call in ["6", "7", "8 7 65535", "1", "2 0 4096", "3 0", "4 9", "5 0 1 2 3"] {
+        let command = format!("ext call regress-wasm-call-corrupts-kernel {call}");
+        let reply = guest.command(&command)?;
+        if !(reply.contains("returned") || reply.contains("failed:")) {
+            return Err(format!("`{command}`: no result and no contained fault: {reply:?}").into());
+        }
+    }
+    let uptime = guest.command("uptime")?;
+    if parse::parse_milliseconds(&uptime).is_none() {
+        return Err(format!("the shell stopped answering: `uptime` gave {uptime:?}").into());
+    }
+    expect_in("ext list", &guest.command("ext list")?, "regress-wasm-call-corrupts-kernel")?;
+    Ok(())
+}
+
+/// `spindle.mode=fuzz`: the generated modules of [`TEST_KERNEL_FUZZ`] are
+/// loaded and called in the kernel; every case is refused or contained,
+/// nothing leaks, and QEMU exits with 33.
+fn kernel_fuzz_cases_are_refused_or_contained(guest: &mut Guest) -> Result<()> {
+    fuzz::check_kernel_run(guest, TEST_KERNEL_FUZZ)
 }
 
 /// `spindle.mode=crash`: the boot-path page fault is reported with its

@@ -47,7 +47,52 @@ pub const TESTS: &[KernelTest] = &[
         name: "load_unload_1000_times_leaks_nothing",
         run: load_unload_leaks_nothing,
     },
+    KernelTest {
+        name: "regression_modules_are_refused_or_contained",
+        run: regression_modules_are_refused_or_contained,
+    },
 ];
+
+/// Where `./x` puts the regression modules (`wasm/fuzz/regressions/`).
+const REGRESSION_PREFIX: &str = "ext/regress-";
+
+/// Modules that once panicked or corrupted the kernel: each is loaded and
+/// every export called with 8 argument sets (`wasm_fuzz::exercise`, as on
+/// the host); each must end in a refusal or contained traps, and the
+/// kernel must be here afterwards to say so.
+fn regression_modules_are_refused_or_contained() -> TestResult {
+    let extensions = runtime()?;
+    let modules = extensions.archive_files(REGRESSION_PREFIX);
+    ensure!(
+        modules.len() >= 4,
+        "expected at least 4 regression modules in the boot archive, found {}",
+        modules.len()
+    );
+    let tick = extensions.tick().clone();
+    let raise = move || {
+        let _ = tick.raise(&mut (0,));
+    };
+    let target = wasm_fuzz::Target {
+        runtime: extensions.runtime(),
+        event: extensions.tick_port(),
+        raise: &raise,
+    };
+    for (name, bytes) in modules {
+        let mut total = wasm_fuzz::Outcome::default();
+        for run in 0..8 {
+            let mut rng = wasm_fuzz::Rng::new(run);
+            let outcome = wasm_fuzz::exercise(&target, bytes, &mut rng)
+                .map_err(|violation| format!("{name}: {violation}"))?;
+            total.add(&outcome);
+        }
+        hal::console::write_fmt(format_args!(
+            "\n  {name}: loaded={} calls={} contained traps={}",
+            total.loaded, total.calls, total.traps
+        ));
+    }
+    hal::console::write_str("\n  ");
+    Ok(())
+}
 
 fn runtime() -> Result<&'static Extensions, String> {
     extensions::get().ok_or_else(|| String::from("extensions not initialised"))

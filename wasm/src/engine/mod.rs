@@ -30,6 +30,19 @@ pub enum WasmValue {
     F64(u64),
 }
 
+/// As a person reads it: the number and its type, `3 (i64)`; floats as
+/// their value.
+impl fmt::Display for WasmValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            WasmValue::I32(value) => write!(f, "{value} (i32)"),
+            WasmValue::I64(value) => write!(f, "{value} (i64)"),
+            WasmValue::F32(bits) => write!(f, "{} (f32)", f32::from_bits(bits)),
+            WasmValue::F64(bits) => write!(f, "{} (f64)", f64::from_bits(bits)),
+        }
+    }
+}
+
 /// An exported function, resolved once so calls need no name lookup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ExportRef(pub(crate) u32);
