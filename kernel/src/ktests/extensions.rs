@@ -64,8 +64,8 @@ fn regression_modules_are_refused_or_contained() -> TestResult {
     let extensions = runtime()?;
     let modules = extensions.archive_files(REGRESSION_PREFIX);
     ensure!(
-        modules.len() >= 4,
-        "expected at least 4 regression modules in the boot archive, found {}",
+        modules.len() >= 6,
+        "expected at least 6 regression modules in the boot archive, found {}",
         modules.len()
     );
     let tick = extensions.tick().clone();

@@ -42,10 +42,11 @@ fn regression_modules() -> Vec<(PathBuf, Vec<u8>)> {
 #[test]
 fn regression_modules_are_refused_or_contained() {
     let modules = regression_modules();
-    // The two modules of the first report and their shrunk forms.
+    // The two modules of the first report, their shrunk forms, and the
+    // two the new fuzzer found in wasmi 2.0.0.
     assert!(
-        modules.len() >= 4,
-        "expected at least 4 regression modules, found {}",
+        modules.len() >= 6,
+        "expected at least 6 regression modules, found {}",
         modules.len()
     );
     for (path, bytes) in &modules {
