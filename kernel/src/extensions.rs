@@ -158,22 +158,23 @@ pub fn init(archive: &'static [u8]) -> &'static Extensions {
             .install(
                 Principal::KERNEL,
                 Install::new(Handler::new(move |&(extension, kind): &(u64, u32)| {
+                    // Only the loaded set's extensions have a record: it is
+                    // made at load and dropped at unload. Extensions that
+                    // tests and the fuzzer load and unload through the
+                    // runtime directly are counted by the runtime itself
+                    // (`Extension::stats`); a record made here for them
+                    // would outlive them.
                     let mut faults = policy_faults.lock();
-                    let record = faults.entry(extension).or_default();
+                    let Some(record) = faults.get_mut(&extension) else {
+                        return;
+                    };
                     record.count += 1;
                     record.last = FaultKind::from_code(kind);
                     if record.count % FAULT_REPORT_INTERVAL == 1 {
                         let kind = record.last.map_or("unknown fault", FaultKind::describe);
-                        // Extensions loaded outside the shell's set (tests,
-                        // fuzzing) have no name here.
-                        let name = if record.name.is_empty() {
-                            "an unnamed extension"
-                        } else {
-                            record.name.as_str()
-                        };
                         hal::console::write_fmt(format_args!(
-                            "Extension.Faulted: {name} (id {extension}): {kind}, fault #{}\n",
-                            record.count
+                            "Extension.Faulted: {} (id {extension}): {kind}, fault #{}\n",
+                            record.name, record.count
                         ));
                     }
                 })),
@@ -280,26 +281,34 @@ impl Extensions {
             .runtime
             .load(request)
             .map_err(|error| format!("{error}"))?;
-        // Named before any handler of it can fault, so reports say whose.
-        self.faults
-            .lock()
-            .entry(extension.id().0)
-            .or_default()
-            .name = name.to_string();
+        // Recorded before any handler of it can fault, so reports say whose.
+        self.faults.lock().insert(
+            extension.id().0,
+            FaultRecord {
+                name: name.to_string(),
+                ..FaultRecord::default()
+            },
+        );
         loaded.insert(name.to_string(), extension);
         Ok(())
     }
 
     /// Unloads extension `name`: removes its handlers, revokes its handles,
     /// frees its memory.
+    ///
+    /// The extension stays in the loaded set until its unload succeeded: an
+    /// unload refused because it is busy leaves it loaded and nameable.
     pub fn unload(&self, name: &str) -> Result<String, String> {
-        let extension = self
-            .loaded
-            .lock()
-            .remove(name)
+        let mut loaded = self.loaded.lock();
+        let extension = loaded
+            .get(name)
             .ok_or_else(|| format!("{name} is not loaded"))?;
-        let report = extension.unload().map_err(|error| format!("{error}"))?;
-        self.faults.lock().remove(&extension.id().0);
+        let report = extension
+            .unload()
+            .map_err(|error| format!("cannot unload {name}: {error}"))?;
+        let id = extension.id().0;
+        loaded.remove(name);
+        self.faults.lock().remove(&id);
         Ok(format!(
             "unloaded {name}: {} handlers removed, {} handles revoked, {} bytes of memory freed",
             report.handlers_removed, report.handles_revoked, report.memory_freed

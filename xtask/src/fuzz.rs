@@ -217,6 +217,10 @@ pub fn run_kernel(cases: Cases, boot: &dyn Fn(&Path) -> BootConfig, base: Durati
         let mut guest = Guest::boot(&config, kernel_deadline(base, batch.count))?;
         let outcome = check_kernel_run(&mut guest, batch);
         guest.kill();
+        let name = format!("fuzz-seed{}-first{}", batch.seed, batch.first);
+        if let Some(path) = crate::scenarios::save_log(&name, &guest.full_log()) {
+            eprintln!("x: serial log in {}", toolchain::display_path(&path));
+        }
         if let Err(error) = outcome {
             println!("fuzz kernel: FAILED: {error}");
             is_success = false;
