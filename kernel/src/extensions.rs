@@ -103,6 +103,22 @@ impl Clock for TscClock {
     }
 }
 
+/// The scheduler's threads as the runtime's strands: an extension busy on
+/// another thread (a `Timer.Tick` handler on the clock thread while the
+/// shell calls it) is waited for, not refused.
+struct SchedStrands;
+
+impl wasm_runtime::Strands for SchedStrands {
+    fn current(&self) -> u64 {
+        // Thread ids start at 0 (the boot thread); strands are never 0.
+        sched::current().0 + 1
+    }
+
+    fn yield_now(&self) {
+        sched::yield_now();
+    }
+}
+
 fn tick_intrinsic(_ticks: &(u64,)) {}
 
 /// `value` as a `ty`, if it is an integer type that can hold it.
@@ -139,6 +155,7 @@ pub fn init(archive: &'static [u8]) -> &'static Extensions {
             Services {
                 console: console.clone(),
                 clock: Some(clock.clone()),
+                strands: Some(Arc::new(SchedStrands)),
             },
             Limits::default(),
         );

@@ -39,6 +39,7 @@ fn main() {
     let runtime = Runtime::new(Services {
         console: Arc::new(Quiet),
         clock: None,
+        strands: None,
     });
     let fixture = bench::Fixture::new(&runtime, &bench_wasm).unwrap();
     let report = |name: &str, ns: f64| println!("bench ext.{name} {ns:.1} ns");

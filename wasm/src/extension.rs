@@ -20,7 +20,7 @@ use core::{
     sync::atomic::{AtomicU64, Ordering},
 };
 
-use dispatch::{BindingId, Budget, Event, Mode, Principal, Signature, Value, ValueType};
+use dispatch::{BindingId, Budget, Clock, Event, Mode, Principal, Signature, Value, ValueType};
 use spin::Mutex;
 
 use crate::{
@@ -31,7 +31,7 @@ use crate::{
     handles::Capability,
     module::WasmType,
     purity::check_pure,
-    runtime::FaultedArgs,
+    runtime::{FaultedArgs, Strands},
     state::Installed,
 };
 
@@ -94,6 +94,48 @@ pub struct Shared {
     pub(crate) domain: Option<domain::Domain>,
     invocations: AtomicU64,
     faults: AtomicU64,
+    /// The kernel's strands, if it has them (see [`Strands`]).
+    strands: Option<Arc<dyn Strands>>,
+    /// The clock that bounds a wait for another strand.
+    clock: Option<Arc<dyn Clock>>,
+    /// The strand holding `instance`, 0 when none (or no strands).
+    owner: AtomicU64,
+}
+
+/// How long an invocation waits for its extension, busy on another strand,
+/// before it gives up with `Busy`. Two strands each inside one extension
+/// and raising into the other's would otherwise wait for each other
+/// forever; an invocation within the default fuel limit ends well before.
+const MAX_WAIT_NS: u64 = 10_000_000_000;
+
+/// Without a clock, how many times a wait yields before it gives up.
+const MAX_WAIT_YIELDS: u64 = 1_000_000;
+
+/// The instance, locked for one invocation; records the holding strand.
+pub(crate) struct InstanceGuard<'a> {
+    guard: spin::MutexGuard<'a, Option<Box<dyn Instance>>>,
+    owner: &'a AtomicU64,
+}
+
+impl core::ops::Deref for InstanceGuard<'_> {
+    type Target = Option<Box<dyn Instance>>;
+    fn deref(&self) -> &Self::Target {
+        &self.guard
+    }
+}
+
+impl core::ops::DerefMut for InstanceGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.guard
+    }
+}
+
+impl Drop for InstanceGuard<'_> {
+    fn drop(&mut self) {
+        // Cleared before the lock is released (the guard field drops after
+        // this): a waiter that sees 0 while it is still held just waits.
+        self.owner.store(0, Ordering::Release);
+    }
 }
 
 impl Shared {
@@ -103,6 +145,8 @@ impl Shared {
         limits: Limits,
         faulted: Arc<Event<FaultedArgs, ()>>,
         domain: Option<domain::Domain>,
+        strands: Option<Arc<dyn Strands>>,
+        clock: Option<Arc<dyn Clock>>,
     ) -> Self {
         Shared {
             id,
@@ -113,6 +157,41 @@ impl Shared {
             domain,
             invocations: AtomicU64::new(0),
             faults: AtomicU64::new(0),
+            strands,
+            clock,
+            owner: AtomicU64::new(0),
+        }
+    }
+
+    /// Locks the instance for one invocation. Another strand's invocation
+    /// is waited for; `None` when this strand is already inside (a
+    /// re-entrant call), when there are no strands to wait with, or when
+    /// the wait is too long (see [`MAX_WAIT_NS`]).
+    pub(crate) fn lock_instance(&self) -> Option<InstanceGuard<'_>> {
+        let me = self.strands.as_ref().map(|strands| strands.current());
+        let now = || self.clock.as_ref().map(|clock| clock.now_ns());
+        let started = now();
+        let mut yields = 0;
+        loop {
+            if let Some(guard) = self.instance.try_lock() {
+                self.owner.store(me.unwrap_or(0), Ordering::Release);
+                return Some(InstanceGuard {
+                    guard,
+                    owner: &self.owner,
+                });
+            }
+            let (Some(strands), Some(me)) = (&self.strands, me) else {
+                return None;
+            };
+            let waited_too_long = match (started, now()) {
+                (Some(started), Some(now)) => now.saturating_sub(started) > MAX_WAIT_NS,
+                _ => yields == MAX_WAIT_YIELDS,
+            };
+            if self.owner.load(Ordering::Acquire) == me || waited_too_long {
+                return None;
+            }
+            yields += 1;
+            strands.yield_now();
         }
     }
 
@@ -129,7 +208,7 @@ impl Shared {
             b.min(self.limits.fuel_per_invocation)
         });
         let outcome = {
-            let Some(mut guard) = self.instance.try_lock() else {
+            let Some(mut guard) = self.lock_instance() else {
                 return Err(CallError::Busy);
             };
             let Some(instance) = guard.as_mut() else {
@@ -406,7 +485,7 @@ impl Extension {
 
     /// Runs `f` on the instance (locked); `Busy`/`Unloaded` otherwise.
     fn with_instance<T>(&self, f: impl FnOnce(&mut dyn Instance) -> T) -> Result<T, CallError> {
-        let mut guard = self.shared.instance.try_lock().ok_or(CallError::Busy)?;
+        let mut guard = self.shared.lock_instance().ok_or(CallError::Busy)?;
         let instance = guard.as_mut().ok_or(CallError::Unloaded)?;
         Ok(f(instance.as_mut()))
     }
@@ -513,7 +592,7 @@ impl Extension {
     /// held by an in-flight raise fault with "unloaded".
     pub fn unload(&self) -> Result<UnloadReport, UnloadError> {
         let instance = {
-            let mut guard = self.shared.instance.try_lock().ok_or(UnloadError::Busy)?;
+            let mut guard = self.shared.lock_instance().ok_or(UnloadError::Busy)?;
             guard.take().ok_or(UnloadError::Unloaded)?
         };
         let mut instance = instance;

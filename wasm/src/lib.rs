@@ -4,7 +4,7 @@
 //!
 //! How the kernel uses it:
 //! ```text
-//! let runtime = Runtime::new(Services { console, clock });
+//! let runtime = Runtime::new(Services { console, clock, strands });
 //! let tick = events::port(tick_event.clone());          // Arc<dyn EventPort>
 //! let ext = runtime.load(LoadRequest::new("tick-counter", bytes).grant_event(tick.clone()))?;
 //! let binding = ext.bind(&tick, &Bind::handler("on_tick").guard("is_even"))?;
@@ -56,6 +56,6 @@ pub use extension::{
 };
 pub use handles::Capability;
 pub use link::{ImportAuthorizer, ImportResolver, Importer, KernelInterface};
-pub use runtime::{Console, FaultedArgs, LoadRequest, Runtime, Services, FAULTED_EVENT};
+pub use runtime::{Console, FaultedArgs, LoadRequest, Runtime, Services, Strands, FAULTED_EVENT};
 pub use spindle_abi::FaultKind;
 pub use state::ExtensionState;

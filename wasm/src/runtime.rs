@@ -42,6 +42,18 @@ pub trait Console: Send + Sync {
     fn log(&self, extension: &str, message: &str);
 }
 
+/// The kernel's strands (threads), as the runtime needs them: an
+/// extension runs one invocation at a time, and an invocation that finds
+/// it running on *another* strand waits for it, while one that finds it
+/// running on its *own* strand (a handler re-entering its extension
+/// through a raise) is refused with [`CallError::Busy`].
+pub trait Strands: Send + Sync {
+    /// The running strand's identifier (never 0).
+    fn current(&self) -> u64;
+    /// Lets other strands run, among them the one in the extension.
+    fn yield_now(&self);
+}
+
 /// Kernel services the imported procedures use.
 #[derive(Clone)]
 pub struct Services {
@@ -49,6 +61,10 @@ pub struct Services {
     pub console: Arc<dyn Console>,
     /// The clock (`spindle.timer_now_ns`); without one it reads 0.
     pub clock: Option<Arc<dyn Clock>>,
+    /// The strands, to wait for an extension busy on another strand;
+    /// without them every busy extension is refused at once (hosts and
+    /// tests without threads).
+    pub strands: Option<Arc<dyn Strands>>,
 }
 
 /// What to load.
@@ -197,6 +213,8 @@ impl Runtime {
             limits,
             self.faulted.clone(),
             domain,
+            self.services.strands.clone(),
+            self.services.clock.clone(),
         ));
         let state = ExtensionState {
             name: request.name.into(),

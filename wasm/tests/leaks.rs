@@ -148,6 +148,7 @@ fn kernel() -> Kernel {
         Services {
             console: Arc::new(Discard),
             clock: None,
+            strands: None,
         },
         wasm_runtime::Limits::default(),
     );

@@ -280,6 +280,7 @@ fn imports_resolve_only_against_allowed_domains_with_matching_types() {
         Services {
             console: fixture.console.clone(),
             clock: None,
+            strands: None,
         },
         Limits::default(),
     );
@@ -497,6 +498,7 @@ fn imports_resolve_through_the_nameserver_and_its_authorizer() {
             Services {
                 console: fixture.console.clone(),
                 clock: None,
+                strands: None,
             },
             Limits::default(),
         )

@@ -111,7 +111,7 @@ commands! {
     ///                 [--seconds S] [--seed X] [--first N] [--jobs N]
     ///
     ///   --cases N         host cases (default 100000, unbounded with --seconds)
-    ///   --kernel-cases N  cases run inside QEMU (default 2000; 1000 per boot)
+    ///   --kernel-cases N  cases run inside QEMU (default 10000; 1000 per boot)
     ///   --seconds S       stop the host cases after S seconds
     ///   --seed X          the campaign's seed (decimal or 0x hex)
     ///   --first N         the first case number (default 0)
@@ -120,7 +120,7 @@ commands! {
     /// A case is named by its seed and number, the same on both sides. A
     /// failing case prints them and its module is saved in target/fuzz/;
     /// `--first N --cases 1` (or `--kernel-cases 1`) replays it. `./x test`
-    /// runs 10,000 host cases and 300 in the kernel.
+    /// runs 10,000 host cases and 1,000 in the kernel.
     "fuzz" => fuzz_command,
     /// Lists the subcommands, or shows one subcommand's help.
     ///
@@ -447,7 +447,7 @@ fn fuzz_command(mut args: Args) -> Result<ExitCode> {
     let seconds = number(args.value("--seconds")?, "--seconds")?;
     let host_cases = number(args.value("--cases")?, "--cases")?
         .unwrap_or(if seconds.is_some() { u64::MAX / 2 } else { 100_000 });
-    let kernel_cases = number(args.value("--kernel-cases")?, "--kernel-cases")?.unwrap_or(2_000);
+    let kernel_cases = number(args.value("--kernel-cases")?, "--kernel-cases")?.unwrap_or(10_000);
     let seed = number(args.value("--seed")?, "--seed")?.unwrap_or(fuzz::DEFAULT_SEED);
     let first = number(args.value("--first")?, "--first")?.unwrap_or(0);
     let jobs = match number(args.value("--jobs")?, "--jobs")? {

@@ -67,7 +67,7 @@ pub enum Archive {
 pub const TEST_KERNEL_FUZZ: fuzz::Cases = fuzz::Cases {
     seed: fuzz::DEFAULT_SEED,
     first: 0,
-    count: 300,
+    count: 1_000,
 };
 
 /// Every QEMU scenario, in the order `./x test` runs them.

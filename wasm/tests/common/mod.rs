@@ -35,6 +35,7 @@ pub fn fixture() -> Fixture {
     let runtime = Runtime::new(Services {
         console: console.clone(),
         clock: None,
+        strands: None,
     });
     Fixture { runtime, console }
 }

@@ -29,6 +29,7 @@ impl Fixture {
         let runtime = Runtime::new(Services {
             console: Arc::new(Quiet),
             clock: None,
+            strands: None,
         });
         let (tick, _authority) = Event::new("Timer.Tick", tick_intrinsic as fn(&(u64,)));
         let tick = Arc::new(tick);
