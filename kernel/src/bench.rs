@@ -28,24 +28,41 @@ fn empty_procedure(value: u64) -> u64 {
 }
 
 /// Times `iterations` runs of `body`, `REPETITIONS` times; sorted ns per
-/// iteration.
-fn measure_n(iterations: u64, mut body: impl FnMut(u64)) -> Vec<f64> {
+/// iteration. `body` checks its own result and says whether it was right:
+/// a figure whose operation failed (and so timed its error path) is an
+/// error naming `name`, never a number.
+fn measure_n(
+    name: &str,
+    iterations: u64,
+    mut body: impl FnMut(u64) -> bool,
+) -> Result<Vec<f64>, String> {
+    let mut wrong = 0u64;
     let mut runs: Vec<f64> = (0..REPETITIONS)
         .map(|_| {
             let start = hal::cpu::read_tsc_ordered();
             for i in 0..iterations {
-                body(i);
+                // A branch on a value the body computed anyway: it keeps
+                // the result live and costs a compare.
+                if !body(i) {
+                    wrong += 1;
+                }
             }
             let cycles = hal::cpu::read_tsc_ordered() - start;
             hal::timer::cycles_to_ns(cycles * 1000) as f64 / 1000.0 / iterations as f64
         })
         .collect();
+    if wrong > 0 {
+        return Err(format!(
+            "{name}: {wrong} of {} iterations gave a wrong result or an error",
+            iterations * REPETITIONS as u64
+        ));
+    }
     runs.sort_by(f64::total_cmp);
-    runs
+    Ok(runs)
 }
 
-fn measure(body: impl FnMut(u64)) -> Vec<f64> {
-    measure_n(ITERATIONS, body)
+fn measure(name: &str, body: impl FnMut(u64) -> bool) -> Result<Vec<f64>, String> {
+    measure_n(name, ITERATIONS, body)
 }
 
 fn median(sorted_runs: &[f64]) -> f64 {
@@ -73,36 +90,30 @@ fn report_ratio(name: &str, sorted_runs: &[f64], baseline_ns: f64) {
     );
 }
 
-fn direct_call() -> Vec<f64> {
-    measure(|i| {
-        black_box(empty_procedure(i));
-    })
+fn direct_call(name: &str) -> Result<Vec<f64>, String> {
+    measure(name, |i| empty_procedure(i) == i)
 }
 
 /// Runs the benchmark suite named `suite` (`boot`, `ext` or `all`).
 pub fn run(suite: &str) -> Result<(), String> {
     match suite {
-        "boot" => {
-            boot();
-            Ok(())
-        }
+        "boot" => boot(),
         "ext" => ext(),
         "all" => {
-            boot();
+            boot()?;
             ext()
         }
         other => Err(format!("unknown benchmark suite {other:?}")),
     }
 }
 
-fn boot() {
-    let direct = direct_call();
+fn boot() -> Result<(), String> {
+    let direct = direct_call("boot.direct_call")?;
     report("boot.direct_call", &direct, "");
     let procedure: fn(u64) -> u64 = black_box(empty_procedure);
-    let indirect = measure(|i| {
-        black_box(black_box(procedure)(i));
-    });
+    let indirect = measure("boot.indirect_call", |i| black_box(procedure)(i) == i)?;
     report_ratio("boot.indirect_call", &indirect, median(&direct));
+    Ok(())
 }
 
 #[inline(never)]
@@ -112,16 +123,16 @@ fn bench_intrinsic(args: &(u64,)) -> u64 {
 
 fn ext() -> Result<(), String> {
     let extensions = crate::extensions::get().ok_or("extensions not initialised")?;
-    let direct = direct_call();
+    let direct = direct_call("ext.direct_call")?;
     let baseline = median(&direct);
     report("ext.direct_call", &direct, "");
 
     // An event with only its intrinsic handler: a flag test and a call.
     let (plain, _plain_authority) =
         Event::new("Bench.Plain", bench_intrinsic as fn(&(u64,)) -> u64);
-    let intrinsic = measure(|i| {
-        black_box(plain.raise_static(&mut (i,), bench_intrinsic).ok());
-    });
+    let intrinsic = measure("ext.intrinsic", |i| {
+        plain.raise_static(&mut (i,), bench_intrinsic).ok() == Some(i)
+    })?;
     report_ratio("ext.intrinsic", &intrinsic, baseline);
 
     // One native handler behind one native guard, fused at install (the
@@ -143,9 +154,9 @@ fn ext() -> Result<(), String> {
         .remove(Principal::KERNEL, BindingId::INTRINSIC)
         .map_err(|error| format!("{error:?}"))?;
     let mut cache = RaiseCache::default();
-    let native_guarded = measure(|i| {
-        black_box(guarded.raise_cached(&mut cache, &mut (i,)).ok());
-    });
+    let native_guarded = measure("ext.native_guarded", |i| {
+        guarded.raise_cached(&mut cache, &mut (i,)).ok() == Some(i)
+    })?;
     report_ratio("ext.native_guarded", &native_guarded, baseline);
 
     // Wasm handlers: the bench extension bound to Bench.Event.
@@ -156,9 +167,9 @@ fn ext() -> Result<(), String> {
     let binding = fixture
         .bind_handler()
         .map_err(|error| format!("{error:?}"))?;
-    let wasm_handler = measure_n(WASM_ITERATIONS, |i| {
-        black_box(fixture.raise(i));
-    });
+    // The handler returns nothing: `raise` says whether it ran without
+    // a fault.
+    let wasm_handler = measure_n("ext.wasm_handler", WASM_ITERATIONS, |i| fixture.raise(i))?;
     fixture
         .unbind(binding)
         .map_err(|error| format!("{error:?}"))?;
@@ -167,9 +178,7 @@ fn ext() -> Result<(), String> {
     let binding = fixture
         .bind_handler_and_guard()
         .map_err(|error| format!("{error:?}"))?;
-    let wasm_guarded = measure_n(WASM_ITERATIONS, |i| {
-        black_box(fixture.raise(i));
-    });
+    let wasm_guarded = measure_n("ext.wasm_guarded", WASM_ITERATIONS, |i| fixture.raise(i))?;
     fixture
         .unbind(binding)
         .map_err(|error| format!("{error:?}"))?;
@@ -177,9 +186,9 @@ fn ext() -> Result<(), String> {
 
     // Wasm -> kernel: one invocation making many empty kernel calls.
     const NULL_CALLS: u32 = 10_000;
-    let wasm_to_kernel = measure_n(1, |_| {
-        let _ = black_box(fixture.null_calls(NULL_CALLS));
-    });
+    let wasm_to_kernel = measure_n("ext.wasm_to_kernel", 1, |_| {
+        fixture.null_calls(NULL_CALLS).is_ok()
+    })?;
     let per_call: Vec<f64> = wasm_to_kernel
         .iter()
         .map(|ns| ns / f64::from(NULL_CALLS))
@@ -188,9 +197,9 @@ fn ext() -> Result<(), String> {
 
     // Load + validate + link + instantiate (+ unload) of the ~60 KB module.
     let big = extensions.module_bytes("big")?;
-    let load = measure_n(1, |_| {
-        let _ = black_box(fixtures::load(extensions.runtime(), big));
-    });
+    let load = measure_n("ext.load_50k", 1, |_| {
+        fixtures::load(extensions.runtime(), big).is_ok()
+    })?;
     report("ext.load_50k", &load, &format!(" bytes={}", big.len()));
     drop(fixture);
     Ok(())

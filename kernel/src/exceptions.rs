@@ -7,8 +7,18 @@
 //! idle thread, in interrupt context, inside the scheduler, or if it is an
 //! abort (NMI, double fault, machine check) it is fatal.
 
+use core::sync::atomic::{AtomicU64, Ordering};
+
 use hal::trap::{TrapFrame, PAGE_FAULT_VECTOR};
 use sched::{ExitReason, Fault};
+
+/// Breakpoints reported and resumed so far.
+static BREAKPOINTS: AtomicU64 = AtomicU64::new(0);
+
+/// How many breakpoints the handler has reported and resumed from.
+pub fn breakpoints_handled() -> u64 {
+    BREAKPOINTS.load(Ordering::Relaxed)
+}
 
 /// Vector of the breakpoint exception (`int3`).
 const BREAKPOINT_VECTOR: u64 = 3;
@@ -32,6 +42,7 @@ fn handle_exception(frame: &mut TrapFrame) {
         hal::context::current_id()
     ));
     if frame.vector == BREAKPOINT_VECTOR {
+        BREAKPOINTS.fetch_add(1, Ordering::Relaxed);
         return;
     }
     let was_in_interrupt_handler = frame.rflags & RFLAGS_INTERRUPT_ENABLE == 0;

@@ -3,8 +3,8 @@
 //! against the kernel's import table.
 //!
 //! `./x test` builds the extensions before the host tests. Under a plain
-//! `cargo test` without them the extension tests say so and pass; set
-//! `SPINDLE_REQUIRE_EXTENSIONS=1` to make their absence a failure.
+//! `cargo test` without them these tests fail: build them first with
+//! `./x build-extensions`.
 
 mod common;
 
@@ -13,16 +13,14 @@ use dispatch::{Value, ValueType};
 use spindle_abi::{FaultKind, Status, IMPORTS};
 use wasm_runtime::{Bind, LoadRequest};
 
-/// The built extension `name`, if present.
-fn extension(name: &str) -> Option<Vec<u8>> {
-    common::shipped_extension(name, "skipped")
+/// The built extension `name`.
+fn extension(name: &str) -> Vec<u8> {
+    common::shipped_extension(name)
 }
 
 #[test]
 fn hello_logs_on_load() {
-    let Some(bytes) = extension("hello") else {
-        return;
-    };
+    let bytes = extension("hello");
     let fixture = fixture();
     fixture
         .runtime
@@ -36,9 +34,7 @@ fn hello_logs_on_load() {
 
 #[test]
 fn tick_counter_counts_ticks() {
-    let Some(bytes) = extension("tick-counter") else {
-        return;
-    };
+    let bytes = extension("tick-counter");
     let fixture = fixture();
     let (event, _authority, tick) = tick_event();
     let counter = fixture
@@ -59,9 +55,7 @@ fn tick_counter_counts_ticks() {
 
 #[test]
 fn even_ticks_guard_is_pure_and_a_bad_guard_is_refused() {
-    let Some(bytes) = extension("even-ticks") else {
-        return;
-    };
+    let bytes = extension("even-ticks");
     let fixture = fixture();
     let (event, _authority, tick) = tick_event();
     let even = fixture
@@ -84,9 +78,7 @@ fn even_ticks_guard_is_pure_and_a_bad_guard_is_refused() {
 
 #[test]
 fn runaway_handler_is_stopped_and_reported() {
-    let Some(bytes) = extension("runaway") else {
-        return;
-    };
+    let bytes = extension("runaway");
     let fixture = fixture();
     let faults = fixture.fault_log();
     let (event, _authority, tick) = tick_event();
@@ -103,9 +95,7 @@ fn runaway_handler_is_stopped_and_reported() {
 
 #[test]
 fn faulty_handlers_are_contained() {
-    let Some(bytes) = extension("faulty") else {
-        return;
-    };
+    let bytes = extension("faulty");
     let fixture = fixture();
     let faults = fixture.fault_log();
     let (event, _authority, tick) = tick_event();
@@ -113,12 +103,11 @@ fn faulty_handlers_are_contained() {
         .runtime
         .load(LoadRequest::new("faulty", &bytes).grant_event(tick.clone()))
         .unwrap();
-    let counter = extension("tick-counter").map(|bytes| {
-        fixture
-            .runtime
-            .load(LoadRequest::new("tick-counter", &bytes).grant_event(tick))
-            .unwrap()
-    });
+    let counter_bytes = extension("tick-counter");
+    let counter = fixture
+        .runtime
+        .load(LoadRequest::new("tick-counter", &counter_bytes).grant_event(tick))
+        .unwrap();
     for (mode, kind) in [
         (0, FaultKind::Unreachable),
         (1, FaultKind::Unreachable),
@@ -134,19 +123,15 @@ fn faulty_handlers_are_contained() {
             "mode {mode}"
         );
     }
-    if let Some(counter) = counter {
-        assert_eq!(
-            counter.call_typed("count", &[], ValueType::U64).unwrap(),
-            Value::U64(4)
-        );
-    }
+    assert_eq!(
+        counter.call_typed("count", &[], ValueType::U64).unwrap(),
+        Value::U64(4)
+    );
 }
 
 #[test]
 fn c_extension_loads_logs_and_counts_guarded_ticks() {
-    let Some(bytes) = extension("c-hello") else {
-        return;
-    };
+    let bytes = extension("c-hello");
     let fixture = fixture();
     let (event, _authority, tick) = tick_event();
     let c = fixture
@@ -165,9 +150,7 @@ fn c_extension_loads_logs_and_counts_guarded_ticks() {
 
 #[test]
 fn big_module_loads_and_runs() {
-    let Some(bytes) = extension("big") else {
-        return;
-    };
+    let bytes = extension("big");
     assert!(bytes.len() > 40_000, "big.wasm is {} bytes", bytes.len());
     let fixture = fixture();
     let big = fixture
@@ -253,7 +236,7 @@ fn rust_sdk_bindings_come_from_the_table() {
     // Every built Rust extension imports only procedures of the table, with
     // the table's types: loading through the type-checking linker proves it.
     for name in ["tick-counter", "even-ticks", "runaway", "faulty"] {
-        let Some(bytes) = extension(name) else { return };
+        let bytes = extension(name);
         let info = wasm_runtime::module::ModuleInfo::parse(&bytes).unwrap();
         assert!(!info.imports.is_empty(), "{name} imports kernel procedures");
         for import in &info.imports {
@@ -270,9 +253,7 @@ fn rust_sdk_bindings_come_from_the_table() {
 
 #[test]
 fn bind_by_kernel_works_on_shipped_extensions() {
-    let Some(bytes) = extension("even-ticks") else {
-        return;
-    };
+    let bytes = extension("even-ticks");
     let fixture = fixture();
     let (event, _authority, tick) = tick_event();
     // Not granted Timer.Tick: init installs nothing; the kernel binds.

@@ -308,9 +308,9 @@ fn assert_no_leak(name: &str, leak: Leak) {
     );
 }
 
-/// The shipped extension `name`, if built.
-fn shipped(name: &str) -> Option<Vec<u8>> {
-    common::shipped_extension(name, "measuring the text-format stand-in only")
+/// The shipped extension `name`.
+fn shipped(name: &str) -> Vec<u8> {
+    common::shipped_extension(name)
 }
 
 fn check(name: &str, wat: &str, stand_in_scenario: Scenario, scenario: Scenario) {
@@ -323,10 +323,9 @@ fn check(name: &str, wat: &str, stand_in_scenario: Scenario, scenario: Scenario)
         label.clone(),
         measure(&label, name, &stand_in, stand_in_scenario),
     )];
-    if let Some(bytes) = shipped(name) {
-        let label = format!("{name} (target/extensions/{name}.wasm)");
-        leaks.push((label.clone(), measure(&label, name, &bytes, scenario)));
-    }
+    let bytes = shipped(name);
+    let label = format!("{name} (target/extensions/{name}.wasm)");
+    leaks.push((label.clone(), measure(&label, name, &bytes, scenario)));
     for (name, leak) in leaks {
         assert_no_leak(&name, leak);
     }

@@ -100,6 +100,17 @@ pub fn find_test_summary(log: &str) -> Option<TestSummary> {
     log.lines().rev().find_map(parse_test_summary)
 }
 
+/// The number of tests the kernel announced with `running N tests`.
+pub fn find_planned_tests(log: &str) -> Option<usize> {
+    log.lines().find_map(|line| {
+        line.trim_end()
+            .strip_prefix("running ")?
+            .strip_suffix(" tests")?
+            .parse()
+            .ok()
+    })
+}
+
 /// The number of the last `fuzz case <N>` line of a kernel fuzz run: the
 /// case that was running when the kernel stopped, if it stopped early.
 pub fn last_fuzz_case(log: &str) -> Option<u64> {
@@ -140,8 +151,9 @@ pub fn parse_test_results(log: &str) -> Vec<TestResultLine> {
                     is_ok,
                     detail,
                 }),
-                None if verdict.trim().is_empty() => running = Some(name),
-                None => {}
+                // The test printed before its verdict (on this line or
+                // the next ones): the verdict starts a later line.
+                None => running = Some(name),
             }
         } else if let Some(name) = running {
             if let Some((is_ok, detail)) = parse_verdict(line.trim()) {
@@ -569,5 +581,20 @@ mod tests {
         let log = "fuzz case 4\nfuzz case 17\r\nEXCEPTION: page fault\nKERNEL PANIC\n";
         assert_eq!(last_fuzz_case(log), Some(17));
         assert_eq!(last_fuzz_case("fuzz kernel: 3 cases\n"), None);
+    }
+
+    #[test]
+    fn planned_tests_are_read_from_the_running_line() {
+        assert_eq!(find_planned_tests("boot\nrunning 24 tests\r\ntest a ... ok\n"), Some(24));
+        assert_eq!(find_planned_tests("running tests\n"), None);
+    }
+
+    #[test]
+    fn output_after_the_test_name_still_gets_its_verdict() {
+        let log = "test a ... [ext hello] hi\nok\ntest b ... \n  detail\n  ok\ntest c ... ok\n";
+        let results = parse_test_results(log);
+        let names: Vec<&str> = results.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert!(results.iter().all(|r| r.is_ok));
     }
 }

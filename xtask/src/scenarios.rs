@@ -258,6 +258,16 @@ fn kernel_tests_pass(guest: &mut Guest) -> Result<()> {
     if summary.failed > 0 {
         return Err(format!("kernel reports {} failed tests ({exit})", summary.failed).into());
     }
+    let planned = parse::find_planned_tests(&log)
+        .ok_or_else(|| format!("no `running N tests` line from the kernel ({exit})"))?;
+    if planned == 0 || summary.passed != planned as u64 || results.len() != planned {
+        return Err(format!(
+            "the kernel planned {planned} tests, reported {} results and {} passed",
+            results.len(),
+            summary.passed
+        )
+        .into());
+    }
     if exit != GuestExit::Success {
         return Err(format!("expected exit status 33 after the tests, got {exit}").into());
     }

@@ -180,6 +180,9 @@ pub fn kernel_elf(profile: Profile) -> PathBuf {
 /// but the bare-metal kernel), output passed through. Returns whether they
 /// passed.
 pub fn run_host_tests() -> Result<bool> {
+    // The runtime's tests load the shipped extensions: build them first, so
+    // a clean clone tests them instead of failing for want of inputs.
+    crate::extensions::build_extensions()?;
     let mut command = cargo("target");
     // Every test binary runs even if an earlier one fails.
     command.args(["test", "--no-fail-fast"]);

@@ -263,22 +263,37 @@ fn memory_limit_is_enforced() -> TestResult {
 
 fn load_unload_leaks_nothing() -> TestResult {
     let extensions = runtime()?;
-    let bytes = extensions.module_bytes("hello")?;
-    let cycle = || -> TestResult {
+    let hello = extensions.module_bytes("hello")?;
+    // tick-counter installs a handler on Timer.Tick from its `init`, so a
+    // cycle of it also makes and removes a binding, a handle and the
+    // dispatcher's records of them (hello installs nothing).
+    let counter = extensions.module_bytes("tick-counter")?;
+    let handlers_idle = extensions.tick().stats().handlers;
+    let cycle = |index: usize| -> TestResult {
+        let bytes = if index % 2 == 0 { hello } else { counter };
         let extension = extensions.load_detached("cycle", bytes, None)?;
-        extension.unload().map_err(|error| format!("{error:?}"))?;
+        if index % 2 == 1 {
+            let handlers = extensions.tick().stats().handlers;
+            ensure!(
+                handlers == handlers_idle + 1,
+                "tick-counter loaded but Timer.Tick has {handlers} handlers, not {}",
+                handlers_idle + 1
+            );
+        }
+        extension
+            .unload()
+            .map_err(|error| format!("unload: {error}"))?;
         Ok(())
     };
     // Warm up: first loads grow the heap and fill what stays at a fixed
     // size (the console's ring of recent extension lines holds 32).
-    for _ in 0..40 {
-        cycle()?;
+    for index in 0..40 {
+        cycle(index)?;
     }
     let heap_before = hal::heap::stats();
     let frames_before = hal::memory::frame_stats().free;
-    let handlers_before = extensions.tick().stats().handlers;
-    for _ in 0..1000 {
-        cycle()?;
+    for index in 0..1000 {
+        cycle(index)?;
     }
     let heap_after = hal::heap::stats();
     let frames_after = hal::memory::frame_stats().free;
@@ -294,7 +309,7 @@ fn load_unload_leaks_nothing() -> TestResult {
         frames_before - frames_after
     );
     ensure!(
-        extensions.tick().stats().handlers == handlers_before,
+        extensions.tick().stats().handlers == handlers_idle,
         "handlers left on Timer.Tick after unload"
     );
     Ok(())

@@ -3,7 +3,7 @@
 //! Each test is a function returning `Ok(())` or a message saying what went
 //! wrong. The runner prints `test <name> ... ok` or `... FAILED: <why>` per
 //! test and the plain summary line `N passed, N failed` that `./x test`
-//! checks. Tests are grouped by the subsystem they prove.
+//! checks against the `running N tests` line printed first. Tests are grouped by the subsystem they prove.
 
 use alloc::string::String;
 
@@ -42,6 +42,10 @@ pub fn run_all() -> bool {
         extensions::TESTS,
     ];
     let (mut passed, mut failed) = (0, 0);
+    // The harness checks that this many passed: a runner that stopped
+    // early, or ran none, must not look like a success.
+    let planned: usize = groups.iter().map(|group| group.len()).sum();
+    hal::console::write_fmt(format_args!("running {planned} tests\n"));
     for test in groups.iter().flat_map(|group| group.iter()) {
         hal::console::write_fmt(format_args!("test {} ... ", test.name));
         match (test.run)() {

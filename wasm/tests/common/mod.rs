@@ -105,22 +105,17 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// The built extension `name` from `target/extensions/`, or `None` (with a
-/// note saying what is skipped) when it has not been built, unless
-/// `SPINDLE_REQUIRE_EXTENSIONS` is set, which makes that a failure.
-pub fn shipped_extension(name: &str, when_missing: &str) -> Option<Vec<u8>> {
+/// The built extension `name` from `target/extensions/`. A test whose
+/// input is missing fails: `./x test` builds the extensions before the host
+/// tests; under a plain `cargo test`, run `./x build-extensions` first.
+pub fn shipped_extension(name: &str) -> Vec<u8> {
     let path = repo_root()
         .join("target/extensions")
         .join(format!("{name}.wasm"));
-    match std::fs::read(&path) {
-        Ok(bytes) => Some(bytes),
-        Err(_) if std::env::var_os("SPINDLE_REQUIRE_EXTENSIONS").is_none() => {
-            eprintln!(
-                "{} not built (./x build-extensions): {when_missing}",
-                path.display()
-            );
-            None
-        }
-        Err(error) => panic!("{}: {error}", path.display()),
-    }
+    std::fs::read(&path).unwrap_or_else(|error| {
+        panic!(
+            "{}: {error} (build the extensions with ./x build-extensions; ./x test does)",
+            path.display()
+        )
+    })
 }
