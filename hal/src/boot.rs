@@ -48,9 +48,14 @@ boot_pdpt_high: .skip 4096
 boot_pd:        .skip 4096 * 4
 boot_tables_end:
 
-    /* The stack the boot thread runs on (high half, ordinary .bss). */
+    /* The stack the boot thread runs on (high half, ordinary .bss), with a
+       guard page below it that the kernel's own page tables leave unmapped
+       (memory::init), so an overflow faults instead of overwriting .bss. */
     .section .bss.boot_stack, "aw", @nobits
-    .p2align 4
+    .p2align 12
+    .global boot_stack_guard
+boot_stack_guard:
+    .skip 4096
     .global boot_stack_bottom
 boot_stack_bottom:
     .skip {boot_stack_bytes}
@@ -175,13 +180,34 @@ impl MemoryRegion {
     }
 }
 
-/// A boot module (an initrd given to QEMU with `-initrd`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// A boot module (an initrd given to QEMU with `-initrd`), as the loader
+/// described it. Only boot code makes one (private fields, no public
+/// constructor), so [`crate::memory::boot_module_bytes`] can trust that its
+/// range is a module whose frames the allocator never hands out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BootModule {
+    start: u64,
+    len: u64,
+}
+
+impl BootModule {
+    /// No module (fills the unused slots).
+    const NONE: BootModule = BootModule { start: 0, len: 0 };
+
     /// Physical address of the first byte.
-    pub start: u64,
+    pub fn start(&self) -> u64 {
+        self.start
+    }
+
     /// Length in bytes.
-    pub len: u64,
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the module is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
 }
 
 /// What the loader told the kernel: memory map, command line, modules.
@@ -279,7 +305,7 @@ unsafe fn parse_start_info(start_info: u64) -> BootInfo {
     let mut info = BootInfo {
         regions: [MemoryRegion::default(); MAX_MEMORY_REGIONS],
         region_count: 0,
-        modules: [BootModule::default(); MAX_MODULES],
+        modules: [BootModule::NONE; MAX_MODULES],
         module_count: 0,
         cmdline: [0; MAX_CMDLINE],
         cmdline_len: 0,

@@ -66,6 +66,9 @@ extern "C" {
     static __kernel_rodata_end: u8;
     static __kernel_data_start: u8;
     static __kernel_data_end: u8;
+    /// The guard page below the boot stack (hal/src/boot.rs).
+    #[link_name = "boot_stack_guard"]
+    static BOOT_STACK_GUARD: u8;
 }
 
 /// Address of a linker-script symbol.
@@ -107,19 +110,25 @@ pub fn phys_to_virt(address: u64) -> u64 {
     PHYS_OFFSET + address
 }
 
+/// The guard page below the boot stack, left unmapped (an overflow of the
+/// boot stack faults there).
+pub fn boot_stack_guard() -> u64 {
+    linker_symbol!(BOOT_STACK_GUARD)
+}
+
 /// The bytes of a boot module (an initrd), read through the physical window.
 ///
 /// The module's frames are reserved in [`init`] and never handed out, and
 /// nothing writes to them, so a shared `'static` slice is sound.
 pub fn boot_module_bytes(module: &crate::boot::BootModule) -> &'static [u8] {
-    let end = module.start.saturating_add(module.len);
+    let end = module.start().saturating_add(module.len());
     assert!(
         end <= MAX_PHYS_BYTES,
         "boot module beyond the physical window"
     );
     // SAFETY: see above; the window maps all physical memory below 4 GiB.
     unsafe {
-        core::slice::from_raw_parts(phys_to_virt(module.start) as *const u8, module.len as usize)
+        core::slice::from_raw_parts(phys_to_virt(module.start()) as *const u8, module.len() as usize)
     }
 }
 
@@ -141,16 +150,39 @@ pub fn frame_stats() -> FrameStats {
     }
 }
 
-/// Allocates one zeroed physical frame.
-pub fn allocate_frame() -> Option<u64> {
-    let address = FRAMES.lock().allocate()?;
-    zero_frame(address);
-    Some(address)
+/// A physical frame handed out by [`allocate_frame`] and owned by its
+/// holder. Only the allocator makes one (the field is private and the type
+/// neither `Clone` nor `Copy`), and [`free_frame`] consumes it: safe code
+/// cannot free a frame it was never given, one in use by the page tables,
+/// or one twice. Dropping it without freeing leaks the frame, nothing
+/// worse.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Frame {
+    address: u64,
 }
 
-/// Frees a frame obtained from [`allocate_frame`].
-pub fn free_frame(address: u64) -> Result<(), crate::frames::FrameError> {
-    FRAMES.lock().free(address)
+impl Frame {
+    /// The frame's physical address.
+    pub fn address(&self) -> u64 {
+        self.address
+    }
+}
+
+/// Allocates one zeroed physical frame.
+pub fn allocate_frame() -> Option<Frame> {
+    let address = FRAMES.lock().allocate()?;
+    zero_frame(address);
+    Some(Frame { address })
+}
+
+/// Gives `frame` back to the allocator.
+pub fn free_frame(frame: Frame) {
+    // A `Frame` came from `allocate_frame` and was not freed since (it is
+    // consumed here), so the allocator has it marked in use.
+    FRAMES
+        .lock()
+        .free(frame.address)
+        .expect("an allocated frame was free");
 }
 
 /// Sets up the frame allocator from the boot memory map and switches to page
@@ -168,7 +200,7 @@ pub fn init(boot_info: &BootInfo) {
         reserved[0] = (0, 0x10_0000);
         reserved[1] = image;
         for (slot, module) in reserved[2..].iter_mut().zip(boot_info.modules()) {
-            *slot = (module.start, module.start + module.len);
+            *slot = (module.start(), module.start() + module.len());
         }
         for region in boot_info
             .memory_regions()
@@ -245,9 +277,15 @@ fn build_kernel_tables(window_bytes: u64) {
                 | PageTableFlags::NO_EXECUTE,
         ),
     ];
+    let boot_stack_guard = linker_symbol!(BOOT_STACK_GUARD);
     for (start, end, flags) in sections {
         let mut virt = start;
         while virt < end {
+            if virt == boot_stack_guard {
+                // Left unmapped: the boot stack's guard page.
+                virt += PAGE_SIZE;
+                continue;
+            }
             let page = Page::<Size4KiB>::containing_address(VirtAddr::new(virt));
             let frame = PhysFrame::containing_address(PhysAddr::new(virt - KERNEL_VIRT_BASE));
             // SAFETY: maps the image onto the frames it was loaded into, as
@@ -443,11 +481,33 @@ pub fn load_unchecked(virt: u64) -> Result<u64, MapError> {
 /// Maps `pages` fresh read-write pages at `virt` in an internal region
 /// (heap or stacks).
 pub(crate) fn map_internal(virt: u64, pages: u64) -> Result<(), MapError> {
+    map_pages(virt, pages, Protection::ReadWrite.flags())
+}
+
+/// Maps `pages` fresh pages from `virt`, all or none: if one fails, the
+/// ones already mapped are unmapped and their frames freed, so the caller
+/// can try the same range again (the heap grows this way; a partial
+/// mapping left behind made every later growth fail on the first page).
+fn map_pages(virt: u64, pages: u64, flags: PageTableFlags) -> Result<(), MapError> {
     for index in 0..pages {
         let page = Page::containing_address(VirtAddr::new(virt + index * PAGE_SIZE));
-        map_fresh(page, Protection::ReadWrite.flags())?;
+        if let Err(error) = map_fresh(page, flags) {
+            unmap_internal(virt, index);
+            return Err(error);
+        }
     }
     Ok(())
+}
+
+/// Maps `pages` kernel pages from `virt` (page aligned, all in the general
+/// region) to fresh zeroed frames, all or none.
+pub fn map_range(virt: u64, pages: u64, protection: Protection) -> Result<(), MapError> {
+    check_general(virt)?;
+    let last = virt.saturating_add(pages.saturating_sub(1).saturating_mul(PAGE_SIZE));
+    if pages > 0 {
+        check_general(last)?;
+    }
+    map_pages(virt, pages, protection.flags())
 }
 
 /// Unmaps `pages` pages at `virt` in an internal region and frees their frames.

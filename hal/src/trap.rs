@@ -58,14 +58,43 @@ pub struct TrapFrame {
     pub vector: u64,
     /// The error code the CPU pushed, or 0.
     pub error_code: u64,
-    pub rip: u64,
-    pub cs: u64,
-    pub rflags: u64,
-    pub rsp: u64,
-    pub ss: u64,
+    // The interrupt frame `iretq` restores: private, so safe code can read
+    // it but never point the return at another address, privilege level,
+    // stack or flags (IOPL, interrupt flag).
+    rip: u64,
+    cs: u64,
+    rflags: u64,
+    rsp: u64,
+    ss: u64,
 }
 
 impl TrapFrame {
+    /// Where the trapped code resumes.
+    pub fn rip(&self) -> u64 {
+        self.rip
+    }
+
+    /// The trapped code's code segment selector (its low bits: the
+    /// privilege level).
+    pub fn cs(&self) -> u64 {
+        self.cs
+    }
+
+    /// The trapped code's flags.
+    pub fn rflags(&self) -> u64 {
+        self.rflags
+    }
+
+    /// The trapped code's stack pointer.
+    pub fn rsp(&self) -> u64 {
+        self.rsp
+    }
+
+    /// The trapped code's stack segment selector.
+    pub fn ss(&self) -> u64 {
+        self.ss
+    }
+
     /// The faulting address of a page fault (CR2); meaningful only while
     /// handling vector 14.
     pub fn fault_address(&self) -> u64 {

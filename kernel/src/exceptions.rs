@@ -45,7 +45,7 @@ fn handle_exception(frame: &mut TrapFrame) {
         BREAKPOINTS.fetch_add(1, Ordering::Relaxed);
         return;
     }
-    let was_in_interrupt_handler = frame.rflags & RFLAGS_INTERRUPT_ENABLE == 0;
+    let was_in_interrupt_handler = frame.rflags() & RFLAGS_INTERRUPT_ENABLE == 0;
     // Aborts (Intel SDM vol. 3, 6.5): the state they interrupted cannot be
     // trusted, so no thread is resumed or stopped cleanly after them.
     let is_abort = ABORT_VECTORS.contains(&frame.vector);
@@ -54,13 +54,13 @@ fn handle_exception(frame: &mut TrapFrame) {
             "fatal {} (vector {}) at RIP={:#x}",
             frame.exception_name(),
             frame.vector,
-            frame.rip
+            frame.rip()
         );
     }
     let fault = Fault {
         vector: frame.vector,
         error_code: frame.error_code,
-        rip: frame.rip,
+        rip: frame.rip(),
         fault_address: if frame.vector == u64::from(PAGE_FAULT_VECTOR) {
             frame.fault_address()
         } else {

@@ -12,7 +12,12 @@
 //! - `crash`: a deliberate page fault on the boot thread, which must be
 //!   reported and end QEMU with a failure status (tests the fatal path);
 //! - `overflow`: a kernel thread overflows its stack into the guard page,
-//!   which must arrive as a reported double fault on its IST stack.
+//!   which must arrive as a reported double fault on its IST stack;
+//! - `boot-overflow`: the same on the boot stack, whose guard page hal
+//!   leaves unmapped.
+//!
+//! `test` and `bench` run on a kernel thread of their own (a guarded stack
+//! with room for extension code), not on the boot stack.
 #![no_std]
 #![no_main]
 
@@ -46,7 +51,7 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
         frames.total as u64 * hal::frames::FRAME_SIZE >> 20
     );
     for module in boot_info.modules() {
-        log::info!("boot module: {} bytes at {:#x}", module.len, module.start);
+        log::info!("boot module: {} bytes at {:#x}", module.len(), module.start());
     }
     hal::timer::init();
     sched::init("main");
@@ -59,33 +64,27 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
     extensions::autoload(boot_info.cmdline_value("spindle.ext").unwrap_or(""));
 
     match boot_info.cmdline_value("spindle.mode").unwrap_or("shell") {
-        "test" => {
-            let is_success = ktests::run_all();
-            qemu::exit(if is_success {
-                qemu::ExitCode::Success
-            } else {
-                qemu::ExitCode::Failure
-            })
-        }
-        "fuzz" => qemu::exit(if fuzz::run() {
-            qemu::ExitCode::Success
-        } else {
-            qemu::ExitCode::Failure
-        }),
+        "test" => exit_with(on_guarded_thread("ktests", ktests::run_all)),
+        "fuzz" => exit_with(fuzz::run()),
         "bench" => {
             let suite = boot_info.cmdline_value("spindle.bench").unwrap_or("all");
-            match bench::run(suite) {
-                Ok(()) => qemu::exit(qemu::ExitCode::Success),
+            exit_with(on_guarded_thread("bench", move || match bench::run(suite) {
+                Ok(()) => true,
                 Err(error) => {
                     log::error!("benchmark suite {suite}: {error}");
-                    qemu::exit(qemu::ExitCode::Failure)
+                    false
                 }
-            }
+            }))
         }
         "crash" => {
             log::info!("crash mode: touching an unmapped page on the boot thread");
             let _ = hal::memory::store_unchecked(hal::memory::GENERAL_BASE + 0xdead_0000, 1);
             panic!("the deliberate page fault did not fault");
+        }
+        "boot-overflow" => {
+            log::info!("boot-overflow mode: the boot thread recurses into its guard page");
+            recurse_forever(0);
+            panic!("the boot stack overflow was not caught");
         }
         "overflow" => {
             log::info!("overflow mode: a kernel thread recurses into its guard page");
@@ -103,6 +102,29 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
         }
         other => panic!("unknown spindle.mode {other:?}"),
     }
+}
+
+/// Runs `work` on a kernel thread of its own, whose stack has a guard page
+/// and room for extension code (the boot stack is small), and returns its
+/// answer; a thread stopped by a CPU exception answers false.
+fn on_guarded_thread(name: &str, work: impl FnOnce() -> bool + Send + 'static) -> bool {
+    let answer = alloc::sync::Arc::new(core::sync::atomic::AtomicBool::new(false));
+    let slot = answer.clone();
+    let thread = sched::spawn_with_stack(name, extensions::EXTENSION_STACK_BYTES, move || {
+        slot.store(work(), core::sync::atomic::Ordering::SeqCst);
+    })
+    .expect("cannot start a kernel thread");
+    matches!(thread.join(), sched::ExitReason::Finished)
+        && answer.load(core::sync::atomic::Ordering::SeqCst)
+}
+
+/// Ends QEMU with success or failure.
+fn exit_with(is_success: bool) -> ! {
+    qemu::exit(if is_success {
+        qemu::ExitCode::Success
+    } else {
+        qemu::ExitCode::Failure
+    })
 }
 
 /// Recurses until the stack runs into its guard page (the `overflow` mode).

@@ -14,7 +14,7 @@ use std::{
 };
 
 use common::{compute_event, Recorder};
-use dispatch::Value;
+use dispatch::Clock;
 use wasm_runtime::{Bind, LoadRequest, Runtime, Services, Strands, WasmValue};
 
 /// Threads as strands, counting how often one waited.
@@ -44,10 +44,21 @@ impl Strands for Threads {
     }
 }
 
-fn runtime(threads: &Arc<Threads>) -> Runtime {
+/// A clock that reads how often a strand yielded: an extension reading it
+/// in a loop waits, deterministically, until another strand has waited
+/// for it.
+struct YieldClock(Arc<Threads>);
+
+impl Clock for YieldClock {
+    fn now_ns(&self) -> u64 {
+        self.0.yields.load(Ordering::Relaxed)
+    }
+}
+
+fn runtime(threads: &Arc<Threads>, console: Arc<Recorder>) -> Runtime {
     Runtime::new(Services {
-        console: Arc::new(Recorder::default()),
-        clock: None,
+        console,
+        clock: Some(Arc::new(YieldClock(threads.clone()))),
         strands: Some(threads.clone()),
     })
 }
@@ -55,44 +66,39 @@ fn runtime(threads: &Arc<Threads>) -> Runtime {
 #[test]
 fn an_extension_busy_on_another_strand_is_waited_for() {
     let threads = Arc::new(Threads::default());
-    let runtime = runtime(&threads);
+    let console = Arc::new(Recorder::default());
+    let runtime = runtime(&threads, console.clone());
+    // `hold` says it is inside, then stays inside until some strand has
+    // yielded waiting for the extension (the clock counts yields).
     let module = wat::parse_str(
         r#"(module
-          (func (export "spin") (param i32)
-            (loop $again
-              (local.set 0 (i32.sub (local.get 0) (i32.const 1)))
-              (br_if $again (local.get 0))))
+          (import "spindle" "log" (func $log (param i32 i32) (result i32)))
+          (import "spindle" "timer_now_ns" (func $now (result i64)))
+          (memory (export "memory") 1)
+          (data (i32.const 0) "inside")
+          (func (export "hold")
+            (drop (call $log (i32.const 0) (i32.const 6)))
+            (loop $wait (br_if $wait (i64.eqz (call $now)))))
           (func (export "get") (result i32) (i32.const 7)))"#,
     )
     .unwrap();
     let extension = runtime.load(LoadRequest::new("shared", &module)).unwrap();
     thread::scope(|scope| {
-        scope.spawn(|| {
-            for _ in 0..100 {
-                extension.call("spin", &[Value::I32(100_000)]).unwrap();
-            }
-        });
-        scope.spawn(|| {
-            for _ in 0..2_000 {
-                // Without waiting, a call landing while `spin` runs on the
-                // other thread was refused as busy.
-                assert_eq!(
-                    extension.call("get", &[]).unwrap(),
-                    Some(WasmValue::I32(7))
-                );
-            }
-        });
+        scope.spawn(|| extension.call("hold", &[]).unwrap());
+        while !console.lines.lock().unwrap().iter().any(|line| line.contains("inside")) {
+            thread::yield_now();
+        }
+        // `hold` is running on the other thread and will not return before
+        // this call has waited: without waiting, it was refused as busy.
+        assert_eq!(extension.call("get", &[]).unwrap(), Some(WasmValue::I32(7)));
     });
-    assert!(
-        threads.yields.load(Ordering::Relaxed) > 0,
-        "the calls never overlapped, so this test proved nothing"
-    );
+    assert!(threads.yields.load(Ordering::Relaxed) > 0);
 }
 
 #[test]
 fn a_reentrant_invocation_is_refused_without_waiting() {
     let threads = Arc::new(Threads::default());
-    let runtime = runtime(&threads);
+    let runtime = runtime(&threads, Arc::new(Recorder::default()));
     let (event, _authority, port) = compute_event();
     // The handler raises its own event again from inside itself.
     let module = wat::parse_str(

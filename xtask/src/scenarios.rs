@@ -150,6 +150,12 @@ pub const SCENARIOS: &[Scenario] = &[
         check: kernel_stack_overflow_is_a_reported_double_fault,
         archive: Archive::Boot,
     },
+    Scenario {
+        name: "boot_stack_overflow_is_a_reported_double_fault",
+        mode: "boot-overflow",
+        check: kernel_stack_overflow_is_a_reported_double_fault,
+        archive: Archive::Boot,
+    },
 ];
 
 /// Options shared by every scenario of one `./x test`.

@@ -31,6 +31,10 @@ pub const TESTS: &[KernelTest] = &[
         name: "thread_exit_frees_its_stack",
         run: thread_exit_frees_its_stack,
     },
+    KernelTest {
+        name: "irq_locks_released_out_of_order_keep_interrupts_off",
+        run: irq_locks_released_out_of_order_keep_interrupts_off,
+    },
 ];
 
 fn timer_ticks_advance() -> TestResult {
@@ -185,5 +189,31 @@ fn thread_exit_frees_its_stack() -> TestResult {
         "50 threads leaked {} frames",
         before.saturating_sub(after)
     );
+    Ok(())
+}
+
+/// Interrupts stay off until the last interrupt-disabling lock is released,
+/// whatever the order: take A, take B, release A, and B is still held with
+/// interrupts off (a timer handler taking B would otherwise spin forever).
+fn irq_locks_released_out_of_order_keep_interrupts_off() -> TestResult {
+    ensure!(
+        hal::cpu::are_interrupts_enabled(),
+        "the test thread runs with interrupts off"
+    );
+    let first = hal::sync::IrqMutex::new(1u32);
+    let second = hal::sync::IrqMutex::new(2u32);
+    let a = first.lock();
+    let b = second.lock();
+    let held = hal::sync::locks_held();
+    drop(a);
+    let on_with_b_held = hal::cpu::are_interrupts_enabled();
+    drop(b);
+    let on_after_both = hal::cpu::are_interrupts_enabled();
+    ensure!(held >= 2, "two locks held, but the CPU counts {held}");
+    ensure!(
+        !on_with_b_held,
+        "releasing the first lock turned interrupts on while the second is held"
+    );
+    ensure!(on_after_both, "interrupts stayed off after both locks were released");
     Ok(())
 }
