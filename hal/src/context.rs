@@ -21,6 +21,7 @@ use core::{
 };
 
 use crate::{
+    address_space::{self, AddressSpace},
     memory::{self, MapError, PAGE_SIZE, STACKS_BASE},
     sync::IrqMutex,
 };
@@ -92,12 +93,24 @@ pub struct Context {
     is_finished: AtomicBool,
     /// The stack, or `None` for the boot thread (which runs on the boot stack).
     stack: Option<KernelStack>,
+    /// The user address space the thread runs in, if it is a user thread
+    /// (`None`: the kernel's page tables).
+    address_space: IrqMutex<Option<Arc<AddressSpace>>>,
+    /// While the thread runs a user program (`user::run`): the kernel stack
+    /// pointer `user::end` resumes at; 0 otherwise. Written only by the
+    /// thread itself.
+    user_resume_rsp: UnsafeCell<u64>,
+    /// While the thread runs a user program: the top of the part of its
+    /// kernel stack that entries from user mode use, below `user::run`'s
+    /// frame (they must not overwrite it); 0 otherwise.
+    user_entry_top: AtomicU64,
     /// Identifier, for diagnostics.
     id: u64,
 }
 
 // SAFETY: `saved_rsp` is only accessed by the switch code with interrupts
-// disabled on the single CPU, so never concurrently.
+// disabled on the single CPU, so never concurrently; `user_resume_rsp` only
+// by the thread the context belongs to.
 unsafe impl Sync for Context {}
 // SAFETY: as above; the other fields are Send.
 unsafe impl Send for Context {}
@@ -114,6 +127,9 @@ impl Context {
             entry: IrqMutex::new(Some(entry)),
             is_finished: AtomicBool::new(false),
             stack: Some(stack),
+            address_space: IrqMutex::new(None),
+            user_resume_rsp: UnsafeCell::new(0),
+            user_entry_top: AtomicU64::new(0),
             id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
         });
         // Initial frame, as `hal_switch_stacks` pops it: rflags (interrupts
@@ -164,6 +180,9 @@ pub fn adopt_boot_thread() -> Arc<Context> {
         entry: IrqMutex::new(None),
         is_finished: AtomicBool::new(false),
         stack: None,
+        address_space: IrqMutex::new(None),
+        user_resume_rsp: UnsafeCell::new(0),
+        user_entry_top: AtomicU64::new(0),
         id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
     });
     let mut current = CURRENT.lock();
@@ -219,14 +238,105 @@ extern "C" fn hal_thread_start(context: *const Context) -> ! {
     let context = unsafe { &*context };
     let entry = context.entry.lock().take().expect("a thread started twice");
     crate::cpu::enable_interrupts();
+    // The entry returns here, so its box (and whatever it captured) is
+    // freed; then the scheduler's hook ends the thread with nothing of it
+    // left on this stack. (A thread that ended inside its boxed entry leaked
+    // the box: one allocation per thread whose closure captured anything.)
     entry();
+    let on_return = THREAD_RETURN.load(Ordering::Acquire);
+    if on_return != 0 {
+        // SAFETY: non-zero values are only ever stored from a `fn() -> !`.
+        let on_return = unsafe { core::mem::transmute::<usize, fn() -> !>(on_return) };
+        on_return();
+    }
     panic!("kernel thread {} returned from its entry", context.id);
+}
+
+/// What runs when a thread's entry returns (the scheduler's exit), as a
+/// `fn() -> !` address; 0 = none.
+static THREAD_RETURN: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+
+/// Sets what runs when a thread's entry returns: it must end the thread.
+pub fn set_thread_return(on_return: fn() -> !) {
+    THREAD_RETURN.store(on_return as usize, Ordering::Release);
 }
 
 /// Completes a switch on the incoming side: drops a finished context.
 fn finish_switch() {
     let finished = FINISHED.lock().take();
     drop(finished);
+}
+
+/// Makes the CPU ready to run `to`: its address space in CR3, and its
+/// kernel stack as the one traps and system calls from user mode land on.
+fn prepare_to_run(to: &Context) {
+    let root = to
+        .address_space
+        .lock()
+        .as_ref()
+        .map_or_else(memory::kernel_root, |space| space.root());
+    address_space::activate(root);
+    if let Some(stack) = &to.stack {
+        let entry_top = match to.user_entry_top.load(Ordering::Relaxed) {
+            0 => stack.top(),
+            top => top,
+        };
+        crate::gdt::set_kernel_stack(entry_top);
+        crate::user::set_syscall_stack(entry_top);
+    }
+}
+
+/// Runs the current thread in `space` (a user address space) or, with
+/// `None`, in the kernel's page tables alone. The thread holds the address
+/// space until it ends or sets another.
+pub fn set_address_space(space: Option<Arc<AddressSpace>>) {
+    crate::cpu::without_interrupts(|| {
+        let current = CURRENT.lock().clone().expect("no current context");
+        let previous = core::mem::replace(&mut *current.address_space.lock(), space);
+        prepare_to_run(&current);
+        // Dropped after CR3 moved away from it.
+        drop(previous);
+    });
+}
+
+/// The running thread's slot for `user::run`'s resume point, if it has a
+/// kernel stack of its own (every thread but the boot thread), which traps
+/// from user mode can land on.
+pub(crate) fn current_user_resume_slot() -> Option<*mut u64> {
+    let current = CURRENT.lock();
+    let context = current.as_ref()?;
+    context.stack.as_ref()?;
+    // The Context lives as long as the thread (CURRENT holds it), and only
+    // this thread touches the slot.
+    Some(context.user_resume_rsp.get())
+}
+
+/// The resume point of the running thread's `user::run`, if it is in one.
+pub(crate) fn current_user_resume_rsp() -> Option<u64> {
+    let current = CURRENT.lock();
+    let context = current.as_ref()?;
+    // SAFETY: only the running thread reads or writes its own slot.
+    let rsp = unsafe { *context.user_resume_rsp.get() };
+    (rsp != 0).then_some(rsp)
+}
+
+/// Marks the running thread as in `user::run`, with entries from user mode
+/// using its kernel stack below `entry_top` (interrupts disabled).
+pub(crate) fn set_user_entry_top(entry_top: u64) {
+    if let Some(context) = CURRENT.lock().as_ref() {
+        context.user_entry_top.store(entry_top, Ordering::Relaxed);
+        crate::gdt::set_kernel_stack(entry_top);
+        crate::user::set_syscall_stack(entry_top);
+    }
+}
+
+/// Marks the running thread as out of `user::run`.
+pub(crate) fn clear_user_resume_slot() {
+    if let Some(context) = CURRENT.lock().as_ref() {
+        // SAFETY: only the running thread reads or writes its own slot.
+        unsafe { *context.user_resume_rsp.get() = 0 };
+        context.user_entry_top.store(0, Ordering::Relaxed);
+    }
 }
 
 /// The stack pointer to resume `to` at.
@@ -271,6 +381,7 @@ pub fn switch_to(to: Arc<Context>) {
         from
     };
     let new_rsp = resume_rsp(&to);
+    prepare_to_run(&to);
     drop(to); // CURRENT holds it now.
               // SAFETY: interrupts are off; `from` stays alive in this frame while the
               // thread is suspended; `new_rsp` belongs to the context CURRENT holds.
@@ -297,6 +408,7 @@ pub fn exit_to(to: Arc<Context>) -> ! {
     let previous = FINISHED.lock().replace(from);
     assert!(previous.is_none(), "two finished contexts pending");
     let new_rsp = resume_rsp(&to);
+    prepare_to_run(&to);
     drop(to); // CURRENT holds it now; this frame is never resumed.
               // SAFETY: interrupts are off; FINISHED keeps `from` alive until the next
               // thread runs, after the switch has written `save_rsp`; `new_rsp`

@@ -9,6 +9,8 @@
 //!   the global allocator.
 //! - [`timer`], [`cpu`]: TSC and local APIC timer, interrupt control.
 //! - [`context`]: kernel thread stacks and the context switch.
+//! - [`user`], [`address_space`]: ring 3, the `syscall` entry, user memory
+//!   access, and user page tables.
 //! - [`sync`]: interrupt-safe spin locks.
 //! - [`qemu`]: exiting QEMU with a status for the test harness.
 //!
@@ -21,6 +23,8 @@ extern crate alloc;
 
 pub mod frames;
 
+#[cfg(target_os = "none")]
+pub mod address_space;
 #[cfg(target_os = "none")]
 pub mod boot;
 #[cfg(target_os = "none")]
@@ -43,3 +47,5 @@ pub mod sync;
 pub mod timer;
 #[cfg(target_os = "none")]
 pub mod trap;
+#[cfg(target_os = "none")]
+pub mod user;

@@ -80,13 +80,22 @@ macro_rules! linker_symbol {
 }
 
 /// The frame allocator. Lock order: `PAGE_TABLES` before `FRAMES`.
-static FRAMES: IrqMutex<FrameBitmap> = IrqMutex::new(FrameBitmap::new());
+pub(crate) static FRAMES: IrqMutex<FrameBitmap> = IrqMutex::new(FrameBitmap::new());
+
+/// Physical address of the kernel's PML4 (the root of every kernel thread's
+/// address space; user address spaces share its upper half).
+static KERNEL_ROOT: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+/// Physical address of the kernel's PML4 (0 before [`init`]).
+pub(crate) fn kernel_root() -> u64 {
+    KERNEL_ROOT.load(core::sync::atomic::Ordering::Relaxed)
+}
 
 /// The kernel's page tables, once [`init`] has built them.
 static PAGE_TABLES: IrqMutex<Option<OffsetPageTable<'static>>> = IrqMutex::new(None);
 
 /// Allocation of page-table frames from [`FRAMES`].
-struct TableFrames<'a>(&'a mut FrameBitmap);
+pub(crate) struct TableFrames<'a>(pub(crate) &'a mut FrameBitmap);
 
 // SAFETY: every frame returned comes from the bitmap, which hands out each
 // free frame once, and is zeroed before being returned.
@@ -296,6 +305,25 @@ fn build_kernel_tables(window_bytes: u64) {
             virt += PAGE_SIZE;
         }
     }
+    // 3. Every upper-half PML4 entry gets its PDPT now, so kernel mappings
+    //    made later never add a PML4 entry: user address spaces copy these
+    //    256 entries once and stay in step with the kernel for good.
+    for index in 256..512 {
+        if mapper.level_4_table()[index].is_unused() {
+            let table = table_frames
+                .allocate_frame()
+                .expect("no frame for a kernel PDPT");
+            mapper.level_4_table_mut()[index].set_frame(
+                table,
+                PageTableFlags::PRESENT | PageTableFlags::WRITABLE,
+            );
+        }
+    }
+    KERNEL_ROOT.store(
+        pml4_frame.start_address().as_u64(),
+        core::sync::atomic::Ordering::Relaxed,
+    );
+
     drop(frames);
 
     // The new tables map the kernel image (this code; the boot stack is in

@@ -212,6 +212,12 @@ hal_trap_stubs:
     .endr
 
 hal_trap_common:
+    /* From ring 3 (the CS the CPU pushed, above vector and error code):
+       GS becomes the kernel's (see `user`). */
+    test qword ptr [rsp + 24], 3
+    jz 1f
+    swapgs
+1:
     push rax
     push rbx
     push rcx
@@ -246,6 +252,11 @@ hal_trap_common:
     pop rbx
     pop rax
     add rsp, 16
+    /* Back to ring 3: GS becomes the user's again. */
+    test qword ptr [rsp + 8], 3
+    jz 2f
+    swapgs
+2:
     iretq
 "#,
     dispatch = sym hal_trap_dispatch,
@@ -288,6 +299,14 @@ fn load_handler(slot: &AtomicUsize) -> Option<TrapHandler> {
 
 /// Called by the common entry path with the saved registers.
 extern "C" fn hal_trap_dispatch(frame: &mut TrapFrame) {
+    // A page fault inside a user-memory copy is the copy's to report: it
+    // resumes at its fix-up, which returns the fault to its caller.
+    if frame.vector == u64::from(PAGE_FAULT_VECTOR) && !frame.is_from_user() {
+        if let Some(fixup) = crate::user::fixup_user_copy(frame.rip) {
+            frame.rip = fixup;
+            return;
+        }
+    }
     if frame.vector < u64::from(EXCEPTION_VECTORS) {
         match load_handler(&EXCEPTION_HANDLER) {
             Some(handler) => handler(frame),

@@ -67,6 +67,11 @@ fn handle_exception(frame: &mut TrapFrame) {
             0
         },
     };
+    if frame.is_from_user() {
+        // A program's fault ends that program; the kernel goes on.
+        hal::console::emergency_write_fmt(format_args!("  -> ending the user program\n"));
+        crate::user::fault(fault);
+    }
     hal::console::emergency_write_fmt(format_args!("  -> stopping the faulting thread\n"));
     sched::exit(ExitReason::Faulted(fault));
 }

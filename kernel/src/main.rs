@@ -30,6 +30,8 @@ mod fuzz;
 mod ktests;
 mod logger;
 mod shell;
+mod syscalls;
+mod user;
 
 use core::panic::PanicInfo;
 
@@ -43,6 +45,7 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
     log::info!("Spindle booting; command line: {:?}", boot_info.cmdline());
     hal::gdt::init();
     hal::trap::init();
+    hal::user::init();
     exceptions::init();
     hal::memory::init(boot_info);
     let frames = hal::memory::frame_stats();
@@ -60,6 +63,7 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
         .modules()
         .first()
         .map_or(&[][..], hal::memory::boot_module_bytes);
+    syscalls::init();
     extensions::init(archive);
     extensions::autoload(boot_info.cmdline_value("spindle.ext").unwrap_or(""));
 

@@ -117,7 +117,7 @@ pub fn qemu_args(config: &BootConfig) -> Vec<String> {
         "-smp",
         "1",
         "-cpu",
-        "qemu64",
+        "qemu64,+smep,+smap",
         "-display",
         "none",
         "-no-reboot",

@@ -11,6 +11,7 @@ mod extensions;
 mod memory;
 mod threads;
 mod traps;
+mod user;
 
 /// A test's outcome: `Err` says what went wrong.
 pub type TestResult = Result<(), String>;
@@ -35,11 +36,12 @@ pub(crate) use ensure;
 
 /// Runs every test; returns whether all passed.
 pub fn run_all() -> bool {
-    let groups: [&[KernelTest]; 4] = [
+    let groups: [&[KernelTest]; 5] = [
         memory::TESTS,
         traps::TESTS,
         threads::TESTS,
         extensions::TESTS,
+        user::TESTS,
     ];
     let (mut passed, mut failed) = (0, 0);
     // The harness checks that this many passed: a runner that stopped

@@ -210,6 +210,7 @@ impl Scheduler {
 /// Starts the scheduler: the running boot code becomes thread `name`, and
 /// the idle thread is created. Call once, after the heap and timer are up.
 pub fn init(name: &str) {
+    context::set_thread_return(thread_returned);
     let boot_context = context::adopt_boot_thread();
     let idle_context = Context::new(
         KernelStack::new(16 * 1024).expect("no memory for the idle thread"),
@@ -287,13 +288,9 @@ pub fn spawn_with_stack(
     entry: impl FnOnce() + Send + 'static,
 ) -> Result<JoinHandle, SpawnError> {
     let stack = KernelStack::new(stack_bytes).map_err(|_| SpawnError::OutOfMemory)?;
-    let context = Context::new(
-        stack,
-        Box::new(move || {
-            entry();
-            exit(ExitReason::Finished);
-        }),
-    );
+    // The entry returns to hal, which then calls `thread_returned` (set in
+    // `init`): the boxed entry is freed before the thread ends.
+    let context = Context::new(stack, Box::new(entry));
     let (id, completion) = with_scheduler(|scheduler| {
         let (id, completion) = scheduler.add(name, context, false);
         scheduler.ready.push_back(id);
@@ -312,6 +309,11 @@ fn switch_if(next: Option<Arc<Context>>) {
     if let Some(next) = next {
         context::switch_to(next);
     }
+}
+
+/// Ends a thread whose entry returned (hal calls it, see `init`).
+fn thread_returned() -> ! {
+    exit(ExitReason::Finished)
 }
 
 /// Gives up the CPU to the next ready thread, if any.

@@ -1,0 +1,493 @@
+//! User mode: entering ring 3, the `syscall` entry, and copying to and from
+//! user memory.
+//!
+//! - **Segments and stacks.** The GDT has user code and data segments in
+//!   the order `syscall`/`sysret` need (`gdt`). A trap from ring 3 lands on
+//!   the running thread's own kernel stack (TSS RSP0); `syscall` switches to
+//!   the same stack through the CPU-local area below. The context switch
+//!   sets both for the incoming thread (`context`).
+//! - **GS.** In kernel mode GS points at the CPU-local area, in user mode
+//!   at the user's (0): `syscall` and every trap or interrupt from ring 3
+//!   execute `swapgs` on the way in and out, so the kernel can always find
+//!   its stack, and a user can never make the kernel use a GS of its own.
+//! - **System calls** use the Linux ABI: number in RAX, arguments in RDI,
+//!   RSI, RDX, R10, R8, R9, result in RAX. The entry saves the user's state
+//!   as a [`SyscallFrame`] on the kernel stack and calls the registered
+//!   [`SyscallHandler`] with interrupts enabled.
+//! - **User memory** is reached only through [`copy_from_user`] and
+//!   [`copy_to_user`]: the range is checked to lie in the user half, SMAP is
+//!   lifted only for the copy (`stac`/`clac`), and a fault inside the copy
+//!   (an unmapped user page) returns [`UserFault`] instead of faulting the
+//!   kernel (the trap dispatcher resumes the copy at its fix-up label).
+
+use core::{
+    arch::global_asm,
+    cell::UnsafeCell,
+    sync::atomic::{AtomicUsize, Ordering},
+};
+
+use x86_64::{
+    registers::{
+        control::{Cr4, Cr4Flags},
+        model_specific::{Efer, EferFlags, GsBase, KernelGsBase, LStar, SFMask, Star},
+        rflags::RFlags,
+    },
+    VirtAddr,
+};
+
+use crate::gdt;
+
+/// First address above the user half (the canonical lower half).
+pub const USER_END: u64 = 0x0000_8000_0000_0000;
+
+/// Room left on the kernel stack for `hal_user_run`'s own pushes (six
+/// callee-saved registers, the return address, the five-word interrupt
+/// frame) between `run`'s frame and the stack entries from user mode use.
+const USER_RUN_FRAME_BYTES: u64 = 256;
+
+/// RFLAGS.IF.
+const RFLAGS_INTERRUPT_ENABLE: u64 = 1 << 9;
+/// RFLAGS bit 1 is always set.
+const RFLAGS_RESERVED_ONE: u64 = 1 << 1;
+
+/// What `syscall` needs without a free register: the kernel stack to
+/// switch to, and a slot for the user's stack pointer. `GS` points here in
+/// kernel mode.
+#[repr(C)]
+struct CpuLocal {
+    /// Offset 0: top of the running thread's kernel stack.
+    kernel_rsp: u64,
+    /// Offset 8: the user's RSP while the entry saves it.
+    user_rsp: u64,
+}
+
+struct CpuLocalCell(UnsafeCell<CpuLocal>);
+
+// SAFETY: one CPU. `kernel_rsp` is written by the context switch with
+// interrupts disabled; both fields are otherwise touched only by the entry
+// stub, with interrupts disabled (SFMASK clears IF on `syscall`).
+unsafe impl Sync for CpuLocalCell {}
+
+static CPU_LOCAL: CpuLocalCell = CpuLocalCell(UnsafeCell::new(CpuLocal {
+    kernel_rsp: 0,
+    user_rsp: 0,
+}));
+
+/// Sets the kernel stack `syscall` switches to. Only the context switch
+/// calls it, with the incoming thread's stack top and interrupts disabled.
+pub(crate) fn set_syscall_stack(top: u64) {
+    debug_assert!(!crate::cpu::are_interrupts_enabled());
+    // SAFETY: see `CpuLocalCell`.
+    unsafe { (*CPU_LOCAL.0.get()).kernel_rsp = top };
+}
+
+/// The user state a system call saved, in the order the entry stub pushes
+/// it. The number, arguments and result are the handler's to read and
+/// write; where the call returns to (RIP, RFLAGS, RSP) is not, so safe code
+/// cannot send `sysret` anywhere but back to the caller.
+#[repr(C)]
+#[derive(Debug)]
+pub struct SyscallFrame {
+    r15: u64,
+    r14: u64,
+    r13: u64,
+    r12: u64,
+    rbp: u64,
+    rbx: u64,
+    r9: u64,
+    r8: u64,
+    r10: u64,
+    rdx: u64,
+    rsi: u64,
+    rdi: u64,
+    rax: u64,
+    rip: u64,
+    rflags: u64,
+    rsp: u64,
+}
+
+impl SyscallFrame {
+    /// The system call number (RAX on entry).
+    pub fn number(&self) -> u64 {
+        self.rax
+    }
+
+    /// The six arguments (RDI, RSI, RDX, R10, R8, R9).
+    pub fn args(&self) -> [u64; 6] {
+        [self.rdi, self.rsi, self.rdx, self.r10, self.r8, self.r9]
+    }
+
+    /// Sets the result the caller finds in RAX.
+    pub fn set_result(&mut self, value: u64) {
+        self.rax = value;
+    }
+
+    /// Where the call returns to.
+    pub fn rip(&self) -> u64 {
+        self.rip
+    }
+
+    /// The caller's stack pointer.
+    pub fn rsp(&self) -> u64 {
+        self.rsp
+    }
+}
+
+/// Handles a system call; runs on the calling thread's kernel stack with
+/// interrupts enabled. It may end the thread instead of returning.
+pub type SyscallHandler = fn(&mut SyscallFrame);
+
+static SYSCALL_HANDLER: AtomicUsize = AtomicUsize::new(0);
+
+/// Registers the system-call handler.
+pub fn set_syscall_handler(handler: SyscallHandler) {
+    SYSCALL_HANDLER.store(handler as usize, Ordering::Release);
+}
+
+global_asm!(
+    r#"
+    .section .text.hal_syscall, "ax"
+    .global hal_syscall_entry
+hal_syscall_entry:
+    swapgs
+    mov gs:[8], rsp
+    mov rsp, gs:[0]
+    push qword ptr gs:[8]
+    push r11
+    push rcx
+    push rax
+    push rdi
+    push rsi
+    push rdx
+    push r10
+    push r8
+    push r9
+    push rbx
+    push rbp
+    push r12
+    push r13
+    push r14
+    push r15
+    mov rdi, rsp
+    cld
+    call {dispatch}
+    pop r15
+    pop r14
+    pop r13
+    pop r12
+    pop rbp
+    pop rbx
+    pop r9
+    pop r8
+    pop r10
+    pop rdx
+    pop rsi
+    pop rdi
+    pop rax
+    pop rcx
+    pop r11
+    /* Interrupts are off (the dispatcher turned them off): nothing can
+       run on the user stack between this and sysret. */
+    mov rsp, [rsp]
+    swapgs
+    sysretq
+
+    .global hal_user_run
+hal_user_run:
+    /* rdi = user rip, rsi = user rsp, rdx = user cs, rcx = user ss,
+       r8 = rflags, r9 = where to keep the kernel stack pointer that
+       `hal_user_return` resumes at. Saves the callee-saved registers, then
+       builds an interrupt frame and leaves with no kernel value in any
+       register. */
+    push rbx
+    push rbp
+    push r12
+    push r13
+    push r14
+    push r15
+    mov [r9], rsp
+    push rcx
+    push rsi
+    push r8
+    push rdx
+    push rdi
+    xor eax, eax
+    xor ebx, ebx
+    xor ecx, ecx
+    xor edx, edx
+    xor esi, esi
+    xor edi, edi
+    xor ebp, ebp
+    xor r8d, r8d
+    xor r9d, r9d
+    xor r10d, r10d
+    xor r11d, r11d
+    xor r12d, r12d
+    xor r13d, r13d
+    xor r14d, r14d
+    xor r15d, r15d
+    swapgs
+    iretq
+
+    .global hal_user_return
+hal_user_return:
+    /* rdi = the stack pointer `hal_user_run` kept, rsi = its result:
+       resumes `hal_user_run`'s caller as if it had returned. */
+    mov rsp, rdi
+    mov rax, rsi
+    pop r15
+    pop r14
+    pop r13
+    pop r12
+    pop rbp
+    pop rbx
+    ret
+
+    .global hal_copy_user
+hal_copy_user:
+    /* rdi = destination, rsi = source, rdx = length; rax = 0, or 1 if a
+       page fault hit the copy (the trap dispatcher resumes at the fix-up). */
+    mov rcx, rdx
+    stac
+    .global hal_copy_user_start
+hal_copy_user_start:
+    rep movsb
+    .global hal_copy_user_end
+hal_copy_user_end:
+    clac
+    xor eax, eax
+    ret
+    .global hal_copy_user_fixup
+hal_copy_user_fixup:
+    clac
+    mov eax, 1
+    ret
+"#,
+    dispatch = sym hal_syscall_dispatch,
+);
+
+extern "C" {
+    fn hal_syscall_entry();
+    fn hal_user_run(rip: u64, rsp: u64, cs: u64, ss: u64, rflags: u64, resume: *mut u64) -> u64;
+    fn hal_user_return(resume_rsp: u64, result: u64) -> !;
+    fn hal_copy_user(destination: *mut u8, source: *const u8, len: u64) -> u64;
+    static hal_copy_user_start: u8;
+    static hal_copy_user_end: u8;
+    static hal_copy_user_fixup: u8;
+}
+
+/// Called by the entry stub on the kernel stack, interrupts disabled.
+extern "C" fn hal_syscall_dispatch(frame: &mut SyscallFrame) {
+    crate::cpu::enable_interrupts();
+    let handler = SYSCALL_HANDLER.load(Ordering::Acquire);
+    if handler == 0 {
+        frame.set_result(-38i64 as u64); // ENOSYS
+    } else {
+        // SAFETY: non-zero values are only ever stored from a
+        // `SyscallHandler`.
+        let handler = unsafe { core::mem::transmute::<usize, SyscallHandler>(handler) };
+        handler(frame);
+    }
+    crate::cpu::disable_interrupts();
+}
+
+/// Sets up `syscall`/`sysret` (EFER.SCE, STAR, LSTAR, SFMASK), points GS at
+/// the CPU-local area, and turns on SMEP and SMAP where the CPU has them.
+/// Call once, after `gdt::init`.
+pub fn init() {
+    let selectors = gdt::selectors();
+    Star::write(
+        selectors.user_code,
+        selectors.user_data,
+        selectors.kernel_code,
+        selectors.kernel_data,
+    )
+    .expect("the GDT's segment order fits syscall/sysret");
+    LStar::write(VirtAddr::new(hal_syscall_entry as *const () as u64));
+    // Interrupts off, direction and trap flags clear, AC clear (so SMAP
+    // applies) on entry.
+    SFMask::write(
+        RFlags::INTERRUPT_FLAG
+            | RFlags::DIRECTION_FLAG
+            | RFlags::TRAP_FLAG
+            | RFlags::ALIGNMENT_CHECK,
+    );
+    // SAFETY: enabling `syscall` changes nothing until a user executes it,
+    // and the handler is installed above.
+    unsafe { Efer::update(|flags| *flags |= EferFlags::SYSTEM_CALL_EXTENSIONS) };
+    GsBase::write(VirtAddr::new(CPU_LOCAL.0.get() as u64));
+    KernelGsBase::write(VirtAddr::new(0));
+    let features = core::arch::x86_64::__cpuid_count(7, 0).ebx;
+    let mut cr4 = Cr4Flags::empty();
+    if features & (1 << 7) != 0 {
+        cr4 |= Cr4Flags::SUPERVISOR_MODE_EXECUTION_PROTECTION;
+    }
+    if features & (1 << 20) != 0 {
+        cr4 |= Cr4Flags::SUPERVISOR_MODE_ACCESS_PREVENTION;
+    }
+    // SAFETY: SMEP only forbids the kernel to execute user pages, which it
+    // never does; SMAP forbids it to touch them outside `hal_copy_user`,
+    // which lifts it with `stac`.
+    unsafe { Cr4::update(|flags| *flags |= cr4) };
+}
+
+/// Whether SMEP and SMAP are on.
+pub fn protections() -> (bool, bool) {
+    let flags = Cr4::read();
+    (
+        flags.contains(Cr4Flags::SUPERVISOR_MODE_EXECUTION_PROTECTION),
+        flags.contains(Cr4Flags::SUPERVISOR_MODE_ACCESS_PREVENTION),
+    )
+}
+
+/// Where a user program starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UserEntry {
+    /// First instruction.
+    pub rip: u64,
+    /// Initial stack pointer.
+    pub rsp: u64,
+}
+
+/// Why user mode could not be entered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EnterError {
+    /// The entry point or stack is not in the user half.
+    NotUserAddress,
+    /// The running thread has no kernel stack of its own (the boot thread).
+    NoKernelStack,
+}
+
+/// Runs this thread in ring 3 from `entry`, with interrupts enabled and
+/// every register cleared, until the kernel ends the user program with
+/// [`end`]; returns the value given there. Meanwhile the thread comes back
+/// into the kernel only through system calls, traps and interrupts, on its
+/// own kernel stack.
+///
+/// The caller must have made the thread's address space map `entry` (see
+/// `context::set_address_space`); if it does not, the first instruction
+/// faults in ring 3, which the trap handler sees as the program's fault.
+pub fn run(entry: UserEntry) -> Result<u64, EnterError> {
+    if entry.rip >= USER_END || entry.rsp > USER_END {
+        return Err(EnterError::NotUserAddress);
+    }
+    let resume = crate::context::current_user_resume_slot().ok_or(EnterError::NoKernelStack)?;
+    let selectors = gdt::selectors();
+    let were_enabled = crate::cpu::are_interrupts_enabled();
+    crate::cpu::disable_interrupts();
+    // Entries from user mode (system calls, traps) must land below this
+    // frame and what `hal_user_run` pushes (at most 96 bytes), or they would
+    // overwrite the state `end` resumes: they get the stack from here down.
+    let here: u64;
+    // SAFETY: reads the stack pointer; no memory is touched.
+    unsafe { core::arch::asm!("mov {}, rsp", out(reg) here, options(nomem, nostack, preserves_flags)) };
+    crate::context::set_user_entry_top((here - USER_RUN_FRAME_BYTES) & !0xf);
+    // SAFETY: the target is ring 3 (user selectors, RPL 3) at a user-half
+    // address, so it cannot run with kernel privileges or address kernel
+    // memory; traps from there land on this thread's own kernel stack
+    // (checked above, set by the context switch); interrupts are off until
+    // `iretq` loads the new flags. `resume` is this thread's own slot; it
+    // holds this frame's stack pointer until `end` resumes here, and this
+    // frame stays live (the thread runs nothing else of the kernel's below
+    // it but the entries from user mode, which `end` abandons).
+    let result = unsafe {
+        hal_user_run(
+            entry.rip,
+            entry.rsp,
+            u64::from(selectors.user_code.0),
+            u64::from(selectors.user_data.0),
+            RFLAGS_INTERRUPT_ENABLE | RFLAGS_RESERVED_ONE,
+            resume,
+        )
+    };
+    crate::context::clear_user_resume_slot();
+    if were_enabled {
+        crate::cpu::enable_interrupts();
+    }
+    Ok(result)
+}
+
+/// Ends the user program of the running thread: [`run`] returns `result`.
+/// Called by a system call (exit) or the trap handler (a fault in ring 3),
+/// on the thread's kernel stack. The kernel frames between `run` and here
+/// are abandoned without running their destructors (as `mem::forget`
+/// would): callers hold no locks or resources at this point.
+///
+/// Returns only if the running thread is not in [`run`].
+pub fn end(result: u64) {
+    let Some(resume_rsp) = crate::context::current_user_resume_rsp() else {
+        return;
+    };
+    crate::cpu::disable_interrupts();
+    // SAFETY: `resume_rsp` was stored by `hal_user_run` on this thread's own
+    // kernel stack, in a frame that is still live (the thread is inside
+    // `run`, whose frame lies above every frame of the kernel entry from
+    // user mode); restoring it resumes `run`. Interrupts are off, so nothing
+    // runs on the abandoned frames.
+    unsafe { hal_user_return(resume_rsp, result) }
+}
+
+/// A user address that could not be read or written: outside the user
+/// half, or not mapped with the needed access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UserFault;
+
+fn check_user_range(address: u64, len: usize) -> Result<(), UserFault> {
+    match address.checked_add(len as u64) {
+        Some(end) if end <= USER_END => Ok(()),
+        _ => Err(UserFault),
+    }
+}
+
+/// Copies `destination.len()` bytes from user address `source` of the
+/// running thread's address space.
+pub fn copy_from_user(destination: &mut [u8], source: u64) -> Result<(), UserFault> {
+    check_user_range(source, destination.len())?;
+    // SAFETY: the destination is a live kernel buffer of the given length;
+    // the source range lies in the user half, where a bad or unmapped
+    // address faults inside `hal_copy_user`, whose fault the trap dispatcher
+    // turns into a return of 1 (see `fixup_user_copy`). No kernel memory is
+    // reachable through a user-half address.
+    let faulted = unsafe {
+        hal_copy_user(
+            destination.as_mut_ptr(),
+            source as *const u8,
+            destination.len() as u64,
+        )
+    };
+    if faulted == 0 {
+        Ok(())
+    } else {
+        Err(UserFault)
+    }
+}
+
+/// Copies `source` to user address `destination` of the running thread's
+/// address space.
+pub fn copy_to_user(destination: u64, source: &[u8]) -> Result<(), UserFault> {
+    check_user_range(destination, source.len())?;
+    // SAFETY: as in `copy_from_user`, with the roles swapped: the writes go
+    // only to user-half addresses, and a fault returns 1.
+    let faulted = unsafe {
+        hal_copy_user(
+            destination as *mut u8,
+            source.as_ptr(),
+            source.len() as u64,
+        )
+    };
+    if faulted == 0 {
+        Ok(())
+    } else {
+        Err(UserFault)
+    }
+}
+
+/// If a kernel-mode page fault at `rip` hit a user copy, the address the
+/// copy resumes at (its fix-up, which reports the fault).
+pub(crate) fn fixup_user_copy(rip: u64) -> Option<u64> {
+    let start = core::ptr::addr_of!(hal_copy_user_start) as u64;
+    let end = core::ptr::addr_of!(hal_copy_user_end) as u64;
+    (start..end)
+        .contains(&rip)
+        .then(|| core::ptr::addr_of!(hal_copy_user_fixup) as u64)
+}

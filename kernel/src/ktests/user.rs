@@ -1,0 +1,329 @@
+//! User mode: programs in ring 3, in address spaces of their own, whose
+//! system calls raise `MachineTrap.Syscall` and whose faults end only
+//! themselves.
+//!
+//! The programs are x86-64 machine code, assembled from the text above
+//! each (`as --64`, Intel syntax), loaded at `user::CODE_BASE`.
+
+use alloc::format;
+
+use dispatch::{Install, Order, Principal};
+use sched::Fault;
+
+use super::{ensure, KernelTest, TestResult};
+use crate::{
+    syscalls::{self, errno},
+    user::{self, UserExit},
+};
+
+pub const TESTS: &[KernelTest] = &[
+    KernelTest {
+        name: "user_program_writes_and_exits_through_machine_trap_syscall",
+        run: user_program_writes_and_exits,
+    },
+    KernelTest {
+        name: "bad_user_pointers_give_efault",
+        run: bad_user_pointers_give_efault,
+    },
+    KernelTest {
+        name: "getpid_and_unknown_calls",
+        run: getpid_and_unknown_calls,
+    },
+    KernelTest {
+        name: "a_syscall_handler_short_circuits_one_call",
+        run: a_syscall_handler_short_circuits_one_call,
+    },
+    KernelTest {
+        name: "user_faults_end_only_their_thread",
+        run: user_faults_end_only_their_thread,
+    },
+    KernelTest {
+        name: "smep_and_smap_are_on",
+        run: smep_and_smap_are_on,
+    },
+    KernelTest {
+        name: "user_thread_cycles_leave_frames_and_heap_at_baseline",
+        run: user_thread_cycles_leak_nothing,
+    },
+];
+
+/// ```text
+/// lea rsi, [rip + msg]
+/// mov edi, 1
+/// mov edx, 18
+/// mov eax, 1
+/// syscall
+/// mov edi, eax
+/// mov eax, 60
+/// syscall
+/// ud2
+/// msg: .ascii "hello from ring 3\n"
+/// ```
+const HELLO: &[u8] = &[
+    0x48, 0x8d, 0x35, 0x1c, 0x00, 0x00, 0x00, 0xbf, 0x01, 0x00, 0x00, 0x00,
+    0xba, 0x12, 0x00, 0x00, 0x00, 0xb8, 0x01, 0x00, 0x00, 0x00, 0x0f, 0x05,
+    0x89, 0xc7, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f, 0x05, 0x0f, 0x0b, 0x68,
+    0x65, 0x6c, 0x6c, 0x6f, 0x20, 0x66, 0x72, 0x6f, 0x6d, 0x20, 0x72, 0x69,
+    0x6e, 0x67, 0x20, 0x33, 0x0a,
+];
+
+/// ```text
+/// mov edi, 1
+/// mov rsi, 0xdead0000
+/// mov edx, 8
+/// mov eax, 1
+/// syscall
+/// mov rdi, rax
+/// mov eax, 60
+/// syscall
+/// ud2
+/// ```
+const WRITE_UNMAPPED: &[u8] = &[
+    0xbf, 0x01, 0x00, 0x00, 0x00, 0x48, 0xbe, 0x00, 0x00, 0xad, 0xde, 0x00,
+    0x00, 0x00, 0x00, 0xba, 0x08, 0x00, 0x00, 0x00, 0xb8, 0x01, 0x00, 0x00,
+    0x00, 0x0f, 0x05, 0x48, 0x89, 0xc7, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f,
+    0x05, 0x0f, 0x0b,
+];
+
+/// ```text
+/// mov edi, 1
+/// mov rsi, 0xffffffff80000000
+/// mov edx, 8
+/// mov eax, 1
+/// syscall
+/// mov rdi, rax
+/// mov eax, 60
+/// syscall
+/// ud2
+/// ```
+const WRITE_KERNEL_POINTER: &[u8] = &[
+    0xbf, 0x01, 0x00, 0x00, 0x00, 0x48, 0xc7, 0xc6, 0x00, 0x00, 0x00, 0x80,
+    0xba, 0x08, 0x00, 0x00, 0x00, 0xb8, 0x01, 0x00, 0x00, 0x00, 0x0f, 0x05,
+    0x48, 0x89, 0xc7, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f, 0x05, 0x0f, 0x0b,
+];
+
+/// ```text
+/// mov eax, 39
+/// syscall
+/// mov rdi, rax
+/// mov eax, 60
+/// syscall
+/// ud2
+/// ```
+const GETPID_EXIT: &[u8] = &[
+    0xb8, 0x27, 0x00, 0x00, 0x00, 0x0f, 0x05, 0x48, 0x89, 0xc7, 0xb8, 0x3c,
+    0x00, 0x00, 0x00, 0x0f, 0x05, 0x0f, 0x0b,
+];
+
+/// ```text
+/// mov eax, 5000
+/// syscall
+/// mov rdi, rax
+/// mov eax, 60
+/// syscall
+/// ud2
+/// ```
+const UNKNOWN_SYSCALL_EXIT: &[u8] = &[
+    0xb8, 0x88, 0x13, 0x00, 0x00, 0x0f, 0x05, 0x48, 0x89, 0xc7, 0xb8, 0x3c,
+    0x00, 0x00, 0x00, 0x0f, 0x05, 0x0f, 0x0b,
+];
+
+/// ```text
+/// ud2
+/// ```
+const UD2: &[u8] = &[
+    0x0f, 0x0b,
+];
+
+/// ```text
+/// xor ecx, ecx
+/// mov eax, 1
+/// xor edx, edx
+/// div ecx
+/// ```
+const DIVIDE_BY_ZERO: &[u8] = &[
+    0x31, 0xc9, 0xb8, 0x01, 0x00, 0x00, 0x00, 0x31, 0xd2, 0xf7, 0xf1,
+];
+
+/// ```text
+/// movabs rax, [0xffffffff80100000]
+/// ud2
+/// ```
+const READ_KERNEL: &[u8] = &[
+    0x48, 0xa1, 0x00, 0x00, 0x10, 0x80, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x0b,
+];
+
+/// ```text
+/// movabs rax, 0xffffffff80100000
+/// jmp rax
+/// ```
+const JUMP_TO_KERNEL: &[u8] = &[
+    0x48, 0xb8, 0x00, 0x00, 0x10, 0x80, 0xff, 0xff, 0xff, 0xff, 0xff, 0xe0,
+];
+
+/// ```text
+/// lea rax, [rip]
+/// mov byte ptr [rax], 0
+/// ud2
+/// ```
+const WRITE_CODE: &[u8] = &[
+    0x48, 0x8d, 0x05, 0x00, 0x00, 0x00, 0x00, 0xc6, 0x00, 0x00, 0x0f, 0x0b,
+];
+
+/// ```text
+/// 1: push rax
+/// jmp 1b
+/// ```
+const STACK_OVERFLOW: &[u8] = &[
+    0x50, 0xeb, 0xfd,
+];
+
+fn run(name: &str, code: &[u8]) -> Result<UserExit, alloc::string::String> {
+    Ok(user::spawn(name, code)?.join())
+}
+
+fn expect_exit(name: &str, code: &[u8], status: i64) -> TestResult {
+    match run(name, code)? {
+        UserExit::Exited(got) => {
+            ensure!(got == status, "{name} exited with {got}, expected {status}");
+            Ok(())
+        }
+        UserExit::Faulted(fault) => Err(format!(
+            "{name} faulted (vector {} at {:#x}) instead of exiting",
+            fault.vector, fault.rip
+        )),
+    }
+}
+
+fn user_program_writes_and_exits() -> TestResult {
+    let before = syscalls::count();
+    // It exits with what `write` returned: the 18 bytes of its message.
+    expect_exit("hello", HELLO, 18)?;
+    let calls = syscalls::count() - before;
+    ensure!(calls == 2, "{calls} system calls raised, expected write and exit");
+    Ok(())
+}
+
+fn bad_user_pointers_give_efault() -> TestResult {
+    expect_exit("unmapped", WRITE_UNMAPPED, -errno::EFAULT)?;
+    expect_exit("kernel-pointer", WRITE_KERNEL_POINTER, -errno::EFAULT)
+}
+
+fn getpid_and_unknown_calls() -> TestResult {
+    let thread = user::spawn("getpid", GETPID_EXIT)?;
+    let strand = thread.strand() as i64;
+    match thread.join() {
+        UserExit::Exited(status) => ensure!(
+            status == strand,
+            "getpid gave {status}, the thread is strand {strand}"
+        ),
+        UserExit::Faulted(fault) => return Err(format!("getpid faulted: vector {}", fault.vector)),
+    }
+    expect_exit("unknown", UNKNOWN_SYSCALL_EXIT, -errno::ENOSYS)
+}
+
+/// A handler installed on `MachineTrap.Syscall`, guarded to one number,
+/// answers that call instead of the kernel (SPIN's per-application
+/// system call); removed, the kernel's answer is back.
+fn a_syscall_handler_short_circuits_one_call() -> TestResult {
+    let event = syscalls::event().ok_or("no MachineTrap.Syscall")?;
+    let binding = event
+        .install(
+            Principal::KERNEL,
+            Install::guarded(
+                |args: &syscalls::SyscallArgs| args.1 == 5000,
+                |_: &syscalls::SyscallArgs| 77i64,
+            )
+            .order(Order::Last),
+        )
+        .map_err(|error| format!("install: {error:?}"))?;
+    let shortcut = expect_exit("shortcut", UNKNOWN_SYSCALL_EXIT, 77);
+    // Other calls are not the handler's: the guard is false for them.
+    let others = expect_exit("hello-beside", HELLO, 18);
+    event
+        .remove(Principal::KERNEL, binding)
+        .map_err(|error| format!("remove: {error:?}"))?;
+    shortcut?;
+    others?;
+    expect_exit("unknown-again", UNKNOWN_SYSCALL_EXIT, -errno::ENOSYS)
+}
+
+fn expect_fault(name: &str, code: &[u8], vector: u64) -> TestResult {
+    match run(name, code)? {
+        UserExit::Faulted(Fault {
+            vector: got,
+            rip,
+            error_code,
+            ..
+        }) => {
+            ensure!(
+                got == vector,
+                "{name} ended with vector {got} at {rip:#x}, expected {vector}"
+            );
+            // A ring-3 fault: for a page fault the error code's U/S bit
+            // says the access was the user's; otherwise RIP is user code.
+            const PAGE_FAULT_USER: u64 = 1 << 2;
+            let by_user = if got == 14 {
+                error_code & PAGE_FAULT_USER != 0
+            } else {
+                rip < hal::user::USER_END
+            };
+            ensure!(by_user, "{name} faulted in the kernel at {rip:#x}");
+            Ok(())
+        }
+        UserExit::Exited(status) => Err(format!("{name} exited with {status} instead of faulting")),
+    }
+}
+
+fn user_faults_end_only_their_thread() -> TestResult {
+    const INVALID_OPCODE: u64 = 6;
+    const DIVIDE_ERROR: u64 = 0;
+    const PAGE_FAULT: u64 = 14;
+    expect_fault("ud2", UD2, INVALID_OPCODE)?;
+    expect_fault("divide", DIVIDE_BY_ZERO, DIVIDE_ERROR)?;
+    expect_fault("read-kernel", READ_KERNEL, PAGE_FAULT)?;
+    expect_fault("jump-to-kernel", JUMP_TO_KERNEL, PAGE_FAULT)?;
+    expect_fault("write-code", WRITE_CODE, PAGE_FAULT)?;
+    expect_fault("stack-overflow", STACK_OVERFLOW, PAGE_FAULT)?;
+    // And the kernel goes on: another program runs normally.
+    expect_exit("after-faults", HELLO, 18)
+}
+
+fn smep_and_smap_are_on() -> TestResult {
+    let (smep, smap) = hal::user::protections();
+    ensure!(smep, "SMEP is off");
+    ensure!(smap, "SMAP is off");
+    Ok(())
+}
+
+fn user_thread_cycles_leak_nothing() -> TestResult {
+    // Warm up what stays (the scheduler's tables, the event's caches).
+    for _ in 0..5 {
+        expect_exit("warm", HELLO, 18)?;
+    }
+    let frames = hal::memory::frame_stats().free;
+    let heap = hal::heap::stats().allocated_bytes;
+    for _ in 0..100 {
+        ensure!(
+            matches!(run("cycle", GETPID_EXIT)?, UserExit::Exited(_)),
+            "a getpid program did not exit"
+        );
+        ensure!(
+            matches!(run("cycle-fault", UD2)?, UserExit::Faulted(_)),
+            "a ud2 program did not fault"
+        );
+    }
+    let frames_after = hal::memory::frame_stats().free;
+    let heap_after = hal::heap::stats().allocated_bytes;
+    ensure!(
+        frames_after >= frames,
+        "200 user threads kept {} frames",
+        frames - frames_after
+    );
+    ensure!(
+        heap_after <= heap + 1024,
+        "200 user threads kept {} heap bytes",
+        heap_after - heap
+    );
+    Ok(())
+}
