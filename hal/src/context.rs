@@ -104,6 +104,13 @@ pub struct Context {
     /// kernel stack that entries from user mode use, below `user::run`'s
     /// frame (they must not overwrite it); 0 otherwise.
     user_entry_top: AtomicU64,
+    /// The thread's FS base (user thread-local storage, set by the program
+    /// through `arch_prctl`); loaded at every switch to the thread.
+    fs_base: AtomicU64,
+    /// The thread's x87/SSE state (FXSAVE image), saved when it is switched
+    /// away from and restored when it is switched to. The kernel is built
+    /// without SSE, so the registers hold user state only.
+    fpu: Box<FpuState>,
     /// Identifier, for diagnostics.
     id: u64,
 }
@@ -116,6 +123,39 @@ unsafe impl Sync for Context {}
 unsafe impl Send for Context {}
 
 static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(0);
+
+/// An FXSAVE area (Intel SDM vol. 1, 10.5.1): 512 bytes, 16-byte aligned.
+#[repr(C, align(16))]
+struct FpuState(UnsafeCell<[u8; 512]>);
+
+impl FpuState {
+    /// The state after `fninit` with SSE exceptions masked: x87 control
+    /// word 0x37f, MXCSR 0x1f80.
+    fn initial() -> Box<Self> {
+        let mut image = [0u8; 512];
+        image[0..2].copy_from_slice(&0x037fu16.to_le_bytes());
+        image[24..28].copy_from_slice(&0x1f80u32.to_le_bytes());
+        Box::new(FpuState(UnsafeCell::new(image)))
+    }
+}
+
+/// Saves the CPU's x87/SSE registers into `into` and loads `from`'s.
+///
+/// Interrupts must be disabled (the areas are written only here).
+fn switch_fpu(into: &FpuState, from: &FpuState) {
+    // SAFETY: both areas are 512 bytes, 16-byte aligned, owned by live
+    // contexts; interrupts are disabled so nothing else touches them; an
+    // area only ever holds an image FXSAVE wrote or the valid initial one.
+    unsafe {
+        core::arch::asm!(
+            "fxsave64 [{into}]",
+            "fxrstor64 [{from}]",
+            into = in(reg) into.0.get(),
+            from = in(reg) from.0.get(),
+            options(nostack, preserves_flags),
+        );
+    }
+}
 
 impl Context {
     /// A context for a new thread that will run `entry` on `stack`. `entry`
@@ -130,6 +170,8 @@ impl Context {
             address_space: IrqMutex::new(None),
             user_resume_rsp: UnsafeCell::new(0),
             user_entry_top: AtomicU64::new(0),
+            fs_base: AtomicU64::new(0),
+            fpu: FpuState::initial(),
             id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
         });
         // Initial frame, as `hal_switch_stacks` pops it: rflags (interrupts
@@ -183,6 +225,8 @@ pub fn adopt_boot_thread() -> Arc<Context> {
         address_space: IrqMutex::new(None),
         user_resume_rsp: UnsafeCell::new(0),
         user_entry_top: AtomicU64::new(0),
+        fs_base: AtomicU64::new(0),
+        fpu: FpuState::initial(),
         id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
     });
     let mut current = CURRENT.lock();
@@ -276,6 +320,9 @@ fn prepare_to_run(to: &Context) {
         .as_ref()
         .map_or_else(memory::kernel_root, |space| space.root());
     address_space::activate(root);
+    x86_64::registers::model_specific::FsBase::write(x86_64::VirtAddr::new(
+        to.fs_base.load(Ordering::Relaxed),
+    ));
     if let Some(stack) = &to.stack {
         let entry_top = match to.user_entry_top.load(Ordering::Relaxed) {
             0 => stack.top(),
@@ -330,6 +377,25 @@ pub(crate) fn set_user_entry_top(entry_top: u64) {
     }
 }
 
+/// Sets the running thread's FS base (a user-half address, checked by the
+/// caller) and loads it now.
+pub(crate) fn set_current_fs_base(value: u64) {
+    crate::cpu::without_interrupts(|| {
+        if let Some(context) = CURRENT.lock().as_ref() {
+            context.fs_base.store(value, Ordering::Relaxed);
+            x86_64::registers::model_specific::FsBase::write(x86_64::VirtAddr::new(value));
+        }
+    });
+}
+
+/// The running thread's FS base.
+pub(crate) fn current_fs_base() -> u64 {
+    CURRENT
+        .lock()
+        .as_ref()
+        .map_or(0, |context| context.fs_base.load(Ordering::Relaxed))
+}
+
 /// Marks the running thread as out of `user::run`.
 pub(crate) fn clear_user_resume_slot() {
     if let Some(context) = CURRENT.lock().as_ref() {
@@ -382,6 +448,7 @@ pub fn switch_to(to: Arc<Context>) {
     };
     let new_rsp = resume_rsp(&to);
     prepare_to_run(&to);
+    switch_fpu(&from.fpu, &to.fpu);
     drop(to); // CURRENT holds it now.
               // SAFETY: interrupts are off; `from` stays alive in this frame while the
               // thread is suspended; `new_rsp` belongs to the context CURRENT holds.
@@ -404,6 +471,9 @@ pub fn exit_to(to: Arc<Context>) -> ! {
     assert!(!Arc::ptr_eq(&from, &to), "a thread cannot exit to itself");
     from.is_finished.store(true, Ordering::Relaxed);
     let save_rsp = from.saved_rsp.get();
+    // The ending thread's registers are not needed: saved into its own
+    // area, which goes with it.
+    switch_fpu(&from.fpu, &to.fpu);
     // Park `from` so the next thread drops it once we are off its stack.
     let previous = FINISHED.lock().replace(from);
     assert!(previous.is_none(), "two finished contexts pending");

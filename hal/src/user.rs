@@ -317,6 +317,20 @@ pub fn init() {
     unsafe { Efer::update(|flags| *flags |= EferFlags::SYSTEM_CALL_EXTENSIONS) };
     GsBase::write(VirtAddr::new(CPU_LOCAL.0.get() as u64));
     KernelGsBase::write(VirtAddr::new(0));
+    // SSE for user code (the kernel is built without it): no x87
+    // emulation, FXSAVE/FXRSTOR and SSE exceptions enabled. The context
+    // switch keeps each thread's registers.
+    // SAFETY: changes only how x87/SSE instructions behave; the kernel
+    // executes none but the context switch's FXSAVE/FXRSTOR.
+    unsafe {
+        x86_64::registers::control::Cr0::update(|flags| {
+            flags.remove(x86_64::registers::control::Cr0Flags::EMULATE_COPROCESSOR);
+            flags.insert(x86_64::registers::control::Cr0Flags::MONITOR_COPROCESSOR);
+        });
+        Cr4::update(|flags| {
+            flags.insert(Cr4Flags::OSFXSR | Cr4Flags::OSXMMEXCPT_ENABLE);
+        });
+    }
     let features = core::arch::x86_64::__cpuid_count(7, 0).ebx;
     let mut cr4 = Cr4Flags::empty();
     if features & (1 << 7) != 0 {
@@ -425,6 +439,22 @@ pub fn end(result: u64) {
     // user mode); restoring it resumes `run`. Interrupts are off, so nothing
     // runs on the abandoned frames.
     unsafe { hal_user_return(resume_rsp, result) }
+}
+
+/// Sets the running thread's FS base, the pointer user code reaches its
+/// thread-local storage through (`arch_prctl(ARCH_SET_FS)`); it must be a
+/// user-half address. The context switch keeps it per thread.
+pub fn set_fs_base(value: u64) -> Result<(), UserFault> {
+    if value >= USER_END {
+        return Err(UserFault);
+    }
+    crate::context::set_current_fs_base(value);
+    Ok(())
+}
+
+/// The running thread's FS base.
+pub fn fs_base() -> u64 {
+    crate::context::current_fs_base()
 }
 
 /// A user address that could not be read or written: outside the user

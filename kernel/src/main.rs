@@ -24,6 +24,7 @@
 extern crate alloc;
 
 mod bench;
+mod elf;
 mod exceptions;
 mod extensions;
 mod fuzz;

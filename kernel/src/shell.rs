@@ -46,6 +46,11 @@ const COMMANDS: &[Command] = &[
         run: ext,
     },
     Command {
+        name: "run",
+        help: "run a program of the boot archive in user mode: run PROGRAM [ARG...] (`run` alone lists them)",
+        run: run_program,
+    },
+    Command {
         name: "events",
         help: "kernel events: handlers, guards, counters",
         run: events,
@@ -167,6 +172,46 @@ fn uptime(_: &str) {
 fn print_lines(lines: impl IntoIterator<Item = String>) {
     for line in lines {
         console::write_fmt(format_args!("  {line}\n"));
+    }
+}
+
+/// `run PROGRAM [ARG...]`: starts `bin/PROGRAM` from the boot archive as
+/// a user program, waits for it, and says how it ended.
+fn run_program(arguments: &str) {
+    let Some(extensions) = crate::extensions::get() else {
+        console::write_str("error: no boot archive\n");
+        return;
+    };
+    let words: Vec<&str> = arguments.split_whitespace().collect();
+    let Some(&name) = words.first() else {
+        let programs: Vec<String> = extensions
+            .archive_files("bin/")
+            .into_iter()
+            .map(|(path, _)| String::from(path.trim_start_matches("bin/")))
+            .collect();
+        console::write_fmt(format_args!("programs: {}\n", programs.join(" ")));
+        return;
+    };
+    let path = alloc::format!("bin/{name}");
+    let Some(&(_, file)) = extensions
+        .archive_files(&path)
+        .iter()
+        .find(|(entry, _)| *entry == path)
+    else {
+        console::write_fmt(format_args!("error: no program {name} in the boot archive (`run` lists them)\n"));
+        return;
+    };
+    match crate::user::spawn_program(name, file, &words) {
+        Ok(thread) => match thread.join() {
+            crate::user::UserExit::Exited(status) => {
+                console::write_fmt(format_args!("{name} exited with status {status}\n"))
+            }
+            crate::user::UserExit::Faulted(fault) => console::write_fmt(format_args!(
+                "{name} was ended by CPU exception {} at {:#x}\n",
+                fault.vector, fault.rip
+            )),
+        },
+        Err(error) => console::write_fmt(format_args!("error: cannot run {name}: {error}\n")),
     }
 }
 

@@ -6,8 +6,11 @@
 //! Extensions and personalities extend the table by installing handlers on
 //! the event; the intrinsic handler below is what runs when none does.
 //! It speaks the Linux numbers and errno values for the few calls it
-//! knows (`write`, `getpid`, `exit`, `exit_group`); everything else is
-//! `-ENOSYS`.
+//! knows, what a static musl program needs to start, print and exit
+//! (`write`, `writev`, `ioctl` (no terminal yet), `getpid`, `sched_yield`, `arch_prctl`,
+//! `set_tid_address`, `exit`, `exit_group`); everything else is `-ENOSYS`.
+//! The Linux personality (issue 11) replaces this table with handlers of
+//! its own on the event.
 //!
 //! A user thread's memory is reached only through `hal::user`'s checked
 //! copies: a bad pointer is `-EFAULT`, never a kernel fault.
@@ -25,6 +28,16 @@ pub type SyscallArgs = (u64, u64, u64, u64, u64, u64, u64, u64);
 pub mod number {
     /// `write(fd, buf, count)`.
     pub const WRITE: u64 = 1;
+    /// `ioctl(fd, request, arg)`.
+    pub const IOCTL: u64 = 16;
+    /// `writev(fd, iov, iovcnt)`.
+    pub const WRITEV: u64 = 20;
+    /// `sched_yield()`.
+    pub const SCHED_YIELD: u64 = 24;
+    /// `arch_prctl(code, addr)`.
+    pub const ARCH_PRCTL: u64 = 158;
+    /// `set_tid_address(tidptr)`.
+    pub const SET_TID_ADDRESS: u64 = 218;
     /// `getpid()`.
     pub const GETPID: u64 = 39;
     /// `exit(status)`.
@@ -39,6 +52,10 @@ pub mod errno {
     pub const EBADF: i64 = 9;
     /// Bad address.
     pub const EFAULT: i64 = 14;
+    /// Invalid argument.
+    pub const EINVAL: i64 = 22;
+    /// Not a terminal.
+    pub const ENOTTY: i64 = 25;
     /// Function not implemented.
     pub const ENOSYS: i64 = 38;
 }
@@ -116,7 +133,15 @@ fn intrinsic(args: &SyscallArgs) -> i64 {
     let &(strand, number, a0, a1, a2, ..) = args;
     match number {
         number::WRITE => write(a0, a1, a2),
-        number::GETPID => strand as i64,
+        number::WRITEV => writev(a0, a1, a2),
+        // No terminal yet (the personality brings the tty).
+        number::IOCTL => -errno::ENOTTY,
+        number::ARCH_PRCTL => arch_prctl(a0, a1),
+        number::SCHED_YIELD => {
+            sched::yield_now();
+            0
+        }
+        number::GETPID | number::SET_TID_ADDRESS => strand as i64,
         number::EXIT | number::EXIT_GROUP => {
             if let Some(syscalls) = SYSCALLS.get() {
                 syscalls.exits.lock().insert(strand, a0 as i32 as i64);
@@ -127,10 +152,62 @@ fn intrinsic(args: &SyscallArgs) -> i64 {
     }
 }
 
+/// `arch_prctl(ARCH_SET_FS | ARCH_GET_FS, addr)`.
+fn arch_prctl(code: u64, address: u64) -> i64 {
+    const ARCH_SET_FS: u64 = 0x1002;
+    const ARCH_GET_FS: u64 = 0x1003;
+    match code {
+        ARCH_SET_FS => match hal::user::set_fs_base(address) {
+            Ok(()) => 0,
+            Err(_) => -errno::EFAULT,
+        },
+        ARCH_GET_FS => {
+            match hal::user::copy_to_user(address, &hal::user::fs_base().to_le_bytes()) {
+                Ok(()) => 0,
+                Err(_) => -errno::EFAULT,
+            }
+        }
+        _ => -errno::EINVAL,
+    }
+}
+
+/// `writev(fd, iov, iovcnt)`: each `(base, len)` pair written in turn.
+fn writev(fd: u64, vectors: u64, count: u64) -> i64 {
+    const IOV_MAX: u64 = 1024;
+    if count > IOV_MAX {
+        return -errno::EINVAL;
+    }
+    let mut total = 0i64;
+    for index in 0..count {
+        let mut pair = [0u8; 16];
+        let Some(at) = vectors.checked_add(index * 16) else {
+            return -errno::EFAULT;
+        };
+        if hal::user::copy_from_user(&mut pair, at).is_err() {
+            return -errno::EFAULT;
+        }
+        let base = u64::from_le_bytes(pair[..8].try_into().unwrap_or([0; 8]));
+        let len = u64::from_le_bytes(pair[8..].try_into().unwrap_or([0; 8]));
+        let mut done = 0;
+        while done < len {
+            let written = write(fd, base + done, len - done);
+            if written < 0 {
+                return if total > 0 { total } else { written };
+            }
+            done += written as u64;
+            total += written;
+        }
+    }
+    total
+}
+
 /// `write(fd, buf, count)` to the console for fds 1 and 2.
 fn write(fd: u64, buffer: u64, count: u64) -> i64 {
     if fd != 1 && fd != 2 {
         return -errno::EBADF;
+    }
+    if count == 0 {
+        return 0;
     }
     let mut chunk = [0u8; WRITE_CHUNK];
     let len = (count as usize).min(WRITE_CHUNK);

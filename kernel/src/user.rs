@@ -21,8 +21,8 @@ use sched::{ExitReason, Fault, JoinHandle};
 pub const CODE_BASE: u64 = 0x40_0000;
 /// One past the top of a user thread's stack.
 pub const STACK_TOP: u64 = 0x7fff_ffff_0000;
-/// Pages of user stack.
-pub const STACK_PAGES: u64 = 4;
+/// Pages of user stack (64 KiB).
+pub const STACK_PAGES: u64 = 16;
 /// The kernel stack of a user thread (system calls and traps run on it).
 const KERNEL_STACK_BYTES: u64 = 64 * 1024;
 
@@ -64,8 +64,18 @@ impl UserThread {
     }
 }
 
-/// Builds the address space of a program: `code` at [`CODE_BASE`]
-/// (read-execute), a zeroed read-write stack below [`STACK_TOP`].
+/// Maps the zeroed read-write stack below [`STACK_TOP`].
+fn map_stack(space: &mut AddressSpace) -> Result<(), String> {
+    for page in 1..=STACK_PAGES {
+        space
+            .map(STACK_TOP - page * PAGE_SIZE, UserProtection::ReadWrite)
+            .map_err(|_| String::from("no memory for the user stack"))?;
+    }
+    Ok(())
+}
+
+/// Builds the address space of raw code: `code` at [`CODE_BASE`]
+/// (read-execute) and the stack.
 fn address_space_for(code: &[u8]) -> Result<AddressSpace, String> {
     let mut space = AddressSpace::new().map_err(|_| String::from("no memory for page tables"))?;
     let code_pages = (code.len() as u64).div_ceil(PAGE_SIZE).max(1);
@@ -77,27 +87,46 @@ fn address_space_for(code: &[u8]) -> Result<AddressSpace, String> {
     space
         .write(CODE_BASE, code)
         .map_err(|_| String::from("cannot load the program"))?;
-    for page in 1..=STACK_PAGES {
-        space
-            .map(STACK_TOP - page * PAGE_SIZE, UserProtection::ReadWrite)
-            .map_err(|_| String::from("no memory for the user stack"))?;
-    }
+    map_stack(&mut space)?;
     Ok(space)
 }
 
-/// Starts `code` as a user thread named `name`.
+/// Starts raw x86-64 `code` (loaded at [`CODE_BASE`], entered there) as a
+/// user thread named `name`.
 pub fn spawn(name: &str, code: &[u8]) -> Result<UserThread, String> {
-    let space = Arc::new(address_space_for(code)?);
+    let space = address_space_for(code)?;
+    start(
+        name,
+        space,
+        UserEntry {
+            rip: CODE_BASE,
+            // 16-byte aligned minus 8, as after a `call` (System V).
+            rsp: STACK_TOP - 8,
+        },
+    )
+}
+
+/// Starts the static ELF executable `file` as a user thread named `name`,
+/// with `arguments` as its argv (argv[0] first).
+pub fn spawn_program(name: &str, file: &[u8], arguments: &[&str]) -> Result<UserThread, String> {
+    let crate::elf::Image { mut space, layout } = crate::elf::load(file)?;
+    map_stack(&mut space)?;
+    let rsp = crate::elf::initial_stack(&mut space, STACK_TOP, &layout, arguments)?;
+    let entry = UserEntry {
+        rip: layout.entry,
+        rsp,
+    };
+    start(name, space, entry)
+}
+
+/// Runs `entry` in `space` on a new kernel thread.
+fn start(name: &str, space: AddressSpace, entry: UserEntry) -> Result<UserThread, String> {
+    let space = Arc::new(space);
     // The thread's entry returns when the program has ended (by `exit`
     // or a fault, through `hal::user::end`), so what it holds is dropped:
     // the address space, and the entry itself.
     let thread = sched::spawn_with_stack(name, KERNEL_STACK_BYTES, move || {
         hal::context::set_address_space(Some(space));
-        let entry = UserEntry {
-            rip: CODE_BASE,
-            // 16-byte aligned minus 8, as after a `call` (System V).
-            rsp: STACK_TOP - 8,
-        };
         if let Err(error) = hal::user::run(entry) {
             let why = match error {
                 hal::user::EnterError::NotUserAddress => "entry outside the user half",

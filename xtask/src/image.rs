@@ -1,8 +1,9 @@
 //! The boot archive: a cpio "newc" archive (the `initrd` crate, shared with
 //! the kernel), which QEMU hands to the kernel with `-initrd`. It holds
-//! every built extension as `ext/<name>.wasm` and every regression module
-//! of `wasm/fuzz/regressions/` as `ext/regress-<name>.wasm` (so the kernel
-//! tests and the shell can load them). The fuzz archive adds generated
+//! every built extension as `ext/<name>.wasm`, every regression module of
+//! `wasm/fuzz/regressions/` as `ext/regress-<name>.wasm` (so the kernel
+//! tests and the shell can load them), and every user program of `user/`
+//! (C, built with `musl-gcc -static`) as `bin/<name>`. The fuzz archive adds generated
 //! modules as `fuzz/<case>.wasm` and the seed as `fuzz/seed`.
 
 use std::{
@@ -21,9 +22,46 @@ pub const REGRESSIONS_DIRECTORY: &str = "wasm/fuzz/regressions";
 /// A file of an archive: its path inside and its bytes.
 type ArchiveFile = (String, Vec<u8>);
 
-/// The extensions (built now) and the regression modules.
+/// Where the user programs are built, relative to the repository root.
+pub const USER_OUTPUT_DIR: &str = "target/user";
+
+/// Builds every C program of `user/` with `musl-gcc -static`; returns the
+/// executables.
+pub fn build_user_programs() -> Result<Vec<PathBuf>> {
+    let root = repo_root();
+    let output = root.join(USER_OUTPUT_DIR);
+    fs::create_dir_all(&output)?;
+    let mut sources: Vec<PathBuf> = fs::read_dir(root.join("user"))?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.extension().is_some_and(|extension| extension == "c"))
+        .collect();
+    sources.sort();
+    let mut built = Vec::new();
+    for source in sources {
+        let name = source
+            .file_stem()
+            .and_then(|stem| stem.to_str())
+            .ok_or_else(|| format!("odd file name {}", source.display()))?
+            .to_string();
+        let destination = output.join(&name);
+        let mut command = std::process::Command::new("musl-gcc");
+        command
+            .args(["-static", "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
+            .arg(&destination)
+            .arg(&source);
+        crate::toolchain::run_checked(&mut command, &format!("building user/{name}.c with musl-gcc"))?;
+        built.push(destination);
+    }
+    Ok(built)
+}
+
+/// The extensions and user programs (built now) and the regression
+/// modules.
 fn boot_files() -> Result<Vec<ArchiveFile>> {
     let mut files = Vec::new();
+    for program in build_user_programs()? {
+        files.push((format!("bin/{}", file_name(&program)?), fs::read(&program)?));
+    }
     for wasm in extensions::build_extensions()? {
         files.push((format!("ext/{}", file_name(&wasm)?), fs::read(&wasm)?));
     }

@@ -30,7 +30,7 @@ use crate::{
 
 /// Commands the shell's `help` must list.
 pub const SHELL_COMMANDS: &[&str] = &[
-    "help", "mem", "threads", "uptime", "ext", "events", "domains", "halt",
+    "help", "mem", "threads", "uptime", "ext", "run", "events", "domains", "halt",
 ];
 
 /// How soon after `halt` QEMU must have exited.
@@ -130,6 +130,12 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "shell_regression_modules_are_contained",
         mode: "shell",
         check: shell_regression_modules_are_contained,
+        archive: Archive::Boot,
+    },
+    Scenario {
+        name: "shell_runs_user_programs",
+        mode: "shell",
+        check: shell_runs_user_programs,
         archive: Archive::Boot,
     },
     Scenario {
@@ -466,6 +472,36 @@ fn shell_regression_modules_are_contained(guest: &mut Guest) -> Result<()> {
     }
     expect_in("ext list", &guest.command("ext list")?, "regress-wasm-call-corrupts-kernel")?;
     Ok(())
+}
+
+/// `run` starts static musl programs from the boot archive in ring 3: one
+/// prints its arguments with printf and exits 3; one that writes through
+/// a null pointer is ended by the page fault alone, and the shell goes on.
+fn shell_runs_user_programs(guest: &mut Guest) -> Result<()> {
+    guest.wait_for_prompt()?;
+    let listing = guest.command("run")?;
+    expect_in("run", &listing, "hello")?;
+    expect_in("run", &listing, "segv")?;
+    let reply = guest.command("run hello a b")?;
+    expect_in(
+        "run hello a b",
+        &reply,
+        "hello from hello, a musl program in ring 3, with 3 arguments: a b",
+    )?;
+    expect_in("run hello a b", &reply, "hello exited with status 3")?;
+    let reply = guest.command("run segv")?;
+    expect_in("run segv", &reply, "segv: about to write through a null pointer")?;
+    expect_in("run segv", &reply, "segv was ended by CPU exception 14")?;
+    if reply.contains("still here") {
+        return Err(format!("the null write did not fault: {reply:?}").into());
+    }
+    expect_in("run nosuch", &guest.command("run nosuch")?, "error: no program nosuch")?;
+    let uptime = guest.command("uptime")?;
+    if parse::parse_milliseconds(&uptime).is_none() {
+        return Err(format!("the shell stopped answering: `uptime` gave {uptime:?}").into());
+    }
+    // Programs run again after a fault.
+    expect_in("run hello", &guest.command("run hello")?, "hello exited with status 3")
 }
 
 /// `spindle.mode=fuzz`: the generated modules of [`TEST_KERNEL_FUZZ`] are

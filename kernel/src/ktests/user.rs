@@ -38,6 +38,14 @@ pub const TESTS: &[KernelTest] = &[
         run: user_faults_end_only_their_thread,
     },
     KernelTest {
+        name: "two_programs_keep_their_sse_registers",
+        run: two_programs_keep_their_sse_registers,
+    },
+    KernelTest {
+        name: "elf_loader_runs_a_musl_program_and_refuses_bad_files",
+        run: elf_loader_runs_a_musl_program_and_refuses_bad_files,
+    },
+    KernelTest {
         name: "smep_and_smap_are_on",
         run: smep_and_smap_are_on,
     },
@@ -176,6 +184,66 @@ const WRITE_CODE: &[u8] = &[
 /// ```
 const STACK_OVERFLOW: &[u8] = &[
     0x50, 0xeb, 0xfd,
+];
+
+/// ```text
+/// mov rax, 0x1111222233334444
+/// movq xmm0, rax
+/// mov ebx, 2000
+/// 1:
+/// mov eax, 24
+/// syscall
+/// movq rdx, xmm0
+/// mov rcx, 0x1111222233334444
+/// cmp rdx, rcx
+/// jne 2f
+/// dec ebx
+/// jnz 1b
+/// xor edi, edi
+/// mov eax, 60
+/// syscall
+/// 2:
+/// mov edi, 1
+/// mov eax, 60
+/// syscall
+/// ```
+const SSE_KEEPS_A: &[u8] = &[
+    0x48, 0xb8, 0x44, 0x44, 0x33, 0x33, 0x22, 0x22, 0x11, 0x11, 0x66, 0x48,
+    0x0f, 0x6e, 0xc0, 0xbb, 0xd0, 0x07, 0x00, 0x00, 0xb8, 0x18, 0x00, 0x00,
+    0x00, 0x0f, 0x05, 0x66, 0x48, 0x0f, 0x7e, 0xc2, 0x48, 0xb9, 0x44, 0x44,
+    0x33, 0x33, 0x22, 0x22, 0x11, 0x11, 0x48, 0x39, 0xca, 0x75, 0x0d, 0xff,
+    0xcb, 0x75, 0xe1, 0x31, 0xff, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f, 0x05,
+    0xbf, 0x01, 0x00, 0x00, 0x00, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f, 0x05,
+];
+
+/// ```text
+/// mov rax, 0x5555666677778888
+/// movq xmm0, rax
+/// mov ebx, 2000
+/// 1:
+/// mov eax, 24
+/// syscall
+/// movq rdx, xmm0
+/// mov rcx, 0x5555666677778888
+/// cmp rdx, rcx
+/// jne 2f
+/// dec ebx
+/// jnz 1b
+/// xor edi, edi
+/// mov eax, 60
+/// syscall
+/// 2:
+/// mov edi, 1
+/// mov eax, 60
+/// syscall
+/// ```
+const SSE_KEEPS_B: &[u8] = &[
+    0x48, 0xb8, 0x88, 0x88, 0x77, 0x77, 0x66, 0x66, 0x55, 0x55, 0x66, 0x48,
+    0x0f, 0x6e, 0xc0, 0xbb, 0xd0, 0x07, 0x00, 0x00, 0xb8, 0x18, 0x00, 0x00,
+    0x00, 0x0f, 0x05, 0x66, 0x48, 0x0f, 0x7e, 0xc2, 0x48, 0xb9, 0x88, 0x88,
+    0x77, 0x77, 0x66, 0x66, 0x55, 0x55, 0x48, 0x39, 0xca, 0x75, 0x0d, 0xff,
+    0xcb, 0x75, 0xe1, 0x31, 0xff, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f, 0x05,
+    0xbf, 0x01, 0x00, 0x00, 0x00, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f, 0x05,
 ];
 
 fn run(name: &str, code: &[u8]) -> Result<UserExit, alloc::string::String> {
@@ -325,5 +393,53 @@ fn user_thread_cycles_leak_nothing() -> TestResult {
         "200 user threads kept {} heap bytes",
         heap_after - heap
     );
+    Ok(())
+}
+
+/// Two programs interleave (each yields 2,000 times) with different values
+/// in xmm0; each checks its own after every yield. The context switch's
+/// FXSAVE/FXRSTOR keeps them apart.
+fn two_programs_keep_their_sse_registers() -> TestResult {
+    let first = user::spawn("sse-a", SSE_KEEPS_A)?;
+    let second = user::spawn("sse-b", SSE_KEEPS_B)?;
+    let (a, b) = (first.join(), second.join());
+    ensure!(
+        a == UserExit::Exited(0) && b == UserExit::Exited(0),
+        "a program saw another's xmm0: {a:?}, {b:?}"
+    );
+    Ok(())
+}
+
+/// The static musl program of the boot archive runs (printf and all) and
+/// exits with its status; damaged copies of it are refused with a reason.
+fn elf_loader_runs_a_musl_program_and_refuses_bad_files() -> TestResult {
+    let extensions = crate::extensions::get().ok_or("no boot archive")?;
+    let files = extensions.archive_files("bin/hello");
+    let &(_, hello) = files.first().ok_or("bin/hello is not in the boot archive")?;
+    let status = user::spawn_program("hello", hello, &["hello", "from", "a", "test"])?.join();
+    ensure!(
+        status == UserExit::Exited(3),
+        "hello ended with {status:?}, expected status 3"
+    );
+    let mut wrong_machine = alloc::vec::Vec::from(hello);
+    wrong_machine[18] = 0x28; // EM_ARM
+    let mut no_segments = alloc::vec::Vec::from(hello);
+    no_segments[56] = 0; // e_phnum = 0: no executable segment
+    no_segments[57] = 0;
+    for (what, file) in [
+        ("empty", &[][..]),
+        ("truncated", &hello[..40]),
+        ("text", &b"#!/bin/sh\necho not an ELF file\n"[..]),
+        ("wrong machine", &wrong_machine[..]),
+        ("no segments", &no_segments[..]),
+    ] {
+        match user::spawn_program("bad", file, &["bad"]) {
+            Ok(thread) => {
+                let _ = thread.join();
+                return Err(format!("the {what} file was started"));
+            }
+            Err(reason) => ensure!(!reason.is_empty(), "no reason for the {what} file"),
+        }
+    }
     Ok(())
 }
