@@ -200,7 +200,7 @@ pub fn init(archive: &'static [u8]) -> &'static Extensions {
 
         let events = {
             let (tick, faulted) = (tick.clone(), runtime.faulted().clone());
-            alloc::vec![
+            let mut events = alloc::vec![
                 ListedEvent {
                     name: "Timer.Tick",
                     stats: Box::new(move || tick.stats()),
@@ -209,7 +209,16 @@ pub fn init(archive: &'static [u8]) -> &'static Extensions {
                     name: wasm_runtime::FAULTED_EVENT,
                     stats: Box::new(move || faulted.stats()),
                 },
-            ]
+            ];
+            if let Some(syscall) = crate::syscalls::event() {
+                syscall.enable_accounting(Some(Arc::new(TscClock)));
+                let syscall = syscall.clone();
+                events.push(ListedEvent {
+                    name: "MachineTrap.Syscall",
+                    stats: Box::new(move || syscall.stats()),
+                });
+            }
+            events
         };
         Extensions {
             tick_port: port(tick.clone()),

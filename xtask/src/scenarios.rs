@@ -496,6 +496,20 @@ fn shell_runs_user_programs(guest: &mut Guest) -> Result<()> {
         return Err(format!("the null write did not fault: {reply:?}").into());
     }
     expect_in("run nosuch", &guest.command("run nosuch")?, "error: no program nosuch")?;
+    // Their system calls went through the dispatcher's event.
+    let events = guest.command("events")?;
+    let raised = events
+        .lines()
+        .find(|line| line.trim_start().starts_with("MachineTrap.Syscall"))
+        .and_then(|line| line.split("raised=").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|count| count.parse::<u64>().ok())
+        .ok_or_else(|| format!("`events` lists no MachineTrap.Syscall count: {events:?}"))?;
+    // hello makes 5 calls (arch_prctl, set_tid_address, ioctl, writev,
+    // exit_group), segv 4 before its fault.
+    if raised < 9 {
+        return Err(format!("MachineTrap.Syscall raised only {raised} times for two programs").into());
+    }
     let uptime = guest.command("uptime")?;
     if parse::parse_milliseconds(&uptime).is_none() {
         return Err(format!("the shell stopped answering: `uptime` gave {uptime:?}").into());
