@@ -18,8 +18,11 @@ use x86_64::{
     PhysAddr, VirtAddr,
 };
 
+use core::sync::atomic::{AtomicU64, Ordering};
+
 use crate::{
     memory::{self, MapError, TableFrames, FRAMES, PAGE_SIZE, PHYS_OFFSET},
+    sync::{IrqMutex, IrqMutexGuard},
     user::USER_END,
 };
 
@@ -52,12 +55,16 @@ impl UserProtection {
     }
 }
 
-/// A user address space.
+/// A user address space. Its page tables are changed under its own lock,
+/// so the thread running in it (a fault handler mapping a page) and the
+/// kernel (loading a program) can share it.
 #[derive(Debug)]
 pub struct AddressSpace {
     root: PhysFrame,
     /// User pages mapped (for accounting and tests).
-    pages: u64,
+    pages: AtomicU64,
+    /// Held while the lower-half tables are read or changed.
+    tables: IrqMutex<()>,
 }
 
 /// The page table at physical `frame`, through the physical window.
@@ -89,18 +96,24 @@ impl AddressSpace {
         for index in 256..512 {
             table[index] = kernel_table[index].clone();
         }
-        Ok(AddressSpace { root, pages: 0 })
+        Ok(AddressSpace {
+            root,
+            pages: AtomicU64::new(0),
+            tables: IrqMutex::new(()),
+        })
     }
 
-    fn mapper(&mut self) -> OffsetPageTable<'_> {
-        // SAFETY: `self.root` is this address space's PML4, borrowed
-        // mutably through `self` for the mapper's lifetime; all RAM is in
-        // the window.
+    /// The page tables, for as long as `_lock` (this address space's table
+    /// lock) is held.
+    fn mapper<'a>(&'a self, _lock: &'a IrqMutexGuard<'_, ()>) -> OffsetPageTable<'a> {
+        // SAFETY: `self.root` is this address space's PML4; the table lock,
+        // held for the mapper's lifetime, makes this the only reference to
+        // its tables; all RAM is in the window.
         unsafe { OffsetPageTable::new(table_at(self.root), VirtAddr::new(PHYS_OFFSET)) }
     }
 
     /// Maps user page `virt` to a fresh zeroed frame with `protection`.
-    pub fn map(&mut self, virt: u64, protection: UserProtection) -> Result<(), MapError> {
+    pub fn map(&self, virt: u64, protection: UserProtection) -> Result<(), MapError> {
         if virt % PAGE_SIZE != 0 {
             return Err(MapError::Unaligned(virt));
         }
@@ -108,6 +121,7 @@ impl AddressSpace {
             return Err(MapError::OutsideRegion(virt));
         }
         let page = Page::<Size4KiB>::containing_address(VirtAddr::new(virt));
+        let lock = self.tables.lock();
         let mut frames = FRAMES.lock();
         let mut table_frames = TableFrames(&mut frames);
         // Zeroed by the allocator: no kernel data reaches user mode.
@@ -120,7 +134,7 @@ impl AddressSpace {
         // nothing aliases it, and no kernel memory is reachable through the
         // lower half.
         let result = unsafe {
-            self.mapper().map_to_with_table_flags(
+            self.mapper(&lock).map_to_with_table_flags(
                 page,
                 frame,
                 protection.flags(),
@@ -132,7 +146,7 @@ impl AddressSpace {
             Ok(flush) => {
                 // Only the active address space has TLB entries to drop.
                 flush.flush();
-                self.pages += 1;
+                self.pages.fetch_add(1, Ordering::Relaxed);
                 Ok(())
             }
             Err(error) => {
@@ -148,7 +162,7 @@ impl AddressSpace {
     /// Copies `bytes` to user address `virt` through the kernel's window
     /// (whatever the pages' protection: for loading programs); every page
     /// touched must be mapped.
-    pub fn write(&mut self, virt: u64, bytes: &[u8]) -> Result<(), MapError> {
+    pub fn write(&self, virt: u64, bytes: &[u8]) -> Result<(), MapError> {
         let mut done = 0;
         while done < bytes.len() {
             let at = virt + done as u64;
@@ -172,11 +186,12 @@ impl AddressSpace {
     }
 
     /// The physical address user address `virt` maps to, if mapped.
-    pub fn translate(&mut self, virt: u64) -> Option<u64> {
+    pub fn translate(&self, virt: u64) -> Option<u64> {
         if virt >= USER_END {
             return None;
         }
-        match self.mapper().translate(VirtAddr::new(virt)) {
+        let lock = self.tables.lock();
+        match self.mapper(&lock).translate(VirtAddr::new(virt)) {
             TranslateResult::Mapped { frame, offset, .. } => {
                 Some(frame.start_address().as_u64() + offset)
             }
@@ -186,7 +201,26 @@ impl AddressSpace {
 
     /// User pages mapped.
     pub fn pages(&self) -> u64 {
-        self.pages
+        self.pages.load(Ordering::Relaxed)
+    }
+
+    /// Changes the protection of mapped user page `virt`.
+    pub fn protect(&self, virt: u64, protection: UserProtection) -> Result<(), MapError> {
+        if virt % PAGE_SIZE != 0 {
+            return Err(MapError::Unaligned(virt));
+        }
+        if virt > HIGHEST_MAPPABLE {
+            return Err(MapError::OutsideRegion(virt));
+        }
+        let page = Page::<Size4KiB>::containing_address(VirtAddr::new(virt));
+        let lock = self.tables.lock();
+        // SAFETY: changes the permissions of a user page of this address
+        // space: no kernel memory and no Rust reference is affected.
+        let flush = unsafe { self.mapper(&lock).update_flags(page, protection.flags()) }
+            .map_err(|_| MapError::NotMapped(virt))?;
+        // Only the active address space has TLB entries to drop.
+        flush.flush();
+        Ok(())
     }
 
     /// The physical address of the PML4 (what CR3 holds while active).

@@ -346,6 +346,16 @@ pub fn set_address_space(space: Option<Arc<AddressSpace>>) {
     });
 }
 
+/// Runs `f` on the running thread's user address space, if it has one
+/// (e.g. a page-fault handler mapping the page a program touched).
+pub fn with_current_address_space<R>(f: impl FnOnce(&AddressSpace) -> R) -> Option<R> {
+    let space = CURRENT
+        .lock()
+        .as_ref()
+        .and_then(|context| context.address_space.lock().clone())?;
+    Some(f(&space))
+}
+
 /// The running thread's slot for `user::run`'s resume point, if it has a
 /// kernel stack of its own (every thread but the boot thread), which traps
 /// from user mode can land on.

@@ -80,7 +80,7 @@ pub fn load(bytes: &[u8]) -> Result<Image, String> {
     let entry = header.e_entry(endian);
     let program_header_offset = header.e_phoff(endian);
 
-    let mut space = AddressSpace::new().map_err(mapping_error)?;
+    let space = AddressSpace::new().map_err(mapping_error)?;
     let mut total = 0u64;
     let mut entry_is_executable = false;
     let mut program_headers = None;

@@ -35,6 +35,15 @@ pub fn init() {
 }
 
 fn handle_exception(frame: &mut TrapFrame) {
+    // A user page fault may be resolved by a handler of the Translation
+    // events (mapping the page, or changing its protection): the program
+    // retries the access, and nothing is reported.
+    if frame.is_from_user()
+        && frame.vector == u64::from(PAGE_FAULT_VECTOR)
+        && crate::translation::user_page_fault(frame.fault_address(), frame.error_code)
+    {
+        return;
+    }
     // Report without allocating or taking the console lock: the exception
     // may have interrupted the allocator or a console write.
     hal::console::emergency_write_fmt(format_args!(

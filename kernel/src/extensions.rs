@@ -210,6 +210,19 @@ pub fn init(archive: &'static [u8]) -> &'static Extensions {
                     stats: Box::new(move || faulted.stats()),
                 },
             ];
+            for (name, event) in [
+                ("Translation.PageNotPresent", crate::translation::page_not_present()),
+                ("Translation.ProtectionFault", crate::translation::protection_fault()),
+            ] {
+                if let Some(event) = event {
+                    event.enable_accounting(Some(Arc::new(TscClock)));
+                    let event = event.clone();
+                    events.push(ListedEvent {
+                        name,
+                        stats: Box::new(move || event.stats()),
+                    });
+                }
+            }
             if let Some(syscall) = crate::syscalls::event() {
                 syscall.enable_accounting(Some(Arc::new(TscClock)));
                 let syscall = syscall.clone();

@@ -32,6 +32,7 @@ mod ktests;
 mod logger;
 mod shell;
 mod syscalls;
+mod translation;
 mod user;
 
 use core::panic::PanicInfo;
@@ -65,6 +66,7 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
         .first()
         .map_or(&[][..], hal::memory::boot_module_bytes);
     syscalls::init();
+    translation::init();
     extensions::init(archive);
     extensions::autoload(boot_info.cmdline_value("spindle.ext").unwrap_or(""));
 

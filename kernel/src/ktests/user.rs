@@ -46,6 +46,10 @@ pub const TESTS: &[KernelTest] = &[
         run: elf_loader_runs_a_musl_program_and_refuses_bad_files,
     },
     KernelTest {
+        name: "translation_fault_handlers_resolve_faults_and_the_program_resumes",
+        run: translation_fault_handlers_resolve_faults,
+    },
+    KernelTest {
         name: "smep_and_smap_are_on",
         run: smep_and_smap_are_on,
     },
@@ -246,6 +250,20 @@ const SSE_KEEPS_B: &[u8] = &[
     0xbf, 0x01, 0x00, 0x00, 0x00, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f, 0x05,
 ];
 
+/// ```text
+/// mov rax, 0x10000000
+/// mov qword ptr [rax], 42
+/// mov rdi, qword ptr [rax]
+/// mov eax, 60
+/// syscall
+/// ud2
+/// ```
+const TOUCH_UNMAPPED: &[u8] = &[
+    0x48, 0xc7, 0xc0, 0x00, 0x00, 0x00, 0x10, 0x48, 0xc7, 0x00, 0x2a, 0x00,
+    0x00, 0x00, 0x48, 0x8b, 0x38, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f, 0x05,
+    0x0f, 0x0b,
+];
+
 fn run(name: &str, code: &[u8]) -> Result<UserExit, alloc::string::String> {
     Ok(user::spawn(name, code)?.join())
 }
@@ -441,5 +459,74 @@ fn elf_loader_runs_a_musl_program_and_refuses_bad_files() -> TestResult {
             Err(reason) => ensure!(!reason.is_empty(), "no reason for the {what} file"),
         }
     }
+    Ok(())
+}
+
+/// The region the fault handlers below manage.
+const MANAGED: core::ops::Range<u64> = 0x1000_0000..0x1010_0000;
+
+/// Appel and Li's primitives in the kernel: a `PageNotPresent` handler,
+/// guarded to its region, maps the touched page read-only; the program's
+/// write then raises `ProtectionFault`, whose handler makes the page
+/// writable (SPIN's "dirty" figure). The program resumes each time and
+/// exits with the value it wrote and read back. Without the handlers the
+/// same program is ended by the fault.
+fn translation_fault_handlers_resolve_faults() -> TestResult {
+    use alloc::sync::Arc;
+    use core::sync::atomic::{AtomicU64, Ordering};
+    use hal::address_space::UserProtection;
+
+    let not_present = crate::translation::page_not_present().ok_or("no PageNotPresent")?;
+    let protection = crate::translation::protection_fault().ok_or("no ProtectionFault")?;
+    ensure!(
+        matches!(run("unmanaged", TOUCH_UNMAPPED)?, UserExit::Faulted(Fault { vector: 14, .. })),
+        "a touch of an unmapped page was not a fault without handlers"
+    );
+    let (mapped, upgraded) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (map_count, upgrade_count) = (mapped.clone(), upgraded.clone());
+    let in_region = |args: &crate::translation::FaultArgs| MANAGED.contains(&args.1);
+    let first = not_present
+        .install(
+            Principal::KERNEL,
+            Install::guarded(in_region, move |args: &crate::translation::FaultArgs| {
+                let page = args.1 & !(hal::memory::PAGE_SIZE - 1);
+                let done = hal::context::with_current_address_space(|space| {
+                    space.map(page, UserProtection::Read).is_ok()
+                });
+                map_count.fetch_add(1, Ordering::Relaxed);
+                u32::from(done == Some(true))
+            }),
+        )
+        .map_err(|error| format!("install: {error:?}"))?;
+    let second = protection
+        .install(
+            Principal::KERNEL,
+            Install::guarded(in_region, move |args: &crate::translation::FaultArgs| {
+                let page = args.1 & !(hal::memory::PAGE_SIZE - 1);
+                let done = hal::context::with_current_address_space(|space| {
+                    space.protect(page, UserProtection::ReadWrite).is_ok()
+                });
+                upgrade_count.fetch_add(1, Ordering::Relaxed);
+                u32::from(done == Some(true))
+            }),
+        )
+        .map_err(|error| format!("install: {error:?}"))?;
+    let managed = run("managed", TOUCH_UNMAPPED);
+    let _ = not_present.remove(Principal::KERNEL, first);
+    let _ = protection.remove(Principal::KERNEL, second);
+    ensure!(
+        managed? == UserExit::Exited(42),
+        "the program did not resume after its faults were resolved"
+    );
+    ensure!(
+        mapped.load(Ordering::Relaxed) == 1 && upgraded.load(Ordering::Relaxed) == 1,
+        "expected one PageNotPresent and one ProtectionFault, saw {} and {}",
+        mapped.load(Ordering::Relaxed),
+        upgraded.load(Ordering::Relaxed)
+    );
+    ensure!(
+        matches!(run("unmanaged-again", TOUCH_UNMAPPED)?, UserExit::Faulted(_)),
+        "the handlers outlived their removal"
+    );
     Ok(())
 }

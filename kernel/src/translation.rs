@@ -1,0 +1,81 @@
+//! The `Translation` service's fault events (SPIN figure 3), raised from
+//! the page-fault trap when a user program faults:
+//! `Translation.PageNotPresent(strand, address, error_code) -> resolved`
+//! for a page that is not mapped, and `Translation.ProtectionFault(...)`
+//! for an access the page's protection forbids.
+//!
+//! A handler resolves a fault by changing the faulting thread's address
+//! space (`hal::context::with_current_address_space`: map the page, change
+//! its protection) and returning 1; the program then retries the access and
+//! goes on, Appel and Li's user-level VM primitives done in the kernel.
+//! With no handler resolving it (the intrinsic handler answers 0), the
+//! fault ends the program. Handlers should guard on the address range they
+//! manage, so each sees only its region.
+
+use alloc::sync::Arc;
+
+use dispatch::{Authority, Event};
+
+/// The arguments of both events: the faulting strand, the address (CR2),
+/// and the page-fault error code.
+pub type FaultArgs = (u64, u64, u64);
+
+/// Page-fault error code bit: the page was present (a protection fault).
+const PAGE_PRESENT: u64 = 1 << 0;
+
+struct Events {
+    page_not_present: Arc<Event<FaultArgs, u32>>,
+    protection_fault: Arc<Event<FaultArgs, u32>>,
+    _authorities: (Authority, Authority),
+}
+
+static EVENTS: spin::Once<Events> = spin::Once::new();
+
+/// Unresolved: the fault ends the program.
+fn not_resolved(_: &FaultArgs) -> u32 {
+    0
+}
+
+/// Creates the events.
+pub fn init() {
+    EVENTS.call_once(|| {
+        let (page_not_present, first) = Event::new(
+            "Translation.PageNotPresent",
+            not_resolved as fn(&FaultArgs) -> u32,
+        );
+        let (protection_fault, second) = Event::new(
+            "Translation.ProtectionFault",
+            not_resolved as fn(&FaultArgs) -> u32,
+        );
+        Events {
+            page_not_present: Arc::new(page_not_present),
+            protection_fault: Arc::new(protection_fault),
+            _authorities: (first, second),
+        }
+    });
+}
+
+/// `Translation.PageNotPresent`.
+pub fn page_not_present() -> Option<&'static Arc<Event<FaultArgs, u32>>> {
+    EVENTS.get().map(|events| &events.page_not_present)
+}
+
+/// `Translation.ProtectionFault`.
+pub fn protection_fault() -> Option<&'static Arc<Event<FaultArgs, u32>>> {
+    EVENTS.get().map(|events| &events.protection_fault)
+}
+
+/// Raises the event for a user page fault at `address` with `error_code`;
+/// whether a handler resolved it (the program then retries the access).
+pub fn user_page_fault(address: u64, error_code: u64) -> bool {
+    let Some(events) = EVENTS.get() else {
+        return false;
+    };
+    let event = if error_code & PAGE_PRESENT == 0 {
+        &events.page_not_present
+    } else {
+        &events.protection_fault
+    };
+    let mut args = (sched::current().0, address, error_code);
+    matches!(event.raise(&mut args), Ok(1))
+}
