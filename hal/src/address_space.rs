@@ -169,10 +169,9 @@ impl AddressSpace {
             let physical = self.translate(at).ok_or(MapError::NotMapped(at))?;
             let room = (PAGE_SIZE - at % PAGE_SIZE) as usize;
             let chunk = room.min(bytes.len() - done);
-            // SAFETY: `physical` is in a frame this address space owns (a
-            // user page mapped by `map`), reached through the window; the
-            // chunk stays inside that frame; no Rust reference points into
-            // user frames.
+            // SAFETY: `physical` is in a user frame this address space owns,
+            // reached through the window; the chunk stays inside it; no Rust
+            // reference points into user frames.
             unsafe {
                 core::ptr::copy_nonoverlapping(
                     bytes[done..].as_ptr(),
@@ -234,10 +233,9 @@ pub(crate) fn activate(root: u64) {
     let (current, _) = Cr3::read();
     if current.start_address().as_u64() != root {
         let frame = PhysFrame::containing_address(PhysAddr::new(root));
-        // SAFETY: `root` is the kernel's PML4 or that of a live address
-        // space (held by the context being switched to), and both map the
-        // kernel's upper half identically, so the code and stack in use stay
-        // mapped across the switch.
+        // `root` is the kernel's PML4 or that of a live address space (held
+        // by the context switched to); both map the kernel's upper half.
+        // SAFETY: so the code and stack in use stay mapped across the switch.
         unsafe { Cr3::write(frame, Cr3Flags::empty()) };
     }
 }

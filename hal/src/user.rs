@@ -400,10 +400,10 @@ pub fn run(entry: UserEntry) -> Result<u64, EnterError> {
     // address, so it cannot run with kernel privileges or address kernel
     // memory; traps from there land on this thread's own kernel stack
     // (checked above, set by the context switch); interrupts are off until
-    // `iretq` loads the new flags. `resume` is this thread's own slot; it
-    // holds this frame's stack pointer until `end` resumes here, and this
-    // frame stays live (the thread runs nothing else of the kernel's below
-    // it but the entries from user mode, which `end` abandons).
+    // `iretq` loads the new flags. `resume` is this thread's own slot; this
+    // frame stays live until `end` resumes here (only entries from user
+    // mode run below it, and `end` abandons them).
+    // SAFETY: as above.
     let result = unsafe {
         hal_user_run(
             entry.rip,
@@ -433,11 +433,10 @@ pub fn end(result: u64) {
         return;
     };
     crate::cpu::disable_interrupts();
-    // SAFETY: `resume_rsp` was stored by `hal_user_run` on this thread's own
-    // kernel stack, in a frame that is still live (the thread is inside
-    // `run`, whose frame lies above every frame of the kernel entry from
-    // user mode); restoring it resumes `run`. Interrupts are off, so nothing
-    // runs on the abandoned frames.
+    // `resume_rsp` was stored by `hal_user_run` on this thread's own kernel
+    // stack, in `run`'s frame, still live above every frame of the entry
+    // from user mode; interrupts are off, so nothing runs on those frames.
+    // SAFETY: restoring it resumes `run`, as above.
     unsafe { hal_user_return(resume_rsp, result) }
 }
 
@@ -473,11 +472,10 @@ fn check_user_range(address: u64, len: usize) -> Result<(), UserFault> {
 /// running thread's address space.
 pub fn copy_from_user(destination: &mut [u8], source: u64) -> Result<(), UserFault> {
     check_user_range(source, destination.len())?;
-    // SAFETY: the destination is a live kernel buffer of the given length;
-    // the source range lies in the user half, where a bad or unmapped
-    // address faults inside `hal_copy_user`, whose fault the trap dispatcher
-    // turns into a return of 1 (see `fixup_user_copy`). No kernel memory is
-    // reachable through a user-half address.
+    // The destination is a live kernel buffer of the given length; the
+    // source lies in the user half, where a bad address faults inside
+    // `hal_copy_user` and returns 1 (`fixup_user_copy`).
+    // SAFETY: no kernel memory is reachable through a user-half address.
     let faulted = unsafe {
         hal_copy_user(
             destination.as_mut_ptr(),
@@ -496,8 +494,8 @@ pub fn copy_from_user(destination: &mut [u8], source: u64) -> Result<(), UserFau
 /// address space.
 pub fn copy_to_user(destination: u64, source: &[u8]) -> Result<(), UserFault> {
     check_user_range(destination, source.len())?;
-    // SAFETY: as in `copy_from_user`, with the roles swapped: the writes go
-    // only to user-half addresses, and a fault returns 1.
+    // SAFETY: as in `copy_from_user`, roles swapped: writes go only to
+    // user-half addresses, and a fault returns 1.
     let faulted = unsafe {
         hal_copy_user(
             destination as *mut u8,

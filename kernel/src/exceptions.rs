@@ -47,8 +47,8 @@ fn handle_exception(frame: &mut TrapFrame) {
     // Report without allocating or taking the console lock: the exception
     // may have interrupted the allocator or a console write.
     hal::console::emergency_write_fmt(format_args!(
-        "\n{frame}\n  thread: {:?}\n",
-        hal::context::current_id()
+        "\n{frame}\n  thread: {}\n",
+        hal::context::current_id().map_or(-1, |id| id as i64)
     ));
     if frame.vector == BREAKPOINT_VECTOR {
         BREAKPOINTS.fetch_add(1, Ordering::Relaxed);

@@ -299,7 +299,7 @@ impl Extensions {
                 return Ok(entry.data);
             }
         }
-        Err(format!("no extension named {name:?} in the boot archive"))
+        Err(format!("no extension named `{name}` in the boot archive"))
     }
 
     /// Loads extension `name` from the boot archive (granting it
@@ -378,7 +378,7 @@ impl Extensions {
                         _ => None,
                     })
             })
-            .ok_or_else(|| format!("{name} exports no function {export:?}"))?;
+            .ok_or_else(|| format!("{name} exports no function `{export}`"))?;
         if signature.params.len() != args.len() {
             return Err(format!(
                 "{export} takes {} arguments, {} given",

@@ -100,7 +100,7 @@ fn run_campaign() -> Result<(), String> {
     let thread = sched::spawn_with_stack("fuzz", EXTENSION_STACK_BYTES, move || {
         run_cases(seed, &shared)
     })
-    .map_err(|error| format!("cannot start the fuzz thread: {error:?}"))?;
+    .map_err(|_| String::from("cannot start the fuzz thread: no memory for its stack"))?;
     if let sched::ExitReason::Faulted(fault) = thread.join() {
         return Err(format!(
             "the last case (see `fuzz case` above) raised CPU exception {} at RIP={:#x} in the kernel",

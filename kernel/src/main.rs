@@ -44,7 +44,7 @@ hal::entry_point!(kernel_main);
 fn kernel_main(boot_info: &'static BootInfo) -> ! {
     hal::console::init();
     logger::init(log::LevelFilter::Info);
-    log::info!("Spindle booting; command line: {:?}", boot_info.cmdline());
+    log::info!("Spindle booting; command line: {}", boot_info.cmdline());
     hal::gdt::init();
     hal::trap::init();
     hal::user::init();
@@ -107,7 +107,7 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
                 .expect("cannot start the shell");
             sched::exit(sched::ExitReason::Finished)
         }
-        other => panic!("unknown spindle.mode {other:?}"),
+        other => panic!("unknown spindle.mode `{other}`"),
     }
 }
 
