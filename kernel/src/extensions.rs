@@ -51,6 +51,9 @@ pub struct Extensions {
     nameserver: Arc<NameServer>,
     tick: Arc<Event<(u64,), ()>>,
     tick_port: Arc<dyn EventPort>,
+    /// `MachineTrap.Syscall` as extensions are granted it (only those
+    /// loaded for a process, see [`Extensions::load_for_process`]).
+    syscall_port: Option<Arc<dyn EventPort>>,
     events: Vec<ListedEvent>,
     /// Loaded extensions by name. Lock order: this before the runtime's locks.
     loaded: Mutex<BTreeMap<String, Extension>>,
@@ -235,6 +238,7 @@ pub fn init(archive: &'static [u8]) -> &'static Extensions {
         };
         Extensions {
             tick_port: port(tick.clone()),
+            syscall_port: crate::syscalls::event().map(|event| port(event.clone())),
             runtime,
             nameserver,
             tick,
@@ -505,6 +509,42 @@ impl Extensions {
         self.runtime
             .load(request)
             .map_err(|error| format!("{error}"))
+    }
+
+    /// Loads extension `name` for user process `process` and binds its
+    /// `on_syscall` export to `MachineTrap.Syscall`. The event's authorizer
+    /// lets it see that process's system calls alone (see
+    /// `syscalls::authorize`). Undo with [`Extensions::unload_for_process`].
+    pub fn load_for_process(&self, name: &str, process: u64) -> Result<Extension, String> {
+        let port = self
+            .syscall_port
+            .clone()
+            .ok_or("MachineTrap.Syscall is not set up")?;
+        let bytes = self.module_bytes(name)?;
+        let request = LoadRequest::new(name, bytes).grant_event(port.clone());
+        let extension = self
+            .runtime
+            .load(request)
+            .map_err(|error| format!("{error}"))?;
+        crate::syscalls::set_owner(extension.principal(), process);
+        if let Err(error) = extension.bind(&port, &wasm_runtime::Bind::handler("on_syscall")) {
+            let _ = self.unload_for_process(&extension);
+            return Err(format!("{name}: cannot handle the process's system calls: {error}"));
+        }
+        Ok(extension)
+    }
+
+    /// Unloads an extension loaded with [`Extensions::load_for_process`].
+    pub fn unload_for_process(&self, extension: &Extension) -> Result<(), String> {
+        let result = extension.unload().map(drop).map_err(|error| format!("{error}"));
+        // After the unload: its handler's removal is asked as the extension.
+        crate::syscalls::forget_owner(extension.principal());
+        result
+    }
+
+    /// `MachineTrap.Syscall` as an extension sees it.
+    pub fn syscall_port(&self) -> Option<&Arc<dyn EventPort>> {
+        self.syscall_port.as_ref()
     }
 
     /// The `Timer.Tick` event.

@@ -18,7 +18,7 @@
 use alloc::{collections::BTreeMap, sync::Arc};
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use dispatch::{Authority, Event};
+use dispatch::{Authority, Denied, Event, Grant, Guard, Order, Principal, Request};
 use hal::user::SyscallFrame;
 
 /// The event's arguments: the calling strand, the number, six arguments.
@@ -66,6 +66,9 @@ const WRITE_CHUNK: usize = 4096;
 struct Syscalls {
     event: Arc<Event<SyscallArgs, i64>>,
     _authority: Authority,
+    /// The process each extension principal may observe (see
+    /// [`authorize`]).
+    owners: Arc<spin::Mutex<BTreeMap<Principal, u64>>>,
     /// Exit statuses requested by user threads, by strand, taken by the
     /// entry after the raise returns (a thread cannot end inside a raise:
     /// the dispatcher's references on its stack would never be dropped).
@@ -80,14 +83,66 @@ static SYSCALLS: spin::Once<Syscalls> = spin::Once::new();
 pub fn init() {
     SYSCALLS.call_once(|| {
         let (event, authority) = Event::new("MachineTrap.Syscall", intrinsic as fn(&SyscallArgs) -> i64);
+        let owners: Arc<spin::Mutex<BTreeMap<Principal, u64>>> = Arc::default();
+        let table = owners.clone();
+        event
+            .set_authorizer(
+                &authority,
+                Some(Arc::new(move |request: &Request<'_>, grant: &mut Grant<SyscallArgs>| {
+                    authorize(&table, request, grant)
+                })),
+            )
+            .expect("the event's own authority");
         Syscalls {
             event: Arc::new(event),
             _authority: authority,
+            owners,
             exits: spin::Mutex::new(BTreeMap::new()),
             count: AtomicU64::new(0),
         }
     });
     hal::user::set_syscall_handler(entry);
+}
+
+/// The authorizer of `MachineTrap.Syscall` (SPIN's per-application system
+/// call, made safe): the kernel installs what it likes; an extension only
+/// if it was loaded for a process, and then its handler sees that
+/// process's calls alone (an imposed guard on the calling strand's
+/// process) and runs before the kernel's table, whose result stands (an
+/// imposed `First`). Any other extension is refused.
+fn authorize(
+    owners: &spin::Mutex<BTreeMap<Principal, u64>>,
+    request: &Request<'_>,
+    grant: &mut Grant<SyscallArgs>,
+) -> Result<(), Denied> {
+    if request.requester == Principal::KERNEL {
+        return Ok(());
+    }
+    let Some(&process) = owners.lock().get(&request.requester) else {
+        return Err(Denied::new(
+            "an extension may handle only the system calls of the process it was loaded for",
+        ));
+    };
+    grant.impose_guard(Guard::new(move |args: &SyscallArgs| {
+        crate::user::process_of(args.0) == Some(process)
+    }));
+    grant.impose_order(Order::First);
+    Ok(())
+}
+
+/// Lets extension `principal` handle the system calls of `process` (and
+/// only those): until [`forget_owner`].
+pub fn set_owner(principal: Principal, process: u64) {
+    if let Some(syscalls) = SYSCALLS.get() {
+        syscalls.owners.lock().insert(principal, process);
+    }
+}
+
+/// Takes back what [`set_owner`] gave.
+pub fn forget_owner(principal: Principal) {
+    if let Some(syscalls) = SYSCALLS.get() {
+        syscalls.owners.lock().remove(&principal);
+    }
 }
 
 /// The event (for the shell's `events`, tests and extensions).

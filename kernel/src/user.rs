@@ -29,6 +29,23 @@ const KERNEL_STACK_BYTES: u64 = 64 * 1024;
 /// How user threads' programs ended, by strand, until joined.
 static ENDS: spin::Mutex<BTreeMap<u64, UserExit>> = spin::Mutex::new(BTreeMap::new());
 
+/// The process each running user thread belongs to, by strand.
+static PROCESSES: spin::Mutex<BTreeMap<u64, u64>> = spin::Mutex::new(BTreeMap::new());
+
+/// The last process identifier handed out.
+static LAST_PROCESS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+/// A new process identifier, to start a program in (and to attach
+/// extensions to before it runs).
+pub fn new_process() -> u64 {
+    LAST_PROCESS.fetch_add(1, core::sync::atomic::Ordering::Relaxed) + 1
+}
+
+/// The process strand `strand` runs a program of, if any.
+pub fn process_of(strand: u64) -> Option<u64> {
+    PROCESSES.lock().get(&strand).copied()
+}
+
 /// How a user thread ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UserExit {
@@ -96,6 +113,7 @@ fn address_space_for(code: &[u8]) -> Result<AddressSpace, String> {
 pub fn spawn(name: &str, code: &[u8]) -> Result<UserThread, String> {
     let space = address_space_for(code)?;
     start(
+        new_process(),
         name,
         space,
         UserEntry {
@@ -107,8 +125,18 @@ pub fn spawn(name: &str, code: &[u8]) -> Result<UserThread, String> {
 }
 
 /// Starts the static ELF executable `file` as a user thread named `name`,
-/// with `arguments` as its argv (argv[0] first).
+/// with `arguments` as its argv (argv[0] first), in a new process.
 pub fn spawn_program(name: &str, file: &[u8], arguments: &[&str]) -> Result<UserThread, String> {
+    spawn_program_in(new_process(), name, file, arguments)
+}
+
+/// Like [`spawn_program`], in process `process` (from [`new_process`]).
+pub fn spawn_program_in(
+    process: u64,
+    name: &str,
+    file: &[u8],
+    arguments: &[&str],
+) -> Result<UserThread, String> {
     let crate::elf::Image { mut space, layout } = crate::elf::load(file)?;
     map_stack(&mut space)?;
     let rsp = crate::elf::initial_stack(&mut space, STACK_TOP, &layout, arguments)?;
@@ -116,16 +144,23 @@ pub fn spawn_program(name: &str, file: &[u8], arguments: &[&str]) -> Result<User
         rip: layout.entry,
         rsp,
     };
-    start(name, space, entry)
+    start(process, name, space, entry)
 }
 
-/// Runs `entry` in `space` on a new kernel thread.
-fn start(name: &str, space: AddressSpace, entry: UserEntry) -> Result<UserThread, String> {
+/// Runs `entry` in `space` on a new kernel thread, as part of `process`.
+fn start(
+    process: u64,
+    name: &str,
+    space: AddressSpace,
+    entry: UserEntry,
+) -> Result<UserThread, String> {
     let space = Arc::new(space);
     // The thread's entry returns when the program has ended (by `exit`
     // or a fault, through `hal::user::end`), so what it holds is dropped:
     // the address space, and the entry itself.
     let thread = sched::spawn_with_stack(name, KERNEL_STACK_BYTES, move || {
+        let strand = sched::current().0;
+        PROCESSES.lock().insert(strand, process);
         hal::context::set_address_space(Some(space));
         if let Err(error) = hal::user::run(entry) {
             let why = match error {
@@ -135,6 +170,7 @@ fn start(name: &str, space: AddressSpace, entry: UserEntry) -> Result<UserThread
             log::error!("cannot enter user mode: {why}");
         }
         hal::context::set_address_space(None);
+        PROCESSES.lock().remove(&strand);
     })
     .map_err(|_| String::from("no memory for the thread's kernel stack"))?;
     Ok(UserThread { thread })

@@ -50,6 +50,10 @@ pub const TESTS: &[KernelTest] = &[
         run: translation_fault_handlers_resolve_faults,
     },
     KernelTest {
+        name: "a_wasm_extension_sees_only_its_own_process_system_calls",
+        run: a_wasm_extension_sees_only_its_own_process_system_calls,
+    },
+    KernelTest {
         name: "smep_and_smap_are_on",
         run: smep_and_smap_are_on,
     },
@@ -528,5 +532,49 @@ fn translation_fault_handlers_resolve_faults() -> TestResult {
         matches!(run("unmanaged-again", TOUCH_UNMAPPED)?, UserExit::Faulted(_)),
         "the handlers outlived their removal"
     );
+    Ok(())
+}
+
+/// SPIN's per-application system call, made safe: the Wasm extension
+/// syscall-counter is loaded for one process and bound to
+/// `MachineTrap.Syscall`; the event's authorizer imposes a guard so it
+/// counts that process's calls and not those of another process running
+/// the same program at the same time. An extension loaded for no process
+/// is refused.
+fn a_wasm_extension_sees_only_its_own_process_system_calls() -> TestResult {
+    let extensions = crate::extensions::get().ok_or("no extensions")?;
+    let files = extensions.archive_files("bin/hello");
+    let &(_, hello) = files.first().ok_or("bin/hello is not in the boot archive")?;
+    let (mine, other) = (user::new_process(), user::new_process());
+    let counter = extensions.load_for_process("syscall-counter", mine)?;
+    let first = user::spawn_program_in(mine, "hello-mine", hello, &["hello"]);
+    let second = user::spawn_program_in(other, "hello-other", hello, &["hello"]);
+    let ends = (first.map(user::UserThread::join), second.map(user::UserThread::join));
+    let count = counter.call("count", &[]);
+    let last = counter.call("last", &[]);
+    let _ = extensions.unload_for_process(&counter);
+    ensure!(
+        ends == (Ok(UserExit::Exited(3)), Ok(UserExit::Exited(3))),
+        "the two programs ended with {ends:?}"
+    );
+    // musl's start, printf and exit: arch_prctl, set_tid_address, ioctl,
+    // writev, exit_group; the other process's five are not counted.
+    let count = count.map_err(|error| format!("count: {error}"))?;
+    ensure!(
+        count == Some(wasm_runtime::WasmValue::I64(5)),
+        "the extension counted {count:?} calls, expected its own process's 5"
+    );
+    let last = last.map_err(|error| format!("last: {error}"))?;
+    ensure!(
+        last == Some(wasm_runtime::WasmValue::I64(231)),
+        "the last call seen was {last:?}, expected exit_group (231)"
+    );
+    // Loaded for no process: the authorizer refuses its handler.
+    let loose =
+        extensions.load_detached("loose", extensions.module_bytes("syscall-counter")?, None)?;
+    let port = extensions.syscall_port().ok_or("no syscall port")?;
+    let refused = loose.bind(port, &wasm_runtime::Bind::handler("on_syscall"));
+    let _ = loose.unload();
+    ensure!(refused.is_err(), "an extension loaded for no process was allowed to handle system calls");
     Ok(())
 }
