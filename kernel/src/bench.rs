@@ -94,17 +94,49 @@ fn direct_call(name: &str) -> Result<Vec<f64>, String> {
     measure(name, |i| empty_procedure(i) == i)
 }
 
-/// Runs the benchmark suite named `suite` (`boot`, `ext` or `all`).
+/// Runs the benchmark suite named `suite` (`boot`, `ext`, `core` or `all`;
+/// `all` is `boot` and `ext`, as `core` needs programs `./x bench core`
+/// adds to the archive).
 pub fn run(suite: &str) -> Result<(), String> {
     match suite {
         "boot" => boot(),
         "ext" => ext(),
+        "core" => core_programs(),
         "all" => {
             boot()?;
             ext()
         }
         other => Err(format!("unknown benchmark suite {other:?}")),
     }
+}
+
+/// `core`: the Linux baseline's benchmark programs that `./x bench core`
+/// put in the boot archive as `bench/<name>`, each run as a user program;
+/// they time themselves (clock_gettime) and print their own
+/// `bench <name> <ns> ns iters=<n>` lines, which xtask relays as
+/// `core.<name>` beside Linux's figures.
+fn core_programs() -> Result<(), String> {
+    let extensions = crate::extensions::get().ok_or("extensions not initialised")?;
+    let programs = extensions.archive_files("bench/");
+    if programs.is_empty() {
+        return Err(String::from("no bench/ programs in the boot archive"));
+    }
+    for (path, file) in programs {
+        let name = path.trim_start_matches("bench/");
+        match crate::user::spawn_program(name, file, &[name])?.join() {
+            crate::user::UserExit::Exited(0) => {}
+            crate::user::UserExit::Exited(status) => {
+                return Err(format!("{name} exited with status {status}"))
+            }
+            crate::user::UserExit::Faulted(fault) => {
+                return Err(format!(
+                    "{name} was ended by CPU exception {} at {:#x}",
+                    fault.vector, fault.rip
+                ))
+            }
+        }
+    }
+    Ok(())
 }
 
 fn boot() -> Result<(), String> {

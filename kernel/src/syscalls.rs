@@ -7,7 +7,7 @@
 //! the event; the intrinsic handler below is what runs when none does.
 //! It speaks the Linux numbers and errno values for the few calls it
 //! knows, what a static musl program needs to start, print and exit
-//! (`write`, `writev`, `ioctl` (no terminal yet), `getpid`, `sched_yield`, `arch_prctl`,
+//! (`write`, `writev`, `ioctl` (no terminal yet), `getpid`, `sched_yield`, `clock_gettime`, `arch_prctl`,
 //! `set_tid_address`, `exit`, `exit_group`); everything else is `-ENOSYS`.
 //! The Linux personality (issue 11) replaces this table with handlers of
 //! its own on the event.
@@ -38,6 +38,8 @@ pub mod number {
     pub const ARCH_PRCTL: u64 = 158;
     /// `set_tid_address(tidptr)`.
     pub const SET_TID_ADDRESS: u64 = 218;
+    /// `clock_gettime(clock, timespec)`.
+    pub const CLOCK_GETTIME: u64 = 228;
     /// `getpid()`.
     pub const GETPID: u64 = 39;
     /// `exit(status)`.
@@ -173,12 +175,16 @@ fn entry(frame: &mut SyscallFrame) {
     let strand = current_strand();
     let [a0, a1, a2, a3, a4, a5] = frame.args();
     let mut args = (strand, frame.number(), a0, a1, a2, a3, a4, a5);
+    let number = args.1;
     let result = syscalls.event.raise(&mut args).unwrap_or(-errno::ENOSYS);
-    // Taken out of the map first: the lock must not be held while the
-    // thread ends.
-    let exit = syscalls.exits.lock().remove(&strand);
-    if let Some(status) = exit {
-        crate::user::finish(status);
+    // Only `exit` and `exit_group` record an exit (the common path skips
+    // the map). Taken out of the map first: the lock must not be held while
+    // the thread ends.
+    if number == number::EXIT || number == number::EXIT_GROUP {
+        let exit = syscalls.exits.lock().remove(&strand);
+        if let Some(status) = exit {
+            crate::user::finish(status);
+        }
     }
     frame.set_result(result as u64);
 }
@@ -192,6 +198,7 @@ fn intrinsic(args: &SyscallArgs) -> i64 {
         // No terminal yet (the personality brings the tty).
         number::IOCTL => -errno::ENOTTY,
         number::ARCH_PRCTL => arch_prctl(a0, a1),
+        number::CLOCK_GETTIME => clock_gettime(a0, a1),
         number::SCHED_YIELD => {
             sched::yield_now();
             0
@@ -223,6 +230,23 @@ fn arch_prctl(code: u64, address: u64) -> i64 {
             }
         }
         _ => -errno::EINVAL,
+    }
+}
+
+/// `clock_gettime(clock, timespec)`: every clock reads the time since boot
+/// (there is no real-time clock yet), in a `struct timespec`.
+fn clock_gettime(clock: u64, timespec: u64) -> i64 {
+    // CLOCK_REALTIME .. CLOCK_BOOTTIME (0..=7) are accepted.
+    if clock > 7 {
+        return -errno::EINVAL;
+    }
+    let now = hal::timer::uptime_ns();
+    let mut value = [0u8; 16];
+    value[..8].copy_from_slice(&(now / 1_000_000_000).to_le_bytes());
+    value[8..].copy_from_slice(&(now % 1_000_000_000).to_le_bytes());
+    match hal::user::copy_to_user(timespec, &value) {
+        Ok(()) => 0,
+        Err(_) => -errno::EFAULT,
     }
 }
 

@@ -50,6 +50,11 @@ pub const SUITES: &[Suite] = &[
         run: ext,
     },
     Suite {
+        name: "core",
+        about: "core services in the guest beside Linux in the same QEMU: the baseline's programs Spindle runs (../shared/baseline)",
+        run: core,
+    },
+    Suite {
         name: "dispatch",
         about: "event dispatcher on the host (benches/dispatch)",
         run: dispatch,
@@ -182,6 +187,107 @@ fn guest_suite(context: &mut BenchContext, suite: &str) -> Result<()> {
         return Err(format!("spindle.bench={suite}: {figures} figures, {exit}").into());
     }
     Ok(())
+}
+
+/// The programs of `../shared/baseline/bench/` that Spindle runs today
+/// (the others need system calls the Linux personality brings).
+const CORE_PROGRAMS: &[&str] = &["null_syscall"];
+
+/// `core`: the Linux baseline's benchmark programs, unmodified static musl
+/// binaries built from `../shared/baseline/bench/`, run as user programs
+/// on Spindle (`spindle.bench=core`) and on Linux booted by the baseline's
+/// own `build.sh` and `run.sh` in the same QEMU and accelerator. Prints
+/// `core.<name>` (Spindle), `core.<name>.linux` and `core.<name>.ratio`
+/// (Spindle over Linux).
+fn core(context: &mut BenchContext) -> Result<()> {
+    let root = crate::repo_root();
+    let baseline = root.join("../shared/baseline");
+    if !baseline.join("bench").is_dir() {
+        return Err(format!(
+            "{}: the Linux baseline is missing (it comes with shared/)",
+            baseline.display()
+        )
+        .into());
+    }
+    // 1. The programs, for Spindle.
+    let output = root.join("target/baseline");
+    std::fs::create_dir_all(&output)?;
+    let mut extra = Vec::new();
+    for name in CORE_PROGRAMS {
+        let binary = output.join(name);
+        let mut command = std::process::Command::new("musl-gcc");
+        command
+            .args(["-static", "-O2", "-Wall", "-Wextra", "-I"])
+            .arg(baseline.join("bench"))
+            .arg("-o")
+            .arg(&binary)
+            .arg(baseline.join("bench").join(format!("{name}.c")));
+        toolchain::run_checked(&mut command, &format!("building the baseline's {name}"))?;
+        extra.push((format!("bench/{name}"), std::fs::read(&binary)?));
+    }
+    let archive = crate::image::build_archive_with(extra, &output.join("core.cpio"))?;
+    // 2. Spindle.
+    let mut config = context.boot_config("bench")?;
+    config.append.push_str(" spindle.bench=core");
+    config.initrd = Some(archive);
+    let mut guest = Guest::boot(&config, context.timeout)?;
+    let exit = guest.wait_exit(None)?;
+    let log = guest.full_log();
+    save_log("bench-core", &log);
+    let spindle = program_figures(&log);
+    if exit != GuestExit::Success || spindle.is_empty() {
+        print_log("bench-core", &log, None);
+        return Err(format!("spindle.bench=core: {} figures, {exit}", spindle.len()).into());
+    }
+    // 3. Linux, with the baseline's own scripts.
+    let linux_out = root.join("target/baseline-linux");
+    let accel = match context.accel {
+        Accel::Tcg => "tcg",
+        Accel::Kvm => "kvm",
+    };
+    eprintln!("x: building and booting the Linux baseline ({accel})");
+    let mut build = std::process::Command::new("bash");
+    build
+        .arg(baseline.join("build.sh"))
+        .env("BASELINE_OUT", &linux_out)
+        .stdout(Stdio::null());
+    toolchain::run_checked(&mut build, "the Linux baseline's build.sh")?;
+    let run = std::process::Command::new("bash")
+        .arg(baseline.join("run.sh"))
+        .env("BASELINE_OUT", &linux_out)
+        .env("BASELINE_ACCEL", accel)
+        .stderr(Stdio::inherit())
+        .output()?;
+    let linux = program_figures(&String::from_utf8_lossy(&run.stdout));
+    for (name, spindle_ns) in &spindle {
+        let line = format!("bench core.{name} {spindle_ns:.1} ns");
+        println!("{}", context.tag(&line));
+        match linux.iter().find(|(linux_name, _)| linux_name == name) {
+            Some((_, linux_ns)) => {
+                println!("bench core.{name}.linux {linux_ns:.1} ns");
+                println!("bench core.{name}.ratio {:.2} x", spindle_ns / linux_ns);
+            }
+            None => eprintln!("x: warning: the Linux baseline printed no {name} figure"),
+        }
+    }
+    Ok(())
+}
+
+/// The `bench <name> <ns> ns ...` lines a baseline program prints, as
+/// (name, ns).
+fn program_figures(output: &str) -> Vec<(String, f64)> {
+    output
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.trim().split_whitespace();
+            if words.next()? != "bench" {
+                return None;
+            }
+            let name = words.next()?;
+            let value = words.next()?.parse::<f64>().ok()?;
+            (words.next()? == "ns" && !name.contains('.')).then(|| (name.to_string(), value))
+        })
+        .collect()
 }
 
 /// How many processes `dispatch` runs per layout; each figure is reported

@@ -111,13 +111,21 @@ pub fn build_boot_archive() -> Result<PathBuf> {
 /// the fuzz cases of `cases` (a folder of `<case>.wasm` files and `seed`,
 /// as the `fuzz-cases` program writes it) under `fuzz/`; returns its path.
 pub fn build_fuzz_archive(cases: &Path, destination: &Path) -> Result<PathBuf> {
-    let mut files = boot_files()?;
+    let mut extra = Vec::new();
     for entry in fs::read_dir(cases)? {
         let path = entry?.path();
-        files.push((format!("fuzz/{}", file_name(&path)?), fs::read(&path)?));
+        extra.push((format!("fuzz/{}", file_name(&path)?), fs::read(&path)?));
     }
     // Case numbers sort as text in the archive; the kernel reads each
     // case's number from its name, so the order does not matter.
+    build_archive_with(extra, destination)
+}
+
+/// Writes at `destination` a boot archive holding the usual files and
+/// `extra` (paths inside the archive, contents); returns its path.
+pub fn build_archive_with(extra: Vec<ArchiveFile>, destination: &Path) -> Result<PathBuf> {
+    let mut files = boot_files()?;
+    files.extend(extra);
     write_archive(destination, files)?;
     Ok(destination.to_path_buf())
 }
