@@ -55,6 +55,18 @@ impl UserProtection {
     }
 }
 
+/// The user page at `virt`: page aligned, and below the highest page a
+/// user may have (see [`HIGHEST_MAPPABLE`]).
+fn user_page(virt: u64) -> Result<Page<Size4KiB>, MapError> {
+    if virt % PAGE_SIZE != 0 {
+        return Err(MapError::Unaligned(virt));
+    }
+    if virt > HIGHEST_MAPPABLE {
+        return Err(MapError::OutsideRegion(virt));
+    }
+    Ok(Page::containing_address(VirtAddr::new(virt)))
+}
+
 /// A user address space. Its page tables are changed under its own lock,
 /// so the thread running in it (a fault handler mapping a page) and the
 /// kernel (loading a program) can share it.
@@ -114,13 +126,7 @@ impl AddressSpace {
 
     /// Maps user page `virt` to a fresh zeroed frame with `protection`.
     pub fn map(&self, virt: u64, protection: UserProtection) -> Result<(), MapError> {
-        if virt % PAGE_SIZE != 0 {
-            return Err(MapError::Unaligned(virt));
-        }
-        if virt > HIGHEST_MAPPABLE {
-            return Err(MapError::OutsideRegion(virt));
-        }
-        let page = Page::<Size4KiB>::containing_address(VirtAddr::new(virt));
+        let page = user_page(virt)?;
         let lock = self.tables.lock();
         let mut frames = FRAMES.lock();
         let mut table_frames = TableFrames(&mut frames);
@@ -205,13 +211,7 @@ impl AddressSpace {
 
     /// Changes the protection of mapped user page `virt`.
     pub fn protect(&self, virt: u64, protection: UserProtection) -> Result<(), MapError> {
-        if virt % PAGE_SIZE != 0 {
-            return Err(MapError::Unaligned(virt));
-        }
-        if virt > HIGHEST_MAPPABLE {
-            return Err(MapError::OutsideRegion(virt));
-        }
-        let page = Page::<Size4KiB>::containing_address(VirtAddr::new(virt));
+        let page = user_page(virt)?;
         let lock = self.tables.lock();
         // SAFETY: changes the permissions of a user page of this address
         // space: no kernel memory and no Rust reference is affected.
