@@ -12,7 +12,8 @@ use x86_64::{
     registers::control::{Cr3, Cr3Flags},
     structures::paging::{
         mapper::{MapToError, TranslateResult},
-        FrameAllocator, Mapper, OffsetPageTable, Page, PageTable, PageTableFlags, PhysFrame,
+        FrameAllocator, Mapper, OffsetPageTable, Page, PageTable, PageTableFlags,
+        page_table::PageTableEntry, PhysFrame,
         Size4KiB, Translate,
     },
     PhysAddr, VirtAddr,
@@ -34,6 +35,9 @@ const HIGHEST_MAPPABLE: u64 = USER_END - 2 * PAGE_SIZE;
 /// How user code may access a page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UserProtection {
+    /// No access (`PROT_NONE`): the page keeps its frame, but every access
+    /// faults as if it were not present, and user copies fail on it.
+    None,
     /// Read only.
     Read,
     /// Read and write.
@@ -43,9 +47,23 @@ pub enum UserProtection {
 }
 
 impl UserProtection {
+    /// The protection a leaf entry's flags give.
+    fn of(flags: PageTableFlags) -> Self {
+        if !flags.contains(PageTableFlags::PRESENT) {
+            UserProtection::None
+        } else if flags.contains(PageTableFlags::WRITABLE) {
+            UserProtection::ReadWrite
+        } else if flags.contains(PageTableFlags::NO_EXECUTE) {
+            UserProtection::Read
+        } else {
+            UserProtection::ReadExecute
+        }
+    }
+
     fn flags(self) -> PageTableFlags {
         let base = PageTableFlags::PRESENT | PageTableFlags::USER_ACCESSIBLE;
         match self {
+            UserProtection::None => PageTableFlags::USER_ACCESSIBLE | PageTableFlags::NO_EXECUTE,
             UserProtection::Read => base | PageTableFlags::NO_EXECUTE,
             UserProtection::ReadWrite => {
                 base | PageTableFlags::WRITABLE | PageTableFlags::NO_EXECUTE
@@ -211,15 +229,240 @@ impl AddressSpace {
 
     /// Changes the protection of mapped user page `virt`.
     pub fn protect(&self, virt: u64, protection: UserProtection) -> Result<(), MapError> {
-        let page = user_page(virt)?;
+        user_page(virt)?;
         let lock = self.tables.lock();
-        // SAFETY: changes the permissions of a user page of this address
-        // space: no kernel memory and no Rust reference is affected.
-        let flush = unsafe { self.mapper(&lock).update_flags(page, protection.flags()) }
-            .map_err(|_| MapError::NotMapped(virt))?;
-        // Only the active address space has TLB entries to drop.
-        flush.flush();
+        let entry = self.leaf(&lock, virt).ok_or(MapError::NotMapped(virt))?;
+        let frame = entry.addr();
+        entry.set_addr(frame, protection.flags());
+        self.flush(virt);
         Ok(())
+    }
+
+    /// The protection of mapped user page `virt`, if it is mapped.
+    pub fn protection(&self, virt: u64) -> Option<UserProtection> {
+        user_page(virt & !(PAGE_SIZE - 1)).ok()?;
+        let lock = self.tables.lock();
+        let entry = self.leaf(&lock, virt)?;
+        Some(UserProtection::of(entry.flags()))
+    }
+
+    /// Unmaps user page `virt` and lets go of its frame (freed unless
+    /// another address space shares it).
+    pub fn unmap(&self, virt: u64) -> Result<(), MapError> {
+        user_page(virt)?;
+        let lock = self.tables.lock();
+        let entry = self.leaf(&lock, virt).ok_or(MapError::NotMapped(virt))?;
+        let frame = entry.addr().as_u64();
+        entry.set_unused();
+        self.flush(virt);
+        let _ = FRAMES.lock().free(frame);
+        self.pages.fetch_sub(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Unmaps every page mapped in `[start, end)` and lets go of their
+    /// frames; returns how many there were.
+    pub fn unmap_range(&self, start: u64, end: u64) -> u64 {
+        let mut frames_released = alloc::vec::Vec::new();
+        {
+            let _lock = self.tables.lock();
+            // SAFETY: this address space's PML4, under its table lock.
+            let root = unsafe { table_at(self.root) };
+            for_each_leaf(root, 4, 0, start, end.min(USER_END), &mut |_, entry| {
+                frames_released.push(entry.addr().as_u64());
+                entry.set_unused();
+                true
+            });
+        }
+        self.flush_all();
+        let mut frames = FRAMES.lock();
+        for frame in &frames_released {
+            let _ = frames.free(*frame);
+        }
+        drop(frames);
+        let count = frames_released.len() as u64;
+        self.pages.fetch_sub(count, Ordering::Relaxed);
+        count
+    }
+
+    /// Gives every page mapped in `[start, end)` `protection`; pages whose
+    /// frame another address space shares stay read-only (a write must
+    /// first get a private copy). Returns how many pages there were.
+    pub fn protect_range(&self, start: u64, end: u64, protection: UserProtection) -> u64 {
+        let mut count = 0;
+        {
+            let _lock = self.tables.lock();
+            let frames = FRAMES.lock();
+            // SAFETY: this address space's PML4, under its table lock.
+            let root = unsafe { table_at(self.root) };
+            for_each_leaf(root, 4, 0, start, end.min(USER_END), &mut |_, entry| {
+                let mut flags = protection.flags();
+                if frames.is_shared(entry.addr().as_u64()) {
+                    flags.remove(PageTableFlags::WRITABLE);
+                }
+                let frame = entry.addr();
+                entry.set_addr(frame, flags);
+                count += 1;
+                true
+            });
+        }
+        self.flush_all();
+        count
+    }
+
+    /// Gives mapped user page `virt` a frame of its own (a copy of the
+    /// shared one, if another address space shares it) and `protection`:
+    /// the mechanism under copy-on-write.
+    pub fn make_private(&self, virt: u64, protection: UserProtection) -> Result<(), MapError> {
+        user_page(virt)?;
+        let lock = self.tables.lock();
+        let entry = self.leaf(&lock, virt).ok_or(MapError::NotMapped(virt))?;
+        let old = entry.addr().as_u64();
+        let mut frames = FRAMES.lock();
+        if frames.is_shared(old) {
+            let new = frames.allocate().ok_or(MapError::OutOfFrames)?;
+            // SAFETY: both frames are user frames reached through the
+            // window: `old` is mapped by this address space (and others,
+            // read-only), `new` was just allocated; no Rust reference points
+            // into either.
+            unsafe {
+                core::ptr::copy_nonoverlapping(
+                    (PHYS_OFFSET + old) as *const u8,
+                    (PHYS_OFFSET + new) as *mut u8,
+                    PAGE_SIZE as usize,
+                )
+            };
+            entry.set_addr(PhysAddr::new(new), protection.flags());
+            let _ = frames.free(old);
+        } else {
+            entry.set_addr(PhysAddr::new(old), protection.flags());
+        }
+        drop(frames);
+        self.flush(virt);
+        Ok(())
+    }
+
+    /// Shares every page mapped in `[start, end)` with `child` (a new
+    /// address space, mapping nothing there yet) at the same address: both
+    /// then own the frame. With `copy_on_write`, writable pages become
+    /// read-only in both, so the first write to each faults and can be
+    /// given a private copy ([`Self::make_private`]): `fork`'s mechanism.
+    /// Returns the pages shared.
+    pub fn share_range_with(
+        &self,
+        child: &AddressSpace,
+        start: u64,
+        end: u64,
+        copy_on_write: bool,
+    ) -> Result<u64, MapError> {
+        if core::ptr::eq(self, child) {
+            return Err(MapError::AlreadyMapped(start));
+        }
+        let end = end.min(HIGHEST_MAPPABLE + PAGE_SIZE);
+        if start >= end {
+            return Ok(0);
+        }
+        let _lock = self.tables.lock();
+        let child_lock = child.tables.lock();
+        let mut frames = FRAMES.lock();
+        let mut shared = 0;
+        let mut result = Ok(());
+        // SAFETY: this address space's PML4, under its table lock.
+        let root = unsafe { table_at(self.root) };
+        let mut child_tables = child.mapper(&child_lock);
+        for_each_leaf(root, 4, 0, start, end, &mut |virt, entry| {
+            let mut flags = entry.flags();
+            if copy_on_write && flags.contains(PageTableFlags::WRITABLE) {
+                flags.remove(PageTableFlags::WRITABLE);
+                entry.set_flags(flags);
+            }
+            let frame = entry.addr().as_u64();
+            if frames.share(frame).is_err() {
+                return false;
+            }
+            let parent_flags = PageTableFlags::PRESENT
+                | PageTableFlags::WRITABLE
+                | PageTableFlags::USER_ACCESSIBLE;
+            let mut table_frames = TableFrames(&mut frames);
+            // SAFETY: maps a user page of `child` to a user frame it now
+            // co-owns; no kernel memory becomes reachable.
+            let mapped = unsafe {
+                child_tables.map_to_with_table_flags(
+                    Page::<Size4KiB>::containing_address(VirtAddr::new(virt)),
+                    PhysFrame::containing_address(PhysAddr::new(frame)),
+                    flags,
+                    parent_flags,
+                    &mut table_frames,
+                )
+            };
+            match mapped {
+                // `child` is not active: no TLB entry to drop.
+                Ok(flush) => flush.ignore(),
+                Err(error) => {
+                    let _ = frames.free(frame);
+                    result = Err(match error {
+                        MapToError::FrameAllocationFailed => MapError::OutOfFrames,
+                        _ => MapError::AlreadyMapped(virt),
+                    });
+                    return false;
+                }
+            }
+            shared += 1;
+            true
+        });
+        drop(frames);
+        child.pages.fetch_add(shared, Ordering::Relaxed);
+        if copy_on_write {
+            self.flush_all();
+        }
+        result.map(|()| shared)
+    }
+
+    /// The leaf entry mapping user page `virt`, present or not, while
+    /// `_lock` (this address space's table lock) is held.
+    fn leaf<'a>(
+        &'a self,
+        _lock: &'a IrqMutexGuard<'_, ()>,
+        virt: u64,
+    ) -> Option<&'a mut PageTableEntry> {
+        let address = VirtAddr::new(virt);
+        // SAFETY: this address space's PML4, under its table lock held for
+        // the result's lifetime.
+        let mut table = unsafe { table_at(self.root) };
+        for index in [address.p4_index(), address.p3_index(), address.p2_index()] {
+            let entry = &table[index];
+            if !entry.flags().contains(PageTableFlags::PRESENT)
+                || entry.flags().contains(PageTableFlags::HUGE_PAGE)
+            {
+                return None;
+            }
+            // SAFETY: a lower-half table of this address space, which owns
+            // it, under the same lock.
+            table = unsafe { table_at(PhysFrame::containing_address(entry.addr())) };
+        }
+        let entry = &mut table[address.p1_index()];
+        (!entry.is_unused()).then_some(entry)
+    }
+
+    /// Whether this is the address space in CR3.
+    fn is_active(&self) -> bool {
+        Cr3::read().0.start_address().as_u64() == self.root()
+    }
+
+    /// Drops every TLB entry of the lower half if this address space is
+    /// active.
+    fn flush_all(&self) {
+        if self.is_active() {
+            x86_64::instructions::tlb::flush_all();
+        }
+    }
+
+    /// Drops the TLB entry for `virt` if this address space is active (an
+    /// inactive one has none: CR3 loads flush the lower half).
+    fn flush(&self, virt: u64) {
+        if self.is_active() {
+            x86_64::instructions::tlb::flush(VirtAddr::new(virt));
+        }
     }
 
     /// The physical address of the PML4 (what CR3 holds while active).
@@ -238,6 +481,50 @@ pub(crate) fn activate(root: u64) {
         // SAFETY: so the code and stack in use stay mapped across the switch.
         unsafe { Cr3::write(frame, Cr3Flags::empty()) };
     }
+}
+
+/// Calls `visit` with the address and leaf entry of every mapped page
+/// (present or not) in `[start, end)` under `table` at `level` (4 = PML4),
+/// whose first address is `base`; stops when `visit` returns false.
+/// Returns false if it stopped early.
+fn for_each_leaf(
+    table: &mut PageTable,
+    level: u8,
+    base: u64,
+    start: u64,
+    end: u64,
+    visit: &mut dyn FnMut(u64, &mut PageTableEntry) -> bool,
+) -> bool {
+    let span = PAGE_SIZE << (9 * u64::from(level - 1));
+    let entries = if level == 4 { 256 } else { 512 };
+    for index in 0..entries {
+        let first = base + index as u64 * span;
+        if first + span <= start || first >= end {
+            continue;
+        }
+        let entry = &mut table[index];
+        if entry.is_unused() {
+            continue;
+        }
+        if level == 1 {
+            if !visit(first, entry) {
+                return false;
+            }
+            continue;
+        }
+        if !entry.flags().contains(PageTableFlags::PRESENT)
+            || entry.flags().contains(PageTableFlags::HUGE_PAGE)
+        {
+            continue;
+        }
+        // SAFETY: a lower-half table of the address space being walked,
+        // whose table lock the caller holds.
+        let child = unsafe { table_at(PhysFrame::containing_address(entry.addr())) };
+        if !for_each_leaf(child, level - 1, first, start, end, visit) {
+            return false;
+        }
+    }
+    true
 }
 
 /// Frees the lower-half tables under `table` at `level` (4 = PML4) and the

@@ -6,7 +6,15 @@
 //! costs O(1) amortised while memory is plentiful; freeing checks that the
 //! frame was allocated, which catches double frees.
 //!
+//! A frame may be shared by several owners (a page mapped copy-on-write
+//! in two address spaces after `fork`): [`FrameBitmap::share`] counts one
+//! more owner, and [`FrameBitmap::free`] frees the frame only when its last
+//! owner lets go. Only shared frames have an entry in the count map, so an
+//! unshared frame costs nothing.
+//!
 //! This module is plain safe logic and is unit-tested on the host.
+
+use alloc::collections::BTreeMap;
 
 /// Size of a physical frame (and of a small page).
 pub const FRAME_SIZE: u64 = 4096;
@@ -34,6 +42,8 @@ pub struct FrameBitmap {
     free_frames: usize,
     /// Word index where the next search starts.
     hint: usize,
+    /// Owners beyond the first, for shared frames only.
+    extra_owners: BTreeMap<u64, u32>,
 }
 
 impl FrameBitmap {
@@ -44,6 +54,7 @@ impl FrameBitmap {
             managed_frames: 0,
             free_frames: 0,
             hint: 0,
+            extra_owners: BTreeMap::new(),
         }
     }
 
@@ -87,8 +98,51 @@ impl FrameBitmap {
         None
     }
 
-    /// Returns the frame at `address` to the free pool.
+    /// Adds an owner to the allocated frame at `address` (it is now shared).
+    pub fn share(&mut self, address: u64) -> Result<(), FrameError> {
+        self.check_allocated(address)?;
+        *self.extra_owners.entry(address).or_insert(0) += 1;
+        Ok(())
+    }
+
+    /// Whether the allocated frame at `address` has more than one owner.
+    pub fn is_shared(&self, address: u64) -> bool {
+        self.extra_owners.contains_key(&address)
+    }
+
+    /// Frames with more than one owner.
+    pub fn shared_frames(&self) -> usize {
+        self.extra_owners.len()
+    }
+
+    fn check_allocated(&self, address: u64) -> Result<(), FrameError> {
+        if !address.is_multiple_of(FRAME_SIZE) {
+            return Err(FrameError::Unaligned(address));
+        }
+        if address >= MAX_PHYS_BYTES {
+            return Err(FrameError::NotManaged(address));
+        }
+        let frame = (address / FRAME_SIZE) as usize;
+        if self.free_bits[frame / 64] & (1 << (frame % 64)) != 0 {
+            return Err(FrameError::AlreadyFree(address));
+        }
+        Ok(())
+    }
+
+    /// Lets go of one owner of the frame at `address`: the frame returns to
+    /// the free pool when it was the last.
     pub fn free(&mut self, address: u64) -> Result<(), FrameError> {
+        if let Some(extra) = self.extra_owners.get_mut(&address) {
+            *extra -= 1;
+            if *extra == 0 {
+                self.extra_owners.remove(&address);
+            }
+            return Ok(());
+        }
+        self.release(address)
+    }
+
+    fn release(&mut self, address: u64) -> Result<(), FrameError> {
         if !address.is_multiple_of(FRAME_SIZE) {
             return Err(FrameError::Unaligned(address));
         }
@@ -177,6 +231,23 @@ mod tests {
             frames.free(MAX_PHYS_BYTES),
             Err(FrameError::NotManaged(MAX_PHYS_BYTES))
         );
+    }
+
+    #[test]
+    fn a_shared_frame_is_freed_by_its_last_owner() {
+        let mut frames = bitmap();
+        frames.add_region(0, 0x4000, &[]);
+        let frame = frames.allocate().unwrap();
+        assert_eq!(frames.share(frame), Ok(()));
+        assert_eq!(frames.share(frame), Ok(()));
+        assert!(frames.is_shared(frame));
+        assert_eq!(frames.free(frame), Ok(()));
+        assert_eq!(frames.free(frame), Ok(()));
+        assert!(!frames.is_shared(frame));
+        assert_eq!(frames.free_frames(), 3);
+        assert_eq!(frames.free(frame), Ok(()));
+        assert_eq!(frames.free_frames(), 4);
+        assert_eq!(frames.share(frame), Err(FrameError::AlreadyFree(frame)));
     }
 
     #[test]

@@ -18,7 +18,6 @@
 //! (`target_os = "none"`); the bitmap is unit-tested on the host.
 #![cfg_attr(not(test), no_std)]
 
-#[cfg(target_os = "none")]
 extern crate alloc;
 
 pub mod frames;

@@ -303,6 +303,7 @@ extern "C" fn hal_trap_dispatch(frame: &mut TrapFrame) {
     // resumes at its fix-up, which returns the fault to its caller.
     if frame.vector == u64::from(PAGE_FAULT_VECTOR) && !frame.is_from_user() {
         if let Some(fixup) = crate::user::fixup_user_copy(frame.rip) {
+            crate::user::note_copy_fault(frame.fault_address(), frame.error_code);
             frame.rip = fixup;
             return;
         }

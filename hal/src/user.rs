@@ -23,7 +23,7 @@
 use core::{
     arch::global_asm,
     cell::UnsafeCell,
-    sync::atomic::{AtomicUsize, Ordering},
+    sync::atomic::{AtomicU64, AtomicUsize, Ordering},
 };
 
 use x86_64::{
@@ -131,6 +131,31 @@ impl SyscallFrame {
     pub fn rsp(&self) -> u64 {
         self.rsp
     }
+
+    /// The caller's registers as the call left them (RCX and R11 hold the
+    /// return address and flags, as `syscall` leaves them).
+    pub fn registers(&self) -> UserRegisters {
+        UserRegisters {
+            rax: self.rax,
+            rbx: self.rbx,
+            rcx: self.rip,
+            rdx: self.rdx,
+            rsi: self.rsi,
+            rdi: self.rdi,
+            rbp: self.rbp,
+            r8: self.r8,
+            r9: self.r9,
+            r10: self.r10,
+            r11: self.rflags,
+            r12: self.r12,
+            r13: self.r13,
+            r14: self.r14,
+            r15: self.r15,
+            rip: self.rip,
+            rsp: self.rsp,
+            rflags: self.rflags,
+        }
+    }
 }
 
 /// Handles a system call; runs on the calling thread's kernel stack with
@@ -194,38 +219,38 @@ hal_syscall_entry:
 
     .global hal_user_run
 hal_user_run:
-    /* rdi = user rip, rsi = user rsp, rdx = user cs, rcx = user ss,
-       r8 = rflags, r9 = where to keep the kernel stack pointer that
-       `hal_user_return` resumes at. Saves the callee-saved registers, then
-       builds an interrupt frame and leaves with no kernel value in any
-       register. */
+    /* rdi = the UserRegisters to start with, rsi = user cs, rdx = user ss,
+       rcx = where to keep the kernel stack pointer that `hal_user_return`
+       resumes at. Saves the callee-saved registers, builds an interrupt
+       frame, loads every general register from the block (so no kernel
+       value is left in any) and leaves. */
     push rbx
     push rbp
     push r12
     push r13
     push r14
     push r15
-    mov [r9], rsp
-    push rcx
-    push rsi
-    push r8
+    mov [rcx], rsp
     push rdx
-    push rdi
-    xor eax, eax
-    xor ebx, ebx
-    xor ecx, ecx
-    xor edx, edx
-    xor esi, esi
-    xor edi, edi
-    xor ebp, ebp
-    xor r8d, r8d
-    xor r9d, r9d
-    xor r10d, r10d
-    xor r11d, r11d
-    xor r12d, r12d
-    xor r13d, r13d
-    xor r14d, r14d
-    xor r15d, r15d
+    push qword ptr [rdi + 128]
+    push qword ptr [rdi + 136]
+    push rsi
+    push qword ptr [rdi + 120]
+    mov rax, [rdi + 0]
+    mov rbx, [rdi + 8]
+    mov rcx, [rdi + 16]
+    mov rdx, [rdi + 24]
+    mov rsi, [rdi + 32]
+    mov rbp, [rdi + 48]
+    mov r8, [rdi + 56]
+    mov r9, [rdi + 64]
+    mov r10, [rdi + 72]
+    mov r11, [rdi + 80]
+    mov r12, [rdi + 88]
+    mov r13, [rdi + 96]
+    mov r14, [rdi + 104]
+    mov r15, [rdi + 112]
+    mov rdi, [rdi + 40]
     swapgs
     iretq
 
@@ -268,7 +293,7 @@ hal_copy_user_fixup:
 
 extern "C" {
     fn hal_syscall_entry();
-    fn hal_user_run(rip: u64, rsp: u64, cs: u64, ss: u64, rflags: u64, resume: *mut u64) -> u64;
+    fn hal_user_run(registers: *const UserRegisters, cs: u64, ss: u64, resume: *mut u64) -> u64;
     fn hal_user_return(resume_rsp: u64, result: u64) -> !;
     fn hal_copy_user(destination: *mut u8, source: *const u8, len: u64) -> u64;
     static hal_copy_user_start: u8;
@@ -363,6 +388,50 @@ pub struct UserEntry {
     pub rsp: u64,
 }
 
+/// A user thread's registers: the sixteen general ones, where it runs and
+/// its flags. What [`run_with`] starts a thread with (a `fork` child
+/// resumes its parent's registers, with RAX cleared).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub struct UserRegisters {
+    pub rax: u64,
+    pub rbx: u64,
+    pub rcx: u64,
+    pub rdx: u64,
+    pub rsi: u64,
+    pub rdi: u64,
+    pub rbp: u64,
+    pub r8: u64,
+    pub r9: u64,
+    pub r10: u64,
+    pub r11: u64,
+    pub r12: u64,
+    pub r13: u64,
+    pub r14: u64,
+    pub r15: u64,
+    /// The next instruction (offset 120, as `hal_user_run` reads it).
+    pub rip: u64,
+    /// The stack pointer (offset 128).
+    pub rsp: u64,
+    /// The flags (offset 136); only the arithmetic flags and DF are kept,
+    /// interrupts are always enabled and IOPL is 0.
+    pub rflags: u64,
+}
+
+/// RFLAGS bits a user may choose: CF, PF, AF, ZF, SF, DF, OF.
+const USER_CHOSEN_FLAGS: u64 = 0x1 | 0x4 | 0x10 | 0x40 | 0x80 | 0x400 | 0x800;
+
+impl From<UserEntry> for UserRegisters {
+    fn from(entry: UserEntry) -> Self {
+        UserRegisters {
+            rip: entry.rip,
+            rsp: entry.rsp,
+            ..UserRegisters::default()
+        }
+    }
+}
+
 /// Why user mode could not be entered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EnterError {
@@ -373,18 +442,27 @@ pub enum EnterError {
 }
 
 /// Runs this thread in ring 3 from `entry`, with interrupts enabled and
-/// every register cleared, until the kernel ends the user program with
+/// every other register cleared; see [`run_with`].
+pub fn run(entry: UserEntry) -> Result<u64, EnterError> {
+    run_with(UserRegisters::from(entry))
+}
+
+/// Runs this thread in ring 3 with `registers` (flags sanitised: see
+/// [`UserRegisters::rflags`]) until the kernel ends the user program with
 /// [`end`]; returns the value given there. Meanwhile the thread comes back
 /// into the kernel only through system calls, traps and interrupts, on its
 /// own kernel stack.
 ///
-/// The caller must have made the thread's address space map `entry` (see
-/// `context::set_address_space`); if it does not, the first instruction
-/// faults in ring 3, which the trap handler sees as the program's fault.
-pub fn run(entry: UserEntry) -> Result<u64, EnterError> {
-    if entry.rip >= USER_END || entry.rsp > USER_END {
+/// The caller must have made the thread's address space map the entry
+/// (see `context::set_address_space`); if it does not, the first
+/// instruction faults in ring 3, which the trap handler sees as the
+/// program's fault.
+pub fn run_with(mut registers: UserRegisters) -> Result<u64, EnterError> {
+    if registers.rip >= USER_END || registers.rsp > USER_END {
         return Err(EnterError::NotUserAddress);
     }
+    registers.rflags =
+        (registers.rflags & USER_CHOSEN_FLAGS) | RFLAGS_INTERRUPT_ENABLE | RFLAGS_RESERVED_ONE;
     let resume = crate::context::current_user_resume_slot().ok_or(EnterError::NoKernelStack)?;
     let selectors = gdt::selectors();
     let were_enabled = crate::cpu::are_interrupts_enabled();
@@ -397,20 +475,18 @@ pub fn run(entry: UserEntry) -> Result<u64, EnterError> {
     unsafe { core::arch::asm!("mov {}, rsp", out(reg) here, options(nomem, nostack, preserves_flags)) };
     crate::context::set_user_entry_top((here - USER_RUN_FRAME_BYTES) & !0xf);
     // SAFETY: the target is ring 3 (user selectors, RPL 3) at a user-half
-    // address, so it cannot run with kernel privileges or address kernel
-    // memory; traps from there land on this thread's own kernel stack
-    // (checked above, set by the context switch); interrupts are off until
-    // `iretq` loads the new flags. `resume` is this thread's own slot; this
-    // frame stays live until `end` resumes here (only entries from user
-    // mode run below it, and `end` abandons them).
-    // SAFETY: as above.
+    // address with IOPL 0, so it cannot run with kernel privileges or
+    // address kernel memory; traps from there land on this thread's own
+    // kernel stack (checked above, set by the context switch); interrupts
+    // are off until `iretq` loads the new flags. `registers` is read before
+    // the switch; `resume` is this thread's own slot; this frame stays live
+    // until `end` resumes here (only entries from user mode run below it,
+    // and `end` abandons them).
     let result = unsafe {
         hal_user_run(
-            entry.rip,
-            entry.rsp,
+            &registers,
             u64::from(selectors.user_code.0),
             u64::from(selectors.user_data.0),
-            RFLAGS_INTERRUPT_ENABLE | RFLAGS_RESERVED_ONE,
             resume,
         )
     };
@@ -468,46 +544,78 @@ fn check_user_range(address: u64, len: usize) -> Result<(), UserFault> {
     }
 }
 
+/// Asked when a user copy faults: may the fault at `address` (with the
+/// page-fault error code) be resolved, by mapping the page or changing its
+/// protection? The kernel answers with its `Translation` events, so a
+/// system call's buffer in a demand-zero or copy-on-write page works as it
+/// would for the program itself.
+pub type CopyFaultResolver = fn(address: u64, error_code: u64) -> bool;
+
+static COPY_FAULT_RESOLVER: AtomicUsize = AtomicUsize::new(0);
+/// The address and error code of the last fault inside a user copy (one
+/// CPU; written by the trap dispatcher, read by the copy that faulted).
+static LAST_COPY_FAULT: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
+/// Installs the resolver user copies ask when they fault.
+pub fn set_copy_fault_resolver(resolver: CopyFaultResolver) {
+    COPY_FAULT_RESOLVER.store(resolver as usize, Ordering::Release);
+}
+
+/// Records a fault inside a user copy (the trap dispatcher).
+pub(crate) fn note_copy_fault(address: u64, error_code: u64) {
+    LAST_COPY_FAULT[0].store(address, Ordering::Relaxed);
+    LAST_COPY_FAULT[1].store(error_code, Ordering::Relaxed);
+}
+
+/// Runs `attempt` (a user copy of `len` bytes: 0 if done, 1 if it
+/// faulted) until it succeeds, asking the resolver after each fault; gives
+/// up when a fault is not resolved, or after one retry per page (a
+/// resolver that claims success without mapping anything cannot loop).
+fn copy_resolving_faults(len: usize, mut attempt: impl FnMut() -> u64) -> Result<(), UserFault> {
+    let retries = (len as u64).div_ceil(4096) + 1;
+    for _ in 0..=retries {
+        if attempt() == 0 {
+            return Ok(());
+        }
+        let resolver = COPY_FAULT_RESOLVER.load(Ordering::Acquire);
+        if resolver == 0 {
+            return Err(UserFault);
+        }
+        // SAFETY: non-zero values are only ever stored from a
+        // `CopyFaultResolver`.
+        let resolver = unsafe { core::mem::transmute::<usize, CopyFaultResolver>(resolver) };
+        let address = LAST_COPY_FAULT[0].load(Ordering::Relaxed);
+        let error_code = LAST_COPY_FAULT[1].load(Ordering::Relaxed);
+        if !resolver(address, error_code) {
+            return Err(UserFault);
+        }
+    }
+    Err(UserFault)
+}
+
 /// Copies `destination.len()` bytes from user address `source` of the
 /// running thread's address space.
 pub fn copy_from_user(destination: &mut [u8], source: u64) -> Result<(), UserFault> {
     check_user_range(source, destination.len())?;
-    // The destination is a live kernel buffer of the given length; the
-    // source lies in the user half, where a bad address faults inside
-    // `hal_copy_user` and returns 1 (`fixup_user_copy`).
-    // SAFETY: no kernel memory is reachable through a user-half address.
-    let faulted = unsafe {
-        hal_copy_user(
-            destination.as_mut_ptr(),
-            source as *const u8,
-            destination.len() as u64,
-        )
-    };
-    if faulted == 0 {
-        Ok(())
-    } else {
-        Err(UserFault)
-    }
+    let len = destination.len();
+    copy_resolving_faults(len, || {
+        // The destination is a live kernel buffer of the given length; the
+        // source lies in the user half, where a bad address faults inside
+        // `hal_copy_user` and returns 1 (`fixup_user_copy`).
+        // SAFETY: no kernel memory is reachable through a user-half address.
+        unsafe { hal_copy_user(destination.as_mut_ptr(), source as *const u8, len as u64) }
+    })
 }
 
 /// Copies `source` to user address `destination` of the running thread's
 /// address space.
 pub fn copy_to_user(destination: u64, source: &[u8]) -> Result<(), UserFault> {
     check_user_range(destination, source.len())?;
-    // SAFETY: as in `copy_from_user`, roles swapped: writes go only to
-    // user-half addresses, and a fault returns 1.
-    let faulted = unsafe {
-        hal_copy_user(
-            destination as *mut u8,
-            source.as_ptr(),
-            source.len() as u64,
-        )
-    };
-    if faulted == 0 {
-        Ok(())
-    } else {
-        Err(UserFault)
-    }
+    copy_resolving_faults(source.len(), || {
+        // SAFETY: as in `copy_from_user`, roles swapped: writes go only to
+        // user-half addresses, and a fault returns 1.
+        unsafe { hal_copy_user(destination as *mut u8, source.as_ptr(), source.len() as u64) }
+    })
 }
 
 /// If a kernel-mode page fault at `rip` hit a user copy, the address the

@@ -125,15 +125,7 @@ fn core_programs() -> Result<(), String> {
         let name = path.trim_start_matches("bench/");
         match crate::user::spawn_program(name, file, &[name])?.join() {
             crate::user::UserExit::Exited(0) => {}
-            crate::user::UserExit::Exited(status) => {
-                return Err(format!("{name} exited with status {status}"))
-            }
-            crate::user::UserExit::Faulted(fault) => {
-                return Err(format!(
-                    "{name} was ended by CPU exception {} at {:#x}",
-                    fault.vector, fault.rip
-                ))
-            }
+            other => return Err(format!("{name} {other}")),
         }
     }
     Ok(())

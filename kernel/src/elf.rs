@@ -34,8 +34,13 @@ pub struct Image {
 }
 
 /// Where the loader put the program.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Layout {
+    /// The loaded segments: first page, end of the last page, protection
+    /// (the regions of the program's address map).
+    pub segments: Vec<(u64, u64, UserProtection)>,
+    /// The first page above every segment (where the break starts).
+    pub image_end: u64,
     /// The entry point.
     pub entry: u64,
     /// Where the program headers are in the image (for `AT_PHDR`), if
@@ -84,6 +89,7 @@ pub fn load(bytes: &[u8]) -> Result<Image, String> {
     let mut total = 0u64;
     let mut entry_is_executable = false;
     let mut program_headers = None;
+    let mut placed: Vec<(u64, u64, UserProtection)> = Vec::new();
     for segment in segments {
         match segment.p_type(endian) {
             elf::PT_LOAD => {}
@@ -137,6 +143,14 @@ pub fn load(bytes: &[u8]) -> Result<Image, String> {
             page += PAGE_SIZE;
         }
         space.write(address, data).map_err(mapping_error)?;
+        // A page shared with the previous segment stays in that region.
+        let region_start = placed
+            .last()
+            .map_or(first_page, |&(_, end, _)| first_page.max(end));
+        let region_end = segment_end.div_ceil(PAGE_SIZE) * PAGE_SIZE;
+        if region_start < region_end {
+            placed.push((region_start, region_end, protection));
+        }
         if executable && (address..segment_end).contains(&entry) {
             entry_is_executable = true;
         }
@@ -150,9 +164,12 @@ pub fn load(bytes: &[u8]) -> Result<Image, String> {
             "entry point {entry:#x} is not in an executable segment"
         ));
     }
+    let image_end = placed.iter().map(|&(_, end, _)| end).max().unwrap_or(0);
     Ok(Image {
         space,
         layout: Layout {
+            segments: placed,
+            image_end,
             entry,
             program_headers,
             program_header_count: u64::from(header.e_phnum(endian)),
@@ -175,7 +192,7 @@ mod auxv {
 /// and the strings they point to) ending below `top`; returns the stack
 /// pointer to start with (16-byte aligned, pointing at argc).
 pub fn initial_stack(
-    space: &mut AddressSpace,
+    space: &AddressSpace,
     top: u64,
     image: &Layout,
     arguments: &[&str],

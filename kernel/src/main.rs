@@ -31,6 +31,7 @@ mod fuzz;
 mod ktests;
 mod logger;
 mod shell;
+mod process;
 mod syscalls;
 mod translation;
 mod user;

@@ -202,15 +202,10 @@ fn run_program(arguments: &str) {
         return;
     };
     match crate::user::spawn_program(name, file, &words) {
-        Ok(thread) => match thread.join() {
-            crate::user::UserExit::Exited(status) => {
-                console::write_fmt(format_args!("{name} exited with status {status}\n"))
-            }
-            crate::user::UserExit::Faulted(fault) => console::write_fmt(format_args!(
-                "{name} was ended by CPU exception {} at {:#x}\n",
-                fault.vector, fault.rip
-            )),
-        },
+        Ok(thread) => {
+            let end = thread.join();
+            console::write_fmt(format_args!("{name} {end}\n"));
+        }
         Err(error) => console::write_fmt(format_args!("error: cannot run {name}: {error}\n")),
     }
 }

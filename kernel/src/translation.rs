@@ -14,7 +14,7 @@
 
 use alloc::sync::Arc;
 
-use dispatch::{Authority, Event};
+use dispatch::{Authority, Event, Handler, Install, Principal};
 
 /// The arguments of both events: the faulting strand, the address (CR2),
 /// and the page-fault error code.
@@ -47,12 +47,30 @@ pub fn init() {
             "Translation.ProtectionFault",
             not_resolved as fn(&FaultArgs) -> u32,
         );
+        // Resolved if any handler resolved it.
+        for (event, authority) in [(&page_not_present, &first), (&protection_fault, &second)] {
+            event
+                .set_result_handler(authority, Some(Arc::new(|a: u32, b: u32| a.max(b))))
+                .expect("the event's own authority");
+            // The Unix address-space model (`vm`): demand-zero pages and
+            // copy-on-write, for the process the faulting thread runs.
+            event
+                .install(
+                    Principal::KERNEL,
+                    Install::new(Handler::new(|args: &FaultArgs| {
+                        u32::from(crate::process::resolve_fault(args.1, args.2))
+                    })),
+                )
+                .expect("the kernel may install on its own events");
+        }
         Events {
             page_not_present: Arc::new(page_not_present),
             protection_fault: Arc::new(protection_fault),
             _authorities: (first, second),
         }
     });
+    // A system call's copy that faults on a user page asks the same events.
+    hal::user::set_copy_fault_resolver(user_page_fault);
 }
 
 /// `Translation.PageNotPresent`.

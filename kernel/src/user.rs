@@ -1,100 +1,129 @@
 //! User threads: a kernel thread that runs a program in ring 3, in an
 //! address space of its own.
 //!
-//! This is the first step of processes (issue 10): a program is code
-//! loaded at [`CODE_BASE`] with a stack below [`STACK_TOP`]; it enters the
-//! kernel only through system calls (`crate::syscalls`) and traps. It ends
-//! by `exit` (its status is kept for [`UserThread::join`]) or by a fault,
-//! which the exception handler turns into the end of that thread alone.
-//! Its address space, frames and kernel stack go when it ends.
+//! A program is code loaded at [`CODE_BASE`] (or an ELF image) with a
+//! stack below [`STACK_TOP`], in a process of its own (`crate::process`);
+//! it enters the kernel only through system calls (`crate::syscalls`) and
+//! traps. It ends by `exit`, by a fault (which the exception handler turns
+//! into the end of that process alone) or by a kill. Its memory and kernel
+//! stack go when it ends; how it ended is kept for [`UserThread::join`]
+//! (or the parent's `wait4`).
 
-use alloc::{collections::BTreeMap, string::String, sync::Arc, vec::Vec};
+use alloc::{string::String, sync::Arc, vec::Vec};
 
 use hal::{
     address_space::{AddressSpace, UserProtection},
     memory::PAGE_SIZE,
-    user::UserEntry,
+    user::{UserEntry, UserRegisters},
 };
 use sched::{ExitReason, Fault, JoinHandle};
+use vm::AddressMap;
+
+use crate::process::{self, End, Process};
 
 /// Where a program's code is loaded.
 pub const CODE_BASE: u64 = 0x40_0000;
 /// One past the top of a user thread's stack.
 pub const STACK_TOP: u64 = 0x7fff_ffff_0000;
-/// Pages of user stack (64 KiB).
+/// Pages of user stack mapped before the program starts (64 KiB).
 pub const STACK_PAGES: u64 = 16;
+/// The most the stack may grow to (8 MiB, Linux's default limit); pages
+/// below the first [`STACK_PAGES`] are mapped on first touch. Beyond it is
+/// unmapped, so a runaway recursion faults.
+pub const STACK_LIMIT: u64 = 8 << 20;
 /// The kernel stack of a user thread (system calls and traps run on it).
 const KERNEL_STACK_BYTES: u64 = 64 * 1024;
-
-/// How user threads' programs ended, by strand, until joined.
-static ENDS: spin::Mutex<BTreeMap<u64, UserExit>> = spin::Mutex::new(BTreeMap::new());
-
-/// The process each running user thread belongs to, by strand.
-static PROCESSES: spin::Mutex<BTreeMap<u64, u64>> = spin::Mutex::new(BTreeMap::new());
-
-/// The last process identifier handed out.
-static LAST_PROCESS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
 
 /// A new process identifier, to start a program in (and to attach
 /// extensions to before it runs).
 pub fn new_process() -> u64 {
-    LAST_PROCESS.fetch_add(1, core::sync::atomic::Ordering::Relaxed) + 1
+    process::reserve_id()
 }
 
 /// The process strand `strand` runs a program of, if any.
 pub fn process_of(strand: u64) -> Option<u64> {
-    PROCESSES.lock().get(&strand).copied()
+    process::of_strand(strand).map(|process| process.id())
 }
 
-/// How a user thread ended.
+/// How a user program ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UserExit {
     /// It called `exit` with this status.
     Exited(i64),
     /// A CPU exception ended it (in ring 3, or in the kernel on its behalf).
     Faulted(Fault),
+    /// A signal sent by `kill` ended it.
+    Killed(u8),
 }
 
-/// A running user thread.
-pub struct UserThread {
-    thread: JoinHandle,
-}
-
-impl UserThread {
-    /// The thread's strand identifier (what `getpid` returns for now).
-    pub fn strand(&self) -> u64 {
-        self.thread.id().0
-    }
-
-    /// Waits for the thread to end.
-    pub fn join(self) -> UserExit {
-        let strand = self.strand();
-        let reason = self.thread.join();
-        let ended = ENDS.lock().remove(&strand);
-        match (reason, ended) {
-            (_, Some(end)) => end,
-            // A fault in the kernel on the program's behalf stops the
-            // thread itself.
-            (ExitReason::Faulted(fault), None) => UserExit::Faulted(fault),
-            (ExitReason::Finished, None) => UserExit::Exited(0),
+impl core::fmt::Display for UserExit {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            UserExit::Exited(status) => write!(f, "exited with status {status}"),
+            UserExit::Faulted(fault) => write!(
+                f,
+                "was ended by CPU exception {} ({}) at {:#x}",
+                fault.vector,
+                crate::process::signal_name(crate::process::signal_for_fault(fault.vector)),
+                fault.rip
+            ),
+            UserExit::Killed(signal) => write!(
+                f,
+                "was killed by signal {signal} ({})",
+                crate::process::signal_name(*signal)
+            ),
         }
     }
 }
 
-/// Maps the zeroed read-write stack below [`STACK_TOP`].
-fn map_stack(space: &mut AddressSpace) -> Result<(), String> {
+/// A running user program the kernel started.
+pub struct UserThread {
+    thread: JoinHandle,
+    process: Arc<Process>,
+}
+
+impl UserThread {
+    /// The program's process identifier (what `getpid` returns).
+    pub fn process(&self) -> u64 {
+        self.process.id()
+    }
+
+    /// Waits for the program to end.
+    pub fn join(self) -> UserExit {
+        let reason = self.thread.join();
+        let end = self.process.end();
+        process::release(&self.process);
+        match (end, reason) {
+            (Some(End::Exited(status)), _) => UserExit::Exited(status),
+            (Some(End::Killed { fault: Some(fault), .. }), _) => UserExit::Faulted(fault),
+            // A fault in the kernel on the program's behalf stops the
+            // thread itself.
+            (_, ExitReason::Faulted(fault)) => UserExit::Faulted(fault),
+            (Some(End::Killed { signal, .. }), _) => UserExit::Killed(signal),
+            (None, ExitReason::Finished) => UserExit::Exited(0),
+        }
+    }
+}
+
+/// Adds the stack region below [`STACK_TOP`] and maps its top
+/// [`STACK_PAGES`] (what the loader writes the arguments into).
+fn map_stack(memory: &mut AddressMap) -> Result<(), String> {
+    memory
+        .add_region(STACK_TOP - STACK_LIMIT, STACK_TOP, UserProtection::ReadWrite)
+        .map_err(|error| alloc::format!("cannot make the stack: {error}"))?;
     for page in 1..=STACK_PAGES {
-        space
+        memory
+            .space()
             .map(STACK_TOP - page * PAGE_SIZE, UserProtection::ReadWrite)
             .map_err(|_| String::from("no memory for the user stack"))?;
     }
     Ok(())
 }
 
-/// Builds the address space of raw code: `code` at [`CODE_BASE`]
-/// (read-execute) and the stack.
-fn address_space_for(code: &[u8]) -> Result<AddressSpace, String> {
-    let mut space = AddressSpace::new().map_err(|_| String::from("no memory for page tables"))?;
+/// Builds the memory of raw code: `code` at [`CODE_BASE`] (read-execute)
+/// and the stack.
+fn memory_for(code: &[u8]) -> Result<AddressMap, String> {
+    let space = AddressSpace::new().map_err(|_| String::from("no memory for page tables"))?;
     let code_pages = (code.len() as u64).div_ceil(PAGE_SIZE).max(1);
     for page in 0..code_pages {
         space
@@ -104,24 +133,26 @@ fn address_space_for(code: &[u8]) -> Result<AddressSpace, String> {
     space
         .write(CODE_BASE, code)
         .map_err(|_| String::from("cannot load the program"))?;
-    map_stack(&mut space)?;
-    Ok(space)
+    let code_end = CODE_BASE + code_pages * PAGE_SIZE;
+    let mut memory = AddressMap::new(Arc::new(space), code_end);
+    memory
+        .add_region(CODE_BASE, code_end, UserProtection::ReadExecute)
+        .map_err(|error| alloc::format!("cannot place the program: {error}"))?;
+    map_stack(&mut memory)?;
+    Ok(memory)
 }
 
 /// Starts raw x86-64 `code` (loaded at [`CODE_BASE`], entered there) as a
-/// user thread named `name`.
+/// user thread named `name`, in a new process.
 pub fn spawn(name: &str, code: &[u8]) -> Result<UserThread, String> {
-    let space = address_space_for(code)?;
-    start(
-        new_process(),
-        name,
-        space,
-        UserEntry {
-            rip: CODE_BASE,
-            // 16-byte aligned minus 8, as after a `call` (System V).
-            rsp: STACK_TOP - 8,
-        },
-    )
+    let memory = memory_for(code)?;
+    let process = process::create(new_process(), 0, memory);
+    let entry = UserEntry {
+        rip: CODE_BASE,
+        // 16-byte aligned minus 8, as after a `call` (System V).
+        rsp: STACK_TOP - 8,
+    };
+    start_kernel_child(process, name, entry)
 }
 
 /// Starts the static ELF executable `file` as a user thread named `name`,
@@ -137,58 +168,97 @@ pub fn spawn_program_in(
     file: &[u8],
     arguments: &[&str],
 ) -> Result<UserThread, String> {
-    let crate::elf::Image { mut space, layout } = crate::elf::load(file)?;
-    map_stack(&mut space)?;
-    let rsp = crate::elf::initial_stack(&mut space, STACK_TOP, &layout, arguments)?;
+    let crate::elf::Image { space, layout } = crate::elf::load(file)?;
+    let mut memory = AddressMap::new(Arc::new(space), layout.image_end);
+    for &(start, end, protection) in &layout.segments {
+        memory
+            .add_region(start, end, protection)
+            .map_err(|error| alloc::format!("cannot place a segment at {start:#x}: {error}"))?;
+    }
+    map_stack(&mut memory)?;
+    let rsp = crate::elf::initial_stack(memory.space(), STACK_TOP, &layout, arguments)?;
     let entry = UserEntry {
         rip: layout.entry,
         rsp,
     };
-    start(process, name, space, entry)
+    let process = process::create(process, 0, memory);
+    start_kernel_child(process, name, entry)
 }
 
-/// Runs `entry` in `space` on a new kernel thread, as part of `process`.
-fn start(
-    process: u64,
+/// Starts `process`'s program (a child of the kernel) at `entry`.
+fn start_kernel_child(
+    process: Arc<Process>,
     name: &str,
-    space: AddressSpace,
     entry: UserEntry,
 ) -> Result<UserThread, String> {
-    let space = Arc::new(space);
-    // The thread's entry returns when the program has ended (by `exit`
-    // or a fault, through `hal::user::end`), so what it holds is dropped:
-    // the address space, and the entry itself.
-    let thread = sched::spawn_with_stack(name, KERNEL_STACK_BYTES, move || {
+    match start(process.clone(), name, UserRegisters::from(entry), 0) {
+        Ok(thread) => Ok(UserThread { thread, process }),
+        Err(error) => {
+            process::release(&process);
+            Err(error)
+        }
+    }
+}
+
+/// Runs `process`'s program on a new kernel thread named `name`, from
+/// `registers`, with FS base `fs_base`.
+pub fn start(
+    process: Arc<Process>,
+    name: &str,
+    registers: UserRegisters,
+    fs_base: u64,
+) -> Result<JoinHandle, String> {
+    let space = process
+        .with_memory(|memory| memory.space().clone())
+        .ok_or_else(|| String::from("the process has ended"))?;
+    // The thread's entry returns when the program has ended (by `exit`, a
+    // fault or a kill, through `hal::user::end`), so what it holds is
+    // dropped: the address space, and the entry itself.
+    sched::spawn_with_stack(name, KERNEL_STACK_BYTES, move || {
         let strand = sched::current().0;
-        PROCESSES.lock().insert(strand, process);
+        process::attach(strand, &process);
         hal::context::set_address_space(Some(space));
-        if let Err(error) = hal::user::run(entry) {
-            let why = match error {
-                hal::user::EnterError::NotUserAddress => "entry outside the user half",
+        let entered = hal::user::set_fs_base(fs_base).map_err(|_| "a bad FS base").and_then(|()| {
+            hal::user::run_with(registers).map_err(|error| match error {
+                hal::user::EnterError::NotUserAddress => "an entry outside the user half",
                 hal::user::EnterError::NoKernelStack => "no kernel stack of its own",
-            };
+            })
+        });
+        if let Err(why) = entered {
             log::error!("cannot enter user mode: {why}");
         }
         hal::context::set_address_space(None);
-        PROCESSES.lock().remove(&strand);
+        process::thread_ended(strand, &process);
     })
-    .map_err(|_| String::from("no memory for the thread's kernel stack"))?;
-    Ok(UserThread { thread })
+    .map_err(|_| String::from("no memory for the thread's kernel stack"))
 }
 
 /// Ends the calling thread's program with `status` (the `exit` system
 /// call).
 pub fn finish(status: i64) -> ! {
-    end_program(UserExit::Exited(status))
+    end_program(End::Exited(status))
 }
 
 /// Ends the calling thread's program for a fault in ring 3.
 pub fn fault(fault: Fault) -> ! {
-    end_program(UserExit::Faulted(fault))
+    end_program(End::Killed {
+        signal: process::signal_for_fault(fault.vector),
+        fault: Some(fault),
+    })
 }
 
-fn end_program(how: UserExit) -> ! {
-    ENDS.lock().insert(sched::current().0, how);
+/// Ends the calling thread's program for a signal sent by `kill`.
+pub fn killed(signal: u8) -> ! {
+    end_program(End::Killed {
+        signal,
+        fault: None,
+    })
+}
+
+fn end_program(how: End) -> ! {
+    if let Some(process) = process::current() {
+        process::set_end(&process, how);
+    }
     hal::user::end(0);
     // Not in a user program (cannot happen for a system call or a ring-3
     // fault): end the thread itself.

@@ -278,10 +278,7 @@ fn expect_exit(name: &str, code: &[u8], status: i64) -> TestResult {
             ensure!(got == status, "{name} exited with {got}, expected {status}");
             Ok(())
         }
-        UserExit::Faulted(fault) => Err(format!(
-            "{name} faulted (vector {} at {:#x}) instead of exiting",
-            fault.vector, fault.rip
-        )),
+        other => Err(format!("{name} {other} instead of exiting with {status}")),
     }
 }
 
@@ -301,13 +298,13 @@ fn bad_user_pointers_give_efault() -> TestResult {
 
 fn getpid_and_unknown_calls() -> TestResult {
     let thread = user::spawn("getpid", GETPID_EXIT)?;
-    let strand = thread.strand() as i64;
+    let process = thread.process() as i64;
     match thread.join() {
         UserExit::Exited(status) => ensure!(
-            status == strand,
-            "getpid gave {status}, the thread is strand {strand}"
+            status == process,
+            "getpid gave {status}, the program is process {process}"
         ),
-        UserExit::Faulted(fault) => return Err(format!("getpid faulted: vector {}", fault.vector)),
+        other => return Err(format!("getpid {other}")),
     }
     expect_exit("unknown", UNKNOWN_SYSCALL_EXIT, -errno::ENOSYS)
 }
@@ -361,7 +358,7 @@ fn expect_fault(name: &str, code: &[u8], vector: u64) -> TestResult {
             ensure!(by_user, "{name} faulted in the kernel at {rip:#x}");
             Ok(())
         }
-        UserExit::Exited(status) => Err(format!("{name} exited with {status} instead of faulting")),
+        other => Err(format!("{name} {other} instead of faulting")),
     }
 }
 

@@ -15,11 +15,16 @@
 //! A user thread's memory is reached only through `hal::user`'s checked
 //! copies: a bad pointer is `-EFAULT`, never a kernel fault.
 
+mod io;
+mod memory;
+mod process;
+mod time;
+
 use alloc::{collections::BTreeMap, sync::Arc};
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use dispatch::{Authority, Denied, Event, Grant, Guard, Order, Principal, Request};
-use hal::user::SyscallFrame;
+use hal::user::{SyscallFrame, UserRegisters};
 
 /// The event's arguments: the calling strand, the number, six arguments.
 pub type SyscallArgs = (u64, u64, u64, u64, u64, u64, u64, u64);
@@ -28,6 +33,28 @@ pub type SyscallArgs = (u64, u64, u64, u64, u64, u64, u64, u64);
 pub mod number {
     /// `write(fd, buf, count)`.
     pub const WRITE: u64 = 1;
+    /// `mmap(addr, len, prot, flags, fd, offset)`.
+    pub const MMAP: u64 = 9;
+    /// `mprotect(addr, len, prot)`.
+    pub const MPROTECT: u64 = 10;
+    /// `munmap(addr, len)`.
+    pub const MUNMAP: u64 = 11;
+    /// `brk(addr)`.
+    pub const BRK: u64 = 12;
+    /// `clone(flags, stack, ...)`.
+    pub const CLONE: u64 = 56;
+    /// `fork()`.
+    pub const FORK: u64 = 57;
+    /// `vfork()`.
+    pub const VFORK: u64 = 58;
+    /// `wait4(pid, wstatus, options, rusage)`.
+    pub const WAIT4: u64 = 61;
+    /// `kill(pid, signal)`.
+    pub const KILL: u64 = 62;
+    /// `getppid()`.
+    pub const GETPPID: u64 = 110;
+    /// `gettid()`.
+    pub const GETTID: u64 = 186;
     /// `ioctl(fd, request, arg)`.
     pub const IOCTL: u64 = 16;
     /// `writev(fd, iov, iovcnt)`.
@@ -50,8 +77,24 @@ pub mod number {
 
 /// Linux errno values the intrinsic handler returns (negated).
 pub mod errno {
+    /// No such process.
+    pub const ESRCH: i64 = 3;
+    /// Interrupted (by a kill).
+    pub const EINTR: i64 = 4;
     /// Bad file descriptor.
     pub const EBADF: i64 = 9;
+    /// No child to wait for.
+    pub const ECHILD: i64 = 10;
+    /// Try again (no memory for a thread).
+    pub const EAGAIN: i64 = 11;
+    /// Out of memory.
+    pub const ENOMEM: i64 = 12;
+    /// Permission denied (a writable and executable mapping).
+    pub const EACCES: i64 = 13;
+    /// Already exists (a fixed mapping that may not replace).
+    pub const EEXIST: i64 = 17;
+    /// No such device (a mapping of something that cannot be mapped).
+    pub const ENODEV: i64 = 19;
     /// Bad address.
     pub const EFAULT: i64 = 14;
     /// Invalid argument.
@@ -75,6 +118,10 @@ struct Syscalls {
     /// entry after the raise returns (a thread cannot end inside a raise:
     /// the dispatcher's references on its stack would never be dropped).
     exits: spin::Mutex<BTreeMap<u64, i64>>,
+    /// The registers and FS base of threads in `fork` or `clone`, by
+    /// strand, saved by the entry for the child to start from (only these
+    /// calls pay for the copy).
+    forking: spin::Mutex<BTreeMap<u64, (UserRegisters, u64)>>,
     /// System calls made.
     count: AtomicU64,
 }
@@ -100,6 +147,7 @@ pub fn init() {
             _authority: authority,
             owners,
             exits: spin::Mutex::new(BTreeMap::new()),
+            forking: spin::Mutex::new(BTreeMap::new()),
             count: AtomicU64::new(0),
         }
     });
@@ -165,7 +213,7 @@ fn current_strand() -> u64 {
 }
 
 /// hal's system-call entry: raise the event, return its result, or end the
-/// thread if it asked to exit.
+/// thread if it asked to exit or was killed.
 fn entry(frame: &mut SyscallFrame) {
     let Some(syscalls) = SYSCALLS.get() else {
         frame.set_result(-errno::ENOSYS as u64);
@@ -176,7 +224,15 @@ fn entry(frame: &mut SyscallFrame) {
     let [a0, a1, a2, a3, a4, a5] = frame.args();
     let mut args = (strand, frame.number(), a0, a1, a2, a3, a4, a5);
     let number = args.1;
+    let forks = matches!(number, number::FORK | number::VFORK | number::CLONE);
+    if forks {
+        let saved = (frame.registers(), hal::user::fs_base());
+        syscalls.forking.lock().insert(strand, saved);
+    }
     let result = syscalls.event.raise(&mut args).unwrap_or(-errno::ENOSYS);
+    if forks {
+        syscalls.forking.lock().remove(&strand);
+    }
     // Only `exit` and `exit_group` record an exit (the common path skips
     // the map). Taken out of the map first: the lock must not be held while
     // the thread ends.
@@ -186,24 +242,43 @@ fn entry(frame: &mut SyscallFrame) {
             crate::user::finish(status);
         }
     }
+    if let Some(signal) = crate::process::pending_kill() {
+        crate::user::killed(signal);
+    }
     frame.set_result(result as u64);
 }
 
-/// The kernel's own system calls (the event's intrinsic handler).
+/// The saved registers of a thread in `fork` or `clone`.
+fn forking(strand: u64) -> Option<(UserRegisters, u64)> {
+    SYSCALLS.get()?.forking.lock().get(&strand).copied()
+}
+
+/// The kernel's own system calls (the event's intrinsic handler): one line
+/// per call, each family in its own file.
 fn intrinsic(args: &SyscallArgs) -> i64 {
-    let &(strand, number, a0, a1, a2, ..) = args;
+    let &(strand, number, a0, a1, a2, a3, ..) = args;
     match number {
-        number::WRITE => write(a0, a1, a2),
-        number::WRITEV => writev(a0, a1, a2),
+        number::WRITE => io::write(a0, a1, a2),
+        number::WRITEV => io::writev(a0, a1, a2),
         // No terminal yet (the personality brings the tty).
         number::IOCTL => -errno::ENOTTY,
-        number::ARCH_PRCTL => arch_prctl(a0, a1),
-        number::CLOCK_GETTIME => clock_gettime(a0, a1),
+        number::BRK => memory::brk(strand, a0),
+        number::MMAP => memory::mmap(strand, a0, a1, a2, a3),
+        number::MUNMAP => memory::munmap(strand, a0, a1),
+        number::MPROTECT => memory::mprotect(strand, a0, a1, a2),
+        number::FORK | number::VFORK => process::fork(strand, 0, 0, forking(strand)),
+        number::CLONE => process::fork(strand, a0, a1, forking(strand)),
+        number::WAIT4 => process::wait4(strand, a0, a1, a2, a3),
+        number::KILL => process::kill(a0, a1),
+        number::ARCH_PRCTL => process::arch_prctl(a0, a1),
+        number::CLOCK_GETTIME => time::clock_gettime(a0, a1),
         number::SCHED_YIELD => {
             sched::yield_now();
             0
         }
-        number::GETPID | number::SET_TID_ADDRESS => strand as i64,
+        // One thread per process: its thread id is the process id.
+        number::GETPID | number::GETTID | number::SET_TID_ADDRESS => process::getpid(strand),
+        number::GETPPID => process::getppid(strand),
         number::EXIT | number::EXIT_GROUP => {
             if let Some(syscalls) = SYSCALLS.get() {
                 syscalls.exits.lock().insert(strand, a0 as i32 as i64);
@@ -212,87 +287,4 @@ fn intrinsic(args: &SyscallArgs) -> i64 {
         }
         _ => -errno::ENOSYS,
     }
-}
-
-/// `arch_prctl(ARCH_SET_FS | ARCH_GET_FS, addr)`.
-fn arch_prctl(code: u64, address: u64) -> i64 {
-    const ARCH_SET_FS: u64 = 0x1002;
-    const ARCH_GET_FS: u64 = 0x1003;
-    match code {
-        ARCH_SET_FS => match hal::user::set_fs_base(address) {
-            Ok(()) => 0,
-            Err(_) => -errno::EFAULT,
-        },
-        ARCH_GET_FS => {
-            match hal::user::copy_to_user(address, &hal::user::fs_base().to_le_bytes()) {
-                Ok(()) => 0,
-                Err(_) => -errno::EFAULT,
-            }
-        }
-        _ => -errno::EINVAL,
-    }
-}
-
-/// `clock_gettime(clock, timespec)`: every clock reads the time since boot
-/// (there is no real-time clock yet), in a `struct timespec`.
-fn clock_gettime(clock: u64, timespec: u64) -> i64 {
-    // CLOCK_REALTIME .. CLOCK_BOOTTIME (0..=7) are accepted.
-    if clock > 7 {
-        return -errno::EINVAL;
-    }
-    let now = hal::timer::uptime_ns();
-    let mut value = [0u8; 16];
-    value[..8].copy_from_slice(&(now / 1_000_000_000).to_le_bytes());
-    value[8..].copy_from_slice(&(now % 1_000_000_000).to_le_bytes());
-    match hal::user::copy_to_user(timespec, &value) {
-        Ok(()) => 0,
-        Err(_) => -errno::EFAULT,
-    }
-}
-
-/// `writev(fd, iov, iovcnt)`: each `(base, len)` pair written in turn.
-fn writev(fd: u64, vectors: u64, count: u64) -> i64 {
-    const IOV_MAX: u64 = 1024;
-    if count > IOV_MAX {
-        return -errno::EINVAL;
-    }
-    let mut total = 0i64;
-    for index in 0..count {
-        let mut pair = [0u8; 16];
-        let Some(at) = vectors.checked_add(index * 16) else {
-            return -errno::EFAULT;
-        };
-        if hal::user::copy_from_user(&mut pair, at).is_err() {
-            return -errno::EFAULT;
-        }
-        let base = u64::from_le_bytes(pair[..8].try_into().unwrap_or([0; 8]));
-        let len = u64::from_le_bytes(pair[8..].try_into().unwrap_or([0; 8]));
-        let mut done = 0;
-        while done < len {
-            let written = write(fd, base + done, len - done);
-            if written < 0 {
-                return if total > 0 { total } else { written };
-            }
-            done += written as u64;
-            total += written;
-        }
-    }
-    total
-}
-
-/// `write(fd, buf, count)` to the console for fds 1 and 2.
-fn write(fd: u64, buffer: u64, count: u64) -> i64 {
-    if fd != 1 && fd != 2 {
-        return -errno::EBADF;
-    }
-    if count == 0 {
-        return 0;
-    }
-    let mut chunk = [0u8; WRITE_CHUNK];
-    let len = (count as usize).min(WRITE_CHUNK);
-    if hal::user::copy_from_user(&mut chunk[..len], buffer).is_err() {
-        return -errno::EFAULT;
-    }
-    crate::user::console_write(&chunk[..len]);
-    len as i64
 }

@@ -1,0 +1,389 @@
+//! Processes: an address map, a parent, children, and how it ended.
+//!
+//! A process runs one user thread (threads come with the Linux
+//! personality). It is made by the kernel (`user::spawn_program`, parent
+//! 0: the kernel, which learns how it ended through `user::UserThread`) or
+//! by `fork`, which gives the child a copy-on-write copy of the parent's
+//! memory (`vm::AddressMap::fork`). When its thread ends, its memory goes
+//! at once; the record stays, a zombie, until the parent waits for it
+//! (`wait4`). A process whose parent ended first is an orphan: nobody will
+//! wait for it, so its record goes as soon as it ends.
+//!
+//! `kill` marks a process; the mark ends it the next time it leaves the
+//! kernel for user mode (a system call's return, or an interrupt or trap
+//! taken in user mode), or wakes it from `wait4` to do so.
+
+use alloc::{
+    collections::{BTreeMap, BTreeSet},
+    sync::Arc,
+    vec::Vec,
+};
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use hal::sync::IrqMutex;
+use sched::{sync::Condvar, Fault};
+use vm::AddressMap;
+
+/// Linux signal numbers the kernel reports ends with.
+pub mod signal {
+    /// Hang up.
+    pub const SIGHUP: u8 = 1;
+    /// Illegal instruction (`ud2`).
+    pub const SIGILL: u8 = 4;
+    /// Trace trap (`int3`).
+    pub const SIGTRAP: u8 = 5;
+    /// Bus error.
+    pub const SIGBUS: u8 = 7;
+    /// Arithmetic fault (divide by zero, x87/SSE exceptions).
+    pub const SIGFPE: u8 = 8;
+    /// Kill (cannot be caught).
+    pub const SIGKILL: u8 = 9;
+    /// Segmentation fault.
+    pub const SIGSEGV: u8 = 11;
+    /// Termination request.
+    pub const SIGTERM: u8 = 15;
+    /// Highest signal number.
+    pub const MAX: u8 = 64;
+}
+
+/// How a process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// It called `exit` with this status (the low 8 bits are what a
+    /// parent's `wait4` sees).
+    Exited(i64),
+    /// A signal ended it: a fault (with the fault) or `kill`.
+    Killed {
+        /// The signal.
+        signal: u8,
+        /// The CPU exception, if a fault ended it.
+        fault: Option<Fault>,
+    },
+}
+
+impl End {
+    /// The end as Linux's wait status word (`WEXITSTATUS`/`WTERMSIG`).
+    pub fn wait_status(self) -> u32 {
+        match self {
+            End::Exited(status) => ((status as u32) & 0xff) << 8,
+            End::Killed { signal, .. } => u32::from(signal) & 0x7f,
+        }
+    }
+}
+
+/// The conventional name of `signal` (for reports).
+pub fn signal_name(signal: u8) -> &'static str {
+    match signal {
+        signal::SIGHUP => "SIGHUP",
+        signal::SIGILL => "SIGILL",
+        signal::SIGTRAP => "SIGTRAP",
+        signal::SIGBUS => "SIGBUS",
+        signal::SIGFPE => "SIGFPE",
+        signal::SIGKILL => "SIGKILL",
+        signal::SIGSEGV => "SIGSEGV",
+        signal::SIGTERM => "SIGTERM",
+        _ => "a signal",
+    }
+}
+
+/// The signal a CPU exception in user mode ends a program with (as Linux
+/// sends it).
+pub fn signal_for_fault(vector: u64) -> u8 {
+    match vector {
+        0 | 16 | 19 => signal::SIGFPE,
+        1 | 3 => signal::SIGTRAP,
+        6 => signal::SIGILL,
+        17 => signal::SIGBUS,
+        _ => signal::SIGSEGV,
+    }
+}
+
+/// What changes over a process's life, under its lock.
+struct State {
+    /// The parent's process id; 0 for the kernel.
+    parent: u64,
+    /// Set when the process has ended.
+    end: Option<End>,
+    /// Children not yet waited for.
+    children: BTreeSet<u64>,
+    /// A signal sent by `kill`, not yet acted on.
+    kill: Option<u8>,
+    /// The parent ended first: nobody will wait for this process.
+    orphan: bool,
+}
+
+/// A process.
+pub struct Process {
+    id: u64,
+    /// The memory; `None` once the process has ended.
+    memory: IrqMutex<Option<AddressMap>>,
+    state: spin::Mutex<State>,
+}
+
+impl Process {
+    /// The process identifier.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The parent's identifier (0: the kernel).
+    pub fn parent(&self) -> u64 {
+        self.state.lock().parent
+    }
+
+    /// How it ended, if it has.
+    pub fn end(&self) -> Option<End> {
+        self.state.lock().end
+    }
+
+    /// Runs `f` on the process's memory, unless it has ended. `f` must not
+    /// touch user memory (a fault there would need this lock).
+    pub fn with_memory<R>(&self, f: impl FnOnce(&mut AddressMap) -> R) -> Option<R> {
+        self.memory.lock().as_mut().map(f)
+    }
+}
+
+/// Every process not yet waited for, by identifier.
+static TABLE: spin::Mutex<BTreeMap<u64, Arc<Process>>> = spin::Mutex::new(BTreeMap::new());
+/// The process each user thread runs, by strand.
+static BY_STRAND: spin::Mutex<BTreeMap<u64, Arc<Process>>> = spin::Mutex::new(BTreeMap::new());
+/// The last process identifier handed out.
+static LAST_ID: AtomicU64 = AtomicU64::new(0);
+/// Kills sent and not yet acted on (so the return to user mode checks the
+/// table only when one is pending).
+static PENDING_KILLS: AtomicU64 = AtomicU64::new(0);
+/// Announces ends and kills to threads in `wait4`.
+static CHANGED: Condvar = Condvar::new();
+/// The mutex `CHANGED` is waited on with.
+static CHANGED_LOCK: sched::sync::Mutex<()> = sched::sync::Mutex::new(());
+
+/// A new process identifier, for a process made later by [`create`] (so
+/// extensions can be attached to it before it runs).
+pub fn reserve_id() -> u64 {
+    LAST_ID.fetch_add(1, Ordering::Relaxed) + 1
+}
+
+/// Makes process `id` (from [`reserve_id`]) with `memory`, a child of
+/// `parent` (0: the kernel).
+pub fn create(id: u64, parent: u64, memory: AddressMap) -> Arc<Process> {
+    let process = Arc::new(Process {
+        id,
+        memory: IrqMutex::new(Some(memory)),
+        state: spin::Mutex::new(State {
+            parent,
+            end: None,
+            children: BTreeSet::new(),
+            kill: None,
+            orphan: false,
+        }),
+    });
+    let parent = {
+        let mut table = TABLE.lock();
+        table.insert(id, process.clone());
+        table.get(&parent).cloned()
+    };
+    if let Some(parent) = parent {
+        parent.state.lock().children.insert(id);
+    }
+    process
+}
+
+/// Processes not yet waited for (running or zombies).
+pub fn count() -> usize {
+    TABLE.lock().len()
+}
+
+/// The process `id`, if it exists and has not been waited for.
+pub fn get(id: u64) -> Option<Arc<Process>> {
+    TABLE.lock().get(&id).cloned()
+}
+
+/// Records that `strand` runs `process`'s program.
+pub fn attach(strand: u64, process: &Arc<Process>) {
+    BY_STRAND.lock().insert(strand, process.clone());
+}
+
+/// The process strand `strand` runs a program of, if any.
+pub fn of_strand(strand: u64) -> Option<Arc<Process>> {
+    BY_STRAND.lock().get(&strand).cloned()
+}
+
+/// The process the running thread runs a program of, if any.
+pub fn current() -> Option<Arc<Process>> {
+    of_strand(sched::current().0)
+}
+
+/// Records how `process` ended, unless it already has an end (the first
+/// cause wins: a fault while exiting does not rewrite the exit).
+pub fn set_end(process: &Process, end: End) {
+    let mut state = process.state.lock();
+    if state.end.is_none() {
+        state.end = Some(end);
+    }
+}
+
+/// The thread of `process` on `strand` has ended: its memory goes, its
+/// children become orphans, and its parent learns of the end. An orphan's
+/// record goes at once.
+pub fn thread_ended(strand: u64, process: &Arc<Process>) {
+    BY_STRAND.lock().remove(&strand);
+    // Dropped outside the lock: freeing an address space takes the frame
+    // lock.
+    let memory = process.memory.lock().take();
+    drop(memory);
+    let (children, orphan) = {
+        let mut state = process.state.lock();
+        if state.end.is_none() {
+            state.end = Some(End::Killed {
+                signal: signal::SIGKILL,
+                fault: None,
+            });
+        }
+        if state.kill.take().is_some() {
+            PENDING_KILLS.fetch_sub(1, Ordering::Relaxed);
+        }
+        (core::mem::take(&mut state.children), state.orphan)
+    };
+    let mut gone: Vec<u64> = Vec::new();
+    for child in children {
+        if let Some(child) = get(child) {
+            let mut state = child.state.lock();
+            state.parent = 0;
+            state.orphan = true;
+            if state.end.is_some() {
+                gone.push(child.id);
+            }
+        }
+    }
+    if orphan {
+        gone.push(process.id);
+    }
+    {
+        let mut table = TABLE.lock();
+        for id in gone {
+            table.remove(&id);
+        }
+    }
+    let _lock = CHANGED_LOCK.lock();
+    CHANGED.notify_all();
+}
+
+/// Forgets `process`, made by [`create`] but never started.
+pub fn discard(process: &Process) {
+    let parent = process.parent();
+    TABLE.lock().remove(&process.id);
+    if let Some(parent) = get(parent) {
+        parent.state.lock().children.remove(&process.id);
+    }
+}
+
+/// Forgets `process` after the kernel (its parent) learned how it ended.
+pub fn release(process: &Process) {
+    TABLE.lock().remove(&process.id);
+}
+
+/// Why `wait4` returned without a child.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitError {
+    /// The caller has no such child (`ECHILD`).
+    NoChild,
+    /// A signal (a kill) interrupted the wait (`EINTR`).
+    Interrupted,
+}
+
+/// Waits for a child of `parent` to end (`which`: a process id, or any
+/// child for `None`), and takes its record: its id and how it ended. With
+/// `block` false, returns `Ok(None)` at once if none has ended yet.
+pub fn wait(parent: &Process, which: Option<u64>, block: bool) -> Result<Option<(u64, End)>, WaitError> {
+    let mut guard = CHANGED_LOCK.lock();
+    loop {
+        let children: Vec<u64> = parent.state.lock().children.iter().copied().collect();
+        let candidates: Vec<u64> = children
+            .into_iter()
+            .filter(|&child| which.is_none_or(|wanted| wanted == child))
+            .collect();
+        if candidates.is_empty() {
+            return Err(WaitError::NoChild);
+        }
+        for child in candidates {
+            let Some(process) = get(child) else { continue };
+            let end = process.state.lock().end;
+            if let Some(end) = end {
+                parent.state.lock().children.remove(&child);
+                TABLE.lock().remove(&child);
+                return Ok(Some((child, end)));
+            }
+        }
+        if !block {
+            return Ok(None);
+        }
+        if parent.state.lock().kill.is_some() {
+            return Err(WaitError::Interrupted);
+        }
+        guard = CHANGED.wait(guard);
+    }
+}
+
+/// Why `kill` failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KillError {
+    /// No such process (`ESRCH`).
+    NoProcess,
+    /// Not a signal number (`EINVAL`).
+    BadSignal,
+}
+
+/// Sends `signal` to process `id`: with no handlers yet (signals come with
+/// the Linux personality), every signal but 0 ends the process. Signal 0
+/// only checks that the process exists.
+pub fn kill(id: u64, signal: u8) -> Result<(), KillError> {
+    if signal > signal::MAX {
+        return Err(KillError::BadSignal);
+    }
+    let process = get(id).ok_or(KillError::NoProcess)?;
+    if signal == 0 {
+        return Ok(());
+    }
+    {
+        let mut state = process.state.lock();
+        if state.end.is_some() {
+            return Ok(());
+        }
+        if state.kill.replace(signal).is_none() {
+            PENDING_KILLS.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let strands: Vec<u64> = BY_STRAND
+        .lock()
+        .iter()
+        .filter(|(_, process)| process.id == id)
+        .map(|(&strand, _)| strand)
+        .collect();
+    // Wake it wherever it sleeps (a spurious wake-up for a lock or
+    // condition variable is harmless: they re-check).
+    for strand in strands {
+        sched::wake(sched::ThreadId(strand));
+    }
+    let _lock = CHANGED_LOCK.lock();
+    CHANGED.notify_all();
+    Ok(())
+}
+
+/// The signal a kill sent to the running thread's process, if one is
+/// pending: the thread must end its program before returning to it.
+pub fn pending_kill() -> Option<u8> {
+    if PENDING_KILLS.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    let process = current()?;
+    let signal = process.state.lock().kill;
+    signal
+}
+
+/// Resolves a user page fault of the running thread's process through its
+/// address map (demand-zero pages, copy-on-write).
+pub fn resolve_fault(address: u64, error_code: u64) -> bool {
+    current()
+        .and_then(|process| process.with_memory(|memory| memory.resolve_fault(address, error_code)))
+        .unwrap_or(false)
+}

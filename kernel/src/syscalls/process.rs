@@ -1,0 +1,127 @@
+//! Processes: `exit`, `fork`, `wait4`, `kill`, the identifiers, and the
+//! thread's own state (`arch_prctl`, `set_tid_address`, `sched_yield`).
+
+use alloc::format;
+
+use super::errno;
+use crate::process::{self, KillError, WaitError};
+
+/// `wait4`'s option: return at once if no child has ended.
+const WNOHANG: u64 = 1;
+/// Size of a `struct rusage`.
+const RUSAGE_BYTES: usize = 144;
+/// `clone` flag: share the address space (a thread).
+const CLONE_VM: u64 = 0x100;
+
+/// `getpid()`: the calling thread's process.
+pub(super) fn getpid(strand: u64) -> i64 {
+    process::of_strand(strand).map_or(-errno::ESRCH, |process| process.id() as i64)
+}
+
+/// `getppid()`: the parent's process id (0 for a child of the kernel).
+pub(super) fn getppid(strand: u64) -> i64 {
+    process::of_strand(strand).map_or(-errno::ESRCH, |process| process.parent() as i64)
+}
+
+/// `fork()`, and `clone` without `CLONE_VM` (with an optional new stack):
+/// a child process with a copy-on-write copy of the caller's memory,
+/// resuming from the same call with result 0. The parent gets the child's
+/// id. `registers` and `fs_base` are the caller's, as the call left them.
+pub(super) fn fork(
+    strand: u64,
+    flags: u64,
+    child_stack: u64,
+    saved: Option<(hal::user::UserRegisters, u64)>,
+) -> i64 {
+    if flags & CLONE_VM != 0 {
+        // Threads come with the Linux personality.
+        return -errno::ENOSYS;
+    }
+    let (Some(parent), Some((mut registers, fs_base))) = (process::of_strand(strand), saved) else {
+        return -errno::ESRCH;
+    };
+    let memory = match parent.with_memory(|memory| memory.fork()) {
+        Some(Ok(memory)) => memory,
+        Some(Err(_)) => return -errno::ENOMEM,
+        None => return -errno::ESRCH,
+    };
+    let id = process::reserve_id();
+    let child = process::create(id, parent.id(), memory);
+    registers.rax = 0;
+    if child_stack != 0 {
+        registers.rsp = child_stack;
+    }
+    match crate::user::start(child.clone(), &format!("process {id}"), registers, fs_base) {
+        Ok(_thread) => id as i64,
+        Err(_) => {
+            process::discard(&child);
+            -errno::EAGAIN
+        }
+    }
+}
+
+/// `wait4(pid, wstatus, options, rusage)`: waits for a child to end (`pid`
+/// -1 or 0: any child; process groups come with the personality), writes
+/// its wait status, and returns its id (0 with `WNOHANG` if none has
+/// ended). Resource usage is not measured: `rusage` is zeroed.
+pub(super) fn wait4(strand: u64, pid: u64, status: u64, options: u64, rusage: u64) -> i64 {
+    let Some(parent) = process::of_strand(strand) else {
+        return -errno::ESRCH;
+    };
+    let which = match pid as i64 {
+        pid if pid > 0 => Some(pid as u64),
+        _ => None,
+    };
+    match process::wait(&parent, which, options & WNOHANG == 0) {
+        Ok(Some((child, end))) => {
+            if status != 0
+                && hal::user::copy_to_user(status, &end.wait_status().to_le_bytes()).is_err()
+            {
+                return -errno::EFAULT;
+            }
+            if rusage != 0 && hal::user::copy_to_user(rusage, &[0; RUSAGE_BYTES]).is_err() {
+                return -errno::EFAULT;
+            }
+            child as i64
+        }
+        Ok(None) => 0,
+        Err(WaitError::NoChild) => -errno::ECHILD,
+        Err(WaitError::Interrupted) => -errno::EINTR,
+    }
+}
+
+/// `kill(pid, signal)` for one process (`pid` > 0); process groups and
+/// broadcast come with the personality.
+pub(super) fn kill(pid: u64, signal: u64) -> i64 {
+    let pid = pid as i64;
+    if pid <= 0 {
+        return -errno::EINVAL;
+    }
+    let Ok(signal) = u8::try_from(signal) else {
+        return -errno::EINVAL;
+    };
+    match process::kill(pid as u64, signal) {
+        Ok(()) => 0,
+        Err(KillError::NoProcess) => -errno::ESRCH,
+        Err(KillError::BadSignal) => -errno::EINVAL,
+    }
+}
+
+/// `arch_prctl(ARCH_SET_FS | ARCH_GET_FS, addr)`.
+pub(super) fn arch_prctl(code: u64, address: u64) -> i64 {
+    const ARCH_SET_FS: u64 = 0x1002;
+    const ARCH_GET_FS: u64 = 0x1003;
+    match code {
+        ARCH_SET_FS => match hal::user::set_fs_base(address) {
+            Ok(()) => 0,
+            Err(_) => -errno::EFAULT,
+        },
+        ARCH_GET_FS => {
+            match hal::user::copy_to_user(address, &hal::user::fs_base().to_le_bytes()) {
+                Ok(()) => 0,
+                Err(_) => -errno::EFAULT,
+            }
+        }
+        _ => -errno::EINVAL,
+    }
+}

@@ -1,0 +1,409 @@
+//! The Unix address-space model, built on the `Translation` service as SPIN
+//! built it (SOSP'95 §4.1): a process's memory is a set of [`Region`]s,
+//! each a range of pages with one protection. Pages are not mapped when a
+//! region is made; the first touch raises `Translation.PageNotPresent`,
+//! whose handler ([`AddressMap::resolve_fault`]) maps a zeroed page
+//! (demand-zero). `fork` shares every page copy-on-write
+//! ([`AddressMap::fork`]); the first write to a shared page raises
+//! `Translation.ProtectionFault`, and the same handler gives the writer a
+//! private copy. `brk`, `mmap`, `munmap` and `mprotect` grow, make, remove
+//! and change regions ([`AddressMap::set_break`], [`AddressMap::map_anonymous`],
+//! [`AddressMap::unmap`], [`AddressMap::protect`]).
+//!
+//! The mechanism (page tables, shared frames, private copies) is `hal`'s
+//! [`AddressSpace`]; this crate is policy only, and has no `unsafe`.
+#![no_std]
+
+extern crate alloc;
+
+use alloc::{collections::BTreeMap, sync::Arc};
+
+use hal::{
+    address_space::{AddressSpace, UserProtection},
+    memory::{MapError, PAGE_SIZE},
+};
+
+/// Page-fault error code: the page was present (a protection fault).
+const FAULT_PRESENT: u64 = 1 << 0;
+/// Page-fault error code: the access was a write.
+const FAULT_WRITE: u64 = 1 << 1;
+/// Page-fault error code: an instruction fetch.
+const FAULT_FETCH: u64 = 1 << 4;
+
+/// Lowest address `mmap` places a mapping at without a fixed address.
+pub const MMAP_FLOOR: u64 = 0x1000_0000;
+/// Where `mmap` places mappings from, downwards.
+pub const MMAP_CEILING: u64 = 0x7f00_0000_0000;
+/// The most the break may grow beyond its start (1 GiB).
+const MAX_BREAK_BYTES: u64 = 1 << 30;
+/// First address above the user half.
+const USER_END: u64 = hal::user::USER_END;
+
+/// A range of pages with one protection. Its pages are mapped on first
+/// touch (zeroed) or were mapped by the loader.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region {
+    /// First address (page aligned).
+    pub start: u64,
+    /// One past the last address (page aligned).
+    pub end: u64,
+    /// How the program may access it.
+    pub protection: UserProtection,
+}
+
+impl Region {
+    fn allows(&self, error_code: u64) -> bool {
+        match self.protection {
+            UserProtection::None => false,
+            UserProtection::Read => error_code & (FAULT_WRITE | FAULT_FETCH) == 0,
+            UserProtection::ReadExecute => error_code & FAULT_WRITE == 0,
+            UserProtection::ReadWrite => error_code & FAULT_FETCH == 0,
+        }
+    }
+}
+
+/// Why a change to the address map was refused (Linux's errno for each is
+/// the personality's to choose).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VmError {
+    /// Not page aligned, empty, or outside the user half (`EINVAL`).
+    BadRange,
+    /// No room for the mapping, or no memory for its tables (`ENOMEM`).
+    NoMemory,
+    /// The range overlaps a region (for a fixed placement).
+    Overlaps,
+}
+
+impl From<MapError> for VmError {
+    fn from(error: MapError) -> Self {
+        match error {
+            MapError::OutOfFrames => VmError::NoMemory,
+            _ => VmError::BadRange,
+        }
+    }
+}
+
+impl core::fmt::Display for VmError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            VmError::BadRange => "bad address range",
+            VmError::NoMemory => "out of memory",
+            VmError::Overlaps => "range overlaps an existing mapping",
+        })
+    }
+}
+
+/// A process's memory: its address space and the regions in it.
+pub struct AddressMap {
+    space: Arc<AddressSpace>,
+    /// Regions by start address; they never overlap.
+    regions: BTreeMap<u64, Region>,
+    /// Where the break region starts (after the program's image).
+    break_start: u64,
+    /// The current break (`brk`), page aligned upwards for the region.
+    break_end: u64,
+    /// Page faults resolved (demand-zero pages and private copies).
+    resolved: u64,
+}
+
+fn page_down(address: u64) -> u64 {
+    address & !(PAGE_SIZE - 1)
+}
+
+fn page_up(address: u64) -> Option<u64> {
+    address.checked_add(PAGE_SIZE - 1).map(page_down)
+}
+
+/// The page-aligned range `[start, start + len)`, if inside the user half.
+fn user_range(start: u64, len: u64) -> Result<(u64, u64), VmError> {
+    if start % PAGE_SIZE != 0 || len == 0 {
+        return Err(VmError::BadRange);
+    }
+    let end = page_up(len)
+        .and_then(|len| start.checked_add(len))
+        .ok_or(VmError::BadRange)?;
+    if end > USER_END {
+        return Err(VmError::BadRange);
+    }
+    Ok((start, end))
+}
+
+impl AddressMap {
+    /// The map of `space` with no regions; the break starts at
+    /// `break_start` (the first page after the program's image).
+    pub fn new(space: Arc<AddressSpace>, break_start: u64) -> Self {
+        let break_start = page_up(break_start).unwrap_or(break_start);
+        AddressMap {
+            space,
+            regions: BTreeMap::new(),
+            break_start,
+            break_end: break_start,
+            resolved: 0,
+        }
+    }
+
+    /// The address space the map describes.
+    pub fn space(&self) -> &Arc<AddressSpace> {
+        &self.space
+    }
+
+    /// The regions, lowest first.
+    pub fn regions(&self) -> impl Iterator<Item = &Region> {
+        self.regions.values()
+    }
+
+    /// Page faults resolved so far.
+    pub fn faults_resolved(&self) -> u64 {
+        self.resolved
+    }
+
+    /// The region holding `address`, if any.
+    pub fn region_at(&self, address: u64) -> Option<&Region> {
+        self.regions
+            .range(..=address)
+            .next_back()
+            .map(|(_, region)| region)
+            .filter(|region| address < region.end)
+    }
+
+    /// Whether any region overlaps `[start, end)`.
+    fn overlaps(&self, start: u64, end: u64) -> bool {
+        self.regions
+            .range(..end)
+            .next_back()
+            .is_some_and(|(_, region)| region.end > start)
+    }
+
+    /// Adds a region over `[start, end)` (page aligned, free).
+    pub fn add_region(
+        &mut self,
+        start: u64,
+        end: u64,
+        protection: UserProtection,
+    ) -> Result<(), VmError> {
+        if start % PAGE_SIZE != 0 || end % PAGE_SIZE != 0 || start >= end || end > USER_END {
+            return Err(VmError::BadRange);
+        }
+        if self.overlaps(start, end) {
+            return Err(VmError::Overlaps);
+        }
+        self.regions.insert(
+            start,
+            Region {
+                start,
+                end,
+                protection,
+            },
+        );
+        Ok(())
+    }
+
+    /// Splits the region holding `address` (if it holds it strictly
+    /// inside) into two at `address`.
+    fn split_at(&mut self, address: u64) {
+        let Some(region) = self.region_at(address).copied() else {
+            return;
+        };
+        if region.start == address {
+            return;
+        }
+        if let Some(low) = self.regions.get_mut(&region.start) {
+            low.end = address;
+        }
+        self.regions.insert(
+            address,
+            Region {
+                start: address,
+                ..region
+            },
+        );
+    }
+
+    /// Resolves a page fault at `address` with `error_code` if it is one
+    /// the model explains: a first touch inside a region (maps a zeroed
+    /// page), or a write to a page shared copy-on-write in a writable
+    /// region (gives a private copy). Anything else (outside every region,
+    /// or an access the region forbids) is the program's fault: false.
+    pub fn resolve_fault(&mut self, address: u64, error_code: u64) -> bool {
+        let Some(region) = self.region_at(address).copied() else {
+            return false;
+        };
+        if !region.allows(error_code) {
+            return false;
+        }
+        let page = page_down(address);
+        let resolved = match self.space.protection(page) {
+            // First touch: a zeroed page (a fault on a page another
+            // thread has just mapped resolves too: the access is retried).
+            None => matches!(
+                self.space.map(page, region.protection),
+                Ok(()) | Err(MapError::AlreadyMapped(_))
+            ),
+            Some(UserProtection::None) => false,
+            // A write to a present read-only page of a writable region: the
+            // page is shared copy-on-write (or was last shared).
+            Some(UserProtection::Read | UserProtection::ReadExecute)
+                if error_code & (FAULT_PRESENT | FAULT_WRITE) == FAULT_PRESENT | FAULT_WRITE =>
+            {
+                self.space.make_private(page, region.protection).is_ok()
+            }
+            // Present and allowed: a stale translation; retrying suffices.
+            Some(_) => error_code & FAULT_PRESENT != 0,
+        };
+        if resolved {
+            self.resolved += 1;
+        }
+        resolved
+    }
+
+    /// A copy of this map in a new address space, every page shared with
+    /// this one, copy-on-write where the region is writable (`fork`).
+    pub fn fork(&self) -> Result<AddressMap, VmError> {
+        let child = Arc::new(AddressSpace::new()?);
+        for region in self.regions.values() {
+            let writable = region.protection == UserProtection::ReadWrite;
+            self.space
+                .share_range_with(&child, region.start, region.end, writable)?;
+        }
+        Ok(AddressMap {
+            space: child,
+            regions: self.regions.clone(),
+            break_start: self.break_start,
+            break_end: self.break_end,
+            resolved: 0,
+        })
+    }
+
+    /// `brk(address)`: moves the break to `address` if it can (within 1 GiB
+    /// of its start, not into another region; a smaller break unmaps what
+    /// lies beyond it) and returns the break, as Linux's `brk` does. Zero
+    /// asks for the current break.
+    pub fn set_break(&mut self, address: u64) -> u64 {
+        if address < self.break_start
+            || address - self.break_start > MAX_BREAK_BYTES
+        {
+            return self.break_end;
+        }
+        let (Some(old_top), Some(new_top)) = (page_up(self.break_end), page_up(address)) else {
+            return self.break_end;
+        };
+        if new_top > old_top {
+            if self.overlaps(old_top, new_top) {
+                return self.break_end;
+            }
+            // Grow the break region (or make it).
+            match self.regions.range_mut(..old_top).next_back() {
+                Some((_, region)) if region.end == old_top && region.start >= self.break_start => {
+                    region.end = new_top;
+                }
+                _ => {
+                    if self
+                        .add_region(old_top, new_top, UserProtection::ReadWrite)
+                        .is_err()
+                    {
+                        return self.break_end;
+                    }
+                }
+            }
+        } else if new_top < old_top {
+            self.remove_range(new_top, old_top);
+        }
+        self.break_end = address;
+        address
+    }
+
+    /// `mmap` of anonymous private memory: `len` bytes with `protection`,
+    /// at `hint` if `fixed` (replacing what was there), or wherever there
+    /// is room (the highest gap below [`MMAP_CEILING`]). Returns the start.
+    pub fn map_anonymous(
+        &mut self,
+        hint: u64,
+        len: u64,
+        protection: UserProtection,
+        fixed: bool,
+    ) -> Result<u64, VmError> {
+        let size = page_up(len).filter(|&size| size > 0).ok_or(VmError::BadRange)?;
+        let start = if fixed {
+            let (start, end) = user_range(hint, size)?;
+            self.remove_range(start, end);
+            start
+        } else {
+            self.find_gap(size).ok_or(VmError::NoMemory)?
+        };
+        self.add_region(start, start + size, protection)?;
+        Ok(start)
+    }
+
+    /// The highest free page-aligned gap of `size` bytes between
+    /// [`MMAP_FLOOR`] and [`MMAP_CEILING`].
+    fn find_gap(&self, size: u64) -> Option<u64> {
+        let mut ceiling = MMAP_CEILING;
+        for region in self.regions.values().rev() {
+            if region.start >= ceiling {
+                continue;
+            }
+            if region.end <= ceiling && ceiling - region.end >= size {
+                return Some(ceiling - size).filter(|&start| start >= MMAP_FLOOR);
+            }
+            ceiling = ceiling.min(region.start);
+        }
+        ceiling
+            .checked_sub(size)
+            .filter(|&start| start >= MMAP_FLOOR)
+    }
+
+    /// `munmap(start, len)`: removes the regions (or their parts) in the
+    /// range and unmaps their pages. Unmapping nothing is not an error.
+    pub fn unmap(&mut self, start: u64, len: u64) -> Result<(), VmError> {
+        let (start, end) = user_range(start, len)?;
+        self.remove_range(start, end);
+        Ok(())
+    }
+
+    fn remove_range(&mut self, start: u64, end: u64) {
+        self.split_at(start);
+        self.split_at(end);
+        let inside: alloc::vec::Vec<u64> = self
+            .regions
+            .range(start..end)
+            .map(|(&first, _)| first)
+            .collect();
+        for first in inside {
+            self.regions.remove(&first);
+        }
+        self.space.unmap_range(start, end);
+    }
+
+    /// `mprotect(start, len, protection)`: every page in the range must be
+    /// in a region (else [`VmError::NoMemory`], Linux's `ENOMEM`); their
+    /// regions and mapped pages take the new protection.
+    pub fn protect(
+        &mut self,
+        start: u64,
+        len: u64,
+        protection: UserProtection,
+    ) -> Result<(), VmError> {
+        let (start, end) = user_range(start, len)?;
+        // The whole range must be covered, without holes.
+        let mut covered = start;
+        for region in self.regions.values() {
+            if region.end <= covered || region.start >= end {
+                continue;
+            }
+            if region.start > covered {
+                break;
+            }
+            covered = region.end;
+        }
+        if covered < end {
+            return Err(VmError::NoMemory);
+        }
+        self.split_at(start);
+        self.split_at(end);
+        for (_, region) in self.regions.range_mut(start..end) {
+            region.protection = protection;
+        }
+        self.space.protect_range(start, end, protection);
+        Ok(())
+    }
+}
