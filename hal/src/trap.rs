@@ -282,6 +282,15 @@ pub fn set_exception_handler(handler: TrapHandler) {
     EXCEPTION_HANDLER.store(handler as usize, Ordering::Release);
 }
 
+static RETURN_TO_USER_HANDLER: AtomicUsize = AtomicUsize::new(0);
+
+/// Registers what runs after every interrupt taken in user mode, just
+/// before the return to it (where the kernel acts on a kill, as it does
+/// after a system call).
+pub fn set_return_to_user_handler(handler: TrapHandler) {
+    RETURN_TO_USER_HANDLER.store(handler as usize, Ordering::Release);
+}
+
 /// Registers the handler for interrupt `vector` (32-255).
 pub fn set_interrupt_handler(vector: u8, handler: TrapHandler) {
     assert!(
@@ -320,6 +329,11 @@ extern "C" fn hal_trap_dispatch(frame: &mut TrapFrame) {
     }
     if let Some(handler) = load_handler(&HANDLERS[frame.vector as usize]) {
         handler(frame);
+    }
+    if frame.is_from_user() {
+        if let Some(handler) = load_handler(&RETURN_TO_USER_HANDLER) {
+            handler(frame);
+        }
     }
 }
 

@@ -32,6 +32,15 @@ const RFLAGS_INTERRUPT_ENABLE: u64 = 1 << 9;
 /// Installs [`handle_exception`] as hal's exception handler.
 pub fn init() {
     hal::trap::set_exception_handler(handle_exception);
+    hal::trap::set_return_to_user_handler(return_to_user);
+}
+
+/// After an interrupt in user mode: a killed program ends here rather
+/// than running on (a program that never makes a system call still ends).
+fn return_to_user(_frame: &mut TrapFrame) {
+    if let Some(signal) = crate::process::pending_kill() {
+        crate::user::killed(signal);
+    }
 }
 
 fn handle_exception(frame: &mut TrapFrame) {

@@ -380,10 +380,23 @@ pub fn pending_kill() -> Option<u8> {
     signal
 }
 
+/// Page faults resolved by processes' address maps since boot.
+static FAULTS_RESOLVED: AtomicU64 = AtomicU64::new(0);
+
+/// Page faults the address maps have resolved since boot (demand-zero
+/// pages and private copies).
+pub fn faults_resolved() -> u64 {
+    FAULTS_RESOLVED.load(Ordering::Relaxed)
+}
+
 /// Resolves a user page fault of the running thread's process through its
 /// address map (demand-zero pages, copy-on-write).
 pub fn resolve_fault(address: u64, error_code: u64) -> bool {
-    current()
+    let resolved = current()
         .and_then(|process| process.with_memory(|memory| memory.resolve_fault(address, error_code)))
-        .unwrap_or(false)
+        .unwrap_or(false);
+    if resolved {
+        FAULTS_RESOLVED.fetch_add(1, Ordering::Relaxed);
+    }
+    resolved
 }

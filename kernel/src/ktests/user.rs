@@ -18,6 +18,22 @@ use crate::{
 
 pub const TESTS: &[KernelTest] = &[
     KernelTest {
+        name: "fork_keeps_parent_and_child_apart_and_wait4_reports_ends",
+        run: fork_keeps_parent_and_child_apart,
+    },
+    KernelTest {
+        name: "demand_zero_regions_mprotect_munmap_and_brk",
+        run: demand_zero_regions_mprotect_munmap_and_brk,
+    },
+    KernelTest {
+        name: "musl_programs_ud2_divide_by_zero_and_stack_overflow_end_only_their_process",
+        run: program_faults_end_only_their_process,
+    },
+    KernelTest {
+        name: "process_cycles_1000_forks_leave_frames_heap_and_table_at_baseline",
+        run: process_cycles_leave_memory_at_baseline,
+    },
+    KernelTest {
         name: "user_program_writes_and_exits_through_machine_trap_syscall",
         run: user_program_writes_and_exits,
     },
@@ -586,5 +602,103 @@ fn a_wasm_extension_sees_only_its_own_process_system_calls() -> TestResult {
     let refused = loose.bind(port, &wasm_runtime::Bind::handler("on_syscall"));
     let _ = loose.unload();
     ensure!(refused.is_err(), "an extension loaded for no process was allowed to handle system calls");
+    Ok(())
+}
+
+/// Runs `bin/<name>` from the boot archive with `arguments` (argv[0] is
+/// the name) and returns how it ended.
+fn run_program(name: &str, arguments: &[&str]) -> Result<UserExit, alloc::string::String> {
+    let extensions = crate::extensions::get().ok_or("no boot archive")?;
+    let path = format!("bin/{name}");
+    let files = extensions.archive_files(&path);
+    let &(_, file) = files
+        .iter()
+        .find(|(entry, _)| *entry == path)
+        .ok_or_else(|| format!("{path} is not in the boot archive"))?;
+    let mut argv = alloc::vec![name];
+    argv.extend_from_slice(arguments);
+    Ok(user::spawn_program(name, file, &argv)?.join())
+}
+
+/// `user/forks.c`: copy-on-write keeps data, heap and stack apart across
+/// fork; wait4 reports an exit status, a SIGSEGV and a kill (of a child
+/// that never makes a system call); ECHILD, ESRCH, EFAULT. The program
+/// checks each and exits 0 only if all hold.
+fn fork_keeps_parent_and_child_apart() -> TestResult {
+    let end = run_program("forks", &[])?;
+    ensure!(end == UserExit::Exited(0), "forks {end} (its output says which check failed)");
+    Ok(())
+}
+
+/// `user/memory.c`: anonymous mmap pages read as zero on first touch (also
+/// for a system call writing into one), mprotect and munmap take access
+/// away (children die of SIGSEGV), brk grows and shrinks.
+fn demand_zero_regions_mprotect_munmap_and_brk() -> TestResult {
+    let resolved_before = crate::process::faults_resolved();
+    let end = run_program("memory", &[])?;
+    ensure!(end == UserExit::Exited(0), "memory {end} (its output says which check failed)");
+    let resolved = crate::process::faults_resolved() - resolved_before;
+    // 256 pages of the 1 MiB area, and the break's, at least.
+    ensure!(resolved >= 256, "only {resolved} faults were resolved by the address map");
+    Ok(())
+}
+
+/// `user/faults.c`: ud2, a divide by zero and a runaway recursion (past
+/// the 8 MiB stack region) each end that program with the right
+/// exception; the kernel runs on (the next program runs).
+fn program_faults_end_only_their_process() -> TestResult {
+    for (how, vector) in [("ud2", 6), ("div0", 0), ("stack", 14)] {
+        match run_program("faults", &[how])? {
+            UserExit::Faulted(fault) => {
+                ensure!(
+                    fault.vector == vector,
+                    "faults {how} ended with vector {}, expected {vector}",
+                    fault.vector
+                );
+                if how == "stack" {
+                    let limit = user::STACK_TOP - user::STACK_LIMIT;
+                    ensure!(
+                        fault.fault_address < limit && fault.fault_address > limit - 2 * 4096 * 2,
+                        "the stack overflow faulted at {:#x}, not just below the stack region at {limit:#x}",
+                        fault.fault_address
+                    );
+                }
+            }
+            other => return Err(format!("faults {how} {other}")),
+        }
+    }
+    let end = run_program("hello", &[])?;
+    ensure!(end == UserExit::Exited(3), "hello after the faults {end}");
+    Ok(())
+}
+
+/// 1,000 fork/exit/wait cycles (`user/forkloop.c`) leave free frames, the
+/// heap and the process table where they were.
+fn process_cycles_leave_memory_at_baseline() -> TestResult {
+    // Warm up what stays (the scheduler's tables, the event's caches).
+    let end = run_program("forkloop", &["20"])?;
+    ensure!(end == UserExit::Exited(0), "the warm-up forkloop {end}");
+    let frames = hal::memory::frame_stats().free;
+    let heap = hal::heap::stats().allocated_bytes;
+    let processes = crate::process::count();
+    let end = run_program("forkloop", &["1000"])?;
+    ensure!(end == UserExit::Exited(0), "forkloop 1000 {end}");
+    let frames_after = hal::memory::frame_stats().free;
+    let heap_after = hal::heap::stats().allocated_bytes;
+    let processes_after = crate::process::count();
+    ensure!(
+        frames_after >= frames,
+        "1,000 processes kept {} frames",
+        frames - frames_after
+    );
+    ensure!(
+        heap_after <= heap + 1024,
+        "1,000 processes kept {} heap bytes",
+        heap_after - heap
+    );
+    ensure!(
+        processes_after == processes,
+        "{processes_after} processes in the table after, {processes} before"
+    );
     Ok(())
 }
