@@ -16,8 +16,10 @@ use crate::{engine::Trap, error::LimitExceeded, events::EventPort};
 /// Something an extension may hold a handle to.
 #[derive(Clone)]
 pub enum Capability {
-    /// An event it may install handlers on (and raise, if the port allows).
-    Event(Arc<dyn EventPort>),
+    /// An event it may install handlers on, and raise if the grant says so
+    /// (raising is the event's authority's to delegate: a grant to bind is
+    /// not a grant to raise).
+    Event(Arc<dyn EventPort>, EventRights),
     /// One of its own installations.
     Binding {
         /// The event.
@@ -27,11 +29,25 @@ pub enum Capability {
     },
 }
 
+/// What a holder of an event capability may do beyond installing handlers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EventRights {
+    /// It may raise the event (`spindle.raise`).
+    pub raise: bool,
+}
+
+impl EventRights {
+    /// Install handlers only.
+    pub const BIND: EventRights = EventRights { raise: false };
+    /// Install handlers and raise.
+    pub const BIND_AND_RAISE: EventRights = EventRights { raise: true };
+}
+
 impl Capability {
     /// What the capability names.
     pub fn kind(&self) -> HandleKind {
         match self {
-            Capability::Event(_) => HandleKind::Event,
+            Capability::Event(..) => HandleKind::Event,
             Capability::Binding { .. } => HandleKind::Binding,
         }
     }
@@ -40,7 +56,9 @@ impl Capability {
 impl core::fmt::Debug for Capability {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            Capability::Event(event) => write!(f, "Event({})", event.name()),
+            Capability::Event(event, rights) => {
+                write!(f, "Event({}, raise: {})", event.name(), rights.raise)
+            }
             Capability::Binding { event, binding } => {
                 write!(f, "Binding({}, {binding:?})", event.name())
             }

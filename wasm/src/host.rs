@@ -19,7 +19,7 @@ use crate::{
     error::BindError,
     events::{from_slot, to_slot, EventPort},
     extension::{bind, unbind, Bind},
-    handles::Capability,
+    handles::{Capability, EventRights},
 };
 
 /// Longest name (of a handle or an export) a procedure reads.
@@ -123,8 +123,15 @@ fn read_text(
 }
 
 fn event_of(context: &dyn HostContext, handle: i32) -> Result<Option<Arc<dyn EventPort>>, Trap> {
+    Ok(event_and_rights(context, handle)?.map(|(event, _)| event))
+}
+
+fn event_and_rights(
+    context: &dyn HostContext,
+    handle: i32,
+) -> Result<Option<(Arc<dyn EventPort>, EventRights)>, Trap> {
     Ok(match context.state().handles.get(handle)? {
-        Capability::Event(event) => Some(event.clone()),
+        Capability::Event(event, rights) => Some((event.clone(), *rights)),
         _ => None,
     })
 }
@@ -179,9 +186,13 @@ fn install(context: &mut dyn HostContext, args: &[WasmValue]) -> Result<Option<W
 
 fn raise(context: &mut dyn HostContext, args: &[WasmValue]) -> Result<Option<WasmValue>, Trap> {
     let status = |status: Status| Ok(Some(WasmValue::I32(status.code())));
-    let Some(event) = event_of(context, i32_at(args, 0))? else {
+    let Some((event, rights)) = event_and_rights(context, i32_at(args, 0))? else {
         return status(Status::WrongKind);
     };
+    if !rights.raise {
+        // Granted to install handlers on, not to raise.
+        return status(Status::Denied);
+    }
     let signature = event.signature();
     let count = i32_at(args, 2);
     if count < 0 || count as usize != signature.params.len() {

@@ -54,7 +54,7 @@ pub use events::{port, EventPort};
 pub use extension::{
     Bind, CallError, Extension, ExtensionId, ExtensionStats, UnloadError, UnloadReport,
 };
-pub use handles::Capability;
+pub use handles::{Capability, EventRights};
 pub use link::{ImportAuthorizer, ImportResolver, Importer, KernelInterface};
 pub use runtime::{Console, FaultedArgs, LoadRequest, Runtime, Services, Strands, FAULTED_EVENT};
 pub use spindle_abi::FaultKind;

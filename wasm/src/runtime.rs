@@ -23,7 +23,7 @@ use crate::{
     error::{LimitExceeded, LoadError},
     events::{port, EventPort},
     extension::{CallError, Extension, ExtensionId, Shared},
-    handles::{Capability, HandleTable},
+    handles::{Capability, EventRights, HandleTable},
     link::{resolve_imports, ImportResolver, Importer, KernelInterface},
     module::ModuleInfo,
     state::ExtensionState,
@@ -91,10 +91,23 @@ impl<'a> LoadRequest<'a> {
         }
     }
 
-    /// Grants an event under its own name.
+    /// Grants an event under its own name: the extension may install
+    /// handlers on it (as its authorizer allows), not raise it.
     pub fn grant_event(mut self, event: Arc<dyn EventPort>) -> Self {
-        self.grants
-            .push((event.name().into(), Capability::Event(event)));
+        self.grants.push((
+            event.name().into(),
+            Capability::Event(event, EventRights::BIND),
+        ));
+        self
+    }
+
+    /// Grants an event under its own name with the right to raise it too:
+    /// the event's authority delegating its raising.
+    pub fn grant_event_to_raise(mut self, event: Arc<dyn EventPort>) -> Self {
+        self.grants.push((
+            event.name().into(),
+            Capability::Event(event, EventRights::BIND_AND_RAISE),
+        ));
         self
     }
 

@@ -114,7 +114,7 @@ fn a_reentrant_invocation_is_refused_without_waiting() {
     )
     .unwrap();
     let extension = runtime
-        .load(LoadRequest::new("reentrant", &module).grant_event(port.clone()))
+        .load(LoadRequest::new("reentrant", &module).grant_event_to_raise(port.clone()))
         .unwrap();
     extension.bind(&port, &Bind::handler("handler")).unwrap();
     // The inner raise finds the extension busy on this very strand: its

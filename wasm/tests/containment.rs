@@ -334,7 +334,7 @@ fn reentrant_raise_into_the_same_extension_is_refused_not_deadlocked() {
     )
     .unwrap();
     let extension = fixture
-        .try_load(wasm_runtime::LoadRequest::new("loop", &bytes).grant_event(compute.clone()))
+        .try_load(wasm_runtime::LoadRequest::new("loop", &bytes).grant_event_to_raise(compute.clone()))
         .unwrap();
     extension.bind(&compute, &Bind::handler("handler")).unwrap();
     assert_eq!(event.raise(&mut (1,)).unwrap(), 5);
@@ -346,4 +346,33 @@ fn reentrant_raise_into_the_same_extension_is_refused_not_deadlocked() {
             .unwrap(),
         Value::I32(spindle_abi::Status::Faulted.code())
     );
+}
+
+/// A grant to install handlers is not a grant to raise: only the event's
+/// authority may delegate raising (`grant_event_to_raise`).
+#[test]
+fn an_extension_cannot_raise_an_event_it_was_granted_only_to_bind() {
+    let fixture = fixture();
+    let (event, _authority, compute) = compute_event();
+    let bytes = wat::parse_str(
+        r#"(module
+          (import "spindle" "raise" (func $raise (param i32 i32 i32 i32) (result i32)))
+          (memory (export "memory") 1)
+          (func (export "handler") (param i32) (result i32) (i32.const 5))
+          (func (export "raise_it") (result i32)
+            (call $raise (i32.const 0) (i32.const 0) (i32.const 1) (i32.const 8))))"#,
+    )
+    .unwrap();
+    let extension = fixture
+        .try_load(wasm_runtime::LoadRequest::new("binder", &bytes).grant_event(compute.clone()))
+        .unwrap();
+    extension.bind(&compute, &Bind::handler("handler")).unwrap();
+    event.enable_accounting(None);
+    assert_eq!(
+        extension.call_typed("raise_it", &[], ValueType::I32).unwrap(),
+        Value::I32(spindle_abi::Status::Denied.code())
+    );
+    assert_eq!(event.stats().raised, 0, "the refused raise reached the event");
+    // The kernel still raises it, and the extension's handler runs.
+    assert_eq!(event.raise(&mut (1,)).unwrap(), 5);
 }

@@ -176,7 +176,7 @@ fn extension_installs_removes_and_raises_through_kernel_procedures() {
         .try_load(
             LoadRequest::new("self", &bytes)
                 .grant_event(tick)
-                .grant_event(compute),
+                .grant_event_to_raise(compute),
         )
         .unwrap();
     let binding = extension
@@ -464,7 +464,7 @@ fn revoked_handles_trap() {
     // stays dead.
     let (_e, _a, again) = tick_event();
     let fresh = extension
-        .grant("Timer.Tick", Capability::Event(again))
+        .grant("Timer.Tick", Capability::Event(again, wasm_runtime::EventRights::BIND))
         .unwrap();
     assert_ne!(fresh, handle);
     assert!(extension.call("kind", &[Value::I32(handle)]).is_err());

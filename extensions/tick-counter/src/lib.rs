@@ -28,3 +28,25 @@ pub extern "C" fn on_tick(_ticks: u64) {
 pub extern "C" fn count() -> u64 {
     TICKS.load(Ordering::Relaxed)
 }
+
+/// Tries to raise `Timer.Tick` itself (granted only to install handlers
+/// on): returns 0 if the raise went through, else the refusal's status
+/// code (`Denied`, -3, is what the kernel must answer).
+#[no_mangle]
+pub extern "C" fn raise_tick() -> i32 {
+    match Event::find("Timer.Tick").map(|tick| tick.raise(&[0])) {
+        Some(Ok(_)) => 0,
+        Some(Err(status)) => status.code(),
+        None => spindle_sdk::Status::NotFound.code(),
+    }
+}
+
+/// Looks for `MachineTrap.Syscall`, which this extension was not granted:
+/// 0 if found, else the status code (`NotFound`, -1).
+#[no_mangle]
+pub extern "C" fn find_syscall_event() -> i32 {
+    match Event::find("MachineTrap.Syscall") {
+        Some(_) => 0,
+        None => spindle_sdk::Status::NotFound.code(),
+    }
+}

@@ -20,6 +20,10 @@ pub const TESTS: &[KernelTest] = &[
         run: tick_counter_counts_timer_ticks,
     },
     KernelTest {
+        name: "an_extension_cannot_raise_timer_tick_or_reach_an_event_it_was_not_granted",
+        run: extension_cannot_raise_what_it_was_not_granted,
+    },
+    KernelTest {
         name: "wasm_guard_filters_and_impure_guard_is_refused",
         run: wasm_guard_filters,
     },
@@ -130,6 +134,28 @@ fn tick_counter_counts_timer_ticks() -> TestResult {
     ensure!(
         second > first,
         "count did not advance: {first} then {second}"
+    );
+    Ok(())
+}
+
+/// Timer.Tick is granted to extensions to install handlers on; only its
+/// authority (the timer interrupt) raises it. MachineTrap.Syscall is not
+/// granted to a plain extension at all: it cannot even find it.
+fn extension_cannot_raise_what_it_was_not_granted() -> TestResult {
+    let extensions = runtime()?;
+    extensions.load("tick-counter")?;
+    let raised = extensions.call("tick-counter", "raise_tick", &[]);
+    let found = extensions.call("tick-counter", "find_syscall_event", &[]);
+    extensions.unload("tick-counter")?;
+    let denied = wasm_runtime::WasmValue::I32(spindle_abi::Status::Denied.code());
+    let not_found = wasm_runtime::WasmValue::I32(spindle_abi::Status::NotFound.code());
+    ensure!(
+        raised.as_ref().ok() == Some(&Some(denied)),
+        "raising Timer.Tick from an extension was not denied"
+    );
+    ensure!(
+        found.as_ref().ok() == Some(&Some(not_found)),
+        "an extension found MachineTrap.Syscall, which it was not granted"
     );
     Ok(())
 }
