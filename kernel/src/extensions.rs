@@ -226,6 +226,34 @@ pub fn init(archive: &'static [u8]) -> &'static Extensions {
                     });
                 }
             }
+            if let Some(strands) = crate::strands::events() {
+                let (unblock, block, checkpoint, resume) = (
+                    strands.unblock.clone(),
+                    strands.block.clone(),
+                    strands.checkpoint.clone(),
+                    strands.resume.clone(),
+                );
+                for event in [&unblock, &block, &resume] {
+                    event.enable_accounting(None);
+                }
+                checkpoint.enable_accounting(None);
+                events.push(ListedEvent {
+                    name: "Strand.Unblock",
+                    stats: Box::new(move || unblock.stats()),
+                });
+                events.push(ListedEvent {
+                    name: "Strand.Block",
+                    stats: Box::new(move || block.stats()),
+                });
+                events.push(ListedEvent {
+                    name: "Strand.Checkpoint",
+                    stats: Box::new(move || checkpoint.stats()),
+                });
+                events.push(ListedEvent {
+                    name: "Strand.Resume",
+                    stats: Box::new(move || resume.stats()),
+                });
+            }
             if let Some(syscall) = crate::syscalls::event() {
                 // Not timed: the dispatcher's accounting reads the clock
                 // twice per raise, which under TCG cost more than the rest
@@ -546,6 +574,45 @@ impl Extensions {
         let result = extension.unload().map(drop).map_err(|error| format!("{error}"));
         // After the unload: its handler's removal is asked as the extension.
         crate::syscalls::forget_owner(extension.principal());
+        result
+    }
+
+    /// Loads extension `name` as the scheduler of strand group `group`:
+    /// binds its `on_unblock`, `on_block`, `on_checkpoint` and `on_resume`
+    /// exports to the `Strand` events, whose authorizers let it see that
+    /// group's strands alone (see `strands`). Undo with
+    /// [`Extensions::unload_scheduler`].
+    pub fn load_scheduler(&self, name: &str, group: u64) -> Result<Extension, String> {
+        let events = crate::strands::events().ok_or("the strand events are not set up")?;
+        let ports = [
+            (port(events.unblock.clone()), "on_unblock"),
+            (port(events.block.clone()), "on_block"),
+            (port(events.checkpoint.clone()), "on_checkpoint"),
+            (port(events.resume.clone()), "on_resume"),
+        ];
+        let bytes = self.module_bytes(name)?;
+        let mut request = LoadRequest::new(name, bytes);
+        for (port, _) in &ports {
+            request = request.grant_event(port.clone());
+        }
+        let extension = self
+            .runtime
+            .load(request)
+            .map_err(|error| format!("{error}"))?;
+        crate::strands::set_owner(extension.principal(), group);
+        for (port, export) in &ports {
+            if let Err(error) = extension.bind(port, &wasm_runtime::Bind::handler(export)) {
+                let _ = self.unload_scheduler(&extension);
+                return Err(format!("{name}: cannot bind {export} to {}: {error}", port.name()));
+            }
+        }
+        Ok(extension)
+    }
+
+    /// Unloads an extension loaded with [`Extensions::load_scheduler`].
+    pub fn unload_scheduler(&self, extension: &Extension) -> Result<(), String> {
+        let result = extension.unload().map(drop).map_err(|error| format!("{error}"));
+        crate::strands::forget_owner(extension.principal());
         result
     }
 

@@ -31,6 +31,7 @@ mod fuzz;
 mod ktests;
 mod logger;
 mod shell;
+mod strands;
 mod process;
 mod syscalls;
 mod translation;
@@ -67,6 +68,7 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
         .first()
         .map_or(&[][..], hal::memory::boot_module_bytes);
     syscalls::init();
+    strands::init();
     translation::init();
     extensions::init(archive);
     extensions::autoload(boot_info.cmdline_value("spindle.ext").unwrap_or(""));

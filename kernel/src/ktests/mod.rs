@@ -9,6 +9,7 @@ use alloc::string::String;
 
 mod extensions;
 mod memory;
+mod strands;
 mod threads;
 mod traps;
 mod user;
@@ -36,10 +37,11 @@ pub(crate) use ensure;
 
 /// Runs every test; returns whether all passed.
 pub fn run_all() -> bool {
-    let groups: [&[KernelTest]; 5] = [
+    let groups: [&[KernelTest]; 6] = [
         memory::TESTS,
         traps::TESTS,
         threads::TESTS,
+        strands::TESTS,
         extensions::TESTS,
         user::TESTS,
     ];

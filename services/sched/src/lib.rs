@@ -287,16 +287,52 @@ pub fn spawn_with_stack(
     stack_bytes: u64,
     entry: impl FnOnce() + Send + 'static,
 ) -> Result<JoinHandle, SpawnError> {
+    spawn_in_state(name, stack_bytes, entry, ThreadState::Ready)
+}
+
+/// Like [`spawn`], but the thread starts blocked: it runs once [`wake`]
+/// makes it ready (an application-specific scheduler decides when).
+pub fn spawn_blocked(
+    name: &str,
+    entry: impl FnOnce() + Send + 'static,
+) -> Result<JoinHandle, SpawnError> {
+    spawn_in_state(name, STACK_BYTES, entry, ThreadState::Blocked)
+}
+
+fn spawn_in_state(
+    name: &str,
+    stack_bytes: u64,
+    entry: impl FnOnce() + Send + 'static,
+    state: ThreadState,
+) -> Result<JoinHandle, SpawnError> {
     let stack = KernelStack::new(stack_bytes).map_err(|_| SpawnError::OutOfMemory)?;
     // The entry returns to hal, which then calls `thread_returned` (set in
     // `init`): the boxed entry is freed before the thread ends.
     let context = Context::new(stack, Box::new(entry));
     let (id, completion) = with_scheduler(|scheduler| {
         let (id, completion) = scheduler.add(name, context, false);
-        scheduler.ready.push_back(id);
+        if state == ThreadState::Ready {
+            scheduler.ready.push_back(id);
+        } else if let Some(thread) = scheduler.threads.get_mut(&id) {
+            thread.state = state;
+        }
         (id, completion)
     });
     Ok(JoinHandle { id, completion })
+}
+
+/// Hands the CPU to blocked thread `to`: the running thread blocks and
+/// `to` becomes ready (it runs when the global scheduler reaches it; other
+/// ready threads are not passed over). The running thread runs again when
+/// something wakes it. Used by application-specific schedulers to switch
+/// between their own strands.
+pub fn hand_off(to: ThreadId) {
+    block_current_if(|me| {
+        if me != to {
+            wake(to);
+        }
+        me != to
+    });
 }
 
 /// The running thread.
