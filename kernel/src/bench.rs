@@ -116,6 +116,7 @@ pub fn run(suite: &str) -> Result<(), String> {
 /// `bench <name> <ns> ns iters=<n>` lines, which xtask relays as
 /// `core.<name>` beside Linux's figures.
 fn core_programs() -> Result<(), String> {
+    kernel_threads()?;
     let extensions = crate::extensions::get().ok_or("extensions not initialised")?;
     let programs = extensions.archive_files("bench/");
     if programs.is_empty() {
@@ -128,6 +129,77 @@ fn core_programs() -> Result<(), String> {
             other => return Err(format!("{name} {other}")),
         }
     }
+    Ok(())
+}
+
+/// SPIN table 3 for kernel threads: `fork_join_kernel` (create a thread,
+/// which returns at once, and join it) and `ping_pong_kernel` (one round
+/// trip between two threads through a mutex and condition variables).
+/// Each iteration checks what it got back.
+fn kernel_threads() -> Result<(), String> {
+    const FORK_JOIN_ITERATIONS: u64 = 2_000;
+    let runs = measure_n("fork_join_kernel", FORK_JOIN_ITERATIONS, |i| {
+        let value = alloc::sync::Arc::new(core::sync::atomic::AtomicU64::new(0));
+        let seen = value.clone();
+        match sched::spawn("fork-join", move || seen.store(i + 1, core::sync::atomic::Ordering::Relaxed)) {
+            Ok(handle) => {
+                handle.join() == sched::ExitReason::Finished
+                    && value.load(core::sync::atomic::Ordering::Relaxed) == i + 1
+            }
+            Err(_) => false,
+        }
+    })?;
+    report("fork_join_kernel", &runs, "");
+
+    const PING_PONG_ITERATIONS: u64 = 5_000;
+    /// The ball: whose turn it is, and how many round trips so far.
+    struct Table {
+        mutex: sched::sync::Mutex<(bool, u64)>,
+        turned: sched::sync::Condvar,
+    }
+    let table = alloc::sync::Arc::new(Table {
+        mutex: sched::sync::Mutex::new((false, 0)),
+        turned: sched::sync::Condvar::new(),
+    });
+    let partner = {
+        let table = table.clone();
+        sched::spawn("pong", move || loop {
+            let mut state = table.mutex.lock();
+            while !state.0 {
+                state = table.turned.wait(state);
+            }
+            if state.1 == u64::MAX {
+                return;
+            }
+            // Return the ball, counting the round trip.
+            state.0 = false;
+            state.1 += 1;
+            drop(state);
+            table.turned.notify_all();
+        })
+        .map_err(|_| String::from("ping_pong_kernel: no memory for the partner"))?
+    };
+    let mut expected = 0u64;
+    let runs = measure_n("ping_pong_kernel", PING_PONG_ITERATIONS, |_| {
+        let mut state = table.mutex.lock();
+        state.0 = true;
+        drop(state);
+        table.turned.notify_all();
+        let mut state = table.mutex.lock();
+        while state.0 {
+            state = table.turned.wait(state);
+        }
+        expected += 1;
+        state.1 == expected
+    });
+    {
+        let mut state = table.mutex.lock();
+        state.0 = true;
+        state.1 = u64::MAX;
+    }
+    table.turned.notify_all();
+    partner.join();
+    report("ping_pong_kernel", &runs?, "");
     Ok(())
 }
 

@@ -419,24 +419,28 @@ pub fn sleep_ms(ms: u64) {
 /// Ends the running thread with `reason`. Never returns.
 pub fn exit(reason: ExitReason) -> ! {
     cpu::disable_interrupts();
-    let (next, completion) = with_scheduler(|scheduler| {
+    let completion = with_scheduler(|scheduler| {
         let me = scheduler.current;
         let thread = scheduler
             .threads
             .remove(&me)
             .expect("running thread not in the table");
         scheduler.ready.retain(|&id| id != me);
-        let next = scheduler
-            .pick_next()
-            .expect("the exiting thread was picked again");
-        (next, thread.completion)
+        thread.completion
     });
+    // Joiners are made ready before the next thread is picked, so a joiner
+    // runs at once rather than after the idle thread's next interrupt.
     *completion.reason.lock() = Some(reason);
     let joiners = core::mem::take(&mut *completion.joiners.lock());
     for joiner in joiners {
         wake(joiner);
     }
     drop(completion);
+    let next = with_scheduler(|scheduler| {
+        scheduler
+            .pick_next()
+            .expect("the exiting thread was picked again")
+    });
     context::exit_to(next)
 }
 
