@@ -274,7 +274,7 @@ impl AddressSpace {
                 true
             });
         }
-        self.flush_all();
+        self.flush_range(start, end.min(USER_END));
         let mut frames = FRAMES.lock();
         for frame in &frames_released {
             let _ = frames.free(*frame);
@@ -306,7 +306,7 @@ impl AddressSpace {
                 true
             });
         }
-        self.flush_all();
+        self.flush_range(start, end.min(USER_END));
         count
     }
 
@@ -413,7 +413,7 @@ impl AddressSpace {
         drop(frames);
         child.pages.fetch_add(shared, Ordering::Relaxed);
         if copy_on_write {
-            self.flush_all();
+            self.flush_range(start, end);
         }
         result.map(|()| shared)
     }
@@ -449,10 +449,22 @@ impl AddressSpace {
         Cr3::read().0.start_address().as_u64() == self.root()
     }
 
-    /// Drops every TLB entry of the lower half if this address space is
-    /// active.
-    fn flush_all(&self) {
-        if self.is_active() {
+    /// Drops the TLB entries of `[start, end)` if this address space is
+    /// active: page by page for a short range, else all of them (a CR3
+    /// reload, which also empties an emulator's whole software TLB, so it
+    /// is kept for long ranges).
+    fn flush_range(&self, start: u64, end: u64) {
+        /// Longest range flushed page by page.
+        const PAGE_BY_PAGE: u64 = 64;
+        if !self.is_active() {
+            return;
+        }
+        let pages = end.saturating_sub(start) / PAGE_SIZE;
+        if pages <= PAGE_BY_PAGE {
+            for page in 0..pages {
+                x86_64::instructions::tlb::flush(VirtAddr::new(start + page * PAGE_SIZE));
+            }
+        } else {
             x86_64::instructions::tlb::flush_all();
         }
     }
@@ -496,12 +508,16 @@ fn for_each_leaf(
     visit: &mut dyn FnMut(u64, &mut PageTableEntry) -> bool,
 ) -> bool {
     let span = PAGE_SIZE << (9 * u64::from(level - 1));
-    let entries = if level == 4 { 256 } else { 512 };
-    for index in 0..entries {
+    let entries: u64 = if level == 4 { 256 } else { 512 };
+    if end <= start || end <= base {
+        return true;
+    }
+    // Only the entries whose span meets [start, end).
+    let first_index = start.saturating_sub(base) / span;
+    let last_index = ((end - 1 - base) / span).min(entries - 1);
+    for index in first_index..=last_index {
+        let index = index as usize;
         let first = base + index as u64 * span;
-        if first + span <= start || first >= end {
-            continue;
-        }
         let entry = &mut table[index];
         if entry.is_unused() {
             continue;

@@ -23,6 +23,7 @@
 
 extern crate alloc;
 
+mod appel_li;
 mod bench;
 mod elf;
 mod exceptions;

@@ -228,6 +228,7 @@ pub fn start(
             log::error!("cannot enter user mode: {why}");
         }
         hal::context::set_address_space(None);
+        crate::appel_li::forget(process.id());
         process::thread_ended(strand, &process);
     })
     .map_err(|_| String::from("no memory for the thread's kernel stack"))

@@ -193,6 +193,11 @@ fn guest_suite(context: &mut BenchContext, suite: &str) -> Result<()> {
 /// (the others need system calls the Linux personality brings).
 const CORE_PROGRAMS: &[&str] = &["null_syscall", "fork_exit_wait", "page_touch"];
 
+/// Programs of `user/bench/` run on Spindle only, each printing figures
+/// named as the baseline program's it stands beside (`vm_extension`: the
+/// `vm_*` figures of the baseline's `vm`).
+const SPINDLE_PROGRAMS: &[&str] = &["vm_extension"];
+
 /// Spindle's kernel-thread figures (measured in the kernel, SPIN table 3)
 /// and the Linux baseline figure each is put beside: Linux has no kernel
 /// threads a program can time, so its nearest, pthreads, stands in.
@@ -231,6 +236,22 @@ fn core(context: &mut BenchContext) -> Result<()> {
             .arg(&binary)
             .arg(baseline.join("bench").join(format!("{name}.c")));
         toolchain::run_checked(&mut command, &format!("building the baseline's {name}"))?;
+        extra.push((format!("bench/{name}"), std::fs::read(&binary)?));
+    }
+    // Spindle's own versions of baseline programs that need what Linux
+    // does differently (user/bench/: vm_extension handles its faults with
+    // a kernel extension instead of SIGSEGV), built against the
+    // baseline's common.h so they time the same way.
+    for name in SPINDLE_PROGRAMS {
+        let binary = output.join(name);
+        let mut command = std::process::Command::new("musl-gcc");
+        command
+            .args(["-static", "-O2", "-Wall", "-Wextra", "-I"])
+            .arg(baseline.join("bench"))
+            .arg("-o")
+            .arg(&binary)
+            .arg(root.join("user/bench").join(format!("{name}.c")));
+        toolchain::run_checked(&mut command, &format!("building user/bench/{name}.c"))?;
         extra.push((format!("bench/{name}"), std::fs::read(&binary)?));
     }
     let archive = crate::image::build_archive_with(extra, &output.join("core.cpio"))?;

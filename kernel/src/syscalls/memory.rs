@@ -102,3 +102,37 @@ pub(super) fn mprotect(strand: u64, address: u64, len: u64, prot: u64) -> i64 {
         Err(error) => vm_errno(error),
     })
 }
+
+/// `mincore(address, len, vec)`: one byte per page, 1 if the page is
+/// resident (mapped). `ENOMEM` if a page is in no region.
+pub(super) fn mincore(strand: u64, address: u64, len: u64, vector: u64) -> i64 {
+    /// Pages answered per copy to the caller.
+    const CHUNK_PAGES: u64 = 512;
+    if address % 4096 != 0 {
+        return -errno::EINVAL;
+    }
+    let pages = len.div_ceil(4096);
+    let mut done = 0;
+    while done < pages {
+        let count = (pages - done).min(CHUNK_PAGES);
+        let mut bytes = [0u8; CHUNK_PAGES as usize];
+        let (Some(start), Some(at)) = (address.checked_add(done * 4096), vector.checked_add(done))
+        else {
+            return -errno::ENOMEM;
+        };
+        let answer = with_memory(strand, |memory| {
+            match memory.residency(start, count * 4096, &mut bytes[..count as usize]) {
+                Ok(()) => 0,
+                Err(error) => vm_errno(error),
+            }
+        });
+        if answer != 0 {
+            return answer;
+        }
+        if hal::user::copy_to_user(at, &bytes[..count as usize]).is_err() {
+            return -errno::EFAULT;
+        }
+        done += count;
+    }
+    0
+}

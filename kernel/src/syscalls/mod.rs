@@ -41,6 +41,8 @@ pub mod number {
     pub const MUNMAP: u64 = 11;
     /// `brk(addr)`.
     pub const BRK: u64 = 12;
+    /// `mincore(addr, len, vec)`.
+    pub const MINCORE: u64 = 27;
     /// `clone(flags, stack, ...)`.
     pub const CLONE: u64 = 56;
     /// `fork()`.
@@ -266,6 +268,7 @@ fn intrinsic(args: &SyscallArgs) -> i64 {
         number::MMAP => memory::mmap(strand, a0, a1, a2, a3),
         number::MUNMAP => memory::munmap(strand, a0, a1),
         number::MPROTECT => memory::mprotect(strand, a0, a1, a2),
+        number::MINCORE => memory::mincore(strand, a0, a1, a2),
         number::FORK | number::VFORK => process::fork(strand, 0, 0, forking(strand)),
         number::CLONE => process::fork(strand, a0, a1, forking(strand)),
         number::WAIT4 => process::wait4(strand, a0, a1, a2, a3),
@@ -279,6 +282,8 @@ fn intrinsic(args: &SyscallArgs) -> i64 {
         // One thread per process: its thread id is the process id.
         number::GETPID | number::GETTID | number::SET_TID_ADDRESS => process::getpid(strand),
         number::GETPPID => process::getppid(strand),
+        // Spindle's own: configure the Appel-Li fault-handling extension.
+        crate::appel_li::VM_HANDLER_SYSCALL => crate::appel_li::vm_handler(strand, a0, a1, a2, a3),
         number::EXIT | number::EXIT_GROUP => {
             if let Some(syscalls) = SYSCALLS.get() {
                 syscalls.exits.lock().insert(strand, a0 as i32 as i64);

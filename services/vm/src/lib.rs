@@ -352,6 +352,22 @@ impl AddressMap {
             .filter(|&start| start >= MMAP_FLOOR)
     }
 
+    /// `mincore(start, len)`: whether each page of the range is resident
+    /// (mapped), one byte per page, or [`VmError::NoMemory`] if a page is
+    /// in no region (Linux's `ENOMEM`).
+    pub fn residency(&self, start: u64, len: u64, out: &mut [u8]) -> Result<(), VmError> {
+        let (start, end) = user_range(start, len)?;
+        for (index, page) in (start..end).step_by(PAGE_SIZE as usize).enumerate() {
+            if self.region_at(page).is_none() {
+                return Err(VmError::NoMemory);
+            }
+            if let Some(slot) = out.get_mut(index) {
+                *slot = u8::from(self.space.protection(page).is_some());
+            }
+        }
+        Ok(())
+    }
+
     /// `munmap(start, len)`: removes the regions (or their parts) in the
     /// range and unmaps their pages. Unmapping nothing is not an error.
     pub fn unmap(&mut self, start: u64, len: u64) -> Result<(), VmError> {
@@ -404,6 +420,40 @@ impl AddressMap {
             region.protection = protection;
         }
         self.space.protect_range(start, end, protection);
+        self.merge_around(start, end);
         Ok(())
+    }
+
+    /// Joins neighbouring regions with the same protection in and around
+    /// `[start, end)`, so that protecting pages one at a time and back
+    /// (Appel and Li's primitives) does not leave a region per page.
+    fn merge_around(&mut self, start: u64, end: u64) {
+        let first = self
+            .regions
+            .range(..start)
+            .next_back()
+            .map_or(start, |(&first, _)| first);
+        let keys: alloc::vec::Vec<u64> = self
+            .regions
+            .range(first..=end)
+            .map(|(&key, _)| key)
+            .collect();
+        let mut current: Option<Region> = None;
+        for key in keys {
+            let Some(region) = self.regions.get(&key).copied() else {
+                continue;
+            };
+            match current {
+                Some(mut joined)
+                    if joined.end == region.start && joined.protection == region.protection =>
+                {
+                    joined.end = region.end;
+                    self.regions.remove(&key);
+                    self.regions.insert(joined.start, joined);
+                    current = Some(joined);
+                }
+                _ => current = Some(region),
+            }
+        }
     }
 }
