@@ -321,17 +321,10 @@ impl AddressSpace {
         let mut frames = FRAMES.lock();
         if frames.is_shared(old) {
             let new = frames.allocate().ok_or(MapError::OutOfFrames)?;
-            // SAFETY: both frames are user frames reached through the
-            // window: `old` is mapped by this address space (and others,
-            // read-only), `new` was just allocated; no Rust reference points
-            // into either.
-            unsafe {
-                core::ptr::copy_nonoverlapping(
-                    (PHYS_OFFSET + old) as *const u8,
-                    (PHYS_OFFSET + new) as *mut u8,
-                    PAGE_SIZE as usize,
-                )
-            };
+            // SAFETY: both are user frames of RAM: `old` is mapped by this
+            // address space (and others, read-only), `new` was just
+            // allocated, so nothing refers to it; they differ.
+            unsafe { memory::copy_frame(old, new) };
             entry.set_addr(PhysAddr::new(new), protection.flags());
             let _ = frames.free(old);
         } else {

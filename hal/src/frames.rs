@@ -44,7 +44,17 @@ pub struct FrameBitmap {
     hint: usize,
     /// Owners beyond the first, for shared frames only.
     extra_owners: BTreeMap<u64, u32>,
+    /// Frames freed most recently (frame numbers, newest last), tried
+    /// first by [`FrameBitmap::allocate`]: memory just used is warm in the
+    /// caches (and, under an emulator, already backed by the host, where
+    /// a never-touched frame costs the host a page fault). Only a hint:
+    /// the bitmap says whether each is still free.
+    recent: [u32; RECENT_FRAMES],
+    recent_len: usize,
 }
+
+/// How many recently freed frames are remembered.
+const RECENT_FRAMES: usize = 256;
 
 impl FrameBitmap {
     /// An allocator that manages no memory yet.
@@ -55,7 +65,16 @@ impl FrameBitmap {
             free_frames: 0,
             hint: 0,
             extra_owners: BTreeMap::new(),
+            recent: [0; RECENT_FRAMES],
+            recent_len: 0,
         }
+    }
+
+    /// Takes the free frame number `frame` (its bit must be set).
+    fn take(&mut self, frame: usize) -> u64 {
+        self.free_bits[frame / 64] &= !(1 << (frame % 64));
+        self.free_frames -= 1;
+        frame as u64 * FRAME_SIZE
     }
 
     /// Adds the whole frames inside `[start, end)` as free memory, minus any
@@ -83,6 +102,13 @@ impl FrameBitmap {
     pub fn allocate(&mut self) -> Option<u64> {
         if self.free_frames == 0 {
             return None;
+        }
+        while self.recent_len > 0 {
+            self.recent_len -= 1;
+            let frame = self.recent[self.recent_len] as usize;
+            if self.free_bits[frame / 64] & (1 << (frame % 64)) != 0 {
+                return Some(self.take(frame));
+            }
         }
         for offset in 0..WORDS {
             let word = (self.hint + offset) % WORDS;
@@ -156,6 +182,10 @@ impl FrameBitmap {
         }
         self.free_bits[word] |= 1 << bit;
         self.free_frames += 1;
+        if self.recent_len < RECENT_FRAMES {
+            self.recent[self.recent_len] = frame as u32;
+            self.recent_len += 1;
+        }
         Ok(())
     }
 
@@ -179,7 +209,7 @@ impl Default for FrameBitmap {
 #[cfg(test)]
 mod tests {
     extern crate std;
-    use std::{boxed::Box, collections::HashSet};
+    use std::{boxed::Box, collections::HashSet, vec::Vec};
 
     use super::*;
 
@@ -248,6 +278,22 @@ mod tests {
         assert_eq!(frames.free(frame), Ok(()));
         assert_eq!(frames.free_frames(), 4);
         assert_eq!(frames.share(frame), Err(FrameError::AlreadyFree(frame)));
+    }
+
+    #[test]
+    fn a_frame_just_freed_is_handed_out_first() {
+        let mut frames = bitmap();
+        frames.add_region(0, 0x10_0000, &[]);
+        let taken: Vec<u64> = (0..10).map(|_| frames.allocate().unwrap()).collect();
+        assert_eq!(frames.free(taken[3]), Ok(()));
+        assert_eq!(frames.free(taken[7]), Ok(()));
+        assert_eq!(frames.allocate(), Some(taken[7]));
+        assert_eq!(frames.allocate(), Some(taken[3]));
+        // A remembered frame taken meanwhile by the scan is skipped.
+        assert_eq!(frames.free(taken[5]), Ok(()));
+        let all: HashSet<u64> = core::iter::from_fn(|| frames.allocate()).collect();
+        assert!(all.contains(&taken[5]));
+        assert_eq!(frames.free_frames(), 0);
     }
 
     #[test]

@@ -107,11 +107,72 @@ unsafe impl FrameAllocator<Size4KiB> for TableFrames<'_> {
     }
 }
 
-/// Fills the frame at physical `address` with zeros.
+/// Fills the frame at physical `address` with zeros: an unrolled loop of
+/// eight-byte stores. `write_bytes` became a byte loop (no SSE in the
+/// kernel), and string instructions (`rep stosq`) run one element per
+/// step under TCG; each cost about 7 µs a page, the unrolled loop a
+/// fraction of it.
 fn zero_frame(address: u64) {
     // SAFETY: the frame is mapped by the physical window and was just taken
-    // from the allocator, so nothing else refers to it.
-    unsafe { core::ptr::write_bytes((PHYS_OFFSET + address) as *mut u8, 0, FRAME_SIZE as usize) };
+    // from the allocator, so nothing else refers to it; the loop stores
+    // exactly its 64 blocks of 64 bytes.
+    unsafe {
+        core::arch::asm!(
+            "2:",
+            "mov qword ptr [{at}], {zero}",
+            "mov qword ptr [{at} + 8], {zero}",
+            "mov qword ptr [{at} + 16], {zero}",
+            "mov qword ptr [{at} + 24], {zero}",
+            "mov qword ptr [{at} + 32], {zero}",
+            "mov qword ptr [{at} + 40], {zero}",
+            "mov qword ptr [{at} + 48], {zero}",
+            "mov qword ptr [{at} + 56], {zero}",
+            "add {at}, 64",
+            "dec {blocks}",
+            "jnz 2b",
+            at = inout(reg) PHYS_OFFSET + address => _,
+            blocks = inout(reg) FRAME_SIZE / 64 => _,
+            zero = in(reg) 0u64,
+            options(nostack)
+        )
+    };
+}
+
+/// Copies the whole frame at physical `from` to the frame at `to`, in an
+/// unrolled loop of eight-byte moves (for the reason given at
+/// `zero_frame`).
+///
+/// # Safety
+/// Both must be frames of RAM (in the window), `to` owned by the caller
+/// and referred to by nothing else, and the two must differ.
+pub(crate) unsafe fn copy_frame(from: u64, to: u64) {
+    // SAFETY: guaranteed by the caller; the loop moves exactly one frame's
+    // 128 blocks of 32 bytes.
+    unsafe {
+        core::arch::asm!(
+            "2:",
+            "mov {a}, qword ptr [{from}]",
+            "mov {b}, qword ptr [{from} + 8]",
+            "mov {c}, qword ptr [{from} + 16]",
+            "mov {d}, qword ptr [{from} + 24]",
+            "mov qword ptr [{to}], {a}",
+            "mov qword ptr [{to} + 8], {b}",
+            "mov qword ptr [{to} + 16], {c}",
+            "mov qword ptr [{to} + 24], {d}",
+            "add {from}, 32",
+            "add {to}, 32",
+            "dec {blocks}",
+            "jnz 2b",
+            from = inout(reg) PHYS_OFFSET + from => _,
+            to = inout(reg) PHYS_OFFSET + to => _,
+            blocks = inout(reg) FRAME_SIZE / 32 => _,
+            a = out(reg) _,
+            b = out(reg) _,
+            c = out(reg) _,
+            d = out(reg) _,
+            options(nostack)
+        )
+    };
 }
 
 /// Virtual address of physical `address` in the window.

@@ -104,13 +104,16 @@ pub fn vm_handler(strand: u64, action: u64, start: u64, end: u64, page: u64) -> 
             if start % PAGE_SIZE != 0 || end <= start || end > hal::user::USER_END {
                 return -errno::EINVAL;
             }
-            install(id, action, start, end, page)
+            install(id, strand, action, start, end, page)
         }
     }
 }
 
-/// Installs (or replaces) process `id`'s handler.
-fn install(id: u64, action: Action, start: u64, end: u64, page: u64) -> i64 {
+/// Installs (or replaces) process `id`'s handler, for the faults of its
+/// thread `strand` (a process has one thread) in `[start, end)`. Where it
+/// fires, the kernel's Unix memory model (the event's default handler)
+/// does not run.
+fn install(id: u64, strand: u64, action: Action, start: u64, end: u64, page: u64) -> i64 {
     forget(id);
     let Some(event) = translation::protection_fault() else {
         return -errno::ENOSYS;
@@ -125,11 +128,8 @@ fn install(id: u64, action: Action, start: u64, end: u64, page: u64) -> i64 {
     let installed = event.install(
         Principal::KERNEL,
         Install::guarded(
-            move |args: &FaultArgs| {
-                (start..end).contains(&args.1)
-                    && process::of_strand(args.0).is_some_and(|process| process.id() == id)
-            },
-            move |args: &FaultArgs| u32::from(handle(&handler_state, args.1)),
+            move |args: &FaultArgs| args.0 == strand && (start..end).contains(&args.1),
+            move |args: &FaultArgs| u32::from(handle(&handler_state, args.0, args.1)),
         ),
     );
     match installed {
@@ -141,14 +141,15 @@ fn install(id: u64, action: Action, start: u64, end: u64, page: u64) -> i64 {
     }
 }
 
-/// Handles a protection fault at `address` of the running process.
-fn handle(state: &spin::Mutex<HandlerState>, address: u64) -> bool {
+/// Handles a protection fault at `address` by `strand` (of the process
+/// the handler is for: its guard checked).
+fn handle(state: &spin::Mutex<HandlerState>, strand: u64, address: u64) -> bool {
     let mut state = state.lock();
     if state.action == Action::StampAndUnprotect {
         state.entry_ns = hal::timer::uptime_ns();
     }
     let page = address & !(PAGE_SIZE - 1);
-    let Some(process) = process::current() else {
+    let Some(process) = process::of_strand(strand) else {
         return false;
     };
     let done = process.with_memory(|memory| {

@@ -389,10 +389,10 @@ pub fn faults_resolved() -> u64 {
     FAULTS_RESOLVED.load(Ordering::Relaxed)
 }
 
-/// Resolves a user page fault of the running thread's process through its
-/// address map (demand-zero pages, copy-on-write).
-pub fn resolve_fault(address: u64, error_code: u64) -> bool {
-    let resolved = current()
+/// Resolves a user page fault of `strand`'s process (the faulting thread)
+/// through its address map (demand-zero pages, copy-on-write).
+pub fn resolve_fault(strand: u64, address: u64, error_code: u64) -> bool {
+    let resolved = of_strand(strand)
         .and_then(|process| process.with_memory(|memory| memory.resolve_fault(address, error_code)))
         .unwrap_or(false);
     if resolved {

@@ -8,13 +8,14 @@
 //! space (`hal::context::with_current_address_space`: map the page, change
 //! its protection) and returning 1; the program then retries the access and
 //! goes on, Appel and Li's user-level VM primitives done in the kernel.
-//! With no handler resolving it (the intrinsic handler answers 0), the
-//! fault ends the program. Handlers should guard on the address range they
-//! manage, so each sees only its region.
+//! Handlers guard on the address range they manage, so each sees only its
+//! region; where none fires, the event's default handler applies the Unix
+//! memory model (demand-zero pages, copy-on-write). A fault nobody
+//! resolves ends the program.
 
 use alloc::sync::Arc;
 
-use dispatch::{Authority, Event, Handler, Install, Principal};
+use dispatch::{Authority, Event, Handler};
 
 /// The arguments of both events: the faulting strand, the address (CR2),
 /// and the page-fault error code.
@@ -31,37 +32,29 @@ struct Events {
 
 static EVENTS: spin::Once<Events> = spin::Once::new();
 
-/// Unresolved: the fault ends the program.
-fn not_resolved(_: &FaultArgs) -> u32 {
-    0
+/// The Unix address-space model (`vm`): demand-zero pages and
+/// copy-on-write, for the process the faulting thread runs. It is each
+/// event's default handler: it runs when no other handler fires, so a
+/// handler guarded on its own region (an Appel-Li collector, a
+/// distributed shared memory) takes that region's faults, and every other
+/// fault gets the Unix model. Unresolved, the fault ends the program.
+fn unix_model(args: &FaultArgs) -> u32 {
+    u32::from(crate::process::resolve_fault(args.0, args.1, args.2))
 }
 
 /// Creates the events.
 pub fn init() {
     EVENTS.call_once(|| {
-        let (page_not_present, first) = Event::new(
-            "Translation.PageNotPresent",
-            not_resolved as fn(&FaultArgs) -> u32,
-        );
-        let (protection_fault, second) = Event::new(
-            "Translation.ProtectionFault",
-            not_resolved as fn(&FaultArgs) -> u32,
-        );
-        // Resolved if any handler resolved it.
+        let (page_not_present, first) = Event::builder("Translation.PageNotPresent").build();
+        let (protection_fault, second) = Event::builder("Translation.ProtectionFault").build();
         for (event, authority) in [(&page_not_present, &first), (&protection_fault, &second)] {
+            // Resolved if any handler that fired resolved it.
             event
                 .set_result_handler(authority, Some(Arc::new(|a: u32, b: u32| a.max(b))))
                 .expect("the event's own authority");
-            // The Unix address-space model (`vm`): demand-zero pages and
-            // copy-on-write, for the process the faulting thread runs.
             event
-                .install(
-                    Principal::KERNEL,
-                    Install::new(Handler::new(|args: &FaultArgs| {
-                        u32::from(crate::process::resolve_fault(args.1, args.2))
-                    })),
-                )
-                .expect("the kernel may install on its own events");
+                .set_default(authority, Some(Handler::new(unix_model)))
+                .expect("the event's own authority");
         }
         Events {
             page_not_present: Arc::new(page_not_present),

@@ -402,25 +402,21 @@ impl AddressMap {
         let (start, end) = user_range(start, len)?;
         // The whole range must be covered, without holes.
         let mut covered = start;
-        for region in self.regions.values() {
-            if region.end <= covered || region.start >= end {
-                continue;
-            }
-            if region.start > covered {
-                break;
-            }
-            covered = region.end;
+        while covered < end {
+            covered = self.region_at(covered).ok_or(VmError::NoMemory)?.end;
         }
-        if covered < end {
-            return Err(VmError::NoMemory);
-        }
-        self.split_at(start);
-        self.split_at(end);
-        for (_, region) in self.regions.range_mut(start..end) {
-            region.protection = protection;
+        let already = self
+            .region_at(start)
+            .is_some_and(|region| region.end >= end && region.protection == protection);
+        if !already {
+            self.split_at(start);
+            self.split_at(end);
+            for (_, region) in self.regions.range_mut(start..end) {
+                region.protection = protection;
+            }
+            self.merge_around(start, end);
         }
         self.space.protect_range(start, end, protection);
-        self.merge_around(start, end);
         Ok(())
     }
 
@@ -428,31 +424,32 @@ impl AddressMap {
     /// `[start, end)`, so that protecting pages one at a time and back
     /// (Appel and Li's primitives) does not leave a region per page.
     fn merge_around(&mut self, start: u64, end: u64) {
-        let first = self
+        let Some(mut key) = self
             .regions
             .range(..start)
             .next_back()
-            .map_or(start, |(&first, _)| first);
-        let keys: alloc::vec::Vec<u64> = self
-            .regions
-            .range(first..=end)
+            .or_else(|| self.regions.range(start..).next())
             .map(|(&key, _)| key)
-            .collect();
-        let mut current: Option<Region> = None;
-        for key in keys {
+        else {
+            return;
+        };
+        loop {
             let Some(region) = self.regions.get(&key).copied() else {
-                continue;
+                return;
             };
-            match current {
-                Some(mut joined)
-                    if joined.end == region.start && joined.protection == region.protection =>
-                {
-                    joined.end = region.end;
-                    self.regions.remove(&key);
-                    self.regions.insert(joined.start, joined);
-                    current = Some(joined);
+            let Some((&next_key, &next)) = self.regions.range(key + 1..).next() else {
+                return;
+            };
+            if next_key > end {
+                return;
+            }
+            if region.end == next.start && region.protection == next.protection {
+                self.regions.remove(&next_key);
+                if let Some(joined) = self.regions.get_mut(&key) {
+                    joined.end = next.end;
                 }
-                _ => current = Some(region),
+            } else {
+                key = next_key;
             }
         }
     }
