@@ -1,7 +1,7 @@
 //! Processes: an address map, a parent, children, and how it ended.
 //!
-//! A process runs one user thread (threads come with the Linux
-//! personality). It is made by the kernel (`user::spawn_program`, parent
+//! A process runs one or more user threads (`clone` with `CLONE_VM`). It
+//! is made by the kernel (`user::spawn_program`, parent
 //! 0: the kernel, which learns how it ended through `user::UserThread`) or
 //! by `fork`, which gives the child a copy-on-write copy of the parent's
 //! memory (`vm::AddressMap::fork`). When its thread ends, its memory goes
@@ -110,6 +110,8 @@ struct State {
     kill: Option<u8>,
     /// The parent ended first: nobody will wait for this process.
     orphan: bool,
+    /// Threads running the process's program.
+    threads: usize,
 }
 
 /// A process.
@@ -145,8 +147,19 @@ impl Process {
 
 /// Every process not yet waited for, by identifier.
 static TABLE: spin::Mutex<BTreeMap<u64, Arc<Process>>> = spin::Mutex::new(BTreeMap::new());
-/// The process each user thread runs, by strand.
-static BY_STRAND: spin::Mutex<BTreeMap<u64, Arc<Process>>> = spin::Mutex::new(BTreeMap::new());
+/// A user thread: its process, its thread id (the process id for the
+/// first thread, as in Linux), and where to clear and wake when it ends
+/// (`set_tid_address`, `CLONE_CHILD_CLEARTID`).
+struct ThreadRecord {
+    process: Arc<Process>,
+    tid: u64,
+    clear_child_tid: u64,
+    /// The status it passed to `exit`, if it called it.
+    exit_status: Option<i64>,
+}
+
+/// Each user thread, by strand.
+static BY_STRAND: spin::Mutex<BTreeMap<u64, ThreadRecord>> = spin::Mutex::new(BTreeMap::new());
 /// The last process identifier handed out.
 static LAST_ID: AtomicU64 = AtomicU64::new(0);
 /// Kills sent and not yet acted on (so the return to user mode checks the
@@ -175,6 +188,7 @@ pub fn create(id: u64, parent: u64, memory: AddressMap) -> Arc<Process> {
             children: BTreeSet::new(),
             kill: None,
             orphan: false,
+            threads: 0,
         }),
     });
     let parent = {
@@ -198,14 +212,102 @@ pub fn get(id: u64) -> Option<Arc<Process>> {
     TABLE.lock().get(&id).cloned()
 }
 
-/// Records that `strand` runs `process`'s program.
-pub fn attach(strand: u64, process: &Arc<Process>) {
-    BY_STRAND.lock().insert(strand, process.clone());
+/// Records that `strand` runs `process`'s program as thread `tid`, which
+/// clears and wakes `clear_child_tid` (if not 0) when it ends.
+pub fn attach(strand: u64, process: &Arc<Process>, tid: u64, clear_child_tid: u64) {
+    BY_STRAND.lock().insert(
+        strand,
+        ThreadRecord {
+            process: process.clone(),
+            tid,
+            clear_child_tid,
+            exit_status: None,
+        },
+    );
+}
+
+/// Counts a thread about to start in `process` (before it runs, so the
+/// process cannot end between its creation and its first instruction);
+/// false if the process has already ended.
+pub fn add_thread(process: &Process) -> bool {
+    let mut state = process.state.lock();
+    if state.end.is_some() {
+        return false;
+    }
+    state.threads += 1;
+    true
+}
+
+/// Takes back [`add_thread`] for a thread that could not be started.
+pub fn thread_not_started(process: &Process) {
+    let mut state = process.state.lock();
+    state.threads = state.threads.saturating_sub(1);
+}
+
+/// Records that `strand`'s thread called `exit(status)`: if it is the
+/// last thread, that is how the process ended.
+pub fn set_thread_exit(strand: u64, status: i64) {
+    if let Some(record) = BY_STRAND.lock().get_mut(&strand) {
+        record.exit_status = Some(status);
+    }
 }
 
 /// The process strand `strand` runs a program of, if any.
 pub fn of_strand(strand: u64) -> Option<Arc<Process>> {
-    BY_STRAND.lock().get(&strand).cloned()
+    BY_STRAND.lock().get(&strand).map(|record| record.process.clone())
+}
+
+/// The thread id of strand `strand`, if it runs a user program.
+pub fn tid_of(strand: u64) -> Option<u64> {
+    BY_STRAND.lock().get(&strand).map(|record| record.tid)
+}
+
+/// Sets where `strand`'s thread id is cleared when it ends
+/// (`set_tid_address`).
+pub fn set_clear_child_tid(strand: u64, address: u64) {
+    if let Some(record) = BY_STRAND.lock().get_mut(&strand) {
+        record.clear_child_tid = address;
+    }
+}
+
+/// Where `strand`'s thread id is to be cleared when it ends (0: nowhere).
+pub fn clear_child_tid(strand: u64) -> u64 {
+    BY_STRAND
+        .lock()
+        .get(&strand)
+        .map_or(0, |record| record.clear_child_tid)
+}
+
+/// The strands running `process`'s threads.
+fn strands_of(id: u64) -> Vec<u64> {
+    BY_STRAND
+        .lock()
+        .iter()
+        .filter(|(_, record)| record.process.id == id)
+        .map(|(&strand, _)| strand)
+        .collect()
+}
+
+/// Ends the whole process with `end` (`exit_group`, a fault): the first
+/// end recorded stands, and every other thread of it ends the next time
+/// it would return to user mode (woken if it sleeps).
+pub fn end_group(process: &Process, end: End) {
+    set_end(process, end);
+    {
+        let mut state = process.state.lock();
+        if state.threads <= 1 {
+            return;
+        }
+        if state.kill.replace(signal::SIGKILL).is_none() {
+            PENDING_KILLS.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let me = sched::current().0;
+    for strand in strands_of(process.id) {
+        if strand != me {
+            sched::wake(sched::ThreadId(strand));
+        }
+    }
 }
 
 /// The process the running thread runs a program of, if any.
@@ -222,11 +324,28 @@ pub fn set_end(process: &Process, end: End) {
     }
 }
 
-/// The thread of `process` on `strand` has ended: its memory goes, its
-/// children become orphans, and its parent learns of the end. An orphan's
-/// record goes at once.
-pub fn thread_ended(strand: u64, process: &Arc<Process>) {
-    BY_STRAND.lock().remove(&strand);
+/// The thread of `process` on `strand` has ended. If it was the last,
+/// the process has: its memory goes, its children become orphans, and its
+/// parent learns of the end (an orphan's record goes at once); returns
+/// whether it was.
+pub fn thread_ended(strand: u64, process: &Arc<Process>) -> bool {
+    let exit_status = BY_STRAND
+        .lock()
+        .remove(&strand)
+        .and_then(|record| record.exit_status);
+    {
+        let mut state = process.state.lock();
+        state.threads = state.threads.saturating_sub(1);
+        if state.threads > 0 {
+            // Not the last thread: the process goes on.
+            return false;
+        }
+        if state.end.is_none() {
+            if let Some(status) = exit_status {
+                state.end = Some(End::Exited(status));
+            }
+        }
+    }
     // Dropped outside the lock: freeing an address space takes the frame
     // lock.
     let memory = process.memory.lock().take();
@@ -266,6 +385,7 @@ pub fn thread_ended(strand: u64, process: &Arc<Process>) {
     }
     let _lock = CHANGED_LOCK.lock();
     CHANGED.notify_all();
+    true
 }
 
 /// Forgets `process`, made by [`create`] but never started.
@@ -353,12 +473,7 @@ pub fn kill(id: u64, signal: u8) -> Result<(), KillError> {
             PENDING_KILLS.fetch_add(1, Ordering::Relaxed);
         }
     }
-    let strands: Vec<u64> = BY_STRAND
-        .lock()
-        .iter()
-        .filter(|(_, process)| process.id == id)
-        .map(|(&strand, _)| strand)
-        .collect();
+    let strands = strands_of(id);
     // Wake it wherever it sleeps (a spurious wake-up for a lock or
     // condition variable is harmless: they re-check).
     for strand in strands {

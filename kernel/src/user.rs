@@ -191,7 +191,7 @@ fn start_kernel_child(
     name: &str,
     entry: UserEntry,
 ) -> Result<UserThread, String> {
-    match start(process.clone(), name, UserRegisters::from(entry), 0) {
+    match start(process.clone(), name, UserRegisters::from(entry), 0, 0, 0) {
         Ok(thread) => Ok(UserThread { thread, process }),
         Err(error) => {
             process::release(&process);
@@ -200,23 +200,32 @@ fn start_kernel_child(
     }
 }
 
-/// Runs `process`'s program on a new kernel thread named `name`, from
-/// `registers`, with FS base `fs_base`.
+/// Runs a thread of `process`'s program on a new kernel thread named
+/// `name`, from `registers`, with FS base `fs_base`, as thread `tid` (0:
+/// the first thread, whose id is the process id), clearing and waking
+/// `clear_child_tid` (if not 0) when it ends.
 pub fn start(
     process: Arc<Process>,
     name: &str,
     registers: UserRegisters,
     fs_base: u64,
+    tid: u64,
+    clear_child_tid: u64,
 ) -> Result<JoinHandle, String> {
     let space = process
         .with_memory(|memory| memory.space().clone())
         .ok_or_else(|| String::from("the process has ended"))?;
+    let tid = if tid == 0 { process.id() } else { tid };
+    if !process::add_thread(&process) {
+        return Err(String::from("the process has ended"));
+    }
+    let counted = process.clone();
     // The thread's entry returns when the program has ended (by `exit`, a
     // fault or a kill, through `hal::user::end`), so what it holds is
     // dropped: the address space, and the entry itself.
     sched::spawn_with_stack(name, KERNEL_STACK_BYTES, move || {
         let strand = sched::current().0;
-        process::attach(strand, &process);
+        process::attach(strand, &process, tid, clear_child_tid);
         hal::context::set_address_space(Some(space));
         let entered = hal::user::set_fs_base(fs_base).map_err(|_| "a bad FS base").and_then(|()| {
             hal::user::run_with(registers).map_err(|error| match error {
@@ -227,20 +236,37 @@ pub fn start(
         if let Err(why) = entered {
             log::error!("cannot enter user mode: {why}");
         }
+        // `CLONE_CHILD_CLEARTID` and `set_tid_address`: the thread is gone,
+        // say so to whoever waits for it (musl's thread-list lock, joins),
+        // while its address space is still the one in CR3.
+        let clear = process::clear_child_tid(strand);
+        if clear != 0 && hal::user::copy_to_user(clear, &0u32.to_le_bytes()).is_ok() {
+            crate::syscalls::futex_wake(&process, clear, 1);
+        }
         hal::context::set_address_space(None);
-        crate::appel_li::forget(process.id());
-        process::thread_ended(strand, &process);
+        if process::thread_ended(strand, &process) {
+            crate::appel_li::forget(process.id());
+        }
     })
-    .map_err(|_| String::from("no memory for the thread's kernel stack"))
+    .map_err(|_| {
+        process::thread_not_started(&counted);
+        String::from("no memory for the thread's kernel stack")
+    })
 }
 
-/// Ends the calling thread's program with `status` (the `exit` system
-/// call).
-pub fn finish(status: i64) -> ! {
+/// Ends the calling thread (the `exit` system call); the process ends
+/// with `status` if it was the last thread.
+pub fn exit_thread(status: i64) -> ! {
+    process::set_thread_exit(sched::current().0, status);
+    end_thread()
+}
+
+/// Ends the calling thread's process with `status` (`exit_group`).
+pub fn exit_group(status: i64) -> ! {
     end_program(End::Exited(status))
 }
 
-/// Ends the calling thread's program for a fault in ring 3.
+/// Ends the calling thread's process for a fault in ring 3.
 pub fn fault(fault: Fault) -> ! {
     end_program(End::Killed {
         signal: process::signal_for_fault(fault.vector),
@@ -248,7 +274,7 @@ pub fn fault(fault: Fault) -> ! {
     })
 }
 
-/// Ends the calling thread's program for a signal sent by `kill`.
+/// Ends the calling thread, its process killed by `signal` (`kill`).
 pub fn killed(signal: u8) -> ! {
     end_program(End::Killed {
         signal,
@@ -256,10 +282,16 @@ pub fn killed(signal: u8) -> ! {
     })
 }
 
+/// Ends the whole process with `how`: this thread now, the others on
+/// their way back to user mode.
 fn end_program(how: End) -> ! {
     if let Some(process) = process::current() {
-        process::set_end(&process, how);
+        process::end_group(&process, how);
     }
+    end_thread()
+}
+
+fn end_thread() -> ! {
     hal::user::end(0);
     // Not in a user program (cannot happen for a system call or a ring-3
     // fault): end the thread itself.

@@ -22,6 +22,10 @@ pub const TESTS: &[KernelTest] = &[
         run: fork_keeps_parent_and_child_apart,
     },
     KernelTest {
+        name: "posix_threads_share_memory_and_exit_group_ends_them_all",
+        run: posix_threads_share_memory_and_exit_group_ends_them_all,
+    },
+    KernelTest {
         name: "demand_zero_regions_mprotect_munmap_and_brk",
         run: demand_zero_regions_mprotect_munmap_and_brk,
     },
@@ -699,6 +703,27 @@ fn process_cycles_leave_memory_at_baseline() -> TestResult {
     ensure!(
         processes_after == processes,
         "{processes_after} processes in the table after, {processes} before"
+    );
+    Ok(())
+}
+
+/// `user/threads.c`: musl's pthreads on `clone(CLONE_VM | CLONE_THREAD)`,
+/// `futex` and `CLONE_CHILD_CLEARTID`: eight threads count under a mutex
+/// and return values through `pthread_join`, a condition variable hands a
+/// turn back and forth, thread ids and thread-local storage are each
+/// thread's own. Then `exit(7)` in a thread ends the process while its
+/// main thread waits in `pthread_join`; frames come back.
+fn posix_threads_share_memory_and_exit_group_ends_them_all() -> TestResult {
+    let end = run_program("threads", &[])?;
+    ensure!(end == UserExit::Exited(0), "threads {end} (its output says which check failed)");
+    let frames = hal::memory::frame_stats().free;
+    let end = run_program("threads", &["exit"])?;
+    ensure!(end == UserExit::Exited(7), "threads exit {end}, expected status 7");
+    let frames_after = hal::memory::frame_stats().free;
+    ensure!(
+        frames_after >= frames,
+        "a process ended by exit_group with a thread blocked kept {} frames",
+        frames - frames_after
     );
     Ok(())
 }

@@ -15,6 +15,7 @@
 //! A user thread's memory is reached only through `hal::user`'s checked
 //! copies: a bad pointer is `-EFAULT`, never a kernel fault.
 
+mod futex;
 mod io;
 mod memory;
 mod process;
@@ -55,6 +56,8 @@ pub mod number {
     pub const KILL: u64 = 62;
     /// `getppid()`.
     pub const GETPPID: u64 = 110;
+    /// `futex(addr, op, val, timeout, addr2, val3)`.
+    pub const FUTEX: u64 = 202;
     /// `gettid()`.
     pub const GETTID: u64 = 186;
     /// `ioctl(fd, request, arg)`.
@@ -116,10 +119,11 @@ struct Syscalls {
     /// The process each extension principal may observe (see
     /// [`authorize`]).
     owners: Arc<spin::Mutex<BTreeMap<Principal, u64>>>,
-    /// Exit statuses requested by user threads, by strand, taken by the
-    /// entry after the raise returns (a thread cannot end inside a raise:
-    /// the dispatcher's references on its stack would never be dropped).
-    exits: spin::Mutex<BTreeMap<u64, i64>>,
+    /// Exit statuses requested by user threads, by strand, with whether
+    /// the whole process exits (`exit_group`), taken by the entry after
+    /// the raise returns (a thread cannot end inside a raise: the
+    /// dispatcher's references on its stack would never be dropped).
+    exits: spin::Mutex<BTreeMap<u64, (i64, bool)>>,
     /// The registers and FS base of threads in `fork` or `clone`, by
     /// strand, saved by the entry for the child to start from (only these
     /// calls pay for the copy).
@@ -240,14 +244,22 @@ fn entry(frame: &mut SyscallFrame) {
     // the thread ends.
     if number == number::EXIT || number == number::EXIT_GROUP {
         let exit = syscalls.exits.lock().remove(&strand);
-        if let Some(status) = exit {
-            crate::user::finish(status);
+        match exit {
+            Some((status, true)) => crate::user::exit_group(status),
+            Some((status, false)) => crate::user::exit_thread(status),
+            None => {}
         }
     }
     if let Some(signal) = crate::process::pending_kill() {
         crate::user::killed(signal);
     }
     frame.set_result(result as u64);
+}
+
+/// Wakes up to `count` threads of `process` waiting on the futex at
+/// `address` (a thread's end with `CLONE_CHILD_CLEARTID`).
+pub fn futex_wake(process: &crate::process::Process, address: u64, count: u32) {
+    futex::wake_address(process, address, count);
 }
 
 /// The saved registers of a thread in `fork` or `clone`.
@@ -258,7 +270,7 @@ fn forking(strand: u64) -> Option<(UserRegisters, u64)> {
 /// The kernel's own system calls (the event's intrinsic handler): one line
 /// per call, each family in its own file.
 fn intrinsic(args: &SyscallArgs) -> i64 {
-    let &(strand, number, a0, a1, a2, a3, ..) = args;
+    let &(strand, number, a0, a1, a2, a3, a4, a5) = args;
     match number {
         number::WRITE => io::write(a0, a1, a2),
         number::WRITEV => io::writev(a0, a1, a2),
@@ -270,7 +282,8 @@ fn intrinsic(args: &SyscallArgs) -> i64 {
         number::MPROTECT => memory::mprotect(strand, a0, a1, a2),
         number::MINCORE => memory::mincore(strand, a0, a1, a2),
         number::FORK | number::VFORK => process::fork(strand, 0, 0, forking(strand)),
-        number::CLONE => process::fork(strand, a0, a1, forking(strand)),
+        number::CLONE => process::clone(strand, [a0, a1, a2, a3, a4], forking(strand)),
+        number::FUTEX => futex::futex(strand, a0, a1, a2, a3, a4, a5),
         number::WAIT4 => process::wait4(strand, a0, a1, a2, a3),
         number::KILL => process::kill(a0, a1),
         number::ARCH_PRCTL => process::arch_prctl(a0, a1),
@@ -279,14 +292,16 @@ fn intrinsic(args: &SyscallArgs) -> i64 {
             sched::yield_now();
             0
         }
-        // One thread per process: its thread id is the process id.
-        number::GETPID | number::GETTID | number::SET_TID_ADDRESS => process::getpid(strand),
+        number::GETPID => process::getpid(strand),
+        number::GETTID => process::gettid(strand),
+        number::SET_TID_ADDRESS => process::set_tid_address(strand, a0),
         number::GETPPID => process::getppid(strand),
         // Spindle's own: configure the Appel-Li fault-handling extension.
         crate::appel_li::VM_HANDLER_SYSCALL => crate::appel_li::vm_handler(strand, a0, a1, a2, a3),
         number::EXIT | number::EXIT_GROUP => {
             if let Some(syscalls) = SYSCALLS.get() {
-                syscalls.exits.lock().insert(strand, a0 as i32 as i64);
+                let group = number == number::EXIT_GROUP;
+                syscalls.exits.lock().insert(strand, (a0 as i32 as i64, group));
             }
             0
         }

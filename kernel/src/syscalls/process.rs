@@ -10,12 +10,82 @@ use crate::process::{self, KillError, WaitError};
 const WNOHANG: u64 = 1;
 /// Size of a `struct rusage`.
 const RUSAGE_BYTES: usize = 144;
-/// `clone` flag: share the address space (a thread).
-const CLONE_VM: u64 = 0x100;
+/// `clone` flags.
+mod clone_flag {
+    /// Share the address space (a thread).
+    pub const VM: u64 = 0x100;
+    /// Be a thread of the caller's process.
+    pub const THREAD: u64 = 0x1_0000;
+    /// Set the new thread's FS base (TLS) to the fifth argument.
+    pub const SETTLS: u64 = 0x8_0000;
+    /// Write the new thread's id to the third argument (in the parent).
+    pub const PARENT_SETTID: u64 = 0x10_0000;
+    /// Clear and wake the fourth argument when the thread ends.
+    pub const CHILD_CLEARTID: u64 = 0x20_0000;
+    /// Write the new thread's id to the fourth argument (in the child).
+    pub const CHILD_SETTID: u64 = 0x100_0000;
+}
 
 /// `getpid()`: the calling thread's process.
 pub(super) fn getpid(strand: u64) -> i64 {
     process::of_strand(strand).map_or(-errno::ESRCH, |process| process.id() as i64)
+}
+
+/// `gettid()`: the calling thread's id (the process id for its first
+/// thread).
+pub(super) fn gettid(strand: u64) -> i64 {
+    process::tid_of(strand).map_or(-errno::ESRCH, |tid| tid as i64)
+}
+
+/// `set_tid_address(address)`: the thread's id is cleared there (and
+/// waiters woken) when it ends. Returns the thread id.
+pub(super) fn set_tid_address(strand: u64, address: u64) -> i64 {
+    process::set_clear_child_tid(strand, address);
+    gettid(strand)
+}
+
+/// `clone(flags, stack, parent_tid, child_tid, tls)`: without `CLONE_VM`,
+/// a `fork` (on `stack` if given); with `CLONE_VM | CLONE_THREAD`, a new
+/// thread of the caller's process, resuming from the same call with
+/// result 0 on `stack`. `CLONE_VM` without `CLONE_THREAD` (`vfork`-style
+/// sharing by another process) is not supported (`ENOSYS`).
+pub(super) fn clone(
+    strand: u64,
+    [flags, stack, parent_tid, child_tid, tls]: [u64; 5],
+    saved: Option<(hal::user::UserRegisters, u64)>,
+) -> i64 {
+    if flags & clone_flag::VM == 0 {
+        return fork(strand, flags, stack, saved);
+    }
+    if flags & clone_flag::THREAD == 0 {
+        return -errno::ENOSYS;
+    }
+    let (Some(process), Some((mut registers, fs_base))) = (process::of_strand(strand), saved) else {
+        return -errno::ESRCH;
+    };
+    let tid = process::reserve_id();
+    registers.rax = 0;
+    if stack != 0 {
+        registers.rsp = stack;
+    }
+    let fs_base = if flags & clone_flag::SETTLS != 0 { tls } else { fs_base };
+    let tid_bytes = (tid as u32).to_le_bytes();
+    if flags & clone_flag::PARENT_SETTID != 0
+        && hal::user::copy_to_user(parent_tid, &tid_bytes).is_err()
+    {
+        return -errno::EFAULT;
+    }
+    if flags & clone_flag::CHILD_SETTID != 0
+        && hal::user::copy_to_user(child_tid, &tid_bytes).is_err()
+    {
+        return -errno::EFAULT;
+    }
+    let clear = if flags & clone_flag::CHILD_CLEARTID != 0 { child_tid } else { 0 };
+    let name = format!("process {} thread {tid}", process.id());
+    match crate::user::start(process, &name, registers, fs_base, tid, clear) {
+        Ok(_thread) => tid as i64,
+        Err(_) => -errno::EAGAIN,
+    }
 }
 
 /// `getppid()`: the parent's process id (0 for a child of the kernel).
@@ -33,8 +103,7 @@ pub(super) fn fork(
     child_stack: u64,
     saved: Option<(hal::user::UserRegisters, u64)>,
 ) -> i64 {
-    if flags & CLONE_VM != 0 {
-        // Threads come with the Linux personality.
+    if flags & clone_flag::VM != 0 {
         return -errno::ENOSYS;
     }
     let (Some(parent), Some((mut registers, fs_base))) = (process::of_strand(strand), saved) else {
@@ -51,7 +120,7 @@ pub(super) fn fork(
     if child_stack != 0 {
         registers.rsp = child_stack;
     }
-    match crate::user::start(child.clone(), &format!("process {id}"), registers, fs_base) {
+    match crate::user::start(child.clone(), &format!("process {id}"), registers, fs_base, 0, 0) {
         Ok(_thread) => id as i64,
         Err(_) => {
             process::discard(&child);
