@@ -104,7 +104,7 @@ pub fn vm_handler(strand: u64, action: u64, start: u64, end: u64, page: u64) -> 
             if start % PAGE_SIZE != 0 || end <= start || end > hal::user::USER_END {
                 return -errno::EINVAL;
             }
-            install(id, strand, action, start, end, page)
+            install(&process, strand, action, start, end, page)
         }
     }
 }
@@ -113,7 +113,15 @@ pub fn vm_handler(strand: u64, action: u64, start: u64, end: u64, page: u64) -> 
 /// thread `strand` (a process has one thread) in `[start, end)`. Where it
 /// fires, the kernel's Unix memory model (the event's default handler)
 /// does not run.
-fn install(id: u64, strand: u64, action: Action, start: u64, end: u64, page: u64) -> i64 {
+fn install(
+    process: &Arc<process::Process>,
+    strand: u64,
+    action: Action,
+    start: u64,
+    end: u64,
+    page: u64,
+) -> i64 {
+    let id = process.id();
     forget(id);
     let Some(event) = translation::protection_fault() else {
         return -errno::ENOSYS;
@@ -125,11 +133,14 @@ fn install(id: u64, strand: u64, action: Action, start: u64, end: u64, page: u64
         entry_ns: 0,
     }));
     let handler_state = state.clone();
+    // Held by the handler until `forget` removes it, at the latest when
+    // the process ends: no lookup on the fault path.
+    let owner = process.clone();
     let installed = event.install(
         Principal::KERNEL,
         Install::guarded(
             move |args: &FaultArgs| args.0 == strand && (start..end).contains(&args.1),
-            move |args: &FaultArgs| u32::from(handle(&handler_state, args.0, args.1)),
+            move |args: &FaultArgs| u32::from(handle(&handler_state, &owner, args.1)),
         ),
     );
     match installed {
@@ -141,17 +152,14 @@ fn install(id: u64, strand: u64, action: Action, start: u64, end: u64, page: u64
     }
 }
 
-/// Handles a protection fault at `address` by `strand` (of the process
-/// the handler is for: its guard checked).
-fn handle(state: &spin::Mutex<HandlerState>, strand: u64, address: u64) -> bool {
+/// Handles a protection fault at `address` in `process` (the one the
+/// handler is for: its guard checked the faulting strand).
+fn handle(state: &spin::Mutex<HandlerState>, process: &process::Process, address: u64) -> bool {
     let mut state = state.lock();
     if state.action == Action::StampAndUnprotect {
         state.entry_ns = hal::timer::uptime_ns();
     }
     let page = address & !(PAGE_SIZE - 1);
-    let Some(process) = process::of_strand(strand) else {
-        return false;
-    };
     let done = process.with_memory(|memory| {
         if state.action == Action::Swap
             && memory
