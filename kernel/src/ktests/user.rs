@@ -26,6 +26,10 @@ pub const TESTS: &[KernelTest] = &[
         run: posix_threads_share_memory_and_exit_group_ends_them_all,
     },
     KernelTest {
+        name: "the_appel_li_extension_handles_a_programs_protection_faults_in_the_kernel",
+        run: appel_li_extension_handles_protection_faults,
+    },
+    KernelTest {
         name: "demand_zero_regions_mprotect_munmap_and_brk",
         run: demand_zero_regions_mprotect_munmap_and_brk,
     },
@@ -725,5 +729,16 @@ fn posix_threads_share_memory_and_exit_group_ends_them_all() -> TestResult {
         "a process ended by exit_group with a thread blocked kept {} frames",
         frames - frames_after
     );
+    Ok(())
+}
+
+/// `user/appel.c`: the Appel-Li extension, configured by the program's
+/// application-specific system call, resolves its protection faults on
+/// `Translation.ProtectionFault` (unprotect, and one-writable-page swap)
+/// with exactly one fault per page change; removed, the same store ends a
+/// child with SIGSEGV; bad arguments give EINVAL.
+fn appel_li_extension_handles_protection_faults() -> TestResult {
+    let end = run_program("appel", &[])?;
+    ensure!(end == UserExit::Exited(0), "appel {end} (its output says which check failed)");
     Ok(())
 }
