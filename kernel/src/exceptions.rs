@@ -44,6 +44,7 @@ fn return_to_user(_frame: &mut TrapFrame) {
 }
 
 fn handle_exception(frame: &mut TrapFrame) {
+
     // A user page fault may be resolved by a handler of the Translation
     // events (mapping the page, or changing its protection): the program
     // retries the access, and nothing is reported.

@@ -213,19 +213,25 @@ pub fn init(archive: &'static [u8]) -> &'static Extensions {
                     stats: Box::new(move || faulted.stats()),
                 },
             ];
-            for (name, event) in [
-                ("Translation.PageNotPresent", crate::translation::page_not_present()),
-                ("Translation.ProtectionFault", crate::translation::protection_fault()),
+            for (name, event, not_present) in [
+                ("Translation.PageNotPresent", crate::translation::page_not_present(), true),
+                ("Translation.ProtectionFault", crate::translation::protection_fault(), false),
             ] {
                 if let Some(event) = event {
-                    // Counted, not timed: two clock reads per raise cost
-                    // more under TCG than a fault's dispatch (as for
-                    // MachineTrap.Syscall).
-                    event.enable_accounting(None);
+                    // Not accounted by the dispatcher (that would take the
+                    // events off their fast plan); the raise count comes
+                    // from the fault path's own counters.
                     let event = event.clone();
                     events.push(ListedEvent {
                         name,
-                        stats: Box::new(move || event.stats()),
+                        stats: Box::new(move || {
+                            let mut stats = event.stats();
+                            let (page_not_present, protection_fault) =
+                                crate::translation::raised();
+                            stats.raised =
+                                if not_present { page_not_present } else { protection_fault };
+                            stats
+                        }),
                     });
                 }
             }

@@ -14,6 +14,7 @@
 //! resolves ends the program.
 
 use alloc::sync::Arc;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use dispatch::{Authority, Event, Handler};
 
@@ -31,6 +32,16 @@ struct Events {
 }
 
 static EVENTS: spin::Once<Events> = spin::Once::new();
+
+/// Raises of `PageNotPresent` and `ProtectionFault`. Counted here, not by
+/// the dispatcher's accounting, which would move the events off their
+/// fast dispatch plan (it cost a fault about 450 ns under TCG).
+static RAISED: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+
+/// How many times each event was raised: (PageNotPresent, ProtectionFault).
+pub fn raised() -> (u64, u64) {
+    (RAISED[0].load(Ordering::Relaxed), RAISED[1].load(Ordering::Relaxed))
+}
 
 /// The Unix address-space model (`vm`): demand-zero pages and
 /// copy-on-write, for the process the faulting thread runs. It is each
@@ -87,6 +98,7 @@ pub fn user_page_fault(address: u64, error_code: u64) -> bool {
     } else {
         &events.protection_fault
     };
+    RAISED[usize::from(error_code & PAGE_PRESENT != 0)].fetch_add(1, Ordering::Relaxed);
     let mut args = (sched::current().0, address, error_code);
     matches!(event.raise(&mut args), Ok(1))
 }

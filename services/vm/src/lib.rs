@@ -400,6 +400,10 @@ impl AddressMap {
         protection: UserProtection,
     ) -> Result<(), VmError> {
         let (start, end) = user_range(start, len)?;
+        if end - start == PAGE_SIZE && self.protect_boundary_page(start, protection) {
+            self.space.protect_range(start, end, protection);
+            return Ok(());
+        }
         // The whole range must be covered, without holes.
         let mut covered = start;
         while covered < end {
@@ -418,6 +422,66 @@ impl AddressMap {
         }
         self.space.protect_range(start, end, protection);
         Ok(())
+    }
+
+    /// The quick case of changing one page's protection (Appel and Li's
+    /// primitives change pages one at a time): the page is at an edge of
+    /// its region and the neighbour across that edge already has the new
+    /// protection, so the page just moves from one region to the other.
+    /// Returns false (and changes nothing) in every other case.
+    fn protect_boundary_page(&mut self, page: u64, protection: UserProtection) -> bool {
+        let Some(region) = self.region_at(page).copied() else {
+            return false;
+        };
+        if region.protection == protection {
+            return true;
+        }
+        let last = region.end - PAGE_SIZE;
+        if page == region.start {
+            let joins_left = self
+                .regions
+                .range(..page)
+                .next_back()
+                .is_some_and(|(_, left)| left.end == page && left.protection == protection);
+            if !joins_left {
+                return false;
+            }
+            if let Some((_, left)) = self.regions.range_mut(..page).next_back() {
+                left.end += PAGE_SIZE;
+            }
+            self.regions.remove(&page);
+            if region.end > page + PAGE_SIZE {
+                self.regions.insert(
+                    page + PAGE_SIZE,
+                    Region {
+                        start: page + PAGE_SIZE,
+                        ..region
+                    },
+                );
+            }
+            return true;
+        }
+        if page == last {
+            let Some(right) = self.regions.get(&region.end).copied() else {
+                return false;
+            };
+            if right.protection != protection {
+                return false;
+            }
+            if let Some(shrunk) = self.regions.get_mut(&region.start) {
+                shrunk.end = page;
+            }
+            self.regions.remove(&right.start);
+            self.regions.insert(
+                page,
+                Region {
+                    start: page,
+                    ..right
+                },
+            );
+            return true;
+        }
+        false
     }
 
     /// Joins neighbouring regions with the same protection in and around
