@@ -124,28 +124,76 @@ unsafe impl Send for Context {}
 
 static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(0);
 
-/// An FXSAVE area (Intel SDM vol. 1, 10.5.1): 512 bytes, 16-byte aligned.
-#[repr(C, align(16))]
-struct FpuState(UnsafeCell<[u8; 512]>);
+/// Room for a thread's FPU state: an FXSAVE image (512 bytes) or an XSAVE
+/// area for x87, SSE and AVX (832 bytes on every CPU that has AVX).
+const FPU_AREA_BYTES: usize = 1024;
+
+/// Whether the context switch uses XSAVE (set once by [`enable_xsave`],
+/// before any user thread runs); FXSAVE otherwise.
+static USE_XSAVE: AtomicBool = AtomicBool::new(false);
+
+/// Makes the context switch save and restore with XSAVE/XRSTOR (the
+/// features XCR0 enables: x87, SSE, AVX), if an area of `area_bytes` fits
+/// in each thread's room; whether it does.
+pub(crate) fn enable_xsave(area_bytes: u64) -> bool {
+    if area_bytes as usize > FPU_AREA_BYTES {
+        return false;
+    }
+    USE_XSAVE.store(true, Ordering::Release);
+    true
+}
+
+/// Whether the context switch keeps AVX state (XSAVE is in use).
+pub fn saves_extended_state() -> bool {
+    USE_XSAVE.load(Ordering::Acquire)
+}
+
+/// A thread's FPU state: the FXSAVE image (Intel SDM vol. 1, 10.5.1), which
+/// is also the legacy region of an XSAVE area, followed by the XSAVE
+/// header and extended state; 64-byte aligned, as XSAVE requires.
+#[repr(C, align(64))]
+struct FpuState(UnsafeCell<[u8; FPU_AREA_BYTES]>);
 
 impl FpuState {
     /// The state after `fninit` with SSE exceptions masked: x87 control
-    /// word 0x37f, MXCSR 0x1f80.
+    /// word 0x37f, MXCSR 0x1f80; a zero XSAVE header puts every extended
+    /// component in its initial state.
     fn initial() -> Box<Self> {
-        let mut image = [0u8; 512];
+        let mut image = [0u8; FPU_AREA_BYTES];
         image[0..2].copy_from_slice(&0x037fu16.to_le_bytes());
         image[24..28].copy_from_slice(&0x1f80u32.to_le_bytes());
         Box::new(FpuState(UnsafeCell::new(image)))
     }
 }
 
-/// Saves the CPU's x87/SSE registers into `into` and loads `from`'s.
+/// Saves the CPU's FPU/SSE/AVX registers into `into` and loads `from`'s.
 ///
 /// Interrupts must be disabled (the areas are written only here).
 fn switch_fpu(into: &FpuState, from: &FpuState) {
-    // SAFETY: both areas are 512 bytes, 16-byte aligned, owned by live
-    // contexts; interrupts are disabled so nothing else touches them; an
-    // area only ever holds an image FXSAVE wrote or the valid initial one.
+    if USE_XSAVE.load(Ordering::Relaxed) {
+        // SAFETY: both areas are 1024 bytes (at least the XSAVE size for
+        // the features XCR0 enables, checked by `enable_xsave`), 64-byte
+        // aligned, owned by live contexts; interrupts are disabled so
+        // nothing else touches them; an area only holds an image XSAVE
+        // wrote or the valid initial one (zero header). EDX:EAX all ones:
+        // every component XCR0 enables.
+        unsafe {
+            core::arch::asm!(
+                "xsave64 [{into}]",
+                "xrstor64 [{from}]",
+                into = in(reg) into.0.get(),
+                from = in(reg) from.0.get(),
+                in("eax") u32::MAX,
+                in("edx") u32::MAX,
+                options(nostack, preserves_flags),
+            );
+        }
+        return;
+    }
+    // SAFETY: both areas are at least 512 bytes, 16-byte aligned, owned by
+    // live contexts; interrupts are disabled so nothing else touches them;
+    // an area only ever holds an image FXSAVE wrote or the valid initial
+    // one.
     unsafe {
         core::arch::asm!(
             "fxsave64 [{into}]",

@@ -356,6 +356,7 @@ pub fn init() {
             flags.insert(Cr4Flags::OSFXSR | Cr4Flags::OSXMMEXCPT_ENABLE);
         });
     }
+    enable_extended_state();
     let features = core::arch::x86_64::__cpuid_count(7, 0).ebx;
     let mut cr4 = Cr4Flags::empty();
     if features & (1 << 7) != 0 {
@@ -368,6 +369,38 @@ pub fn init() {
     // never does; SMAP forbids it to touch them outside `hal_copy_user`,
     // which lifts it with `stac`.
     unsafe { Cr4::update(|flags| *flags |= cr4) };
+}
+
+/// Turns on XSAVE with x87, SSE and (where the CPU has it) AVX state in
+/// XCR0, and has the context switch keep that state per thread. Without
+/// XSAVE the switch keeps x87/SSE with FXSAVE.
+fn enable_extended_state() {
+    use x86_64::registers::xcontrol::{XCr0, XCr0Flags};
+    const CPUID_XSAVE: u32 = 1 << 26;
+    if core::arch::x86_64::__cpuid(1).ecx & CPUID_XSAVE == 0 {
+        return;
+    }
+    // SAFETY: OSXSAVE only makes XSETBV/XGETBV and the XSAVE family usable;
+    // XCR0 is set below before anything uses them.
+    unsafe { Cr4::update(|flags| flags.insert(Cr4Flags::OSXSAVE)) };
+    let supported = core::arch::x86_64::__cpuid_count(0xd, 0).eax;
+    let mut enabled = XCr0Flags::X87 | XCr0Flags::SSE;
+    if supported & XCr0Flags::AVX.bits() as u32 != 0 {
+        enabled |= XCr0Flags::AVX;
+    }
+    // SAFETY: x87 and SSE are always valid; AVX only where CPUID says the
+    // CPU has it. The kernel itself uses none of these registers.
+    unsafe { XCr0::write(enabled) };
+    // The XSAVE area size for what XCR0 now enables.
+    let area_bytes = core::arch::x86_64::__cpuid_count(0xd, 0).ebx;
+    crate::context::enable_xsave(u64::from(area_bytes));
+}
+
+/// Whether the CPU's AVX state is enabled for user programs (and kept
+/// across context switches).
+pub fn avx_enabled() -> bool {
+    use x86_64::registers::xcontrol::{XCr0, XCr0Flags};
+    crate::context::saves_extended_state() && XCr0::read().contains(XCr0Flags::AVX)
 }
 
 /// Whether SMEP and SMAP are on.

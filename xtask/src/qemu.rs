@@ -117,7 +117,10 @@ pub fn qemu_args(config: &BootConfig) -> Vec<String> {
         "-smp",
         "1",
         "-cpu",
-        "qemu64,+smep,+smap",
+        // XSAVE and AVX for the context switch's extended state; QEMU 7.2
+        // under TCG hangs on setting CR4.OSXSAVE unless XSAVEOPT is
+        // offered too.
+        "qemu64,+smep,+smap,+xsave,+xsaveopt,+avx",
         "-display",
         "none",
         "-no-reboot",

@@ -30,6 +30,10 @@ pub const TESTS: &[KernelTest] = &[
         run: appel_li_extension_handles_protection_faults,
     },
     KernelTest {
+        name: "two_programs_keep_their_avx_registers_with_xsave",
+        run: two_programs_keep_their_avx_registers,
+    },
+    KernelTest {
         name: "demand_zero_regions_mprotect_munmap_and_brk",
         run: demand_zero_regions_mprotect_munmap_and_brk,
     },
@@ -740,5 +744,23 @@ fn posix_threads_share_memory_and_exit_group_ends_them_all() -> TestResult {
 fn appel_li_extension_handles_protection_faults() -> TestResult {
     let end = run_program("appel", &[])?;
     ensure!(end == UserExit::Exited(0), "appel {end} (its output says which check failed)");
+    Ok(())
+}
+
+/// `user/avx.c`, twice at once: each keeps its own 256-bit pattern in
+/// ymm0 across 2,000 yields; the upper halves are AVX state, kept across
+/// context switches by XSAVE (QEMU offers the CPU `+xsave,+avx`).
+fn two_programs_keep_their_avx_registers() -> TestResult {
+    ensure!(hal::user::avx_enabled(), "AVX state is not enabled (no XSAVE, or no AVX)");
+    let extensions = crate::extensions::get().ok_or("no boot archive")?;
+    let files = extensions.archive_files("bin/avx");
+    let &(_, avx) = files.first().ok_or("bin/avx is not in the boot archive")?;
+    let first = user::spawn_program("avx-a", avx, &["avx", "1"])?;
+    let second = user::spawn_program("avx-b", avx, &["avx", "2"])?;
+    let (a, b) = (first.join(), second.join());
+    ensure!(
+        a == UserExit::Exited(0) && b == UserExit::Exited(0),
+        "the AVX programs ended: {a} and {b} (1: ymm0 changed, 2: no AVX)"
+    );
     Ok(())
 }
