@@ -213,9 +213,10 @@ pub fn init(archive: &'static [u8]) -> &'static Extensions {
                     stats: Box::new(move || faulted.stats()),
                 },
             ];
-            for (name, event, not_present) in [
-                ("Translation.PageNotPresent", crate::translation::page_not_present(), true),
-                ("Translation.ProtectionFault", crate::translation::protection_fault(), false),
+            for (name, event, which) in [
+                ("Translation.PageNotPresent", crate::translation::page_not_present(), 0),
+                ("Translation.ProtectionFault", crate::translation::protection_fault(), 1),
+                ("Translation.BadAddress", crate::translation::bad_address(), 2),
             ] {
                 if let Some(event) = event {
                     // Not accounted by the dispatcher (that would take the
@@ -226,10 +227,7 @@ pub fn init(archive: &'static [u8]) -> &'static Extensions {
                         name,
                         stats: Box::new(move || {
                             let mut stats = event.stats();
-                            let (page_not_present, protection_fault) =
-                                crate::translation::raised();
-                            stats.raised =
-                                if not_present { page_not_present } else { protection_fault };
+                            stats.raised = crate::translation::raised()[which];
                             stats
                         }),
                     });

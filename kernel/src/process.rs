@@ -507,9 +507,22 @@ pub fn faults_resolved() -> u64 {
 /// Resolves a user page fault of `strand`'s process (the faulting thread)
 /// through its address map (demand-zero pages, copy-on-write).
 pub fn resolve_fault(strand: u64, address: u64, error_code: u64) -> bool {
-    let resolved = of_strand(strand)
-        .and_then(|process| process.with_memory(|memory| memory.resolve_fault(address, error_code)))
-        .unwrap_or(false);
+    // `None`: the address is in no region (a bad address).
+    let outcome = of_strand(strand).and_then(|process| {
+        process.with_memory(|memory| {
+            memory
+                .region_at(address)
+                .is_some()
+                .then(|| memory.resolve_fault(address, error_code))
+        })
+    });
+    let resolved = match outcome {
+        Some(Some(resolved)) => resolved,
+        // Raised with the memory lock released: a handler may change the
+        // address space.
+        Some(None) => crate::translation::raise_bad_address(strand, address, error_code),
+        None => false,
+    };
     if resolved {
         FAULTS_RESOLVED.fetch_add(1, Ordering::Relaxed);
     }

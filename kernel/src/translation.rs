@@ -2,7 +2,8 @@
 //! the page-fault trap when a user program faults:
 //! `Translation.PageNotPresent(strand, address, error_code) -> resolved`
 //! for a page that is not mapped, and `Translation.ProtectionFault(...)`
-//! for an access the page's protection forbids.
+//! for an access the page's protection forbids; the Unix model raises
+//! `Translation.BadAddress(...)` for a fault in no region at all.
 //!
 //! A handler resolves a fault by changing the faulting thread's address
 //! space (`hal::context::with_current_address_space`: map the page, change
@@ -28,7 +29,8 @@ const PAGE_PRESENT: u64 = 1 << 0;
 struct Events {
     page_not_present: Arc<Event<FaultArgs, u32>>,
     protection_fault: Arc<Event<FaultArgs, u32>>,
-    _authorities: (Authority, Authority),
+    bad_address: Arc<Event<FaultArgs, u32>>,
+    _authorities: (Authority, Authority, Authority),
 }
 
 static EVENTS: spin::Once<Events> = spin::Once::new();
@@ -36,11 +38,12 @@ static EVENTS: spin::Once<Events> = spin::Once::new();
 /// Raises of `PageNotPresent` and `ProtectionFault`. Counted here, not by
 /// the dispatcher's accounting, which would move the events off their
 /// fast dispatch plan (it cost a fault about 450 ns under TCG).
-static RAISED: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+static RAISED: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
 
-/// How many times each event was raised: (PageNotPresent, ProtectionFault).
-pub fn raised() -> (u64, u64) {
-    (RAISED[0].load(Ordering::Relaxed), RAISED[1].load(Ordering::Relaxed))
+/// How many times each event was raised: PageNotPresent, ProtectionFault,
+/// BadAddress.
+pub fn raised() -> [u64; 3] {
+    RAISED.each_ref().map(|count| count.load(Ordering::Relaxed))
 }
 
 /// The Unix address-space model (`vm`): demand-zero pages and
@@ -67,10 +70,18 @@ pub fn init() {
                 .set_default(authority, Some(Handler::new(unix_model)))
                 .expect("the event's own authority");
         }
+        // Raised by the Unix model for a fault outside every region: no
+        // default, so unless a handler for that address resolves it, the
+        // program ends.
+        let (bad_address, third) = Event::builder("Translation.BadAddress").build();
+        bad_address
+            .set_result_handler(&third, Some(Arc::new(|a: u32, b: u32| a.max(b))))
+            .expect("the event's own authority");
         Events {
             page_not_present: Arc::new(page_not_present),
             protection_fault: Arc::new(protection_fault),
-            _authorities: (first, second),
+            bad_address: Arc::new(bad_address),
+            _authorities: (first, second, third),
         }
     });
     // A system call's copy that faults on a user page asks the same events.
@@ -80,6 +91,24 @@ pub fn init() {
 /// `Translation.PageNotPresent`.
 pub fn page_not_present() -> Option<&'static Arc<Event<FaultArgs, u32>>> {
     EVENTS.get().map(|events| &events.page_not_present)
+}
+
+/// `Translation.BadAddress(strand, address, error_code) -> resolved`: a
+/// fault at an address in no region of the process (nothing the Unix
+/// model can explain). A handler guarded on the addresses it manages may
+/// resolve it, as for the other two.
+pub fn bad_address() -> Option<&'static Arc<Event<FaultArgs, u32>>> {
+    EVENTS.get().map(|events| &events.bad_address)
+}
+
+/// Raises `Translation.BadAddress`; whether a handler resolved the fault.
+pub fn raise_bad_address(strand: u64, address: u64, error_code: u64) -> bool {
+    let Some(events) = EVENTS.get() else {
+        return false;
+    };
+    RAISED[2].fetch_add(1, Ordering::Relaxed);
+    let mut args = (strand, address, error_code);
+    matches!(events.bad_address.raise(&mut args), Ok(1))
 }
 
 /// `Translation.ProtectionFault`.

@@ -34,6 +34,10 @@ pub const TESTS: &[KernelTest] = &[
         run: two_programs_keep_their_avx_registers,
     },
     KernelTest {
+        name: "a_bad_address_handler_resolves_a_fault_outside_every_region",
+        run: a_bad_address_handler_resolves_a_fault_outside_every_region,
+    },
+    KernelTest {
         name: "demand_zero_regions_mprotect_munmap_and_brk",
         run: demand_zero_regions_mprotect_munmap_and_brk,
     },
@@ -761,6 +765,57 @@ fn two_programs_keep_their_avx_registers() -> TestResult {
     ensure!(
         a == UserExit::Exited(0) && b == UserExit::Exited(0),
         "the AVX programs ended: {a} and {b} (1: ymm0 changed, 2: no AVX)"
+    );
+    Ok(())
+}
+
+/// A touch of an address in no region raises `Translation.BadAddress`
+/// (from the Unix model, the fault events' default): a handler guarded on
+/// the range it manages maps the page and the program goes on; without
+/// it the same program is ended.
+fn a_bad_address_handler_resolves_a_fault_outside_every_region() -> TestResult {
+    use alloc::sync::Arc;
+    use core::sync::atomic::{AtomicU64, Ordering};
+    use hal::address_space::UserProtection;
+
+    let event = crate::translation::bad_address().ok_or("no BadAddress")?;
+    let raised_before = crate::translation::raised()[2];
+    ensure!(
+        matches!(run("bad-address", TOUCH_UNMAPPED)?, UserExit::Faulted(Fault { vector: 14, .. })),
+        "a touch outside every region was not a fault without a handler"
+    );
+    ensure!(
+        crate::translation::raised()[2] > raised_before,
+        "the fault outside every region did not raise BadAddress"
+    );
+    let handled = Arc::new(AtomicU64::new(0));
+    let count = handled.clone();
+    let binding = event
+        .install(
+            Principal::KERNEL,
+            Install::guarded(
+                |args: &crate::translation::FaultArgs| MANAGED.contains(&args.1),
+                move |args: &crate::translation::FaultArgs| {
+                    let page = args.1 & !(hal::memory::PAGE_SIZE - 1);
+                    let done = hal::context::with_current_address_space(|space| {
+                        space.map(page, UserProtection::ReadWrite).is_ok()
+                    });
+                    count.fetch_add(1, Ordering::Relaxed);
+                    u32::from(done == Some(true))
+                },
+            ),
+        )
+        .map_err(|error| format!("install: {error:?}"))?;
+    let resumed = run("bad-address-handled", TOUCH_UNMAPPED);
+    let _ = event.remove(Principal::KERNEL, binding);
+    ensure!(
+        resumed? == UserExit::Exited(42),
+        "the program did not resume after BadAddress was resolved"
+    );
+    ensure!(
+        handled.load(Ordering::Relaxed) == 1,
+        "BadAddress was handled {} times, expected once",
+        handled.load(Ordering::Relaxed)
     );
     Ok(())
 }
