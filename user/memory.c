@@ -75,6 +75,9 @@ int main(void) {
     check(mmap(0, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED
               && errno == EACCES, "a writable and executable mapping is refused");
     check(munmap(area, SIZE) == 0, "munmap of the rest");
+    errno = 0;
+    check(mmap(0, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED
+              && errno == EPERM, "a fixed mapping at address 0 is refused with EPERM");
 
     /* musl's sbrk only reports the break: brk itself moves it. */
     char *start = (char *)syscall(SYS_brk, 0);

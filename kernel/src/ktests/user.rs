@@ -38,6 +38,10 @@ pub const TESTS: &[KernelTest] = &[
         run: a_bad_address_handler_resolves_a_fault_outside_every_region,
     },
     KernelTest {
+        name: "random_system_calls_from_eight_processes_never_harm_the_kernel",
+        run: random_system_calls_never_harm_the_kernel,
+    },
+    KernelTest {
         name: "demand_zero_regions_mprotect_munmap_and_brk",
         run: demand_zero_regions_mprotect_munmap_and_brk,
     },
@@ -816,6 +820,48 @@ fn a_bad_address_handler_resolves_a_fault_outside_every_region() -> TestResult {
         handled.load(Ordering::Relaxed) == 1,
         "BadAddress was handled {} times, expected once",
         handled.load(Ordering::Relaxed)
+    );
+    Ok(())
+}
+
+/// `user/sysfuzz.c` with eight seeds, 2,000 random system calls each
+/// (random numbers and arguments: bad pointers, huge lengths, unaligned
+/// addresses, kernel addresses): each program exits or is ended by a fault
+/// of its own making, the kernel answers every call and runs on, and
+/// frames, heap and the process table come back.
+fn random_system_calls_never_harm_the_kernel() -> TestResult {
+    // Warm up what stays.
+    let _ = run_program("sysfuzz", &["100", "200"])?;
+    let frames = hal::memory::frame_stats().free;
+    let heap = hal::heap::stats().allocated_bytes;
+    let processes = crate::process::count();
+    let calls_before = syscalls::count();
+    for seed in ["1", "2", "3", "4", "5", "6", "7", "8"] {
+        match run_program("sysfuzz", &[seed, "2000"])? {
+            UserExit::Exited(0) | UserExit::Faulted(_) => {}
+            other => return Err(format!("sysfuzz {seed} {other}")),
+        }
+    }
+    let calls = syscalls::count() - calls_before;
+    ensure!(calls >= 8 * 100, "only {calls} system calls were made");
+    let end = run_program("hello", &[])?;
+    ensure!(end == UserExit::Exited(3), "hello after the fuzzing {end}");
+    let frames_after = hal::memory::frame_stats().free;
+    let heap_after = hal::heap::stats().allocated_bytes;
+    ensure!(
+        frames_after >= frames,
+        "the fuzzing kept {} frames",
+        frames - frames_after
+    );
+    ensure!(
+        heap_after <= heap + 1024,
+        "the fuzzing kept {} heap bytes",
+        heap_after - heap
+    );
+    ensure!(
+        crate::process::count() == processes,
+        "the process table grew from {processes} to {}",
+        crate::process::count()
     );
     Ok(())
 }

@@ -45,6 +45,7 @@ fn vm_errno(error: VmError) -> i64 {
         VmError::BadRange => -errno::EINVAL,
         VmError::NoMemory => -errno::ENOMEM,
         VmError::Overlaps => -errno::EEXIST,
+        VmError::BelowMinimum => -errno::EPERM,
     }
 }
 

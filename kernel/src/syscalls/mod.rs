@@ -82,6 +82,8 @@ pub mod number {
 
 /// Linux errno values the intrinsic handler returns (negated).
 pub mod errno {
+    /// Operation not permitted.
+    pub const EPERM: i64 = 1;
     /// No such process.
     pub const ESRCH: i64 = 3;
     /// Interrupted (by a kill).

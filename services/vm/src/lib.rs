@@ -30,6 +30,10 @@ const FAULT_WRITE: u64 = 1 << 1;
 /// Page-fault error code: an instruction fetch.
 const FAULT_FETCH: u64 = 1 << 4;
 
+/// Lowest address a fixed mapping may have (Linux's default
+/// `mmap_min_addr`): the first pages stay unmapped, so a null pointer
+/// always faults.
+pub const MMAP_MIN_ADDRESS: u64 = 0x1_0000;
 /// Lowest address `mmap` places a mapping at without a fixed address.
 pub const MMAP_FLOOR: u64 = 0x1000_0000;
 /// Where `mmap` places mappings from, downwards.
@@ -72,6 +76,8 @@ pub enum VmError {
     NoMemory,
     /// The range overlaps a region (for a fixed placement).
     Overlaps,
+    /// A fixed mapping below [`MMAP_MIN_ADDRESS`] (`EPERM`).
+    BelowMinimum,
 }
 
 impl From<MapError> for VmError {
@@ -89,6 +95,7 @@ impl core::fmt::Display for VmError {
             VmError::BadRange => "bad address range",
             VmError::NoMemory => "out of memory",
             VmError::Overlaps => "range overlaps an existing mapping",
+            VmError::BelowMinimum => "a mapping below the lowest address allowed",
         })
     }
 }
@@ -324,6 +331,9 @@ impl AddressMap {
     ) -> Result<u64, VmError> {
         let size = page_up(len).filter(|&size| size > 0).ok_or(VmError::BadRange)?;
         let start = if fixed {
+            if hint < MMAP_MIN_ADDRESS {
+                return Err(VmError::BelowMinimum);
+            }
             let (start, end) = user_range(hint, size)?;
             self.remove_range(start, end);
             start
