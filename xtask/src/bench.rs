@@ -240,8 +240,20 @@ fn core(context: &mut BenchContext) -> Result<()> {
     // 1. The programs, for Spindle.
     let output = root.join("target/baseline");
     std::fs::create_dir_all(&output)?;
+    // The baseline's programs, and Spindle's own versions of those that
+    // need what Linux does differently (user/bench/: vm_extension handles
+    // its faults with a kernel extension instead of SIGSEGV), built
+    // against the baseline's common.h so they time the same way.
+    let sources = CORE_PROGRAMS
+        .iter()
+        .map(|name| (name, baseline.join("bench").join(format!("{name}.c"))))
+        .chain(
+            SPINDLE_PROGRAMS
+                .iter()
+                .map(|name| (name, root.join("user/bench").join(format!("{name}.c")))),
+        );
     let mut extra = Vec::new();
-    for name in CORE_PROGRAMS {
+    for (name, source) in sources {
         let binary = output.join(name);
         let mut command = std::process::Command::new("musl-gcc");
         command
@@ -249,24 +261,8 @@ fn core(context: &mut BenchContext) -> Result<()> {
             .arg(baseline.join("bench"))
             .arg("-o")
             .arg(&binary)
-            .arg(baseline.join("bench").join(format!("{name}.c")));
-        toolchain::run_checked(&mut command, &format!("building the baseline's {name}"))?;
-        extra.push((format!("bench/{name}"), std::fs::read(&binary)?));
-    }
-    // Spindle's own versions of baseline programs that need what Linux
-    // does differently (user/bench/: vm_extension handles its faults with
-    // a kernel extension instead of SIGSEGV), built against the
-    // baseline's common.h so they time the same way.
-    for name in SPINDLE_PROGRAMS {
-        let binary = output.join(name);
-        let mut command = std::process::Command::new("musl-gcc");
-        command
-            .args(["-static", "-O2", "-Wall", "-Wextra", "-I"])
-            .arg(baseline.join("bench"))
-            .arg("-o")
-            .arg(&binary)
-            .arg(root.join("user/bench").join(format!("{name}.c")));
-        toolchain::run_checked(&mut command, &format!("building user/bench/{name}.c"))?;
+            .arg(&source);
+        toolchain::run_checked(&mut command, &format!("building {}", source.display()))?;
         extra.push((format!("bench/{name}"), std::fs::read(&binary)?));
     }
     let archive = crate::image::build_archive_with(extra, &output.join("core.cpio"))?;
