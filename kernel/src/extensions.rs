@@ -474,7 +474,7 @@ impl Extensions {
             .map(|event| {
                 let stats = (event.stats)();
                 format!(
-                    "{:<20} raised={} time={}us handlers={} guards={} faults={} terminated={}",
+                    "{:<27} raised={} time={}us handlers={} guards={} faults={} terminated={}",
                     event.name,
                     stats.raised,
                     stats.time_ns / 1000,
