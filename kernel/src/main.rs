@@ -9,6 +9,9 @@
 //! - `bench`: the in-guest benchmarks ([`bench`]), then exit;
 //! - `fuzz`: the generated modules of the boot archive loaded and called
 //!   ([`fuzz`]), then exit QEMU with the result;
+//! - `sysfuzz`: random system calls from many processes ([`sysfuzz`],
+//!   `spindle.sysfuzz=SEED,PROCESSES,CALLS`), then exit QEMU with the
+//!   result;
 //! - `crash`: a deliberate page fault on the boot thread, which must be
 //!   reported and end QEMU with a failure status (tests the fatal path);
 //! - `overflow`: a kernel thread overflows its stack into the guard page,
@@ -35,6 +38,7 @@ mod shell;
 mod strands;
 mod process;
 mod syscalls;
+mod sysfuzz;
 mod translation;
 mod user;
 
@@ -77,6 +81,10 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
     match boot_info.cmdline_value("spindle.mode").unwrap_or("shell") {
         "test" => exit_with(on_guarded_thread("ktests", ktests::run_all)),
         "fuzz" => exit_with(fuzz::run()),
+        "sysfuzz" => {
+            let parameters = boot_info.cmdline_value("spindle.sysfuzz").unwrap_or("1,16,2000");
+            exit_with(on_guarded_thread("sysfuzz", move || sysfuzz::run(parameters)))
+        }
         "bench" => {
             let suite = boot_info.cmdline_value("spindle.bench").unwrap_or("all");
             exit_with(on_guarded_thread("bench", move || match bench::run(suite) {

@@ -230,3 +230,27 @@ pub fn run_kernel(cases: Cases, boot: &dyn Fn(&Path) -> BootConfig, base: Durati
     Ok(is_success)
 }
 
+
+/// `./x fuzz --syscalls`: boots the kernel in `spindle.mode=sysfuzz` with
+/// `config` and waits for its verdict (about a second of TCG time per
+/// thousand calls, with room to spare); whether it came through.
+pub fn run_syscalls(config: &BootConfig, processes: u64, calls: u64) -> Result<bool> {
+    let deadline = Duration::from_secs(60 + processes * calls / 500);
+    let mut guest = Guest::boot(config, deadline)?;
+    let exit = guest.wait_exit(None)?;
+    let log = guest.full_log();
+    let name = "sysfuzz";
+    let saved = crate::scenarios::save_log(name, &log);
+    let summary = log.lines().find(|line| line.contains("sysfuzz: ") && line.contains("processes"));
+    match (exit, summary) {
+        (GuestExit::Success, Some(summary)) => {
+            println!("{}", summary.trim());
+            Ok(true)
+        }
+        (exit, _) => {
+            crate::scenarios::print_log(name, &log, saved.as_deref());
+            eprintln!("x: the syscall campaign ended with {exit}; the last `sysfuzz seed` line above names the seeds to replay (`run sysfuzz SEED CALLS` in the shell)");
+            Ok(false)
+        }
+    }
+}

@@ -116,6 +116,11 @@ commands! {
     ///   --seed X          the campaign's seed (decimal or 0x hex)
     ///   --first N         the first case number (default 0)
     ///   --jobs N          host processes (default: the number of CPUs)
+    ///   --syscalls        instead: random system calls from user processes
+    ///                     in the kernel (`user/sysfuzz.c`), with
+    ///   --processes N     how many (default 64, four at a time), seeds
+    ///                     from --seed (default 1), and
+    ///   --calls N         calls each (default 5000)
     ///
     /// A case is named by its seed and number, the same on both sides. A
     /// failing case prints them and its module is saved in target/fuzz/;
@@ -450,11 +455,29 @@ fn fuzz_command(mut args: Args) -> Result<ExitCode> {
     let kernel_cases = number(args.value("--kernel-cases")?, "--kernel-cases")?.unwrap_or(10_000);
     let seed = number(args.value("--seed")?, "--seed")?.unwrap_or(fuzz::DEFAULT_SEED);
     let first = number(args.value("--first")?, "--first")?.unwrap_or(0);
+    let is_syscalls = args.flag("--syscalls");
+    let processes = number(args.value("--processes")?, "--processes")?.unwrap_or(64);
+    let calls = number(args.value("--calls")?, "--calls")?.unwrap_or(5000);
     let jobs = match number(args.value("--jobs")?, "--jobs")? {
         Some(jobs) => jobs,
         None => std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
     };
     args.finish()?;
+    if is_syscalls {
+        let seed = if seed == fuzz::DEFAULT_SEED { 1 } else { seed };
+        let kernel = toolchain::build_kernel(profile)?;
+        let mut config = BootConfig::new(&kernel, "sysfuzz", accel);
+        config
+            .append
+            .push_str(&format!(" spindle.sysfuzz={seed},{processes},{calls}"));
+        let is_success = fuzz::run_syscalls(&config, processes, calls)?;
+        println!("fuzz: {}", if is_success { "the kernel came through" } else { "FAILED" });
+        return Ok(if is_success {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
+    }
     if is_host_only && is_kernel_only {
         return Err("--host-only and --kernel-only exclude each other".into());
     }
