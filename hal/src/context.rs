@@ -171,12 +171,11 @@ impl FpuState {
 /// Interrupts must be disabled (the areas are written only here).
 fn switch_fpu(into: &FpuState, from: &FpuState) {
     if USE_XSAVE.load(Ordering::Relaxed) {
-        // SAFETY: both areas are 1024 bytes (at least the XSAVE size for
-        // the features XCR0 enables, checked by `enable_xsave`), 64-byte
-        // aligned, owned by live contexts; interrupts are disabled so
-        // nothing else touches them; an area only holds an image XSAVE
-        // wrote or the valid initial one (zero header). EDX:EAX all ones:
+        // Both areas are 1024 bytes, at least the XSAVE size for what XCR0
+        // enables (checked by `enable_xsave`); EDX:EAX all ones asks for
         // every component XCR0 enables.
+        // SAFETY: 64-byte-aligned areas of live contexts, holding images
+        // XSAVE wrote or the initial one (zero header); interrupts are off.
         unsafe {
             core::arch::asm!(
                 "xsave64 [{into}]",
@@ -190,10 +189,9 @@ fn switch_fpu(into: &FpuState, from: &FpuState) {
         }
         return;
     }
-    // SAFETY: both areas are at least 512 bytes, 16-byte aligned, owned by
-    // live contexts; interrupts are disabled so nothing else touches them;
-    // an area only ever holds an image FXSAVE wrote or the valid initial
-    // one.
+    // SAFETY: 16-byte-aligned areas of at least 512 bytes of live contexts,
+    // holding images FXSAVE wrote or the initial one; interrupts are off, so
+    // nothing else touches them.
     unsafe {
         core::arch::asm!(
             "fxsave64 [{into}]",

@@ -507,14 +507,13 @@ pub fn run_with(mut registers: UserRegisters) -> Result<u64, EnterError> {
     // SAFETY: reads the stack pointer; no memory is touched.
     unsafe { core::arch::asm!("mov {}, rsp", out(reg) here, options(nomem, nostack, preserves_flags)) };
     crate::context::set_user_entry_top((here - USER_RUN_FRAME_BYTES) & !0xf);
-    // SAFETY: the target is ring 3 (user selectors, RPL 3) at a user-half
-    // address with IOPL 0, so it cannot run with kernel privileges or
-    // address kernel memory; traps from there land on this thread's own
-    // kernel stack (checked above, set by the context switch); interrupts
-    // are off until `iretq` loads the new flags. `registers` is read before
-    // the switch; `resume` is this thread's own slot; this frame stays live
-    // until `end` resumes here (only entries from user mode run below it,
-    // and `end` abandons them).
+    // The target is ring 3 (user selectors, RPL 3) at a user-half address
+    // with IOPL 0: no kernel privileges, no kernel memory. Traps from there
+    // land on this thread's own kernel stack (checked above); interrupts
+    // stay off until `iretq` loads the new flags.
+    // SAFETY: as just said; `registers` is read before the switch, `resume`
+    // is this thread's own slot, and this frame stays live until `end`
+    // resumes here (only entries from user mode run below it).
     let result = unsafe {
         hal_user_run(
             &registers,

@@ -43,9 +43,9 @@ fn campaign(parameters: &str) -> Result<String, String> {
         .split(',')
         .map(|part| part.trim().parse::<u64>())
         .collect::<Result<_, _>>()
-        .map_err(|_| format!("spindle.sysfuzz needs SEED,PROCESSES,CALLS, not {parameters:?}"))?;
+        .map_err(|_| format!("spindle.sysfuzz needs SEED,PROCESSES,CALLS, not `{parameters}`"))?;
     let [seed, processes, calls] = numbers[..] else {
-        return Err(format!("spindle.sysfuzz needs SEED,PROCESSES,CALLS, not {parameters:?}"));
+        return Err(format!("spindle.sysfuzz needs SEED,PROCESSES,CALLS, not `{parameters}`"));
     };
     if processes == 0 {
         return Err(String::from("spindle.sysfuzz needs at least one process"));
