@@ -183,6 +183,80 @@ impl AddressSpace {
         }
     }
 
+    /// Maps user page `virt` to `frame`, which the caller keeps: the page
+    /// tables become one more owner of the frame (it is freed when the
+    /// last of the holder and every mapping lets go), so dropping or
+    /// freeing the `Frame` while it is mapped cannot free memory a user
+    /// page still reaches. The `PhysAddr` service maps its pages this way.
+    pub fn map_frame(
+        &self,
+        virt: u64,
+        frame: &memory::Frame,
+        protection: UserProtection,
+    ) -> Result<(), MapError> {
+        let page = user_page(virt)?;
+        let lock = self.tables.lock();
+        let mut frames = FRAMES.lock();
+        frames
+            .share(frame.address())
+            .map_err(|_| MapError::NotMapped(frame.address()))?;
+        let mut table_frames = TableFrames(&mut frames);
+        let parent_flags =
+            PageTableFlags::PRESENT | PageTableFlags::WRITABLE | PageTableFlags::USER_ACCESSIBLE;
+        // SAFETY: a user page of this address space mapped to a user frame
+        // it now co-owns (shared above); no kernel memory becomes reachable
+        // through the lower half.
+        let result = unsafe {
+            self.mapper(&lock).map_to_with_table_flags(
+                page,
+                PhysFrame::containing_address(PhysAddr::new(frame.address())),
+                protection.flags(),
+                parent_flags,
+                &mut table_frames,
+            )
+        };
+        match result {
+            Ok(flush) => {
+                flush.flush();
+                self.pages.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(error) => {
+                // Undo the share: the mapping was not made.
+                let _ = table_frames.0.free(frame.address());
+                Err(match error {
+                    MapToError::FrameAllocationFailed => MapError::OutOfFrames,
+                    _ => MapError::AlreadyMapped(virt),
+                })
+            }
+        }
+    }
+
+    /// Copies bytes from user address `virt` into `out` through the kernel's
+    /// window (whatever the pages' protection); every page touched must be
+    /// mapped. The counterpart of [`Self::write`].
+    pub fn read(&self, virt: u64, out: &mut [u8]) -> Result<(), MapError> {
+        let mut done = 0;
+        while done < out.len() {
+            let at = virt + done as u64;
+            let physical = self.translate(at).ok_or(MapError::NotMapped(at))?;
+            let room = (PAGE_SIZE - at % PAGE_SIZE) as usize;
+            let chunk = room.min(out.len() - done);
+            // SAFETY: `physical` is in a user frame this address space maps,
+            // reached through the window; the chunk stays inside it; no Rust
+            // reference points into user frames.
+            unsafe {
+                core::ptr::copy_nonoverlapping(
+                    (PHYS_OFFSET + physical) as *const u8,
+                    out[done..].as_mut_ptr(),
+                    chunk,
+                )
+            };
+            done += chunk;
+        }
+        Ok(())
+    }
+
     /// Copies `bytes` to user address `virt` through the kernel's window
     /// (whatever the pages' protection: for loading programs); every page
     /// touched must be mapped.

@@ -238,6 +238,47 @@ impl Frame {
     }
 }
 
+impl Frame {
+    /// Copies `bytes` into the frame at `offset` (through the physical
+    /// window). Fails, copying nothing, if they would not fit in the frame.
+    pub fn write(&self, offset: usize, bytes: &[u8]) -> Result<(), MapError> {
+        let end = offset.checked_add(bytes.len());
+        if end.is_none_or(|end| end > PAGE_SIZE as usize) {
+            return Err(MapError::OutsideRegion(self.address + offset as u64));
+        }
+        // SAFETY: the range is inside this frame (checked above), which the
+        // holder owns and the window maps; user mappings of the frame are
+        // never Rust references, so nothing aliases the bytes written.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                (PHYS_OFFSET + self.address + offset as u64) as *mut u8,
+                bytes.len(),
+            )
+        };
+        Ok(())
+    }
+
+    /// Copies bytes of the frame from `offset` into `out`. Fails, copying
+    /// nothing, if the range would leave the frame.
+    pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), MapError> {
+        let end = offset.checked_add(out.len());
+        if end.is_none_or(|end| end > PAGE_SIZE as usize) {
+            return Err(MapError::OutsideRegion(self.address + offset as u64));
+        }
+        // SAFETY: as in `write`: inside a frame the holder owns, through the
+        // window, into a buffer the caller lent us.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                (PHYS_OFFSET + self.address + offset as u64) as *const u8,
+                out.as_mut_ptr(),
+                out.len(),
+            )
+        };
+        Ok(())
+    }
+}
+
 /// Allocates one zeroed physical frame.
 pub fn allocate_frame() -> Option<Frame> {
     let address = FRAMES.lock().allocate()?;

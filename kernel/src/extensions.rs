@@ -36,6 +36,8 @@ use wasm_runtime::{
 pub const TICK_EVENT_PERIOD_MS: u64 = 10;
 /// Stack of threads that run extension code (the interpreter's frames).
 pub const EXTENSION_STACK_BYTES: u64 = 256 * 1024;
+/// Version under which the kernel's services are exported.
+const SERVICE_VERSION: domain::Version = domain::Version::new(1, 0);
 /// Where extension modules live in the boot archive.
 const ARCHIVE_DIRECTORY: &str = "ext/";
 
@@ -148,6 +150,22 @@ pub fn init(archive: &'static [u8]) -> &'static Extensions {
     let extensions = EXTENSIONS.call_once(|| {
         let nameserver = Arc::new(NameServer::new());
         export_kernel_interface(&nameserver, None).expect("exporting the kernel interface");
+        // The kernel's services export themselves (`CreateFromModule`);
+        // anyone may import them (their symbols are Rust procedures and
+        // events: a Wasm import of one finds no `spindle` procedure and
+        // stays unresolved).
+        for domain in crate::memory_services::domains() {
+            let name = alloc::string::String::from(domain.name());
+            if let Err(error) = nameserver.export(
+                &name,
+                SERVICE_VERSION,
+                domain,
+                Principal::KERNEL,
+                None,
+            ) {
+                log::error!("exporting the {name} service: {error}");
+            }
+        }
         let clock: Arc<dyn Clock> = Arc::new(TscClock);
         let console = Arc::new(ExtensionConsole {
             recent: spin::Mutex::new(VecDeque::new()),
@@ -494,7 +512,18 @@ impl Extensions {
             .nameserver
             .list()
             .into_iter()
-            .map(|(name, version)| format!("{name} (exported, version {version})"))
+            .map(|(name, version)| {
+                let exports = self
+                    .nameserver
+                    .import(&name, version, Principal::KERNEL)
+                    .map(|domain| {
+                        let names: Vec<String> =
+                            domain.exports().into_iter().map(|(name, _)| name).collect();
+                        names.join(", ")
+                    })
+                    .unwrap_or_default();
+                format!("{name} (exported, version {version}): {exports}")
+            })
             .collect();
         for (name, extension) in self.loaded.lock().iter() {
             if let Some(domain) = extension.domain() {
@@ -508,6 +537,12 @@ impl Extensions {
             }
         }
         lines
+    }
+
+    /// The nameserver (kernel services and the kernel interface are
+    /// exported in it).
+    pub fn nameserver(&self) -> &Arc<NameServer> {
+        &self.nameserver
     }
 
     /// Faults reported for extension `name` so far, and the last one's kind.

@@ -34,6 +34,7 @@ mod extensions;
 mod fuzz;
 mod ktests;
 mod logger;
+mod memory_services;
 mod shell;
 mod strands;
 mod process;
@@ -75,6 +76,7 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
     syscalls::init();
     strands::init();
     translation::init();
+    memory_services::init();
     extensions::init(archive);
     extensions::autoload(boot_info.cmdline_value("spindle.ext").unwrap_or(""));
 

@@ -9,6 +9,7 @@ use alloc::string::String;
 
 mod extensions;
 mod memory;
+mod services;
 mod strands;
 mod threads;
 mod traps;
@@ -37,8 +38,9 @@ pub(crate) use ensure;
 
 /// Runs every test; returns whether all passed.
 pub fn run_all() -> bool {
-    let groups: [&[KernelTest]; 6] = [
+    let groups: [&[KernelTest]; 7] = [
         memory::TESTS,
+        services::TESTS,
         traps::TESTS,
         threads::TESTS,
         strands::TESTS,
