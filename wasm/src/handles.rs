@@ -101,16 +101,17 @@ impl Handles {
             .insert_named(name, Arc::new(capability), Rights::NONE)
         {
             Ok(handle) => Ok(handle.as_i32()),
-            Err(HandleError::Exhausted) => Err(LimitExceeded {
+            Err(HandleError::Full { limit }) => Err(LimitExceeded {
+                what: "handles",
+                limit: limit as u64,
+                requested: limit as u64 + 1,
+            }),
+            // The only other refusal of an insert: `HandleError::Exhausted`,
+            // every slot live or retired.
+            Err(_) => Err(LimitExceeded {
                 what: "handle slots (live or retired)",
                 limit: MAX_HANDLES as u64,
                 requested: MAX_HANDLES as u64 + 1,
-            }),
-            // The only other refusal of an insert: the table is full.
-            Err(_) => Err(LimitExceeded {
-                what: "handles",
-                limit: self.table.limit() as u64,
-                requested: self.table.len() as u64 + 1,
             }),
         }
     }
