@@ -30,7 +30,7 @@ pub mod linker;
 pub mod nameserver;
 pub mod symbol;
 
-pub use capability::{Handle, HandleError, HandleTable, Rights};
+pub use capability::{Handle, HandleError, HandleTable, Rights, MAX_HANDLES};
 pub use linker::{Domain, LinkError, Module, Resolution};
 pub use nameserver::{ImportAuthorizer, NameError, NameServer, Version};
 pub use symbol::{Export, Import, SymbolTable, SymbolType};

@@ -284,8 +284,10 @@ struct Port(u16);
 #[test]
 fn handle_tables_type_check_and_never_name_another_object() {
     let extension = HandleTable::new(Principal(7));
-    let page = extension.insert(Arc::new(Page(0x1000)), Rights::ALL);
-    let port = extension.insert(Arc::new(Port(53)), Rights::NONE);
+    let page = extension
+        .insert(Arc::new(Page(0x1000)), Rights::ALL)
+        .unwrap();
+    let port = extension.insert(Arc::new(Port(53)), Rights::NONE).unwrap();
     assert_eq!(extension.lookup::<Page>(page).unwrap().0, 0x1000);
     assert_eq!(extension.lookup::<Port>(port).unwrap().0, 53);
     assert!(matches!(
@@ -297,9 +299,11 @@ fn handle_tables_type_check_and_never_name_another_object() {
         extension.lookup::<Page>(Handle::from_u64(99)).err(),
         Some(HandleError::Invalid)
     );
+    // The same slot at a generation it has not reached (handles are
+    // `generation << 16 | index`).
     assert_eq!(
         extension
-            .lookup::<Page>(Handle::from_u64(page.as_u64() + (1 << 32)))
+            .lookup::<Page>(Handle::from_u64(page.as_u64() + (1 << 16)))
             .err(),
         Some(HandleError::Invalid)
     );
@@ -309,7 +313,7 @@ fn handle_tables_type_check_and_never_name_another_object() {
         extension.lookup::<Port>(port).err(),
         Some(HandleError::Invalid)
     );
-    let other = extension.insert(Arc::new(Port(80)), Rights::NONE);
+    let other = extension.insert(Arc::new(Port(80)), Rights::NONE).unwrap();
     assert_ne!(other, port);
     assert_eq!(
         extension.lookup::<Port>(port).err(),
@@ -323,7 +327,7 @@ fn handle_tables_type_check_and_never_name_another_object() {
 fn duplicate_transfer_revoke_follow_rights() {
     let kernel = HandleTable::new(Principal::KERNEL);
     let process = HandleTable::new(Principal(100));
-    let page = kernel.insert(Arc::new(Page(1)), Rights::ALL);
+    let page = kernel.insert(Arc::new(Page(1)), Rights::ALL).unwrap();
     let copy = kernel
         .duplicate_into(page, &process, Rights::TRANSFER)
         .unwrap();
@@ -334,7 +338,7 @@ fn duplicate_transfer_revoke_follow_rights() {
         Err(HandleError::PermissionDenied)
     );
     // Cannot widen rights.
-    let narrow = kernel.insert(Arc::new(Page(2)), Rights::DUPLICATE);
+    let narrow = kernel.insert(Arc::new(Page(2)), Rights::DUPLICATE).unwrap();
     assert_eq!(
         kernel.duplicate(narrow, Rights::ALL),
         Err(HandleError::PermissionDenied)
@@ -367,4 +371,178 @@ fn duplicate_transfer_revoke_follow_rights() {
     );
     other.clear();
     assert!(other.is_empty());
+}
+
+/// The slot index and generation of a handle, as `Handle` documents them.
+fn index_and_generation(handle: Handle) -> (i32, i32) {
+    let raw = handle.as_i32();
+    (raw & 0xffff, raw >> 16)
+}
+
+#[test]
+fn handles_are_non_negative_i32s_checked_by_generation() {
+    let table = HandleTable::new(Principal(7));
+    let mut handles: Vec<Handle> = (0..1000)
+        .map(|n| table.insert(Arc::new(Page(n)), Rights::NONE).unwrap())
+        .collect();
+    for (n, handle) in handles.iter().enumerate() {
+        assert!(handle.as_i32() >= 0);
+        assert_eq!(handle.as_u64(), handle.as_i32() as u64);
+        assert_eq!(Handle::from_i32(handle.as_i32()), *handle);
+        assert_eq!(table.lookup::<Page>(*handle).unwrap().0, n as u64);
+    }
+    // Churn one slot: each reuse has the same index and a new generation,
+    // and no earlier handle reaches the new object.
+    let first = handles[0];
+    for round in 1..100 {
+        let previous = *handles.last().unwrap();
+        table.close(previous).unwrap();
+        let next = table.insert(Arc::new(Port(round)), Rights::NONE).unwrap();
+        let (index, generation) = index_and_generation(next);
+        assert_eq!(index, index_and_generation(previous).0);
+        assert_eq!(generation, index_and_generation(previous).1 + 1);
+        assert!(next.as_i32() >= 0);
+        assert_eq!(
+            table.lookup::<Port>(previous).err(),
+            Some(HandleError::Invalid)
+        );
+        handles.push(next);
+    }
+    assert_eq!(table.lookup::<Page>(first).unwrap().0, 0);
+    // Negative values and values above `i32::MAX` are never valid.
+    for raw in [-1, i32::MIN, -(first.as_i32() + 1)] {
+        let forged = Handle::from_i32(raw);
+        assert_eq!(forged.as_i32(), -1);
+        assert_eq!(
+            table.lookup::<Page>(forged).err(),
+            Some(HandleError::Invalid)
+        );
+        assert_eq!(table.close(forged), Err(HandleError::Invalid));
+    }
+    let above = Handle::from_u64(first.as_u64() | 1 << 31);
+    assert_eq!(above.as_i32(), -1);
+    assert_eq!(
+        table.lookup::<Page>(above).err(),
+        Some(HandleError::Invalid)
+    );
+    assert_eq!(table.len(), 1000);
+}
+
+#[test]
+fn a_slot_whose_generation_would_wrap_is_retired() {
+    let table = HandleTable::new(Principal(7));
+    let mut handle = table.insert(Arc::new(Page(0)), Rights::NONE).unwrap();
+    let first = handle;
+    // Generations 0 to 32,767 fit the handle's 15 bits.
+    for generation in 1..(1 << 15) {
+        table.close(handle).unwrap();
+        handle = table
+            .insert(Arc::new(Page(generation)), Rights::NONE)
+            .unwrap();
+        assert_eq!(index_and_generation(handle), (0, generation as i32));
+    }
+    assert_eq!(handle.as_i32(), i32::MAX & !0xffff);
+    // Closing the last generation retires slot 0 instead of wrapping it
+    // back to generation 0, where `first` would name the next occupant.
+    table.close(handle).unwrap();
+    let next = table.insert(Arc::new(Page(1)), Rights::NONE).unwrap();
+    assert_eq!(index_and_generation(next), (1, 0));
+    assert_eq!(
+        table.lookup::<Page>(first).err(),
+        Some(HandleError::Invalid)
+    );
+    assert_eq!(
+        table.lookup::<Page>(handle).err(),
+        Some(HandleError::Invalid)
+    );
+    // Clearing does not bring it back either.
+    table.clear();
+    let after_clear = table.insert(Arc::new(Page(2)), Rights::NONE).unwrap();
+    assert_eq!(index_and_generation(after_clear), (1, 1));
+    // With slot 0 retired, the other 65,535 slots are all that is left:
+    // the table runs out of numbers before it reaches its limit.
+    for n in 1..(MAX_HANDLES as u64 - 1) {
+        table.insert(Arc::new(Page(n)), Rights::NONE).unwrap();
+    }
+    assert_eq!(table.len(), MAX_HANDLES - 1);
+    assert_eq!(
+        table.insert(Arc::new(Page(0)), Rights::NONE),
+        Err(HandleError::Exhausted)
+    );
+}
+
+#[test]
+fn a_limited_table_refuses_inserts_beyond_its_limit() {
+    let kernel = HandleTable::new(Principal::KERNEL);
+    let small = HandleTable::with_limit(Principal(9), 2);
+    assert_eq!(small.limit(), 2);
+    let a = small.insert(Arc::new(Page(1)), Rights::NONE).unwrap();
+    small
+        .insert_named("port", Arc::new(Port(2)), Rights::NONE)
+        .unwrap();
+    assert_eq!(
+        small.insert(Arc::new(Page(3)), Rights::NONE),
+        Err(HandleError::Full { limit: 2 })
+    );
+    // Grants and transfers into a full table are refused too, and a refused
+    // transfer leaves the capability where it was.
+    let granted = kernel.insert(Arc::new(Page(4)), Rights::ALL).unwrap();
+    assert_eq!(
+        kernel.duplicate_into(granted, &small, Rights::NONE),
+        Err(HandleError::Full { limit: 2 })
+    );
+    assert_eq!(
+        kernel.transfer(granted, &small),
+        Err(HandleError::Full { limit: 2 })
+    );
+    assert_eq!(kernel.lookup::<Page>(granted).unwrap().0, 4);
+    // Closing one makes room.
+    small.close(a).unwrap();
+    let moved = kernel.transfer(granted, &small).unwrap();
+    assert_eq!(small.lookup::<Page>(moved).unwrap().0, 4);
+    assert_eq!(small.len(), 2);
+    assert!(kernel.is_empty());
+    // No limit above what handles can number.
+    assert_eq!(
+        HandleTable::with_limit(Principal(9), usize::MAX).limit(),
+        MAX_HANDLES
+    );
+    assert_eq!(HandleTable::new(Principal(9)).limit(), MAX_HANDLES);
+}
+
+#[test]
+fn named_handles_are_found_while_live() {
+    let table = HandleTable::new(Principal(7));
+    assert_eq!(table.find_named("Timer.Tick"), None);
+    let unnamed = table.insert(Arc::new(Page(0)), Rights::NONE).unwrap();
+    let tick = table
+        .insert_named("Timer.Tick", Arc::new(Port(1)), Rights::DUPLICATE)
+        .unwrap();
+    let again = table
+        .insert_named(String::from("Timer.Tick"), Arc::new(Port(2)), Rights::NONE)
+        .unwrap();
+    assert_ne!(tick, unnamed);
+    // The lowest-numbered of two with the same name.
+    assert_eq!(table.find_named("Timer.Tick"), Some(tick));
+    assert_eq!(table.find_named("Timer"), None);
+    // A duplicate keeps the name, in whichever table it goes to.
+    let other = HandleTable::new(Principal(8));
+    let copy = table.duplicate_into(tick, &other, Rights::NONE).unwrap();
+    assert_eq!(other.find_named("Timer.Tick"), Some(copy));
+    // Closed or revoked, it is no longer found.
+    table.close(tick).unwrap();
+    assert_eq!(table.find_named("Timer.Tick"), Some(again));
+    assert_eq!(other.find_named("Timer.Tick"), Some(copy));
+    table.close(again).unwrap();
+    assert_eq!(table.find_named("Timer.Tick"), None);
+    let revocable = table
+        .insert_named("Net.Packet", Arc::new(Port(3)), Rights::DUPLICATE)
+        .unwrap();
+    let lent = table
+        .duplicate_into(revocable, &other, Rights::NONE)
+        .unwrap();
+    assert_eq!(other.find_named("Net.Packet"), Some(lent));
+    table.revoke(revocable).unwrap();
+    assert_eq!(other.find_named("Net.Packet"), None);
+    assert_eq!(other.lookup::<Port>(lent).err(), Some(HandleError::Revoked));
 }

@@ -16,7 +16,8 @@ pub struct Limits {
     pub memory_pages: u32,
     /// Handlers the extension may have installed at once.
     pub handlers: usize,
-    /// Handles the extension may hold at once (grants and bindings).
+    /// Handles the extension may hold at once (grants and bindings); at
+    /// most `domain::MAX_HANDLES`, the most a handle can number.
     pub handles: usize,
     /// Fuel for one invocation (a handler, a guard, `init`); an ephemeral
     /// handler's budget can lower it, never raise it.

@@ -510,14 +510,14 @@ impl Extension {
 
     /// Grants a capability under `name`; returns its handle.
     pub fn grant(&self, name: &str, capability: Capability) -> Result<i32, BindError> {
-        self.with_instance(|instance| instance.state_mut().handles.insert(name.into(), capability))
+        self.with_instance(|instance| instance.state().handles.insert(name.into(), capability))
             .map_err(|_| BindError::Unloaded)?
             .map_err(BindError::Limit)
     }
 
     /// Revokes a handle: later uses trap with `BadHandle`.
     pub fn revoke(&self, handle: i32) -> Result<(), CallError> {
-        self.with_instance(|instance| instance.state_mut().handles.remove(handle).map(drop))?
+        self.with_instance(|instance| instance.state().handles.remove(handle))?
             .map_err(CallError::Trap)
     }
 

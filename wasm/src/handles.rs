@@ -1,14 +1,18 @@
-//! The extension's handle table: the capabilities it was given, named by
+//! The extension's handles: the capabilities it was given, named by
 //! small integers (SPIN's externalized references, design.md "The
 //! mapping").
 //!
-//! A handle is an index plus a generation, so a handle that was dropped or
+//! The table is `domain`'s [`HandleTable`], the kernel's one handle table
+//! implementation, holding [`Capability`] entries; [`Handles`] adapts it to
+//! the extension ABI. A handle is a non-negative Wasm `i32` (an index plus a
+//! generation, see [`domain::Handle`]), so a handle that was dropped or
 //! revoked stays invalid after its slot is reused: using it traps with
 //! `FaultKind::BadHandle` instead of reaching another capability.
 
-use alloc::{string::String, sync::Arc, vec::Vec};
+use alloc::{format, string::String, sync::Arc};
 
-use dispatch::BindingId;
+use dispatch::{BindingId, Principal};
+use domain::{Handle, HandleError, HandleTable, Rights, MAX_HANDLES};
 use spindle_abi::{FaultKind, HandleKind};
 
 use crate::{engine::Trap, error::LimitExceeded, events::EventPort};
@@ -66,119 +70,89 @@ impl core::fmt::Debug for Capability {
     }
 }
 
-/// Bits of a handle that select the slot; the bits above are the slot's
-/// generation (handles stay non-negative `i32`s).
-const INDEX_BITS: u32 = 16;
-const INDEX_MASK: u32 = (1 << INDEX_BITS) - 1;
-const GENERATION_MASK: u32 = (1 << (31 - INDEX_BITS)) - 1;
-
-struct Slot {
-    generation: u32,
-    entry: Option<(String, Capability)>,
+/// An extension's handles: its [`HandleTable`], spoken in Wasm `i32`s,
+/// with refusals as the ABI has them (a trap, a limit).
+pub struct Handles {
+    table: HandleTable,
 }
 
-/// An extension's handles.
-pub struct HandleTable {
-    slots: Vec<Slot>,
-    live: usize,
-    limit: usize,
-}
-
-impl HandleTable {
-    /// An empty table holding at most `limit` handles (and never more than
-    /// 65,536).
-    pub fn new(limit: usize) -> Self {
-        HandleTable {
-            slots: Vec::new(),
-            live: 0,
-            limit: limit.min(INDEX_MASK as usize + 1),
+impl Handles {
+    /// An empty table for the extension `owner`, holding at most `limit`
+    /// handles (and never more than [`MAX_HANDLES`]).
+    pub fn new(owner: Principal, limit: usize) -> Self {
+        Handles {
+            table: HandleTable::with_limit(owner, limit),
         }
+    }
+
+    /// The table itself, for the kernel's own operations on it (granting
+    /// into it from another table, revoking with duplicates).
+    pub fn table(&self) -> &HandleTable {
+        &self.table
     }
 
     /// Adds a capability under `name`; returns its handle.
-    pub fn insert(&mut self, name: String, capability: Capability) -> Result<i32, LimitExceeded> {
-        if self.live >= self.limit {
-            return Err(LimitExceeded {
+    pub fn insert(&self, name: String, capability: Capability) -> Result<i32, LimitExceeded> {
+        // No rights beyond use: the ABI has no procedure to duplicate or
+        // transfer a handle; what an event grant allows is in its
+        // `EventRights`.
+        match self
+            .table
+            .insert_named(name, Arc::new(capability), Rights::NONE)
+        {
+            Ok(handle) => Ok(handle.as_i32()),
+            Err(HandleError::Full { limit }) => Err(LimitExceeded {
                 what: "handles",
-                limit: self.limit as u64,
-                requested: self.live as u64 + 1,
-            });
+                limit: limit as u64,
+                requested: limit as u64 + 1,
+            }),
+            // The only other refusal of an insert: `HandleError::Exhausted`,
+            // every slot live or retired.
+            Err(_) => Err(LimitExceeded {
+                what: "handle slots (live or retired)",
+                limit: MAX_HANDLES as u64,
+                requested: MAX_HANDLES as u64 + 1,
+            }),
         }
-        let index = match self.slots.iter().position(|slot| slot.entry.is_none()) {
-            Some(index) => index,
-            None => {
-                self.slots.push(Slot {
-                    generation: 0,
-                    entry: None,
-                });
-                self.slots.len() - 1
-            }
-        };
-        let slot = &mut self.slots[index];
-        slot.entry = Some((name, capability));
-        self.live += 1;
-        Ok(((slot.generation << INDEX_BITS) | index as u32) as i32)
-    }
-
-    fn slot(&self, handle: i32) -> Option<usize> {
-        let raw = u32::try_from(handle).ok()?;
-        let index = (raw & INDEX_MASK) as usize;
-        let slot = self.slots.get(index)?;
-        (slot.entry.is_some() && slot.generation == raw >> INDEX_BITS).then_some(index)
     }
 
     /// The capability behind `handle`; a bad or revoked handle is a trap.
-    pub fn get(&self, handle: i32) -> Result<&Capability, Trap> {
-        self.slot(handle)
-            .and_then(|index| self.slots[index].entry.as_ref())
-            .map(|(_, capability)| capability)
-            .ok_or_else(|| bad_handle(handle))
+    pub fn get(&self, handle: i32) -> Result<Arc<Capability>, Trap> {
+        self.table
+            .lookup::<Capability>(Handle::from_i32(handle))
+            .map_err(|error| bad_handle(handle, error))
     }
 
     /// Removes `handle` (drop or revocation); a bad handle is a trap.
-    pub fn remove(&mut self, handle: i32) -> Result<Capability, Trap> {
-        let index = self.slot(handle).ok_or_else(|| bad_handle(handle))?;
-        let slot = &mut self.slots[index];
-        slot.generation = (slot.generation + 1) & GENERATION_MASK;
-        self.live -= 1;
-        let (_, capability) = slot.entry.take().ok_or_else(|| bad_handle(handle))?;
-        Ok(capability)
+    pub fn remove(&self, handle: i32) -> Result<(), Trap> {
+        self.table
+            .close(Handle::from_i32(handle))
+            .map_err(|error| bad_handle(handle, error))
     }
 
     /// The handle of the capability granted under `name`.
     pub fn find(&self, name: &str) -> Option<i32> {
-        self.slots
-            .iter()
-            .enumerate()
-            .find_map(|(index, slot)| match &slot.entry {
-                Some((entry_name, _)) if entry_name == name => {
-                    Some(((slot.generation << INDEX_BITS) | index as u32) as i32)
-                }
-                _ => None,
-            })
+        self.table.find_named(name).map(Handle::as_i32)
     }
 
     /// Number of live handles.
     pub fn len(&self) -> usize {
-        self.live
+        self.table.len()
     }
 
     /// Whether no handle is live.
     pub fn is_empty(&self) -> bool {
-        self.live == 0
+        self.table.is_empty()
     }
 
     /// Revokes every handle.
-    pub fn clear(&mut self) {
-        for slot in &mut self.slots {
-            if slot.entry.take().is_some() {
-                slot.generation = (slot.generation + 1) & GENERATION_MASK;
-            }
-        }
-        self.live = 0;
+    pub fn clear(&self) {
+        self.table.clear();
     }
 }
 
-fn bad_handle(handle: i32) -> Trap {
-    Trap::new(FaultKind::BadHandle, alloc::format!("handle {handle:#x}"))
+/// The trap for a handle the table refused, saying which and why (invalid
+/// or revoked).
+fn bad_handle(handle: i32, error: HandleError) -> Trap {
+    Trap::new(FaultKind::BadHandle, format!("handle {handle:#x}: {error}"))
 }

@@ -69,20 +69,20 @@ pub fn call(
             Ok(Some(WasmValue::I32(kind as i32)))
         }
         Import::HandleDrop => {
-            context.state_mut().handles.remove(i32_at(args, 0))?;
+            context.state().handles.remove(i32_at(args, 0))?;
             status(Status::Ok)
         }
         Import::Install => install(context, args),
         Import::Remove => {
             let handle = i32_at(args, 0);
             let Capability::Binding { event, binding } =
-                context.state().handles.get(handle)?.clone()
+                (*context.state().handles.get(handle)?).clone()
             else {
                 return status(Status::WrongKind);
             };
             match unbind(context, &event, binding) {
                 Ok(()) => {
-                    context.state_mut().handles.remove(handle)?;
+                    context.state().handles.remove(handle)?;
                     status(Status::Ok)
                 }
                 Err(error) => status(dispatch_status(&error)),
@@ -130,7 +130,7 @@ fn event_and_rights(
     context: &dyn HostContext,
     handle: i32,
 ) -> Result<Option<(Arc<dyn EventPort>, EventRights)>, Trap> {
-    Ok(match context.state().handles.get(handle)? {
+    Ok(match &*context.state().handles.get(handle)? {
         Capability::Event(event, rights) => Some((event.clone(), *rights)),
         _ => None,
     })
@@ -174,7 +174,7 @@ fn install(context: &mut dyn HostContext, args: &[WasmValue]) -> Result<Option<W
         event: event.clone(),
         binding,
     };
-    match context.state_mut().handles.insert(name, capability) {
+    match context.state().handles.insert(name, capability) {
         Ok(handle) => Ok(Some(WasmValue::I32(handle))),
         Err(_) => {
             // No handle to name it by: undo rather than leave it unreachable.

@@ -19,7 +19,8 @@
 //! - [`purity`]: the side-effect check of Wasm guards;
 //! - [`config`], [`error`]: limits and errors;
 //! - [`engine`]: the seam to the code that executes Wasm ([`engine::wasmi`]);
-//! - [`handles`]: the capability handle table;
+//! - [`handles`]: the capabilities an extension holds, in `domain`'s
+//!   handle table;
 //! - [`events`]: events as extensions see them, Wasm handlers and guards;
 //! - [`link`]: import resolution against the domains an extension may use;
 //! - [`domains`]: the same through the `domain` crate's nameserver, and the

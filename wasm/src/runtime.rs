@@ -23,7 +23,7 @@ use crate::{
     error::{LimitExceeded, LoadError},
     events::{port, EventPort},
     extension::{CallError, Extension, ExtensionId, Shared},
-    handles::{Capability, EventRights, HandleTable},
+    handles::{Capability, EventRights, Handles},
     link::{resolve_imports, ImportResolver, Importer, KernelInterface},
     module::ModuleInfo,
     state::ExtensionState,
@@ -215,7 +215,7 @@ impl Runtime {
             principal,
         };
         let imports = resolve_imports(&*self.resolver, &importer, &info)?;
-        let mut handles = HandleTable::new(limits.handles);
+        let handles = Handles::new(principal, limits.handles);
         for (name, capability) in request.grants {
             handles.insert(name, capability)?;
         }

@@ -11,7 +11,7 @@ use alloc::{
 use dispatch::{BindingId, Principal};
 
 use crate::{
-    config::Limits, events::EventPort, extension::Shared, handles::HandleTable, module::ModuleInfo,
+    config::Limits, events::EventPort, extension::Shared, handles::Handles, module::ModuleInfo,
     runtime::Services,
 };
 
@@ -25,7 +25,7 @@ pub(crate) struct Installed {
 pub struct ExtensionState {
     pub(crate) name: String,
     pub(crate) principal: Principal,
-    pub(crate) handles: HandleTable,
+    pub(crate) handles: Handles,
     pub(crate) installed: Vec<Installed>,
     pub(crate) services: Arc<Services>,
     pub(crate) limits: Limits,

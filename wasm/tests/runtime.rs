@@ -453,6 +453,11 @@ fn revoked_handles_trap() {
         matches!(&error, CallError::Trap(t) if t.kind == spindle_abi::FaultKind::BadHandle),
         "{error}"
     );
+    // The console says which handle and why, in words.
+    assert_eq!(
+        error.to_string(),
+        format!("bad or revoked handle: handle {handle:#x}: invalid handle")
+    );
     // A handle that was never granted traps the same way.
     assert!(matches!(
         extension.call("kind", &[Value::I32(77)]),
@@ -469,6 +474,46 @@ fn revoked_handles_trap() {
     assert_ne!(fresh, handle);
     assert!(extension.call("kind", &[Value::I32(handle)]).is_err());
     assert!(extension.call("kind", &[Value::I32(fresh)]).is_ok());
+}
+
+#[test]
+fn grants_beyond_the_handle_limit_are_refused_until_one_is_revoked() {
+    let fixture = fixture();
+    let (_event, _authority, tick) = tick_event();
+    let (_compute_event, _a, compute) = compute_event();
+    let one_handle = Limits {
+        handles: 1,
+        ..fixture.runtime.default_limits()
+    };
+    let extension = fixture
+        .try_load(
+            LoadRequest::new("counter", &wat::parse_str(COUNTER).unwrap())
+                .grant_event(tick)
+                .limits(one_handle),
+        )
+        .unwrap();
+    let grant = || {
+        extension.grant(
+            "Test.Compute",
+            Capability::Event(compute.clone(), wasm_runtime::EventRights::BIND),
+        )
+    };
+    assert_eq!(
+        grant().unwrap_err(),
+        BindError::Limit(LimitExceeded {
+            what: "handles",
+            limit: 1,
+            requested: 2
+        })
+    );
+    assert_eq!(extension.handle("Test.Compute"), None);
+    extension
+        .revoke(extension.handle("Timer.Tick").unwrap())
+        .unwrap();
+    let handle = grant().unwrap();
+    assert!(handle >= 0);
+    assert_eq!(extension.handle("Test.Compute"), Some(handle));
+    assert_eq!(extension.stats().handles, 1);
 }
 
 #[test]
