@@ -36,8 +36,6 @@ use wasm_runtime::{
 pub const TICK_EVENT_PERIOD_MS: u64 = 10;
 /// Stack of threads that run extension code (the interpreter's frames).
 pub const EXTENSION_STACK_BYTES: u64 = 256 * 1024;
-/// Version under which the kernel's services are exported.
-const SERVICE_VERSION: domain::Version = domain::Version::new(1, 0);
 /// Where extension modules live in the boot archive.
 const ARCHIVE_DIRECTORY: &str = "ext/";
 
@@ -150,22 +148,6 @@ pub fn init(archive: &'static [u8]) -> &'static Extensions {
     let extensions = EXTENSIONS.call_once(|| {
         let nameserver = Arc::new(NameServer::new());
         export_kernel_interface(&nameserver, None).expect("exporting the kernel interface");
-        // The kernel's services export themselves (`CreateFromModule`);
-        // anyone may import them (their symbols are Rust procedures and
-        // events: a Wasm import of one finds no `spindle` procedure and
-        // stays unresolved).
-        for domain in crate::memory_services::domains() {
-            let name = alloc::string::String::from(domain.name());
-            if let Err(error) = nameserver.export(
-                &name,
-                SERVICE_VERSION,
-                domain,
-                Principal::KERNEL,
-                None,
-            ) {
-                log::error!("exporting the {name} service: {error}");
-            }
-        }
         let clock: Arc<dyn Clock> = Arc::new(TscClock);
         let console = Arc::new(ExtensionConsole {
             recent: spin::Mutex::new(VecDeque::new()),
@@ -184,6 +166,17 @@ pub fn init(archive: &'static [u8]) -> &'static Extensions {
         let tick = Arc::new(tick);
         tick.enable_accounting(Some(clock.clone()));
         runtime.faulted().enable_accounting(Some(clock));
+        // The kernel's services export themselves (`CreateFromModule`).
+        crate::service_domains::export_all(
+            &nameserver,
+            [
+                ("Timer", alloc::vec![crate::service_domains::event_export(&tick)]),
+                (
+                    "Extension",
+                    alloc::vec![crate::service_domains::event_export(runtime.faulted())],
+                ),
+            ],
+        );
 
         // The kernel's fault policy: count, and report the first fault of
         // each extension and every FAULT_REPORT_INTERVAL-th after it. (A

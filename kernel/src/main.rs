@@ -35,6 +35,7 @@ mod fuzz;
 mod ktests;
 mod logger;
 mod memory_services;
+mod service_domains;
 mod shell;
 mod strands;
 mod process;

@@ -72,6 +72,45 @@ fn memory_services_are_domains_in_the_nameserver() -> TestResult {
             );
         }
     }
+    // The event services, too.
+    for (name, symbols) in [
+        ("Timer", &["Timer.Tick"][..]),
+        ("Extension", &["Extension.Faulted"][..]),
+        ("MachineTrap", &["MachineTrap.Syscall"][..]),
+        (
+            "Strand",
+            &["Strand.Block", "Strand.Unblock", "Strand.Checkpoint", "Strand.Resume"][..],
+        ),
+    ] {
+        let domain = import(name)?;
+        for symbol in symbols {
+            ensure!(
+                matches!(
+                    domain.export(symbol).map(|export| &export.ty),
+                    Some(domain::SymbolType::Event(_))
+                ),
+                "{name} does not export the event {symbol}"
+            );
+        }
+    }
+    let syscall = import("MachineTrap")?
+        .exported::<Event<crate::syscalls::SyscallArgs, i64>>("MachineTrap.Syscall")
+        .map_err(|error| alloc::format!("MachineTrap.Syscall: {error}"))?;
+    ensure!(
+        Arc::ptr_eq(&syscall, crate::syscalls::event().ok_or("no syscall event")?),
+        "the exported MachineTrap.Syscall is not the event system calls raise"
+    );
+    // Importing an event is not a right to handle it: its authorizer
+    // still decides (an extension not loaded for a process is refused).
+    ensure!(
+        syscall
+            .install(
+                IMPORTER,
+                Install::new(Handler::new(|_: &crate::syscalls::SyscallArgs| 0i64)),
+            )
+            .is_err(),
+        "an importer installed on MachineTrap.Syscall without the authorizer's leave"
+    );
     // The event symbols are the very events the kernel raises.
     let reclaim = phys
         .exported::<Event<ReclaimArgs, u64>>("PhysAddr.Reclaim")
