@@ -44,7 +44,7 @@ use alloc::{
     collections::{BTreeMap, BTreeSet, VecDeque},
     sync::Arc,
 };
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use dispatch::{Authority, Denied, Event, Grant, Guard, Principal, Request};
 use hal::sync::IrqMutex;
@@ -387,8 +387,11 @@ enum Note {
 static NOTES: IrqMutex<VecDeque<Note>> = IrqMutex::new(VecDeque::new());
 /// The keeper's thread id (valid once [`start_keeper`] has run).
 static KEEPER: AtomicU64 = AtomicU64::new(0);
-/// Whether the keeper is acting on a note it took.
-static KEEPER_BUSY: AtomicBool = AtomicBool::new(false);
+/// Notes queued since boot (tests check that ungrouped threads add none).
+static NOTES_QUEUED: AtomicU64 = AtomicU64::new(0);
+/// Notes the keeper has finished acting on (they are taken in order, so
+/// every note up to this count is done).
+static NOTES_DONE: AtomicU64 = AtomicU64::new(0);
 /// Whether the keeper runs (spawned with the first group).
 static KEEPER_STARTED: spin::Once<Result<(), &'static str>> = spin::Once::new();
 
@@ -408,34 +411,42 @@ fn start_keeper() -> Result<(), &'static str> {
 
 /// The hooks: interrupts are disabled here, so only queue and wake.
 fn note(note: Note) {
+    NOTES_QUEUED.fetch_add(1, Ordering::Relaxed);
     NOTES.lock().push_back(note);
     sched::wake(ThreadId(KEEPER.load(Ordering::Relaxed)));
+}
+
+/// How many blocks and wakes of group strands the `sched` hooks reported
+/// since boot.
+pub fn notes_queued() -> u64 {
+    NOTES_QUEUED.load(Ordering::Relaxed)
 }
 
 /// The keeper: raises the events the hooks' notes call for, one note at
 /// a time and in order (a strand's Block before its Unblock).
 fn keep() {
     loop {
-        let next = {
-            let mut notes = NOTES.lock();
-            let next = notes.pop_front();
-            KEEPER_BUSY.store(next.is_some(), Ordering::Relaxed);
-            next
-        };
+        let next = NOTES.lock().pop_front();
         match next {
             Some(Note::Blocked(strand)) => strand_blocked(strand),
             Some(Note::Woken(strand)) => strand_woken(strand),
             // Checked with interrupts disabled: a note queued after this
             // finds the keeper parked and wakes it.
-            None => sched::block_current_if(|_| NOTES.lock().is_empty()),
+            None => {
+                sched::block_current_if(|_| NOTES.lock().is_empty());
+                continue;
+            }
         }
+        NOTES_DONE.fetch_add(1, Ordering::Release);
     }
 }
 
-/// Waits until the keeper has acted on every note queued so far (the
-/// group strand that calls it is running, so it holds no note itself).
+/// Waits until the keeper has acted on every note queued so far (not on
+/// later ones, so a busy stream of other groups' notes cannot hold the
+/// caller up for ever).
 fn settle() {
-    while KEEPER_BUSY.load(Ordering::Relaxed) || !NOTES.lock().is_empty() {
+    let queued = NOTES_QUEUED.load(Ordering::Acquire);
+    while NOTES_DONE.load(Ordering::Acquire) < queued {
         sched::yield_now();
     }
 }
