@@ -492,6 +492,10 @@ fn park_current_if(park: impl FnOnce(ThreadId) -> bool, notify: bool) {
 /// parked grouped thread is not made ready: [`StrandHooks::on_wake`] is
 /// told, and its group readies it with [`resume`] when it chooses.
 pub fn wake(id: ThreadId) {
+    // The hook is told after the lock is released (it wakes the kernel's
+    // keeper). Should the thread be readied by its group and park again
+    // in between, the note reads as a wake of the new park: a spurious
+    // wake-up, which every waiter here tolerates already.
     if with_scheduler(|scheduler| scheduler.wake_or_defer(id)) {
         notify_wake(id);
     }
