@@ -24,7 +24,8 @@ static NEXT_ARRIVAL: AtomicU64 = AtomicU64::new(1);
 static RESUMES: AtomicU64 = AtomicU64::new(0);
 static CHOICES: AtomicU64 = AtomicU64::new(0);
 
-/// `Strand.Unblock(strand, group, priority)`: queue the strand.
+/// `Strand.Unblock(strand, group, priority)`: the strand was made, or was
+/// woken after blocking in the kernel; queue it (as a new arrival).
 #[no_mangle]
 pub extern "C" fn on_unblock(strand: u64, _group: u64, priority: u64) {
     if let Some(slot) = STRANDS.iter().position(|slot| slot.load(Ordering::Relaxed) == 0) {
@@ -34,7 +35,8 @@ pub extern "C" fn on_unblock(strand: u64, _group: u64, priority: u64) {
     }
 }
 
-/// `Strand.Block(strand, group, _)`: the strand ended; forget it.
+/// `Strand.Block(strand, group, _)`: the strand blocked in the kernel or
+/// ended; forget it until an `Unblock`.
 #[no_mangle]
 pub extern "C" fn on_block(strand: u64, _group: u64, _unused: u64) {
     for slot in &STRANDS {

@@ -5,6 +5,14 @@
 //! the idle thread runs only when nothing else is ready. Threads block on
 //! [`sync::Mutex`], [`sync::Condvar`], [`sleep_ms`] and [`JoinHandle::join`].
 //!
+//! Strands of an application-scheduled group (the kernel's `strands`) are
+//! marked *grouped* ([`set_grouped`]). When a grouped thread parks in
+//! [`block_current_if`] or [`sleep_ms`], and when a waker makes a parked
+//! grouped thread runnable, the scheduler calls the kernel's
+//! [`StrandHooks`] instead of deciding alone: a woken grouped thread stays
+//! parked until its group gives it the group's processor ([`resume`]).
+//! Ungrouped threads pay one flag test for this.
+//!
 //! Concurrency: all scheduler state sits behind one [`IrqMutex`], so it is
 //! changed with interrupts disabled on the single CPU; the timer tick
 //! ([`on_tick`]) runs in interrupt context and may preempt the running thread
@@ -116,6 +124,56 @@ struct Thread {
     completion: Arc<Completion>,
     /// Whether a fault in this thread must stop the kernel (boot and idle).
     is_critical: bool,
+    /// Whether it is a strand of an application-scheduled group: its
+    /// blocking and waking go through the [`StrandHooks`].
+    is_grouped: bool,
+}
+
+/// What the kernel does when a grouped thread blocks or is woken. Both
+/// run with interrupts disabled, possibly in interrupt context, outside
+/// the scheduler's lock (they may call [`wake`] on ungrouped threads):
+/// they must only record the fact and leave the decisions (events,
+/// handlers) to a thread.
+#[derive(Clone, Copy)]
+pub struct StrandHooks {
+    /// The running grouped thread is parking (it is already marked
+    /// blocked or sleeping; the switch follows the call).
+    pub on_block: fn(ThreadId),
+    /// A waker made a parked grouped thread runnable; it stays parked
+    /// until [`resume`] readies it.
+    pub on_wake: fn(ThreadId),
+}
+
+static STRAND_HOOKS: spin::Once<StrandHooks> = spin::Once::new();
+
+/// Installs the hooks for grouped threads (once; later calls are ignored,
+/// so a hook never changes under a thread that is using it).
+pub fn set_strand_hooks(hooks: StrandHooks) {
+    STRAND_HOOKS.call_once(|| hooks);
+}
+
+/// Marks thread `id` as a strand of a group (or no longer one): see
+/// [`StrandHooks`]. No effect on a thread that has ended.
+pub fn set_grouped(id: ThreadId, is_grouped: bool) {
+    with_scheduler(|scheduler| {
+        if let Some(thread) = scheduler.threads.get_mut(&id) {
+            thread.is_grouped = is_grouped;
+        }
+    });
+}
+
+fn notify_block(id: ThreadId) {
+    if let Some(hooks) = STRAND_HOOKS.get() {
+        (hooks.on_block)(id);
+    }
+}
+
+fn notify_wake(id: ThreadId) {
+    match STRAND_HOOKS.get() {
+        Some(hooks) => (hooks.on_wake)(id),
+        // Nobody to hold it for: it runs.
+        None => with_scheduler(|scheduler| scheduler.make_ready(id)),
+    }
 }
 
 struct Scheduler {
@@ -160,6 +218,7 @@ impl Scheduler {
                 cpu_ticks: 0,
                 completion: completion.clone(),
                 is_critical,
+                is_grouped: false,
             },
         );
         (id, completion)
@@ -172,6 +231,22 @@ impl Scheduler {
                 self.ready.push_back(id);
             }
         }
+    }
+
+    /// A waker's [`Scheduler::make_ready`]: a parked grouped thread is left
+    /// parked and `true` returned (the caller tells the hook, outside this
+    /// lock); any other thread is made ready as usual.
+    fn wake_or_defer(&mut self, id: ThreadId) -> bool {
+        if let Some(thread) = self.threads.get_mut(&id) {
+            if matches!(thread.state, ThreadState::Blocked | ThreadState::Sleeping) {
+                if thread.is_grouped {
+                    return true;
+                }
+                thread.state = ThreadState::Ready;
+                self.ready.push_back(id);
+            }
+        }
+        false
     }
 
     /// Picks the next thread to run (the idle thread if none is ready) and
@@ -327,12 +402,17 @@ fn spawn_in_state(
 /// something wakes it. Used by application-specific schedulers to switch
 /// between their own strands.
 pub fn hand_off(to: ThreadId) {
-    block_current_if(|me| {
-        if me != to {
-            wake(to);
-        }
-        me != to
-    });
+    // A switch inside the group, not a block: no hook, and `to` is
+    // readied even if grouped (its group chose it).
+    park_current_if(
+        |me| {
+            if me != to {
+                resume(to);
+            }
+            me != to
+        },
+        false,
+    );
 }
 
 /// The running thread.
@@ -373,16 +453,33 @@ pub fn yield_now() {
 /// interrupts disabled and gets the running thread's id, to record it
 /// wherever its waker will find it; nothing can wake the thread between
 /// `park` and the block, so no wake-up is lost.
+///
+/// A grouped thread ([`set_grouped`]) that parks here is reported to the
+/// kernel's [`StrandHooks::on_block`] before the switch.
 pub fn block_current_if(park: impl FnOnce(ThreadId) -> bool) {
+    park_current_if(park, true);
+}
+
+/// [`block_current_if`], telling the strand hook (`notify`) or not (a
+/// group's own switch, [`hand_off`]).
+fn park_current_if(park: impl FnOnce(ThreadId) -> bool, notify: bool) {
     let were_enabled = cpu::are_interrupts_enabled();
     cpu::disable_interrupts();
     let me = with_scheduler(|scheduler| scheduler.current);
     if park(me) {
         let next = with_scheduler(|scheduler| {
+            let mut is_grouped = false;
             if let Some(thread) = scheduler.threads.get_mut(&me) {
                 thread.state = ThreadState::Blocked;
+                is_grouped = thread.is_grouped;
             }
-            scheduler.pick_next()
+            // A grouped thread's hook runs before the next thread is
+            // picked, so a thread the hook readies can be that one.
+            (!(notify && is_grouped)).then(|| scheduler.pick_next())
+        });
+        let next = next.unwrap_or_else(|| {
+            notify_block(me);
+            with_scheduler(Scheduler::pick_next)
         });
         switch_if(next);
     }
@@ -391,8 +488,22 @@ pub fn block_current_if(park: impl FnOnce(ThreadId) -> bool) {
     }
 }
 
-/// Makes a blocked thread ready again (no effect on other states).
+/// Makes a blocked thread ready again (no effect on other states). A
+/// parked grouped thread is not made ready: [`StrandHooks::on_wake`] is
+/// told, and its group readies it with [`resume`] when it chooses.
 pub fn wake(id: ThreadId) {
+    // The hook is told after the lock is released (it wakes the kernel's
+    // keeper). Should the thread be readied by its group and park again
+    // in between, the note reads as a wake of the new park: a spurious
+    // wake-up, which every waiter here tolerates already.
+    if with_scheduler(|scheduler| scheduler.wake_or_defer(id)) {
+        notify_wake(id);
+    }
+}
+
+/// Makes a blocked thread ready again, grouped or not, without the hook:
+/// a group giving its processor to one of its strands.
+pub fn resume(id: ThreadId) {
     with_scheduler(|scheduler| scheduler.make_ready(id));
 }
 
@@ -405,10 +516,21 @@ pub fn sleep_ms(ms: u64) {
     let next = with_scheduler(|scheduler| {
         let me = scheduler.current;
         scheduler.sleepers.push(Reverse((wake_at, me)));
+        let mut is_grouped = false;
         if let Some(thread) = scheduler.threads.get_mut(&me) {
             thread.state = ThreadState::Sleeping;
+            is_grouped = thread.is_grouped;
         }
-        scheduler.pick_next()
+        if is_grouped {
+            Err(me)
+        } else {
+            Ok(scheduler.pick_next())
+        }
+    });
+    // As in `park_current_if`: a grouped sleeper's hook, then the pick.
+    let next = next.unwrap_or_else(|me| {
+        notify_block(me);
+        with_scheduler(Scheduler::pick_next)
     });
     switch_if(next);
     if were_enabled {
@@ -463,6 +585,9 @@ pub fn is_current_critical() -> bool {
 /// thread when its time slice is used up. Runs in interrupt context.
 pub fn on_tick() {
     let now = timer::ticks();
+    // Grouped sleepers whose time came: their hook is told after the lock
+    // is released (it may wake a thread). Empty, it does not allocate.
+    let mut deferred = Vec::new();
     let next = {
         let Some(mut guard) = SCHEDULER.try_lock() else {
             return;
@@ -479,7 +604,9 @@ pub fn on_tick() {
                 break;
             }
             scheduler.sleepers.pop();
-            scheduler.make_ready(id);
+            if scheduler.wake_or_defer(id) {
+                deferred.push(id);
+            }
         }
         scheduler.slice_left = scheduler.slice_left.saturating_sub(1);
         let is_idle = current == scheduler.idle;
@@ -490,6 +617,9 @@ pub fn on_tick() {
             None
         }
     };
+    for id in deferred {
+        notify_wake(id);
+    }
     switch_if(next);
 }
 
