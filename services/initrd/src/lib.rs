@@ -291,10 +291,15 @@ fn push_entry(archive: &mut Vec<u8>, entry: &Entry<'_>) {
 
 /// Builds a newc archive of regular files `(name, contents)`.
 pub fn write_archive<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Vec<u8> {
-    write_entries(files.into_iter().enumerate().map(|(index, (name, data))| Entry {
-        ino: index as u32 + 1,
-        ..Entry::file(name, data)
-    }))
+    write_entries(
+        files
+            .into_iter()
+            .enumerate()
+            .map(|(index, (name, data))| Entry {
+                ino: index as u32 + 1,
+                ..Entry::file(name, data)
+            }),
+    )
 }
 
 /// Builds a newc archive of arbitrary entries (directories, symbolic links,
@@ -363,13 +368,25 @@ mod tests {
         assert_eq!(read.len(), 3);
         assert!(read[0].is_directory() && !read[0].is_regular_file && !read[0].is_symlink());
         assert_eq!(
-            (read[0].ino, read[0].mode, read[0].uid, read[0].gid, read[0].nlink, read[0].mtime),
+            (
+                read[0].ino,
+                read[0].mode,
+                read[0].uid,
+                read[0].gid,
+                read[0].nlink,
+                read[0].mtime
+            ),
             (7, 0o040_755, 1000, 100, 2, 0x6000_0000)
         );
         assert!(read[1].is_symlink() && !read[1].is_directory());
         assert_eq!(read[1].data, b"busybox");
         assert_eq!(
-            (read[2].rdev_major, read[2].rdev_minor, read[2].dev_major, read[2].dev_minor),
+            (
+                read[2].rdev_major,
+                read[2].rdev_minor,
+                read[2].dev_major,
+                read[2].dev_minor
+            ),
             (1, 3, 8, 1)
         );
         assert_eq!(read[2].mode, 0o020_666);

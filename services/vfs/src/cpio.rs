@@ -114,11 +114,7 @@ fn root_node(kind: NodeKind<'_>, permissions: u32) -> NewNode<'_> {
     }
 }
 
-fn populate_entry(
-    fs: &RamFs,
-    entry: &Entry<'static>,
-    state: &mut Unpacking,
-) -> Result<(), Errno> {
+fn populate_entry(fs: &RamFs, entry: &Entry<'static>, state: &mut Unpacking) -> Result<(), Errno> {
     let hard_links = &mut state.hard_links;
     let file_type = FileType::from_mode(entry.mode).ok_or(Errno::EINVAL)?;
     let parts = components(entry.name)?;
@@ -134,9 +130,7 @@ fn populate_entry(
     for part in parents {
         directory = match directory.lookup(part) {
             Ok(found) => found,
-            Err(Errno::ENOENT) => {
-                directory.create(part, root_node(NodeKind::Directory, 0o755))?
-            }
+            Err(Errno::ENOENT) => directory.create(part, root_node(NodeKind::Directory, 0o755))?,
             Err(error) => return Err(error),
         };
         if directory.file_type() != FileType::Directory {

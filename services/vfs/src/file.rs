@@ -12,8 +12,8 @@ use crate::{
     dirent::encode_dirent64,
     errno::Errno,
     flags::{
-        O_ACCMODE, O_APPEND, O_NONBLOCK, O_RDONLY, O_RDWR, O_WRONLY, SEEK_CUR, SEEK_DATA,
-        SEEK_END, SEEK_HOLE, SEEK_SET, SETTABLE_STATUS_FLAGS,
+        O_ACCMODE, O_APPEND, O_NONBLOCK, O_RDONLY, O_RDWR, O_WRONLY, SEEK_CUR, SEEK_DATA, SEEK_END,
+        SEEK_HOLE, SEEK_SET, SETTABLE_STATUS_FLAGS,
     },
     inode::Inode,
     metadata::{FileType, Metadata},
@@ -98,7 +98,10 @@ impl OpenFile {
     fn is_seekable(&self) -> bool {
         match self.inode.file_type() {
             FileType::Fifo | FileType::Socket => false,
-            FileType::CharDevice => self.device.as_ref().is_some_and(|device| device.is_seekable()),
+            FileType::CharDevice => self
+                .device
+                .as_ref()
+                .is_some_and(|device| device.is_seekable()),
             _ => true,
         }
     }

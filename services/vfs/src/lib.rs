@@ -59,8 +59,7 @@ pub use file::OpenFile;
 pub use inode::{same_inode, DirEntry, FileSystem, Inode, NewNode, NodeKind};
 pub use metadata::{
     major, makedev, minor, FileType, Metadata, SetAttributes, TimeChange, Timespec,
-    MODE_PERMISSION_BITS, S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG,
-    S_IFSOCK,
+    MODE_PERMISSION_BITS, S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK,
 };
 pub use path::{LastComponent, ParentAndName, MAX_SYMLINK_FOLLOWS, NAME_MAX, PATH_MAX};
 pub use ramfs::{Clock, RamFs, RamInode};

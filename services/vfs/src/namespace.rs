@@ -60,7 +60,12 @@ impl Vfs {
     }
 
     /// `mkdir(path, mode)`.
-    pub fn mkdir(&self, context: &PathContext, path: &[u8], mode: u32) -> Result<Arc<dyn Inode>, Errno> {
+    pub fn mkdir(
+        &self,
+        context: &PathContext,
+        path: &[u8],
+        mode: u32,
+    ) -> Result<Arc<dyn Inode>, Errno> {
         // mkdir keeps the sticky bit but not set-user/group-id.
         self.create_node(context, path, NodeKind::Directory, mode & 0o1777)
     }
@@ -174,7 +179,12 @@ impl Vfs {
     /// `ENOTEMPTY`), `EINVAL` for a directory into its own subtree, `EXDEV`
     /// across file systems, `EBUSY` for ".", "..", "/" and mount points;
     /// two names of one file: nothing happens.
-    pub fn rename(&self, context: &PathContext, old_path: &[u8], new_path: &[u8]) -> Result<(), Errno> {
+    pub fn rename(
+        &self,
+        context: &PathContext,
+        old_path: &[u8],
+        new_path: &[u8],
+    ) -> Result<(), Errno> {
         let old = self.resolve_parent(context, old_path)?;
         let new = self.resolve_parent(context, new_path)?;
         let (LastComponent::Name(old_name), LastComponent::Name(new_name)) = (&old.last, &new.last)
@@ -195,7 +205,11 @@ impl Vfs {
             Err(Errno::ENOENT) => None,
             Err(error) => return Err(error),
         };
-        if self.is_busy(&*source) || replaced.as_ref().is_some_and(|inode| self.is_busy(&**inode)) {
+        if self.is_busy(&*source)
+            || replaced
+                .as_ref()
+                .is_some_and(|inode| self.is_busy(&**inode))
+        {
             return Err(Errno::EBUSY);
         }
         if moves_directory && self.is_within(&new.parent, &source)? {
@@ -208,7 +222,11 @@ impl Vfs {
 
     /// Whether `directory` is `ancestor` or inside it (in one file system:
     /// follows ".." up to the file system's root).
-    fn is_within(&self, directory: &Arc<dyn Inode>, ancestor: &Arc<dyn Inode>) -> Result<bool, Errno> {
+    fn is_within(
+        &self,
+        directory: &Arc<dyn Inode>,
+        ancestor: &Arc<dyn Inode>,
+    ) -> Result<bool, Errno> {
         let mut current = directory.clone();
         loop {
             if same_inode(&*current, &**ancestor) {
@@ -229,7 +247,12 @@ impl Vfs {
     }
 
     /// `stat(path)` (`follow`) or `lstat(path)`.
-    pub fn stat(&self, context: &PathContext, path: &[u8], follow: bool) -> Result<Metadata, Errno> {
+    pub fn stat(
+        &self,
+        context: &PathContext,
+        path: &[u8],
+        follow: bool,
+    ) -> Result<Metadata, Errno> {
         Ok(self.resolve(context, path, follow)?.metadata())
     }
 

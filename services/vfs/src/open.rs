@@ -8,8 +8,8 @@ use crate::{
     errno::Errno,
     file::OpenFile,
     flags::{
-        O_ACCMODE, O_CREAT, O_DIRECTORY, O_EXCL, O_NOFOLLOW, O_PATH, O_RDONLY, O_TMPFILE,
-        O_TRUNC, O_WRONLY,
+        O_ACCMODE, O_CREAT, O_DIRECTORY, O_EXCL, O_NOFOLLOW, O_PATH, O_RDONLY, O_TMPFILE, O_TRUNC,
+        O_WRONLY,
     },
     inode::{Inode, NewNode, NodeKind},
     metadata::{FileType, MODE_PERMISSION_BITS},

@@ -85,7 +85,13 @@ impl Vfs {
         follow_last: bool,
     ) -> Result<Arc<dyn Inode>, Errno> {
         check_path(path)?;
-        self.walk(context, context.cwd.clone(), path, follow_last, &mut Walk { follows: 0 })
+        self.walk(
+            context,
+            context.cwd.clone(),
+            path,
+            follow_last,
+            &mut Walk { follows: 0 },
+        )
     }
 
     /// As [`Vfs::resolve`], relative to directory `start` instead of the
@@ -101,11 +107,21 @@ impl Vfs {
         if start.file_type() != FileType::Directory && path.first() != Some(&b'/') {
             return Err(Errno::ENOTDIR);
         }
-        self.walk(context, start.clone(), path, follow_last, &mut Walk { follows: 0 })
+        self.walk(
+            context,
+            start.clone(),
+            path,
+            follow_last,
+            &mut Walk { follows: 0 },
+        )
     }
 
     /// Splits `path` into its directory (resolved) and last component.
-    pub fn resolve_parent(&self, context: &PathContext, path: &[u8]) -> Result<ParentAndName, Errno> {
+    pub fn resolve_parent(
+        &self,
+        context: &PathContext,
+        path: &[u8],
+    ) -> Result<ParentAndName, Errno> {
         check_path(path)?;
         self.parent_and_name(context, context.cwd.clone(), path, &mut Walk { follows: 0 })
     }
@@ -131,7 +147,10 @@ impl Vfs {
         path: &[u8],
         walk: &mut Walk,
     ) -> Result<ParentAndName, Errno> {
-        let trimmed_length = path.iter().rposition(|byte| *byte != b'/').map_or(0, |at| at + 1);
+        let trimmed_length = path
+            .iter()
+            .rposition(|byte| *byte != b'/')
+            .map_or(0, |at| at + 1);
         let trailing_slash = trimmed_length < path.len();
         let trimmed = &path[..trimmed_length];
         if trimmed.is_empty() {
@@ -176,7 +195,11 @@ impl Vfs {
     /// The parent of directory `current` for "..": stays at the context's
     /// root, and from the root of a mounted file system goes to the
     /// mount point's parent.
-    fn dot_dot(&self, context: &PathContext, mut current: Arc<dyn Inode>) -> Result<Arc<dyn Inode>, Errno> {
+    fn dot_dot(
+        &self,
+        context: &PathContext,
+        mut current: Arc<dyn Inode>,
+    ) -> Result<Arc<dyn Inode>, Errno> {
         loop {
             if same_inode(&*current, &*context.root) {
                 return Ok(current);

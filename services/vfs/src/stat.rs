@@ -107,7 +107,11 @@ impl Stat {
         put(&mut buf, 48, &self.st_size.to_le_bytes());
         put(&mut buf, 56, &self.st_blksize.to_le_bytes());
         put(&mut buf, 64, &self.st_blocks.to_le_bytes());
-        for (offset, time) in [(72, self.st_atime), (88, self.st_mtime), (104, self.st_ctime)] {
+        for (offset, time) in [
+            (72, self.st_atime),
+            (88, self.st_mtime),
+            (104, self.st_ctime),
+        ] {
             put(&mut buf, offset, &time.sec.to_le_bytes());
             put(&mut buf, offset + 8, &i64::from(time.nsec).to_le_bytes());
         }
@@ -128,7 +132,11 @@ impl Stat {
         put(&mut buf, 40, &self.st_size.to_le_bytes());
         put(&mut buf, 48, &self.st_blocks.to_le_bytes());
         // struct statx_timestamp: i64 seconds, u32 nanoseconds, reserved.
-        for (offset, time) in [(64, self.st_atime), (96, self.st_ctime), (112, self.st_mtime)] {
+        for (offset, time) in [
+            (64, self.st_atime),
+            (96, self.st_ctime),
+            (112, self.st_mtime),
+        ] {
             put(&mut buf, offset, &time.sec.to_le_bytes());
             put(&mut buf, offset + 8, &time.nsec.to_le_bytes());
         }

@@ -4,8 +4,8 @@ use initrd::{write_entries, ArchiveError, Entry};
 
 use super::{read_file, ticking_clock};
 use crate::{
-    flags::O_WRONLY, populate_from_cpio, makedev, Errno, FileSystem, FileType,
-    PopulateError, RamFs, RamInode, Timespec, Vfs, S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG,
+    flags::O_WRONLY, makedev, populate_from_cpio, Errno, FileSystem, FileType, PopulateError,
+    RamFs, RamInode, Timespec, Vfs, S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG,
 };
 
 fn leak(bytes: Vec<u8>) -> &'static [u8] {
@@ -63,22 +63,50 @@ fn an_archive_becomes_a_tree() {
     assert_eq!(populate_from_cpio(&fs, sample_archive()), Ok(8));
     let vfs = Vfs::new(fs.clone());
     let context = vfs.context(0, 0);
-    assert_eq!(read_file(&vfs, &context, b"/bin/busybox"), b"\x7fELF busybox");
-    assert_eq!(read_file(&vfs, &context, b"/bin/sh"), b"\x7fELF busybox", "relative symlink");
-    assert_eq!(read_file(&vfs, &context, b"/usr/bin/env"), b"\x7fELF busybox", "absolute symlink, parents made");
+    assert_eq!(
+        read_file(&vfs, &context, b"/bin/busybox"),
+        b"\x7fELF busybox"
+    );
+    assert_eq!(
+        read_file(&vfs, &context, b"/bin/sh"),
+        b"\x7fELF busybox",
+        "relative symlink"
+    );
+    assert_eq!(
+        read_file(&vfs, &context, b"/usr/bin/env"),
+        b"\x7fELF busybox",
+        "absolute symlink, parents made"
+    );
     assert_eq!(vfs.readlink(&context, b"/bin/sh").unwrap(), b"busybox");
     let busybox = vfs.stat(&context, b"/bin/busybox", true).unwrap();
     assert_eq!(busybox.mode, S_IFREG | 0o755);
     assert_eq!(busybox.mtime, Timespec::from_secs(1_600_000_000));
     assert_eq!(busybox.size, 12);
     let profile = vfs.stat(&context, b"/home/user/.profile", true).unwrap();
-    assert_eq!((profile.mode, profile.uid, profile.gid), (S_IFREG | 0o600, 1000, 100));
-    assert_eq!(vfs.stat(&context, b"/home/user", true).unwrap().mode, S_IFDIR | 0o755, "a made parent");
+    assert_eq!(
+        (profile.mode, profile.uid, profile.gid),
+        (S_IFREG | 0o600, 1000, 100)
+    );
+    assert_eq!(
+        vfs.stat(&context, b"/home/user", true).unwrap().mode,
+        S_IFDIR | 0o755,
+        "a made parent"
+    );
     assert_eq!(vfs.stat(&context, b"/usr", true).unwrap().nlink, 3);
     let console = vfs.stat(&context, b"/dev/console", true).unwrap();
-    assert_eq!((console.mode, console.rdev), (S_IFCHR | 0o600, makedev(5, 1)));
-    assert_eq!(vfs.stat(&context, b"/tmp", true).unwrap().mode, S_IFDIR | 0o1777);
-    assert_eq!(vfs.stat(&context, b"/", true).unwrap().mtime, Timespec::from_secs(1_700_000_000), "\".\" is the root");
+    assert_eq!(
+        (console.mode, console.rdev),
+        (S_IFCHR | 0o600, makedev(5, 1))
+    );
+    assert_eq!(
+        vfs.stat(&context, b"/tmp", true).unwrap().mode,
+        S_IFDIR | 0o1777
+    );
+    assert_eq!(
+        vfs.stat(&context, b"/", true).unwrap().mtime,
+        Timespec::from_secs(1_700_000_000),
+        "\".\" is the root"
+    );
 }
 
 #[test]
@@ -98,7 +126,9 @@ fn files_borrow_the_archive_until_written() {
     file.write(b"\x7fFLE").unwrap();
     assert!(!ram.is_borrowing(), "the first write copies");
     assert_eq!(read_file(&vfs, &context, b"/bin/busybox"), b"\x7fFLE");
-    let archive_text = archive.windows(12).any(|window| window == b"\x7fELF busybox");
+    let archive_text = archive
+        .windows(12)
+        .any(|window| window == b"\x7fELF busybox");
     assert!(archive_text, "the archive itself is unchanged");
 }
 
@@ -142,8 +172,14 @@ fn later_entries_replace_earlier_files_and_update_directories() {
     let vfs = Vfs::new(fs);
     let context = vfs.context(0, 0);
     assert_eq!(read_file(&vfs, &context, b"/x"), b"new");
-    assert_eq!(vfs.stat(&context, b"/d", true).unwrap().mode, S_IFDIR | 0o750);
-    assert!(vfs.resolve(&context, b"/d/f", true).is_ok(), "the directory was kept");
+    assert_eq!(
+        vfs.stat(&context, b"/d", true).unwrap().mode,
+        S_IFDIR | 0o750
+    );
+    assert!(
+        vfs.resolve(&context, b"/d/f", true).is_ok(),
+        "the directory was kept"
+    );
 }
 
 #[test]
@@ -152,8 +188,14 @@ fn corrupt_archives_are_errors_not_panics() {
     let mut bytes = sample_archive().to_vec();
     bytes[0] = b'X';
     let error = populate_from_cpio(&fs, leak(bytes)).unwrap_err();
-    assert_eq!(error, PopulateError::Archive(ArchiveError::BadMagic { offset: 0 }));
-    assert_eq!(error.to_string(), "initramfs: no cpio newc magic at offset 0");
+    assert_eq!(
+        error,
+        PopulateError::Archive(ArchiveError::BadMagic { offset: 0 })
+    );
+    assert_eq!(
+        error.to_string(),
+        "initramfs: no cpio newc magic at offset 0"
+    );
     let truncated = &sample_archive()[..200];
     assert!(matches!(
         populate_from_cpio(&RamFs::new(2, ticking_clock()), truncated),
@@ -183,7 +225,10 @@ fn impossible_entries_are_errors() {
             errno: Errno::EINVAL
         })
     );
-    let under_file = leak(write_entries([Entry::file("f", b""), Entry::file("f/g", b"")]));
+    let under_file = leak(write_entries([
+        Entry::file("f", b""),
+        Entry::file("f/g", b""),
+    ]));
     let error = populate_from_cpio(&RamFs::new(1, ticking_clock()), under_file).unwrap_err();
     assert_eq!(error.to_string(), "initramfs: f/g: Not a directory");
     let no_type = leak(write_entries([Entry {

@@ -42,7 +42,10 @@ fn numbers_are_linux_numbers() {
 #[test]
 fn display_gives_the_linux_message() {
     assert_eq!(Errno::ENOENT.to_string(), "No such file or directory");
-    assert_eq!(Errno::ELOOP.to_string(), "Too many levels of symbolic links");
+    assert_eq!(
+        Errno::ELOOP.to_string(),
+        "Too many levels of symbolic links"
+    );
     assert_eq!(Errno::EXDEV.to_string(), "Invalid cross-device link");
     assert_eq!(Errno::new(300).unwrap().to_string(), "Unknown error 300");
     assert_eq!(Errno::ENOTEMPTY.name(), Some("ENOTEMPTY"));

@@ -2,8 +2,9 @@ use alloc::{sync::Arc, vec::Vec};
 
 use super::{read_file, setup, write_file};
 use crate::{
-    decode_dirents64, dirent64_length,
+    decode_dirents64,
     devices::{Null, NULL_DEV},
+    dirent64_length,
     flags::*,
     Errno, OpenFile, S_IFCHR, S_IFIFO, S_IFREG,
 };
@@ -24,7 +25,10 @@ fn access_modes_give_ebadf() {
     assert_eq!(writer.write(b"xy"), Ok(2));
     assert_eq!(read_file(&vfs, &context, b"/f"), b"xyc");
     assert_eq!(reader.flags() & O_ACCMODE, O_RDONLY);
-    assert_eq!(vfs.open(&context, b"/f", O_ACCMODE, 0).err(), Some(Errno::EINVAL));
+    assert_eq!(
+        vfs.open(&context, b"/f", O_ACCMODE, 0).err(),
+        Some(Errno::EINVAL)
+    );
 }
 
 #[test]
@@ -59,7 +63,11 @@ fn append_writes_at_the_end_even_with_pwrite() {
     appender.pwrite(b"three", 0).unwrap();
     assert_eq!(read_file(&vfs, &context, b"/log"), b"ONE two three");
     appender.set_status_flags(O_NONBLOCK | O_RDWR);
-    assert_eq!(appender.flags(), O_WRONLY | O_NONBLOCK, "access mode is fixed; append cleared");
+    assert_eq!(
+        appender.flags(),
+        O_WRONLY | O_NONBLOCK,
+        "access mode is fixed; append cleared"
+    );
     // Without O_APPEND the write goes to the offset, which pwrite left
     // after "two ".
     appender.write(b"!").unwrap();
@@ -79,8 +87,16 @@ fn seek_whence_values_and_errors() {
     assert_eq!(file.seek(-1, SEEK_SET), Err(Errno::EINVAL));
     assert_eq!(file.seek(-100, SEEK_CUR), Err(Errno::EINVAL));
     assert_eq!(file.seek(0, 99), Err(Errno::EINVAL));
-    assert_eq!(file.seek(i64::MAX, SEEK_CUR), Err(Errno::EINVAL), "overflow");
-    assert_eq!(file.seek(15, SEEK_CUR), Ok(30), "the offset is unchanged by failures");
+    assert_eq!(
+        file.seek(i64::MAX, SEEK_CUR),
+        Err(Errno::EINVAL),
+        "overflow"
+    );
+    assert_eq!(
+        file.seek(15, SEEK_CUR),
+        Ok(30),
+        "the offset is unchanged by failures"
+    );
     assert_eq!(file.seek(4, SEEK_DATA), Ok(4));
     assert_eq!(file.seek(4, SEEK_HOLE), Ok(10));
     assert_eq!(file.seek(10, SEEK_DATA), Err(Errno::ENXIO));
@@ -98,7 +114,10 @@ fn seek_whence_values_and_errors() {
 fn fifos_and_stream_devices_do_not_seek() {
     let (vfs, context) = setup();
     let fifo = vfs.mknod(&context, b"/fifo", S_IFIFO | 0o644, 0).unwrap();
-    assert_eq!(vfs.open(&context, b"/fifo", O_RDONLY, 0).err(), Some(Errno::ENXIO));
+    assert_eq!(
+        vfs.open(&context, b"/fifo", O_RDONLY, 0).err(),
+        Some(Errno::ENXIO)
+    );
     let description = OpenFile::new(fifo, O_RDONLY, None);
     assert_eq!(description.seek(0, SEEK_SET), Err(Errno::ESPIPE));
     assert_eq!(description.pread(&mut [0; 1], 0), Err(Errno::ESPIPE));
@@ -123,8 +142,11 @@ fn fifos_and_stream_devices_do_not_seek() {
         }
     }
     vfs.devices().register(crate::makedev(4, 1), Arc::new(Tty));
-    vfs.mknod(&context, b"/tty1", S_IFCHR | 0o620, crate::makedev(4, 1)).unwrap();
-    let tty = vfs.open(&context, b"/tty1", O_RDWR | O_NONBLOCK, 0).unwrap();
+    vfs.mknod(&context, b"/tty1", S_IFCHR | 0o620, crate::makedev(4, 1))
+        .unwrap();
+    let tty = vfs
+        .open(&context, b"/tty1", O_RDWR | O_NONBLOCK, 0)
+        .unwrap();
     assert_eq!(tty.seek(0, SEEK_SET), Err(Errno::ESPIPE));
     let mut buf = [0; 4];
     assert_eq!(tty.read(&mut buf), Ok(1));
@@ -135,30 +157,70 @@ fn fifos_and_stream_devices_do_not_seek() {
     assert_eq!(tty.ioctl(0x5401, 0), Ok(0));
     let file = vfs.open(&context, b"/", O_RDONLY, 0).unwrap();
     assert_eq!(file.ioctl(0x5401, 0), Err(Errno::ENOTTY));
-    vfs.mknod(&context, b"/nodriver", S_IFCHR | 0o600, crate::makedev(99, 0)).unwrap();
-    assert_eq!(vfs.open(&context, b"/nodriver", O_RDONLY, 0).err(), Some(Errno::ENXIO));
+    vfs.mknod(
+        &context,
+        b"/nodriver",
+        S_IFCHR | 0o600,
+        crate::makedev(99, 0),
+    )
+    .unwrap();
+    assert_eq!(
+        vfs.open(&context, b"/nodriver", O_RDONLY, 0).err(),
+        Some(Errno::ENXIO)
+    );
 }
 
 #[test]
 fn open_creation_flags() {
     let (vfs, context) = setup();
-    assert_eq!(vfs.open(&context, b"/f", O_RDONLY, 0).err(), Some(Errno::ENOENT));
-    let made = vfs.open(&context, b"/f", O_RDWR | O_CREAT | O_EXCL, 0o666).unwrap();
+    assert_eq!(
+        vfs.open(&context, b"/f", O_RDONLY, 0).err(),
+        Some(Errno::ENOENT)
+    );
+    let made = vfs
+        .open(&context, b"/f", O_RDWR | O_CREAT | O_EXCL, 0o666)
+        .unwrap();
     assert_eq!(made.metadata().mode, S_IFREG | 0o644, "umask 022 applied");
     made.write(b"data").unwrap();
-    assert_eq!(vfs.open(&context, b"/f", O_RDWR | O_CREAT | O_EXCL, 0o666).err(), Some(Errno::EEXIST));
+    assert_eq!(
+        vfs.open(&context, b"/f", O_RDWR | O_CREAT | O_EXCL, 0o666)
+            .err(),
+        Some(Errno::EEXIST)
+    );
     let again = vfs.open(&context, b"/f", O_RDWR | O_CREAT, 0o600).unwrap();
-    assert_eq!(again.metadata().mode, S_IFREG | 0o644, "O_CREAT on an existing file keeps it");
+    assert_eq!(
+        again.metadata().mode,
+        S_IFREG | 0o644,
+        "O_CREAT on an existing file keeps it"
+    );
     assert_eq!(again.metadata().size, 4);
     vfs.open(&context, b"/f", O_WRONLY | O_TRUNC, 0).unwrap();
     assert_eq!(made.metadata().size, 0);
-    assert_eq!(vfs.open(&context, b"/f", O_RDONLY | O_DIRECTORY, 0).err(), Some(Errno::ENOTDIR));
+    assert_eq!(
+        vfs.open(&context, b"/f", O_RDONLY | O_DIRECTORY, 0).err(),
+        Some(Errno::ENOTDIR)
+    );
     assert!(vfs.open(&context, b"/", O_RDONLY | O_DIRECTORY, 0).is_ok());
-    assert_eq!(vfs.open(&context, b"/", O_WRONLY, 0).err(), Some(Errno::EISDIR));
-    assert_eq!(vfs.open(&context, b"/", O_RDONLY | O_CREAT, 0).err(), Some(Errno::EISDIR));
-    assert_eq!(vfs.open(&context, b"/new/", O_RDWR | O_CREAT, 0o644).err(), Some(Errno::EISDIR));
-    assert_eq!(vfs.open(&context, b"/f/", O_RDONLY, 0).err(), Some(Errno::ENOTDIR));
-    assert_eq!(vfs.open(&context, b"/f", O_PATH, 0).err(), Some(Errno::EINVAL));
+    assert_eq!(
+        vfs.open(&context, b"/", O_WRONLY, 0).err(),
+        Some(Errno::EISDIR)
+    );
+    assert_eq!(
+        vfs.open(&context, b"/", O_RDONLY | O_CREAT, 0).err(),
+        Some(Errno::EISDIR)
+    );
+    assert_eq!(
+        vfs.open(&context, b"/new/", O_RDWR | O_CREAT, 0o644).err(),
+        Some(Errno::EISDIR)
+    );
+    assert_eq!(
+        vfs.open(&context, b"/f/", O_RDONLY, 0).err(),
+        Some(Errno::ENOTDIR)
+    );
+    assert_eq!(
+        vfs.open(&context, b"/f", O_PATH, 0).err(),
+        Some(Errno::EINVAL)
+    );
     let dir = vfs.open(&context, b"/", O_RDONLY, 0).unwrap();
     assert_eq!(dir.read(&mut [0; 4]), Err(Errno::EISDIR));
 }
@@ -168,17 +230,34 @@ fn open_nofollow_and_creating_through_a_dangling_link() {
     let (vfs, context) = setup();
     write_file(&vfs, &context, b"/target", b"t");
     vfs.symlink(&context, b"target", b"/link").unwrap();
-    assert_eq!(vfs.open(&context, b"/link", O_RDONLY | O_NOFOLLOW, 0).err(), Some(Errno::ELOOP));
-    assert_eq!(vfs.open(&context, b"/link", O_RDONLY | O_CREAT | O_NOFOLLOW, 0).err(), Some(Errno::ELOOP));
-    assert_eq!(vfs.open(&context, b"/link", O_RDONLY | O_CREAT | O_EXCL, 0).err(), Some(Errno::EEXIST));
+    assert_eq!(
+        vfs.open(&context, b"/link", O_RDONLY | O_NOFOLLOW, 0).err(),
+        Some(Errno::ELOOP)
+    );
+    assert_eq!(
+        vfs.open(&context, b"/link", O_RDONLY | O_CREAT | O_NOFOLLOW, 0)
+            .err(),
+        Some(Errno::ELOOP)
+    );
+    assert_eq!(
+        vfs.open(&context, b"/link", O_RDONLY | O_CREAT | O_EXCL, 0)
+            .err(),
+        Some(Errno::EEXIST)
+    );
     assert!(vfs.open(&context, b"/link", O_RDONLY, 0).is_ok());
     vfs.mkdir(&context, b"/d", 0o755).unwrap();
     vfs.symlink(&context, b"d/made", b"/dangling").unwrap();
-    let made = vfs.open(&context, b"/dangling", O_WRONLY | O_CREAT, 0o644).unwrap();
+    let made = vfs
+        .open(&context, b"/dangling", O_WRONLY | O_CREAT, 0o644)
+        .unwrap();
     made.write(b"through").unwrap();
     assert_eq!(read_file(&vfs, &context, b"/d/made"), b"through");
     vfs.symlink(&context, b"/selfloop", b"/selfloop").unwrap();
-    assert_eq!(vfs.open(&context, b"/selfloop", O_WRONLY | O_CREAT, 0o644).err(), Some(Errno::ELOOP));
+    assert_eq!(
+        vfs.open(&context, b"/selfloop", O_WRONLY | O_CREAT, 0o644)
+            .err(),
+        Some(Errno::ELOOP)
+    );
 }
 
 #[test]
@@ -194,7 +273,9 @@ fn getdents64_serialises_linux_dirent64_and_resumes_with_a_small_buffer() {
     }
     vfs.mkdir(&context, b"/d/subdir", 0o755).unwrap();
     expected.push(b"subdir".to_vec());
-    let dir = vfs.open(&context, b"/d", O_RDONLY | O_DIRECTORY, 0).unwrap();
+    let dir = vfs
+        .open(&context, b"/d", O_RDONLY | O_DIRECTORY, 0)
+        .unwrap();
     // Room for two records of the long names at a time.
     let mut buf = [0xaa; 2 * 48 + 10];
     assert_eq!(dirent64_length(b"file-with-a-longer-name-00".len()), 48);
@@ -209,23 +290,37 @@ fn getdents64_serialises_linux_dirent64_and_resumes_with_a_small_buffer() {
         let mut total = 0;
         for record in decode_dirents64(&buf[..filled]) {
             total += dirent64_length(record.name.len());
-            seen.push((record.name.to_vec(), record.dirent_type, record.ino, record.next_offset));
+            seen.push((
+                record.name.to_vec(),
+                record.dirent_type,
+                record.ino,
+                record.next_offset,
+            ));
         }
         assert_eq!(total, filled, "records are 8-byte aligned and fill exactly");
     }
     let names: Vec<Vec<u8>> = seen.iter().map(|entry| entry.0.clone()).collect();
     assert_eq!(names, expected);
-    assert!(calls >= 11, "the small buffer took several calls, got {calls}");
+    assert!(
+        calls >= 11,
+        "the small buffer took several calls, got {calls}"
+    );
     assert_eq!(seen[0].1, 4, "DT_DIR");
     assert_eq!(seen[2].1, 8, "DT_REG");
     assert_eq!(seen.last().map(|entry| entry.1), Some(4));
     let offsets: Vec<i64> = seen.iter().map(|entry| entry.3).collect();
-    assert!(offsets.windows(2).all(|pair| pair[0] < pair[1]), "d_off increases");
+    assert!(
+        offsets.windows(2).all(|pair| pair[0] < pair[1]),
+        "d_off increases"
+    );
     assert_eq!(seen[0].2, vfs.stat(&context, b"/d", true).unwrap().ino);
     // Too small for even one record.
     assert_eq!(dir.seek(0, SEEK_SET), Ok(0));
     assert_eq!(dir.getdents64(&mut [0; 23]), Err(Errno::EINVAL));
-    assert_eq!(dir.getdents64(&mut [0; 24]).map(|filled| filled > 0), Ok(true));
+    assert_eq!(
+        dir.getdents64(&mut [0; 24]).map(|filled| filled > 0),
+        Ok(true)
+    );
     // Seeking to a d_off resumes after that entry.
     dir.seek(seen[5].3, SEEK_SET).unwrap();
     let filled = dir.getdents64(&mut buf).unwrap();
@@ -233,7 +328,9 @@ fn getdents64_serialises_linux_dirent64_and_resumes_with_a_small_buffer() {
     assert_eq!(first.name, &expected[6][..]);
     let file = vfs.open(&context, b"/d/subdir/..", O_RDONLY, 0).unwrap();
     assert!(file.getdents64(&mut buf).is_ok());
-    let regular = vfs.open(&context, b"/d/file-with-a-longer-name-00", O_RDONLY, 0).unwrap();
+    let regular = vfs
+        .open(&context, b"/d/file-with-a-longer-name-00", O_RDONLY, 0)
+        .unwrap();
     assert_eq!(regular.getdents64(&mut buf), Err(Errno::ENOTDIR));
 }
 
@@ -248,17 +345,25 @@ fn dirent64_record_layout() {
     assert_eq!(buf[18], 8);
     assert_eq!(&buf[19..24], b"hello");
     assert!(buf[24..].iter().all(|byte| *byte == 0));
-    assert_eq!(crate::encode_dirent64(&mut buf[..31], 1, 1, 8, b"hello"), None);
+    assert_eq!(
+        crate::encode_dirent64(&mut buf[..31], 1, 1, 8, b"hello"),
+        None
+    );
 }
 
 #[test]
 fn the_null_device_through_a_node() {
     let (vfs, context) = setup();
     vfs.devices().register(NULL_DEV, Arc::new(Null));
-    vfs.mknod(&context, b"/null", S_IFCHR | 0o666, NULL_DEV).unwrap();
+    vfs.mknod(&context, b"/null", S_IFCHR | 0o666, NULL_DEV)
+        .unwrap();
     let null = vfs.open(&context, b"/null", O_RDWR, 0).unwrap();
     assert_eq!(null.write(b"gone"), Ok(4));
     assert_eq!(null.read(&mut [0; 8]), Ok(0));
     assert_eq!(null.seek(0, SEEK_SET), Ok(0), "memory devices seek");
-    assert_eq!(vfs.open(&context, b"/null", O_WRONLY | O_TRUNC, 0).map(|_| ()), Ok(()));
+    assert_eq!(
+        vfs.open(&context, b"/null", O_WRONLY | O_TRUNC, 0)
+            .map(|_| ()),
+        Ok(())
+    );
 }

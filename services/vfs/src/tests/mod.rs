@@ -42,7 +42,12 @@ fn mount_new(vfs: &Vfs, context: &PathContext, path: &[u8], dev: u64) -> Arc<dyn
 /// Writes `contents` to a new file at `path`.
 fn write_file(vfs: &Vfs, context: &PathContext, path: &[u8], contents: &[u8]) {
     let file = vfs
-        .open(context, path, crate::flags::O_WRONLY | crate::flags::O_CREAT | crate::flags::O_TRUNC, 0o644)
+        .open(
+            context,
+            path,
+            crate::flags::O_WRONLY | crate::flags::O_CREAT | crate::flags::O_TRUNC,
+            0o644,
+        )
         .unwrap();
     assert_eq!(file.write(contents), Ok(contents.len()));
 }

@@ -13,9 +13,18 @@ fn sample() -> Stat {
         st_size: 0x0808_0808_0808_0808,
         st_blksize: 0x0909_0909_0909_0909,
         st_blocks: 0x0a0a_0a0a_0a0a_0a0a,
-        st_atime: Timespec { sec: 0x0b0b_0b0b_0b0b_0b0b, nsec: 0x0c0c_0c0c },
-        st_mtime: Timespec { sec: 0x0d0d_0d0d_0d0d_0d0d, nsec: 0x0e0e_0e0e },
-        st_ctime: Timespec { sec: 0x0f0f_0f0f_0f0f_0f0f, nsec: 0x1010_1010 },
+        st_atime: Timespec {
+            sec: 0x0b0b_0b0b_0b0b_0b0b,
+            nsec: 0x0c0c_0c0c,
+        },
+        st_mtime: Timespec {
+            sec: 0x0d0d_0d0d_0d0d_0d0d,
+            nsec: 0x0e0e_0e0e,
+        },
+        st_ctime: Timespec {
+            sec: 0x0f0f_0f0f_0f0f_0f0f,
+            nsec: 0x1010_1010,
+        },
     }
 }
 
@@ -65,11 +74,19 @@ fn statx_has_the_linux_layout() {
     assert_eq!(u32_at(&bytes, 16), 0x0303_0303, "stx_nlink");
     assert_eq!(u32_at(&bytes, 20), 0x0505_0505, "stx_uid");
     assert_eq!(u32_at(&bytes, 24), 0x0606_0606, "stx_gid");
-    assert_eq!(u16::from_le_bytes([bytes[28], bytes[29]]), 0x0404, "stx_mode");
+    assert_eq!(
+        u16::from_le_bytes([bytes[28], bytes[29]]),
+        0x0404,
+        "stx_mode"
+    );
     assert_eq!(u64_at(&bytes, 32), 0x0202_0202_0202_0202, "stx_ino");
     assert_eq!(u64_at(&bytes, 40), 0x0808_0808_0808_0808, "stx_size");
     assert_eq!(u64_at(&bytes, 48), 0x0a0a_0a0a_0a0a_0a0a, "stx_blocks");
-    assert_eq!(u64_at(&bytes, 64), 0x0b0b_0b0b_0b0b_0b0b, "stx_atime.tv_sec");
+    assert_eq!(
+        u64_at(&bytes, 64),
+        0x0b0b_0b0b_0b0b_0b0b,
+        "stx_atime.tv_sec"
+    );
     assert_eq!(u32_at(&bytes, 72), 0x0c0c_0c0c, "stx_atime.tv_nsec");
     assert_eq!(u64_at(&bytes, 80), 0, "no birth time");
     assert_eq!(u64_at(&bytes, 96), 0x0f0f_0f0f_0f0f_0f0f, "stx_ctime");
@@ -85,7 +102,13 @@ fn device_numbers_encode_like_glibc() {
     assert_eq!(makedev(1, 3), 0x103);
     assert_eq!(makedev(8, 1), 0x801);
     assert_eq!(makedev(0x123, 0x45678), 0x0000_0000_4561_2378);
-    for (major_number, minor_number) in [(0, 0), (1, 3), (4095, 255), (4096, 256), (u32::MAX, u32::MAX)] {
+    for (major_number, minor_number) in [
+        (0, 0),
+        (1, 3),
+        (4095, 255),
+        (4096, 256),
+        (u32::MAX, u32::MAX),
+    ] {
         let dev = makedev(major_number, minor_number);
         assert_eq!((major(dev), minor(dev)), (major_number, minor_number));
     }
