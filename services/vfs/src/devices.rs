@@ -2,11 +2,16 @@
 //! `/dev/null`, `/dev/zero`, `/dev/full` and `/dev/urandom`, with their
 //! Linux device numbers.
 
-use alloc::boxed::Box;
+use alloc::{boxed::Box, sync::Arc, vec::Vec};
 
 use spin::Mutex;
 
-use crate::{device::Device, errno::Errno, metadata::makedev};
+use crate::{
+    device::{Device, DeviceRegistry},
+    errno::Errno,
+    metadata::{makedev, S_IFCHR},
+    vfs::{PathContext, Vfs},
+};
 
 /// Device number of `/dev/null` (1, 3).
 pub const NULL_DEV: u64 = makedev(1, 3);
@@ -204,4 +209,51 @@ impl Device for Urandom {
         // Linux's random devices accept lseek and ignore the offset.
         true
     }
+}
+
+/// The memory devices' names in `/dev` and numbers.
+const MEMORY_DEVICES: [(&[u8], u64); 5] = [
+    (b"null", NULL_DEV),
+    (b"zero", ZERO_DEV),
+    (b"full", FULL_DEV),
+    (b"random", RANDOM_DEV),
+    (b"urandom", URANDOM_DEV),
+];
+
+/// Installs the memory device drivers under their Linux numbers, with
+/// `urandom` serving both `/dev/random` and `/dev/urandom`.
+pub fn register_memory_devices(registry: &DeviceRegistry, urandom: Urandom) {
+    registry.register(NULL_DEV, Arc::new(Null));
+    registry.register(ZERO_DEV, Arc::new(Zero));
+    registry.register(FULL_DEV, Arc::new(Full));
+    let urandom = Arc::new(urandom);
+    registry.register(RANDOM_DEV, urandom.clone());
+    registry.register(URANDOM_DEV, urandom);
+}
+
+/// Makes the memory devices' nodes (mode 0666) in directory `directory`
+/// (e.g. `b"/dev"`, made if missing), leaving ones that exist: for an
+/// initramfs that brings no `/dev`.
+pub fn make_memory_device_nodes(
+    vfs: &Vfs,
+    context: &PathContext,
+    directory: &[u8],
+) -> Result<(), Errno> {
+    match vfs.mkdir(context, directory, 0o755) {
+        Ok(_) | Err(Errno::EEXIST) => {}
+        Err(error) => return Err(error),
+    }
+    // The umask must not narrow the nodes' 0666.
+    let context = PathContext {
+        umask: 0,
+        ..context.clone()
+    };
+    for (name, rdev) in MEMORY_DEVICES {
+        let path: Vec<u8> = [directory, b"/", name].concat();
+        match vfs.mknod(&context, &path, S_IFCHR | 0o666, rdev) {
+            Ok(_) | Err(Errno::EEXIST) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
 }

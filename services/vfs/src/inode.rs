@@ -149,6 +149,9 @@ pub trait Inode: Send + Sync + Any {
     /// Calls `sink(entry, next_offset)` for the entries from position
     /// `offset` on ("." is 0, ".." 1), until it returns `false` or the
     /// entries run out. `next_offset` is where a later call resumes.
+    /// Positions are indexes, so entries added or removed between calls
+    /// may be skipped or seen twice (POSIX leaves that unspecified); the
+    /// others are listed once.
     fn readdir(
         &self,
         _offset: u64,

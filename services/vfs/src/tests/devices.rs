@@ -74,3 +74,32 @@ fn xoshiro256_matches_the_reference_sequence() {
     assert_eq!(reference.next_u64(), 1509978240);
     assert_eq!(reference.next_u64(), 1215971899390074240);
 }
+
+#[test]
+fn dev_nodes_open_the_registered_drivers() {
+    use crate::flags::{O_RDONLY, O_WRONLY};
+    let (vfs, context) = super::setup();
+    crate::devices::register_memory_devices(vfs.devices(), Urandom::seeded(7));
+    crate::devices::make_memory_device_nodes(&vfs, &context, b"/dev").unwrap();
+    // A second time leaves the nodes alone.
+    crate::devices::make_memory_device_nodes(&vfs, &context, b"/dev").unwrap();
+    let metadata = vfs.stat(&context, b"/dev/null", true).unwrap();
+    assert_eq!(metadata.mode, crate::S_IFCHR | 0o666);
+    assert_eq!(metadata.rdev, crate::makedev(1, 3));
+    let mut buf = [0xff; 8];
+    let zero = vfs.open(&context, b"/dev/zero", O_RDONLY, 0).unwrap();
+    assert_eq!(zero.read(&mut buf), Ok(8));
+    assert_eq!(buf, [0; 8]);
+    let full = vfs.open(&context, b"/dev/full", O_WRONLY, 0).unwrap();
+    assert_eq!(full.write(b"x"), Err(Errno::ENOSPC));
+    let random = vfs.open(&context, b"/dev/random", O_RDONLY, 0).unwrap();
+    let urandom = vfs.open(&context, b"/dev/urandom", O_RDONLY, 0).unwrap();
+    let (mut a, mut b) = ([0; 16], [0; 16]);
+    random.read(&mut a).unwrap();
+    urandom.read(&mut b).unwrap();
+    assert_ne!(a, b, "one generator behind both: the stream moved on");
+    let user = vfs.context(1000, 1000);
+    assert!(vfs
+        .open(&user, b"/dev/null", crate::flags::O_RDWR, 0)
+        .is_ok());
+}

@@ -581,3 +581,62 @@ fn readdir_lists_dot_dot_dot_and_children_in_order() {
         Some(Errno::ENOTDIR)
     );
 }
+
+#[test]
+fn concurrent_renames_creates_and_listings_neither_deadlock_nor_lose_files() {
+    let (vfs, context) = setup();
+    for path in [b"/a", b"/b", b"/c", b"/d"] {
+        vfs.mkdir(&context, path, 0o755).unwrap();
+    }
+    let vfs = alloc::sync::Arc::new(vfs);
+    // Two threads try to put /a under /b and /b under /a at once: only the
+    // rename lock keeps them from making a cycle.
+    let swappers = [(b"/a", b"/b/a"), (b"/b", b"/a/b")].map(|(from, to)| {
+        let vfs = vfs.clone();
+        let context = context.clone();
+        std::thread::spawn(move || {
+            for _ in 0..2000 {
+                let _ = vfs.rename(&context, from, to);
+                let _ = vfs.rename(&context, to, from);
+            }
+        })
+    });
+    let workers: Vec<_> = (0..2)
+        .map(|thread| {
+            let vfs = vfs.clone();
+            let context = context.clone();
+            std::thread::spawn(move || {
+                for round in 0..300 {
+                    let name = alloc::format!("/c/t{thread}-{round}").into_bytes();
+                    let moved = alloc::format!("/d/t{thread}-{round}").into_bytes();
+                    write_file(&vfs, &context, &name, b"x");
+                    vfs.rename(&context, &name, &moved).unwrap();
+                    vfs.unlink(&context, &moved).unwrap();
+                    vfs.root().readdir(0, &mut |_, _| true).unwrap();
+                }
+            })
+        })
+        .collect();
+    for thread in swappers.into_iter().chain(workers) {
+        thread.join().unwrap();
+    }
+    // Every directory is still reachable from the root, once.
+    let mut reachable = 0;
+    let mut pending = alloc::vec![vfs.root()];
+    while let Some(directory) = pending.pop() {
+        let mut children = Vec::new();
+        directory
+            .readdir(2, &mut |entry, _| {
+                children.push(entry.name.to_vec());
+                true
+            })
+            .unwrap();
+        let subdirectories = children.len() as u64;
+        assert_eq!(directory.metadata().nlink, 2 + subdirectories);
+        for child in children {
+            reachable += 1;
+            pending.push(directory.lookup(&child).unwrap());
+        }
+    }
+    assert_eq!(reachable, 4, "a, b, c and d, files all removed");
+}
