@@ -23,15 +23,77 @@ const REGULAR_FILE_MODE: u32 = 0o100_644;
 const FILE_TYPE_MASK: u32 = 0o170_000;
 const REGULAR_FILE_TYPE: u32 = 0o100_000;
 
+/// `mode` bits giving a directory (`S_IFDIR`).
+const DIRECTORY_TYPE: u32 = 0o040_000;
+/// `mode` bits giving a symbolic link (`S_IFLNK`).
+const SYMLINK_TYPE: u32 = 0o120_000;
+
 /// One file in the archive.
+///
+/// Besides regular files, an archive holds directories, symbolic links
+/// (whose target is the entry's data), device nodes and FIFOs; `mode`
+/// carries the Linux `S_IF*` type bits and the permission bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Entry<'a> {
     /// Path inside the archive, e.g. `ext/hello.wasm`.
     pub name: &'a str,
-    /// The file's contents.
+    /// The file's contents (for a symbolic link, its target).
     pub data: &'a [u8],
     /// Whether it is a regular file (not a directory, link, ...).
     pub is_regular_file: bool,
+    /// The inode number in the archive; entries sharing one (with
+    /// `nlink` > 1) are hard links to one file.
+    pub ino: u32,
+    /// File type (`S_IF*`) and permission bits, as in `st_mode`.
+    pub mode: u32,
+    /// Owner's user id.
+    pub uid: u32,
+    /// Owner's group id.
+    pub gid: u32,
+    /// Number of hard links to the file in the archive.
+    pub nlink: u32,
+    /// Modification time, seconds since the Unix epoch.
+    pub mtime: u32,
+    /// Major number of the device holding the file (scopes `ino`).
+    pub dev_major: u32,
+    /// Minor number of the device holding the file (scopes `ino`).
+    pub dev_minor: u32,
+    /// Major number of the device a device node stands for.
+    pub rdev_major: u32,
+    /// Minor number of the device a device node stands for.
+    pub rdev_minor: u32,
+}
+
+impl Entry<'_> {
+    /// A regular file `name` with permissions 0644 owned by root, the kind
+    /// [`write_archive`] writes; a base to change with struct update syntax.
+    pub fn file<'a>(name: &'a str, data: &'a [u8]) -> Entry<'a> {
+        Entry {
+            name,
+            data,
+            is_regular_file: true,
+            ino: 0,
+            mode: REGULAR_FILE_MODE,
+            uid: 0,
+            gid: 0,
+            nlink: 1,
+            mtime: 0,
+            dev_major: 0,
+            dev_minor: 0,
+            rdev_major: 0,
+            rdev_minor: 0,
+        }
+    }
+
+    /// Whether the entry is a directory.
+    pub fn is_directory(&self) -> bool {
+        self.mode & FILE_TYPE_MASK == DIRECTORY_TYPE
+    }
+
+    /// Whether the entry is a symbolic link (its data is the target).
+    pub fn is_symlink(&self) -> bool {
+        self.mode & FILE_TYPE_MASK == SYMLINK_TYPE
+    }
 }
 
 /// What is wrong with an archive.
@@ -91,14 +153,20 @@ fn align4(value: usize) -> Option<usize> {
 }
 
 fn hex_field(header: &[u8], index: usize, offset: usize) -> Result<usize, ArchiveError> {
+    hex_field_u32(header, index, offset).map(|value| value as usize)
+}
+
+fn hex_field_u32(header: &[u8], index: usize, offset: usize) -> Result<u32, ArchiveError> {
     let start = 6 + index * 8;
     let digits = header
         .get(start..start + 8)
         .ok_or(ArchiveError::Truncated { offset })?;
     let text = core::str::from_utf8(digits).map_err(|_| ArchiveError::BadField { offset })?;
-    u32::from_str_radix(text, 16)
-        .map(|value| value as usize)
-        .map_err(|_| ArchiveError::BadField { offset })
+    // from_str_radix accepts a leading '+', which is not a hex digit.
+    if !digits.iter().all(u8::is_ascii_hexdigit) {
+        return Err(ArchiveError::BadField { offset });
+    }
+    u32::from_str_radix(text, 16).map_err(|_| ArchiveError::BadField { offset })
 }
 
 impl<'a> Entries<'a> {
@@ -113,7 +181,16 @@ impl<'a> Entries<'a> {
         }
         // Fields after the magic: ino, mode, uid, gid, nlink, mtime,
         // filesize, devmajor, devminor, rdevmajor, rdevminor, namesize, check.
-        let mode = hex_field(header, 1, offset)? as u32;
+        let ino = hex_field_u32(header, 0, offset)?;
+        let mode = hex_field_u32(header, 1, offset)?;
+        let uid = hex_field_u32(header, 2, offset)?;
+        let gid = hex_field_u32(header, 3, offset)?;
+        let nlink = hex_field_u32(header, 4, offset)?;
+        let mtime = hex_field_u32(header, 5, offset)?;
+        let dev_major = hex_field_u32(header, 7, offset)?;
+        let dev_minor = hex_field_u32(header, 8, offset)?;
+        let rdev_major = hex_field_u32(header, 9, offset)?;
+        let rdev_minor = hex_field_u32(header, 10, offset)?;
         let file_size = hex_field(header, 6, offset)?;
         let name_size = hex_field(header, 11, offset)?;
         if name_size == 0 {
@@ -150,6 +227,16 @@ impl<'a> Entries<'a> {
             name,
             data,
             is_regular_file: mode & FILE_TYPE_MASK == REGULAR_FILE_TYPE,
+            ino,
+            mode,
+            uid,
+            gid,
+            nlink,
+            mtime,
+            dev_major,
+            dev_minor,
+            rdev_major,
+            rdev_minor,
         }))
     }
 }
@@ -175,40 +262,60 @@ impl<'a> Iterator for Entries<'a> {
     }
 }
 
-fn push_entry(archive: &mut Vec<u8>, inode: usize, name: &str, mode: u32, data: &[u8]) {
+fn push_entry(archive: &mut Vec<u8>, entry: &Entry<'_>) {
     let fields = [
-        inode,
-        mode as usize,
-        0,
-        0,
-        1,
-        0,
-        data.len(),
-        0,
-        0,
-        0,
-        0,
-        name.len() + 1,
+        entry.ino as usize,
+        entry.mode as usize,
+        entry.uid as usize,
+        entry.gid as usize,
+        entry.nlink as usize,
+        entry.mtime as usize,
+        entry.data.len(),
+        entry.dev_major as usize,
+        entry.dev_minor as usize,
+        entry.rdev_major as usize,
+        entry.rdev_minor as usize,
+        entry.name.len() + 1,
         0,
     ];
     archive.extend_from_slice(MAGIC);
     for field in fields {
         archive.extend_from_slice(alloc::format!("{field:08x}").as_bytes());
     }
-    archive.extend_from_slice(name.as_bytes());
+    archive.extend_from_slice(entry.name.as_bytes());
     archive.push(0);
     archive.resize(archive.len().next_multiple_of(4), 0);
-    archive.extend_from_slice(data);
+    archive.extend_from_slice(entry.data);
     archive.resize(archive.len().next_multiple_of(4), 0);
 }
 
 /// Builds a newc archive of regular files `(name, contents)`.
 pub fn write_archive<'a>(files: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> Vec<u8> {
+    write_entries(
+        files
+            .into_iter()
+            .enumerate()
+            .map(|(index, (name, data))| Entry {
+                ino: index as u32 + 1,
+                ..Entry::file(name, data)
+            }),
+    )
+}
+
+/// Builds a newc archive of arbitrary entries (directories, symbolic links,
+/// device nodes, hard links), written as given; `is_regular_file` is
+/// ignored, `mode` decides the type.
+pub fn write_entries<'a>(entries: impl IntoIterator<Item = Entry<'a>>) -> Vec<u8> {
     let mut archive = Vec::new();
-    for (index, (name, data)) in files.into_iter().enumerate() {
-        push_entry(&mut archive, index + 1, name, REGULAR_FILE_MODE, data);
+    for entry in entries {
+        push_entry(&mut archive, &entry);
     }
-    push_entry(&mut archive, 0, TRAILER_NAME, 0, &[]);
+    let trailer = Entry {
+        mode: 0,
+        nlink: 1,
+        ..Entry::file(TRAILER_NAME, &[])
+    };
+    push_entry(&mut archive, &trailer);
     archive
 }
 
@@ -230,6 +337,69 @@ mod tests {
         assert!(read[0].is_regular_file);
         assert_eq!(read[1].data, b"");
         assert_eq!(read[2].data, b"12345");
+    }
+
+    #[test]
+    fn every_header_field_reads_back() {
+        let archive = write_entries([
+            Entry {
+                ino: 7,
+                mode: 0o040_755,
+                uid: 1000,
+                gid: 100,
+                nlink: 2,
+                mtime: 0x6000_0000,
+                ..Entry::file("bin", &[])
+            },
+            Entry {
+                mode: 0o120_777,
+                ..Entry::file("bin/sh", b"busybox")
+            },
+            Entry {
+                mode: 0o020_666,
+                rdev_major: 1,
+                rdev_minor: 3,
+                dev_major: 8,
+                dev_minor: 1,
+                ..Entry::file("null", &[])
+            },
+        ]);
+        let read: Vec<_> = entries(&archive).collect::<Result<_, _>>().unwrap();
+        assert_eq!(read.len(), 3);
+        assert!(read[0].is_directory() && !read[0].is_regular_file && !read[0].is_symlink());
+        assert_eq!(
+            (
+                read[0].ino,
+                read[0].mode,
+                read[0].uid,
+                read[0].gid,
+                read[0].nlink,
+                read[0].mtime
+            ),
+            (7, 0o040_755, 1000, 100, 2, 0x6000_0000)
+        );
+        assert!(read[1].is_symlink() && !read[1].is_directory());
+        assert_eq!(read[1].data, b"busybox");
+        assert_eq!(
+            (
+                read[2].rdev_major,
+                read[2].rdev_minor,
+                read[2].dev_major,
+                read[2].dev_minor
+            ),
+            (1, 3, 8, 1)
+        );
+        assert_eq!(read[2].mode, 0o020_666);
+    }
+
+    #[test]
+    fn a_plus_sign_is_not_a_hex_digit() {
+        let mut archive = write_archive([("a", &b"data"[..])]);
+        archive[6 + 8] = b'+';
+        assert_eq!(
+            entries(&archive).next(),
+            Some(Err(ArchiveError::BadField { offset: 0 }))
+        );
     }
 
     #[test]

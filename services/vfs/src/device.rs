@@ -1,0 +1,78 @@
+//! Character devices: the [`Device`] driver interface behind a device node
+//! and the [`DeviceRegistry`] that maps device numbers to drivers.
+//!
+//! As in Linux, a device node is just an inode carrying a number (`rdev`);
+//! opening it finds the driver by that number, so `mknod` from user space
+//! and nodes from the initramfs work the same way.
+
+use alloc::{collections::BTreeMap, sync::Arc};
+
+use spin::RwLock;
+
+use crate::errno::Errno;
+
+/// What a device can do without blocking (the `poll` bits that matter
+/// here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Readiness {
+    /// A read would not block (`POLLIN`).
+    pub readable: bool,
+    /// A write would not block (`POLLOUT`).
+    pub writable: bool,
+    /// The other end is gone (`POLLHUP`).
+    pub hung_up: bool,
+}
+
+/// A character device driver (the kernel implements the console/tty; the
+/// memory devices are in [`crate::devices`]).
+pub trait Device: Send + Sync {
+    /// Reads into `buf` at `offset` (ignored by stream devices);
+    /// `nonblocking` asks for `EAGAIN` instead of waiting.
+    fn read(&self, offset: u64, buf: &mut [u8], nonblocking: bool) -> Result<usize, Errno>;
+    /// Writes `buf` at `offset` (ignored by stream devices).
+    fn write(&self, offset: u64, buf: &[u8], nonblocking: bool) -> Result<usize, Errno>;
+    /// Whether reads or writes would block now.
+    fn readiness(&self) -> Readiness {
+        Readiness {
+            readable: true,
+            writable: true,
+            hung_up: false,
+        }
+    }
+    /// A device-specific request. `argument` is passed through untouched
+    /// (often a user pointer that the driver copies through the kernel);
+    /// the result is the system call's return value. Devices without
+    /// requests answer `ENOTTY`, as Linux does.
+    fn ioctl(&self, _request: u32, _argument: u64) -> Result<i64, Errno> {
+        Err(Errno::ENOTTY)
+    }
+    /// Whether `lseek` moves the file offset (memory devices) or fails with
+    /// `ESPIPE` (terminals, like pipes).
+    fn is_seekable(&self) -> bool {
+        false
+    }
+}
+
+/// The character device drivers by device number ([`crate::makedev`]).
+#[derive(Default)]
+pub struct DeviceRegistry {
+    drivers: RwLock<BTreeMap<u64, Arc<dyn Device>>>,
+}
+
+impl DeviceRegistry {
+    /// An empty registry.
+    pub fn new() -> DeviceRegistry {
+        DeviceRegistry::default()
+    }
+
+    /// Installs `driver` for device number `rdev`, replacing any other.
+    pub fn register(&self, rdev: u64, driver: Arc<dyn Device>) {
+        self.drivers.write().insert(rdev, driver);
+    }
+
+    /// The driver for `rdev`, or `ENXIO` (Linux's answer to opening a node
+    /// whose driver is missing).
+    pub fn get(&self, rdev: u64) -> Result<Arc<dyn Device>, Errno> {
+        self.drivers.read().get(&rdev).cloned().ok_or(Errno::ENXIO)
+    }
+}

@@ -1,0 +1,157 @@
+//! `open(path, flags, mode)`: finding or making the file and checking the
+//! open-time flags (`O_CREAT`, `O_EXCL`, `O_TRUNC`, `O_DIRECTORY`,
+//! `O_NOFOLLOW`) before an [`OpenFile`] is made.
+
+use alloc::sync::Arc;
+
+use crate::{
+    errno::Errno,
+    file::OpenFile,
+    flags::{
+        O_ACCMODE, O_CREAT, O_DIRECTORY, O_EXCL, O_NOFOLLOW, O_PATH, O_RDONLY, O_TMPFILE, O_TRUNC,
+        O_WRONLY,
+    },
+    inode::{Inode, NewNode, NodeKind},
+    metadata::{FileType, MODE_PERMISSION_BITS},
+    path::LastComponent,
+    vfs::{PathContext, Vfs, MAY_READ, MAY_WRITE},
+};
+
+impl Vfs {
+    /// `open(path, flags, mode)` relative to the context's current
+    /// directory; the umask is the context's. A FIFO or socket cannot be
+    /// opened yet (`ENXIO`), nor can `O_PATH` (`EINVAL`) or `O_TMPFILE`
+    /// (`EOPNOTSUPP`) be asked for.
+    pub fn open(
+        &self,
+        context: &PathContext,
+        path: &[u8],
+        flags: u32,
+        mode: u32,
+    ) -> Result<Arc<OpenFile>, Errno> {
+        self.open_at(context, &context.cwd, path, flags, mode)
+    }
+
+    /// `openat`: as [`Vfs::open`], relative to directory `start`.
+    pub fn open_at(
+        &self,
+        context: &PathContext,
+        start: &Arc<dyn Inode>,
+        path: &[u8],
+        flags: u32,
+        mode: u32,
+    ) -> Result<Arc<OpenFile>, Errno> {
+        if flags & O_TMPFILE == O_TMPFILE {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        if flags & O_PATH != 0 || flags & O_ACCMODE == O_ACCMODE {
+            return Err(Errno::EINVAL);
+        }
+        let (inode, created) = if flags & O_CREAT != 0 {
+            self.open_or_create(context, start, path, flags, mode)?
+        } else {
+            let follow = flags & O_NOFOLLOW == 0;
+            (self.resolve_at(context, start, path, follow)?, false)
+        };
+        let file_type = inode.file_type();
+        if file_type == FileType::Symlink {
+            // Only reached with O_NOFOLLOW.
+            return Err(Errno::ELOOP);
+        }
+        if flags & O_DIRECTORY != 0 && file_type != FileType::Directory {
+            return Err(Errno::ENOTDIR);
+        }
+        let access = flags & O_ACCMODE;
+        let writes = access != O_RDONLY;
+        if file_type == FileType::Directory && (writes || flags & O_CREAT != 0) {
+            return Err(Errno::EISDIR);
+        }
+        if !created {
+            // A file just made may be opened as asked whatever its mode.
+            let mut want = 0;
+            if access != O_WRONLY {
+                want |= MAY_READ;
+            }
+            if writes || flags & O_TRUNC != 0 {
+                want |= MAY_WRITE;
+            }
+            Vfs::check_access(context, &*inode, want)?;
+        }
+        if (writes || flags & O_TRUNC != 0) && self.is_read_only(&*inode) {
+            return Err(Errno::EROFS);
+        }
+        let device = match file_type {
+            FileType::CharDevice => Some(self.devices().get(inode.metadata().rdev)?),
+            FileType::BlockDevice | FileType::Fifo | FileType::Socket => return Err(Errno::ENXIO),
+            _ => None,
+        };
+        if flags & O_TRUNC != 0 && file_type == FileType::Regular && !created {
+            inode.truncate(0)?;
+        }
+        Ok(Arc::new(OpenFile::new(inode, flags, device)))
+    }
+
+    /// The `O_CREAT` path: the existing file (following a symbolic link in
+    /// last position unless `O_NOFOLLOW`, even a dangling one, where Linux
+    /// creates the target) or a new regular file; whether it was made.
+    fn open_or_create(
+        &self,
+        context: &PathContext,
+        start: &Arc<dyn Inode>,
+        path: &[u8],
+        flags: u32,
+        mode: u32,
+    ) -> Result<(Arc<dyn Inode>, bool), Errno> {
+        let mut target = self.resolve_parent_at(context, start, path)?;
+        let mut follows = 0;
+        loop {
+            let name = match &target.last {
+                LastComponent::Name(name) => name.clone(),
+                // "/", "." and "..": directories.
+                _ => return Err(Errno::EISDIR),
+            };
+            if target.trailing_slash {
+                return Err(Errno::EISDIR);
+            }
+            match target.parent.lookup(&name) {
+                Ok(existing) => {
+                    if flags & O_EXCL != 0 {
+                        return Err(Errno::EEXIST);
+                    }
+                    let existing = self.follow_mounts(existing);
+                    if existing.file_type() != FileType::Symlink {
+                        return Ok((existing, false));
+                    }
+                    if flags & O_NOFOLLOW != 0 {
+                        return Err(Errno::ELOOP);
+                    }
+                    follows += 1;
+                    if follows > crate::path::MAX_SYMLINK_FOLLOWS {
+                        return Err(Errno::ELOOP);
+                    }
+                    let link = existing.readlink()?;
+                    let parent = target.parent.clone();
+                    target = self.resolve_parent_at(context, &parent, &link)?;
+                }
+                Err(Errno::ENOENT) => {
+                    self.check_modify(context, &*target.parent)?;
+                    let node = NewNode {
+                        kind: NodeKind::Regular,
+                        permissions: mode & !context.umask & MODE_PERMISSION_BITS,
+                        uid: context.uid,
+                        gid: context.gid,
+                    };
+                    return match target.parent.create(&name, node) {
+                        Ok(inode) => Ok((inode, true)),
+                        // Made by someone else meanwhile: open theirs.
+                        Err(Errno::EEXIST) if flags & O_EXCL == 0 => {
+                            Ok((target.parent.lookup(&name)?, false))
+                        }
+                        Err(error) => Err(error),
+                    };
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+}
