@@ -152,7 +152,9 @@ impl OpenFile {
         }
         let mut offset = self.offset.lock();
         if self.is_append() && self.device.is_none() {
-            *offset = self.inode.metadata().size;
+            let (count, end) = self.inode.append(buf)?;
+            *offset = end;
+            return Ok(count);
         }
         let count = self.write_to(*offset, buf)?;
         *offset += count as u64;
@@ -182,9 +184,9 @@ impl OpenFile {
         if !self.is_writable() {
             return Err(Errno::EBADF);
         }
-        let mut offset = self.positional_offset(offset)?;
+        let offset = self.positional_offset(offset)?;
         if self.is_append() && self.device.is_none() {
-            offset = self.inode.metadata().size;
+            return self.inode.append(buf).map(|(count, _)| count);
         }
         self.write_to(offset, buf)
     }

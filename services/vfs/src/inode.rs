@@ -173,6 +173,14 @@ pub trait Inode: Send + Sync + Any {
     fn write_at(&self, _offset: u64, _buf: &[u8]) -> Result<usize, Errno> {
         Err(self.data_error())
     }
+    /// Writes at the end of the file, found atomically with the write (for
+    /// `O_APPEND`); the count written and the offset after it. The default
+    /// reads the size first, which is only atomic for a single writer.
+    fn append(&self, buf: &[u8]) -> Result<(usize, u64), Errno> {
+        let end = self.metadata().size;
+        let count = self.write_at(end, buf)?;
+        Ok((count, end + count as u64))
+    }
     /// Sets the size, cutting or zero-extending.
     fn truncate(&self, _size: u64) -> Result<(), Errno> {
         Err(self.data_error())

@@ -275,6 +275,37 @@ impl RamInode {
         Ok(())
     }
 
+    /// Writes `buf` at `offset`, or at the end if `None` (found under the
+    /// same lock, so appends from several descriptions never overlap);
+    /// the count written and the offset after it.
+    fn write_locked(&self, offset: Option<u64>, buf: &[u8]) -> Result<(usize, u64), Errno> {
+        let now = self.shared.now();
+        let mut state = self.state.write();
+        let Body::Regular(data) = &mut state.body else {
+            return Err(self.data_error());
+        };
+        let offset = offset.unwrap_or(data.bytes().len() as u64);
+        let max = self.shared.max_file_size;
+        if offset >= max && !buf.is_empty() {
+            return Err(Errno::EFBIG);
+        }
+        // Linux writes what fits below the limit.
+        let count = (buf.len() as u64).min(max.saturating_sub(offset)) as usize;
+        if count == 0 {
+            return Ok((0, offset));
+        }
+        let end = usize::try_from(offset + count as u64).map_err(|_| Errno::EFBIG)?;
+        let start = end - count;
+        let bytes = data.owned(end)?;
+        if bytes.len() < end {
+            // A write past the end leaves a hole that reads as zeros.
+            bytes.resize(end, 0);
+        }
+        bytes[start..end].copy_from_slice(&buf[..count]);
+        state.touch_contents(now);
+        Ok((count, end as u64))
+    }
+
     /// Whether this regular file still borrows its contents (no private
     /// copy has been made).
     pub fn is_borrowing(&self) -> bool {
@@ -629,30 +660,11 @@ impl Inode for RamInode {
     }
 
     fn write_at(&self, offset: u64, buf: &[u8]) -> Result<usize, Errno> {
-        let max = self.shared.max_file_size;
-        if offset >= max && !buf.is_empty() {
-            return Err(Errno::EFBIG);
-        }
-        // Linux writes what fits below the limit.
-        let count = (buf.len() as u64).min(max.saturating_sub(offset)) as usize;
-        let end = usize::try_from(offset + count as u64).map_err(|_| Errno::EFBIG)?;
-        let start = end - count;
-        let now = self.shared.now();
-        let mut state = self.state.write();
-        let Body::Regular(data) = &mut state.body else {
-            return Err(self.data_error());
-        };
-        if count == 0 {
-            return Ok(0);
-        }
-        let bytes = data.owned(end)?;
-        if bytes.len() < end {
-            // A write past the end leaves a hole that reads as zeros.
-            bytes.resize(end, 0);
-        }
-        bytes[start..end].copy_from_slice(&buf[..count]);
-        state.touch_contents(now);
-        Ok(count)
+        self.write_locked(Some(offset), buf).map(|(count, _)| count)
+    }
+
+    fn append(&self, buf: &[u8]) -> Result<(usize, u64), Errno> {
+        self.write_locked(None, buf)
     }
 
     fn truncate(&self, size: u64) -> Result<(), Errno> {

@@ -367,3 +367,31 @@ fn the_null_device_through_a_node() {
         Ok(())
     );
 }
+
+#[test]
+fn appends_from_many_descriptions_never_overlap() {
+    let (vfs, context) = setup();
+    write_file(&vfs, &context, b"/log", b"");
+    let vfs = Arc::new(vfs);
+    let threads: Vec<_> = (0..4u8)
+        .map(|thread| {
+            let file = vfs.open(&context, b"/log", O_WRONLY | O_APPEND, 0).unwrap();
+            std::thread::spawn(move || {
+                for _ in 0..500 {
+                    assert_eq!(file.write(&[b'a' + thread; 8]), Ok(8));
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let contents = read_file(&vfs, &context, b"/log");
+    assert_eq!(contents.len(), 4 * 500 * 8);
+    for record in contents.chunks(8) {
+        assert!(
+            record.iter().all(|byte| *byte == record[0]),
+            "a torn append"
+        );
+    }
+}
