@@ -33,6 +33,7 @@ mod exceptions;
 mod extensions;
 mod fuzz;
 mod ktests;
+mod linux;
 mod logger;
 mod memory_services;
 mod service_domains;
@@ -79,6 +80,7 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
     translation::init();
     memory_services::init();
     extensions::init(archive);
+    linux::init(archive);
     extensions::autoload(boot_info.cmdline_value("spindle.ext").unwrap_or(""));
 
     match boot_info.cmdline_value("spindle.mode").unwrap_or("shell") {

@@ -179,6 +179,7 @@ pub fn reserve_id() -> u64 {
 /// Makes process `id` (from [`reserve_id`]) with `memory`, a child of
 /// `parent` (0: the kernel).
 pub fn create(id: u64, parent: u64, memory: AddressMap) -> Arc<Process> {
+    let parent_id = parent;
     let process = Arc::new(Process {
         id,
         memory: IrqMutex::new(Some(memory)),
@@ -199,6 +200,9 @@ pub fn create(id: u64, parent: u64, memory: AddressMap) -> Arc<Process> {
     if let Some(parent) = parent {
         parent.state.lock().children.insert(id);
     }
+    // Before the process runs: a forked child's first call finds its
+    // descriptors.
+    crate::linux::process_created(id, parent_id);
     process
 }
 
@@ -350,6 +354,8 @@ pub fn thread_ended(strand: u64, process: &Arc<Process>) -> bool {
     // lock.
     let memory = process.memory.lock().take();
     drop(memory);
+    // Its descriptors close with its memory, when the last thread ends.
+    crate::linux::process_ended(process.id);
     let (children, orphan) = {
         let mut state = process.state.lock();
         if state.end.is_none() {
@@ -390,6 +396,7 @@ pub fn thread_ended(strand: u64, process: &Arc<Process>) -> bool {
 
 /// Forgets `process`, made by [`create`] but never started.
 pub fn discard(process: &Process) {
+    crate::linux::process_ended(process.id);
     let parent = process.parent();
     TABLE.lock().remove(&process.id);
     if let Some(parent) = get(parent) {

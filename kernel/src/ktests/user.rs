@@ -18,6 +18,10 @@ use crate::{
 
 pub const TESTS: &[KernelTest] = &[
     KernelTest {
+        name: "linux_personality_file_calls_on_the_file_tree",
+        run: linux_personality_file_calls,
+    },
+    KernelTest {
         name: "fork_keeps_parent_and_child_apart_and_wait4_reports_ends",
         run: fork_keeps_parent_and_child_apart,
     },
@@ -638,6 +642,31 @@ fn run_program(name: &str, arguments: &[&str]) -> Result<UserExit, alloc::string
     let mut argv = alloc::vec![name];
     argv.extend_from_slice(arguments);
     Ok(user::spawn_program(name, file, &argv)?.join())
+}
+
+/// `user/files.c` under the Linux personality: files made, written, read
+/// back, listed, renamed, linked and removed in the in-memory tree, each
+/// error path's errno, open files shared across fork, the devices, and
+/// the program's own file from the boot archive. The personality must
+/// close every descriptor of every process it saw (none outlives its
+/// process), and the calls must have been answered by the personality's
+/// handler on `MachineTrap.Syscall`, not by the kernel's table.
+fn linux_personality_file_calls() -> TestResult {
+    let personality = crate::linux::personality().ok_or("the Linux personality is not set up")?;
+    let event = syscalls::event().ok_or("no MachineTrap.Syscall")?;
+    ensure!(
+        !event.bindings().contains(&dispatch::BindingId::INTRINSIC),
+        "the kernel's table is still the event's intrinsic handler"
+    );
+    let before = personality.processes();
+    let end = run_program("files", &[])?;
+    ensure!(end == UserExit::Exited(0), "files {end} (its output says which check failed)");
+    ensure!(
+        personality.processes() == before,
+        "{} processes still have descriptors after they ended",
+        personality.processes() - before
+    );
+    Ok(())
 }
 
 /// `user/forks.c`: copy-on-write keeps data, heap and stack apart across

@@ -139,7 +139,8 @@ static SYSCALLS: spin::Once<Syscalls> = spin::Once::new();
 /// Creates `MachineTrap.Syscall` and installs the entry into hal.
 pub fn init() {
     SYSCALLS.call_once(|| {
-        let (event, authority) = Event::new("MachineTrap.Syscall", intrinsic as fn(&SyscallArgs) -> i64);
+        let (event, authority) =
+            Event::new("MachineTrap.Syscall", core_table as fn(&SyscallArgs) -> i64);
         let owners: Arc<spin::Mutex<BTreeMap<Principal, u64>>> = Arc::default();
         let table = owners.clone();
         event
@@ -269,9 +270,30 @@ fn forking(strand: u64) -> Option<(UserRegisters, u64)> {
     SYSCALLS.get()?.forking.lock().get(&strand).copied()
 }
 
-/// The kernel's own system calls (the event's intrinsic handler): one line
-/// per call, each family in its own file.
-fn intrinsic(args: &SyscallArgs) -> i64 {
+/// Makes the kernel's table the event's *default* handler instead of its
+/// intrinsic one: a personality installed on the event answers its
+/// processes' calls (falling back on [`core_table`] itself), and the table
+/// runs alone only for a process no personality claims.
+pub fn make_core_table_the_default() {
+    let Some(syscalls) = SYSCALLS.get() else {
+        return;
+    };
+    let event = &syscalls.event;
+    if let Err(error) = event
+        .set_default(
+            &syscalls._authority,
+            Some(dispatch::Handler::new(core_table).named("kernel table")),
+        )
+        .and_then(|()| event.remove(Principal::KERNEL, dispatch::BindingId::INTRINSIC))
+    {
+        log::error!("MachineTrap.Syscall: the kernel table could not become the default: {error}");
+    }
+}
+
+/// The kernel's own system calls (the event's intrinsic handler until a
+/// personality takes over): one line per call, each family in its own
+/// file.
+pub fn core_table(args: &SyscallArgs) -> i64 {
     let &(strand, number, a0, a1, a2, a3, a4, a5) = args;
     match number {
         number::WRITE => io::write(a0, a1, a2),

@@ -1,0 +1,159 @@
+//! A process's file descriptors: numbers naming capabilities.
+//!
+//! The open files themselves are held in the process's capability table,
+//! `domain`'s typed [`HandleTable`] (the same implementation extensions'
+//! handles use): a descriptor is a small number mapped to a handle, with
+//! the descriptor's own flag (`FD_CLOEXEC`). Linux wants the lowest free
+//! number for a new descriptor, which the handle table's slot reuse does
+//! not promise, hence the map in front of it.
+
+use alloc::{collections::BTreeMap, sync::Arc};
+
+use dispatch::Principal;
+use domain::{Handle, HandleTable, Rights};
+use vfs::{Errno, OpenFile};
+
+/// Most descriptors a process may hold (`RLIMIT_NOFILE`'s usual soft
+/// limit).
+pub const MAX_DESCRIPTORS: i32 = 1024;
+
+#[derive(Clone, Copy)]
+struct Descriptor {
+    handle: Handle,
+    close_on_exec: bool,
+}
+
+/// A process's descriptor table.
+pub struct FdTable {
+    capabilities: HandleTable,
+    descriptors: spin::Mutex<BTreeMap<i32, Descriptor>>,
+}
+
+impl FdTable {
+    /// An empty table owned by `owner` (the process's principal).
+    pub fn new(owner: Principal) -> FdTable {
+        FdTable {
+            capabilities: HandleTable::with_limit(owner, MAX_DESCRIPTORS as usize),
+            descriptors: spin::Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// The open file behind `fd`: `EBADF` if there is none.
+    pub fn get(&self, fd: i64) -> Result<Arc<OpenFile>, Errno> {
+        let fd = i32::try_from(fd).map_err(|_| Errno::EBADF)?;
+        let handle = self
+            .descriptors
+            .lock()
+            .get(&fd)
+            .map(|descriptor| descriptor.handle)
+            .ok_or(Errno::EBADF)?;
+        self.capabilities
+            .lookup::<OpenFile>(handle)
+            .map_err(|_| Errno::EBADF)
+    }
+
+    /// Installs `file` at the lowest free descriptor at or above `lowest`.
+    pub fn install(&self, file: Arc<OpenFile>, lowest: i32, close_on_exec: bool) -> Result<i32, Errno> {
+        let mut descriptors = self.descriptors.lock();
+        let mut fd = lowest.max(0);
+        for (&used, _) in descriptors.range(fd..) {
+            if used != fd {
+                break;
+            }
+            fd += 1;
+        }
+        if fd >= MAX_DESCRIPTORS {
+            return Err(Errno::EMFILE);
+        }
+        let handle = self
+            .capabilities
+            .insert(file, Rights::ALL)
+            .map_err(|_| Errno::EMFILE)?;
+        descriptors.insert(fd, Descriptor { handle, close_on_exec });
+        Ok(fd)
+    }
+
+    /// Installs `file` at exactly `fd`, closing what was there (`dup2`).
+    pub fn install_at(&self, file: Arc<OpenFile>, fd: i64, close_on_exec: bool) -> Result<i32, Errno> {
+        let fd = i32::try_from(fd)
+            .ok()
+            .filter(|fd| (0..MAX_DESCRIPTORS).contains(fd))
+            .ok_or(Errno::EBADF)?;
+        let handle = self
+            .capabilities
+            .insert(file, Rights::ALL)
+            .map_err(|_| Errno::EMFILE)?;
+        let old = self
+            .descriptors
+            .lock()
+            .insert(fd, Descriptor { handle, close_on_exec });
+        if let Some(old) = old {
+            let _ = self.capabilities.close(old.handle);
+        }
+        Ok(fd)
+    }
+
+    /// Closes `fd`: `EBADF` if it is not open.
+    pub fn close(&self, fd: i64) -> Result<(), Errno> {
+        let fd = i32::try_from(fd).map_err(|_| Errno::EBADF)?;
+        let descriptor = self.descriptors.lock().remove(&fd).ok_or(Errno::EBADF)?;
+        // The open file is dropped outside our lock.
+        self.capabilities
+            .close(descriptor.handle)
+            .map_err(|_| Errno::EBADF)
+    }
+
+    /// The descriptor's `FD_CLOEXEC`.
+    pub fn close_on_exec(&self, fd: i64) -> Result<bool, Errno> {
+        let fd = i32::try_from(fd).map_err(|_| Errno::EBADF)?;
+        self.descriptors
+            .lock()
+            .get(&fd)
+            .map(|descriptor| descriptor.close_on_exec)
+            .ok_or(Errno::EBADF)
+    }
+
+    /// Sets the descriptor's `FD_CLOEXEC`.
+    pub fn set_close_on_exec(&self, fd: i64, value: bool) -> Result<(), Errno> {
+        let fd = i32::try_from(fd).map_err(|_| Errno::EBADF)?;
+        let mut descriptors = self.descriptors.lock();
+        let descriptor = descriptors.get_mut(&fd).ok_or(Errno::EBADF)?;
+        descriptor.close_on_exec = value;
+        Ok(())
+    }
+
+    /// A copy for a child (`fork`): the same open files (shared offsets),
+    /// each a duplicate of the parent's capability in the child's table.
+    pub fn fork(&self, child: Principal) -> FdTable {
+        let table = FdTable::new(child);
+        let descriptors = self.descriptors.lock().clone();
+        let mut copied = BTreeMap::new();
+        for (fd, descriptor) in descriptors {
+            if let Ok(handle) =
+                self.capabilities
+                    .duplicate_into(descriptor.handle, &table.capabilities, Rights::ALL)
+            {
+                copied.insert(
+                    fd,
+                    Descriptor {
+                        handle,
+                        close_on_exec: descriptor.close_on_exec,
+                    },
+                );
+            }
+        }
+        *table.descriptors.lock() = copied;
+        table
+    }
+
+    /// Open descriptors, lowest first.
+    pub fn descriptors(&self) -> alloc::vec::Vec<i32> {
+        self.descriptors.lock().keys().copied().collect()
+    }
+
+    /// Closes every descriptor (the process ended).
+    pub fn clear(&self) {
+        self.descriptors.lock().clear();
+        self.capabilities.clear();
+    }
+}

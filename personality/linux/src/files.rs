@@ -1,0 +1,296 @@
+//! The calls on descriptors: `read`, `write`, their vector and
+//! positioned forms, `lseek`, `close`, `dup`/`dup2`/`dup3`, `fcntl`,
+//! `ioctl`, `fstat`, `fchmod`, `ftruncate`, `getdents64`.
+//!
+//! Data moves through a kernel buffer of at most [`CHUNK`] bytes at a
+//! time; a fault part-way through a transfer ends it with what was done
+//! (Linux's short count), or `EFAULT` if nothing was.
+
+use alloc::{vec, vec::Vec};
+
+use vfs::{flags, stat::Stat, Errno, SetAttributes, Vfs};
+
+use crate::{user, ProcessFiles};
+
+/// Bytes copied per step of a transfer.
+const CHUNK: usize = 16 * 1024;
+/// Most vectors `readv`/`writev` take (`IOV_MAX`).
+const IOV_MAX: u64 = 1024;
+
+/// `fcntl` commands.
+const F_DUPFD: u64 = 0;
+const F_GETFD: u64 = 1;
+const F_SETFD: u64 = 2;
+const F_GETFL: u64 = 3;
+const F_SETFL: u64 = 4;
+const F_DUPFD_CLOEXEC: u64 = 1030;
+const FD_CLOEXEC: u64 = 1;
+
+/// Which end of a transfer failed.
+fn partial(done: usize, error: Errno) -> Result<i64, Errno> {
+    if done > 0 {
+        Ok(done as i64)
+    } else {
+        Err(error)
+    }
+}
+
+/// Reads up to `count` bytes with `read_some` (a file read at an offset
+/// or the current one) into user memory at `buffer`.
+fn read_into(
+    buffer: u64,
+    count: u64,
+    mut read_some: impl FnMut(&mut [u8], usize) -> Result<usize, Errno>,
+) -> Result<i64, Errno> {
+    let count = usize::try_from(count).map_err(|_| Errno::EINVAL)?;
+    let mut kernel = vec![0u8; count.min(CHUNK)];
+    let mut done = 0;
+    while done < count {
+        let want = (count - done).min(CHUNK);
+        let got = match read_some(&mut kernel[..want], done) {
+            Ok(got) => got,
+            Err(error) => return partial(done, error),
+        };
+        if got == 0 {
+            break;
+        }
+        if let Err(error) = user::write(buffer + done as u64, &kernel[..got]) {
+            return partial(done, error);
+        }
+        done += got;
+        if got < want {
+            break;
+        }
+    }
+    Ok(done as i64)
+}
+
+/// Writes `count` bytes from user memory at `buffer` with `write_some`.
+fn write_from(
+    buffer: u64,
+    count: u64,
+    mut write_some: impl FnMut(&[u8], usize) -> Result<usize, Errno>,
+) -> Result<i64, Errno> {
+    let count = usize::try_from(count).map_err(|_| Errno::EINVAL)?;
+    let mut kernel: Vec<u8> = vec![0u8; count.min(CHUNK)];
+    let mut done = 0;
+    while done < count {
+        let want = (count - done).min(CHUNK);
+        if let Err(error) = user::read(buffer + done as u64, &mut kernel[..want]) {
+            return partial(done, error);
+        }
+        let wrote = match write_some(&kernel[..want], done) {
+            Ok(wrote) => wrote,
+            Err(error) => return partial(done, error),
+        };
+        done += wrote;
+        if wrote < want {
+            break;
+        }
+    }
+    Ok(done as i64)
+}
+
+/// `read(fd, buf, count)`.
+pub fn read(files: &ProcessFiles, fd: u64, buffer: u64, count: u64) -> Result<i64, Errno> {
+    let file = files.fds.get(fd as i64)?;
+    read_into(buffer, count, |chunk, _| file.read(chunk))
+}
+
+/// `write(fd, buf, count)`.
+pub fn write(files: &ProcessFiles, fd: u64, buffer: u64, count: u64) -> Result<i64, Errno> {
+    let file = files.fds.get(fd as i64)?;
+    write_from(buffer, count, |chunk, _| file.write(chunk))
+}
+
+/// An offset argument: `EINVAL` if negative.
+fn offset(value: u64) -> Result<i64, Errno> {
+    let offset = value as i64;
+    if offset < 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(offset)
+}
+
+/// `pread64(fd, buf, count, offset)`.
+pub fn pread(files: &ProcessFiles, fd: u64, buffer: u64, count: u64, at: u64) -> Result<i64, Errno> {
+    let file = files.fds.get(fd as i64)?;
+    let at = offset(at)?;
+    read_into(buffer, count, |chunk, done| file.pread(chunk, at + done as i64))
+}
+
+/// `pwrite64(fd, buf, count, offset)`.
+pub fn pwrite(files: &ProcessFiles, fd: u64, buffer: u64, count: u64, at: u64) -> Result<i64, Errno> {
+    let file = files.fds.get(fd as i64)?;
+    let at = offset(at)?;
+    write_from(buffer, count, |chunk, done| file.pwrite(chunk, at + done as i64))
+}
+
+/// The vectors of `readv`/`writev`, checked: `EINVAL` for too many or a
+/// total that overflows `ssize_t`.
+fn vectors(address: u64, count: u64) -> Result<Vec<(u64, u64)>, Errno> {
+    if count > IOV_MAX {
+        return Err(Errno::EINVAL);
+    }
+    let mut total: u64 = 0;
+    let mut list = Vec::with_capacity(count as usize);
+    for index in 0..count {
+        let (base, len) = user::read_iovec(address, index)?;
+        total = total.checked_add(len).ok_or(Errno::EINVAL)?;
+        if total > i64::MAX as u64 {
+            return Err(Errno::EINVAL);
+        }
+        list.push((base, len));
+    }
+    Ok(list)
+}
+
+/// `readv(fd, iov, iovcnt)`.
+pub fn readv(files: &ProcessFiles, fd: u64, address: u64, count: u64) -> Result<i64, Errno> {
+    let file = files.fds.get(fd as i64)?;
+    let mut total = 0i64;
+    for (base, len) in vectors(address, count)? {
+        match read_into(base, len, |chunk, _| file.read(chunk)) {
+            Ok(got) => {
+                total += got;
+                if (got as u64) < len {
+                    break;
+                }
+            }
+            Err(error) => return partial(total as usize, error),
+        }
+    }
+    Ok(total)
+}
+
+/// `writev(fd, iov, iovcnt)`.
+pub fn writev(files: &ProcessFiles, fd: u64, address: u64, count: u64) -> Result<i64, Errno> {
+    let file = files.fds.get(fd as i64)?;
+    let mut total = 0i64;
+    for (base, len) in vectors(address, count)? {
+        match write_from(base, len, |chunk, _| file.write(chunk)) {
+            Ok(wrote) => {
+                total += wrote;
+                if (wrote as u64) < len {
+                    break;
+                }
+            }
+            Err(error) => return partial(total as usize, error),
+        }
+    }
+    Ok(total)
+}
+
+/// `lseek(fd, offset, whence)`.
+pub fn lseek(files: &ProcessFiles, fd: u64, to: u64, whence: u64) -> Result<i64, Errno> {
+    let file = files.fds.get(fd as i64)?;
+    let whence = u32::try_from(whence).map_err(|_| Errno::EINVAL)?;
+    let position = file.seek(to as i64, whence)?;
+    i64::try_from(position).map_err(|_| Errno::EOVERFLOW)
+}
+
+/// `close(fd)`.
+pub fn close(files: &ProcessFiles, fd: u64) -> Result<i64, Errno> {
+    files.fds.close(fd as i64).map(|()| 0)
+}
+
+/// `dup(fd)`: the lowest free descriptor, without `FD_CLOEXEC`.
+pub fn dup(files: &ProcessFiles, fd: u64) -> Result<i64, Errno> {
+    let file = files.fds.get(fd as i64)?;
+    files.fds.install(file, 0, false).map(i64::from)
+}
+
+/// `dup2(old, new)`: `new` names `old`'s file (closing what it named);
+/// the same descriptor twice is a no-op if it is open.
+pub fn dup2(files: &ProcessFiles, old: u64, new: u64) -> Result<i64, Errno> {
+    let file = files.fds.get(old as i64)?;
+    if old == new {
+        return Ok(old as i64);
+    }
+    files.fds.install_at(file, new as i64, false).map(i64::from)
+}
+
+/// `dup3(old, new, flags)`: as `dup2` with `O_CLOEXEC` allowed, and
+/// `EINVAL` for the same descriptor twice.
+pub fn dup3(files: &ProcessFiles, old: u64, new: u64, dup_flags: u64) -> Result<i64, Errno> {
+    if dup_flags & !u64::from(flags::O_CLOEXEC) != 0 || old == new {
+        return Err(Errno::EINVAL);
+    }
+    let file = files.fds.get(old as i64)?;
+    let cloexec = dup_flags != 0;
+    files.fds.install_at(file, new as i64, cloexec).map(i64::from)
+}
+
+/// `fcntl(fd, cmd, arg)`: duplication, the descriptor flag, the status
+/// flags; other commands are `EINVAL` (as Linux answers unknown ones).
+pub fn fcntl(files: &ProcessFiles, fd: u64, command: u64, argument: u64) -> Result<i64, Errno> {
+    let file = files.fds.get(fd as i64)?;
+    match command {
+        F_DUPFD | F_DUPFD_CLOEXEC => {
+            let lowest = i32::try_from(argument as i64)
+                .ok()
+                .filter(|&lowest| (0..crate::MAX_DESCRIPTORS).contains(&lowest))
+                .ok_or(Errno::EINVAL)?;
+            files
+                .fds
+                .install(file, lowest, command == F_DUPFD_CLOEXEC)
+                .map(i64::from)
+        }
+        F_GETFD => Ok(i64::from(files.fds.close_on_exec(fd as i64)?)),
+        F_SETFD => files
+            .fds
+            .set_close_on_exec(fd as i64, argument & FD_CLOEXEC != 0)
+            .map(|()| 0),
+        F_GETFL => Ok(i64::from(file.flags())),
+        F_SETFL => {
+            file.set_status_flags(argument as u32);
+            Ok(0)
+        }
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// `ioctl(fd, request, arg)`: the device's (a regular file has none:
+/// `ENOTTY`).
+pub fn ioctl(files: &ProcessFiles, fd: u64, request: u64, argument: u64) -> Result<i64, Errno> {
+    let file = files.fds.get(fd as i64)?;
+    file.ioctl(request as u32, argument)
+}
+
+/// `fstat(fd, statbuf)`.
+pub fn fstat(files: &ProcessFiles, fd: u64, buffer: u64) -> Result<i64, Errno> {
+    let file = files.fds.get(fd as i64)?;
+    user::write(buffer, &Stat::from(&file.metadata()).to_bytes())?;
+    Ok(0)
+}
+
+/// `fchmod(fd, mode)`.
+pub fn fchmod(vfs: &Vfs, files: &ProcessFiles, fd: u64, mode: u64) -> Result<i64, Errno> {
+    let file = files.fds.get(fd as i64)?;
+    let changes = SetAttributes {
+        mode: Some(mode as u32 & 0o7777),
+        ..SetAttributes::default()
+    };
+    vfs.set_attributes(&files.context(), file.inode(), &changes)?;
+    Ok(0)
+}
+
+/// `ftruncate(fd, length)`.
+pub fn ftruncate(files: &ProcessFiles, fd: u64, length: u64) -> Result<i64, Errno> {
+    let file = files.fds.get(fd as i64)?;
+    if !file.is_writable() {
+        return Err(Errno::EINVAL);
+    }
+    file.truncate(length as i64)?;
+    Ok(0)
+}
+
+/// `getdents64(fd, dirp, count)`.
+pub fn getdents64(files: &ProcessFiles, fd: u64, buffer: u64, count: u64) -> Result<i64, Errno> {
+    let file = files.fds.get(fd as i64)?;
+    let count = (count.min(u64::from(u32::MAX))) as usize;
+    let mut kernel = vec![0u8; count.min(CHUNK)];
+    let filled = file.getdents64(&mut kernel)?;
+    user::write(buffer, &kernel[..filled])?;
+    Ok(filled as i64)
+}

@@ -1,0 +1,340 @@
+//! The calls on paths: `openat` (and `open`, `creat`), the `stat` family
+//! and `statx`, `faccessat`, `mkdirat`, `unlinkat` (`unlink`, `rmdir`),
+//! `renameat2`, `linkat`, `symlinkat`, `readlinkat`, `truncate`,
+//! `fchmodat`, `getcwd`, `chdir`, `fchdir`.
+//!
+//! A relative path starts at the directory a descriptor names (`dirfd`),
+//! or at the current directory for `AT_FDCWD`; an absolute one ignores
+//! `dirfd`.
+
+use alloc::{sync::Arc, vec::Vec};
+
+use vfs::{same_inode, stat::Stat, Errno, FileType, Inode, PathContext, SetAttributes, Vfs};
+
+use crate::{number::*, user, ProcessFiles};
+
+/// `renameat2` flags.
+const RENAME_NOREPLACE: u64 = 1;
+/// `faccessat` modes: existence only, or read/write/execute bits.
+const F_OK: u64 = 0;
+
+/// The context a path given with `dirfd` resolves in.
+fn context_at(files: &ProcessFiles, dirfd: u64, path: &[u8]) -> Result<PathContext, Errno> {
+    let mut context = files.context();
+    if path.first() == Some(&b'/') || dirfd == AT_FDCWD {
+        return Ok(context);
+    }
+    let directory = files.fds.get(dirfd as i64)?.inode().clone();
+    if directory.file_type() != FileType::Directory {
+        return Err(Errno::ENOTDIR);
+    }
+    context.cwd = directory;
+    Ok(context)
+}
+
+/// The inode a `*at` call with `AT_EMPTY_PATH` and an empty path names:
+/// the descriptor's own file.
+fn empty_path_inode(files: &ProcessFiles, dirfd: u64) -> Result<Arc<dyn Inode>, Errno> {
+    if dirfd == AT_FDCWD {
+        return Ok(files.context().cwd);
+    }
+    Ok(files.fds.get(dirfd as i64)?.inode().clone())
+}
+
+/// Reads the path argument, allowing an empty one with `AT_EMPTY_PATH`.
+fn path_argument(address: u64, at_flags: u64) -> Result<Vec<u8>, Errno> {
+    if at_flags & AT_EMPTY_PATH != 0 {
+        return user::read_c_string(address, vfs::PATH_MAX);
+    }
+    user::read_path(address)
+}
+
+/// `openat(dirfd, path, flags, mode)`: a new descriptor (lowest free).
+pub fn openat(
+    vfs: &Vfs,
+    files: &ProcessFiles,
+    dirfd: u64,
+    path: u64,
+    open_flags: u64,
+    mode: u64,
+) -> Result<i64, Errno> {
+    let path = user::read_path(path)?;
+    let context = context_at(files, dirfd, &path)?;
+    let open_flags = open_flags as u32;
+    let file = vfs.open(&context, &path, open_flags, mode as u32 & 0o7777)?;
+    let cloexec = open_flags & vfs::flags::O_CLOEXEC != 0;
+    files.fds.install(file, 0, cloexec).map(i64::from)
+}
+
+/// The inode `(dirfd, path, flags)` names, for the `stat` family.
+fn inode_at(
+    vfs: &Vfs,
+    files: &ProcessFiles,
+    dirfd: u64,
+    path: u64,
+    at_flags: u64,
+) -> Result<Arc<dyn Inode>, Errno> {
+    let path = path_argument(path, at_flags)?;
+    if path.is_empty() {
+        return empty_path_inode(files, dirfd);
+    }
+    let context = context_at(files, dirfd, &path)?;
+    vfs.resolve(&context, &path, at_flags & AT_SYMLINK_NOFOLLOW == 0)
+}
+
+/// `newfstatat(dirfd, path, statbuf, flags)` (and `stat`, `lstat`).
+pub fn fstatat(
+    vfs: &Vfs,
+    files: &ProcessFiles,
+    dirfd: u64,
+    path: u64,
+    buffer: u64,
+    at_flags: u64,
+) -> Result<i64, Errno> {
+    if at_flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | 0x800) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let inode = inode_at(vfs, files, dirfd, path, at_flags)?;
+    user::write(buffer, &Stat::from(&inode.metadata()).to_bytes())?;
+    Ok(0)
+}
+
+/// `statx(dirfd, path, flags, mask, statxbuf)`: every basic field is
+/// filled whatever the mask asks (Linux may return more than asked).
+pub fn statx(
+    vfs: &Vfs,
+    files: &ProcessFiles,
+    dirfd: u64,
+    path: u64,
+    at_flags: u64,
+    buffer: u64,
+) -> Result<i64, Errno> {
+    let inode = inode_at(vfs, files, dirfd, path, at_flags)?;
+    user::write(buffer, &Stat::from(&inode.metadata()).to_statx_bytes())?;
+    Ok(0)
+}
+
+/// `faccessat2(dirfd, path, mode, flags)` (and `access`, `faccessat`).
+pub fn faccessat(
+    vfs: &Vfs,
+    files: &ProcessFiles,
+    dirfd: u64,
+    path: u64,
+    mode: u64,
+    at_flags: u64,
+) -> Result<i64, Errno> {
+    if mode & !7 != 0 || at_flags & !(AT_SYMLINK_NOFOLLOW | AT_EACCESS | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let inode = inode_at(vfs, files, dirfd, path, at_flags)?;
+    if mode == F_OK {
+        return Ok(0);
+    }
+    let context = files.context();
+    if Vfs::permitted(&context, &inode.metadata(), mode as u32) {
+        Ok(0)
+    } else {
+        Err(Errno::EACCES)
+    }
+}
+
+/// `mkdirat(dirfd, path, mode)`.
+pub fn mkdirat(vfs: &Vfs, files: &ProcessFiles, dirfd: u64, path: u64, mode: u64) -> Result<i64, Errno> {
+    let path = user::read_path(path)?;
+    let context = context_at(files, dirfd, &path)?;
+    vfs.mkdir(&context, &path, mode as u32).map(|_| 0)
+}
+
+/// `unlinkat(dirfd, path, flags)` (and `unlink`, `rmdir`).
+pub fn unlinkat(vfs: &Vfs, files: &ProcessFiles, dirfd: u64, path: u64, at_flags: u64) -> Result<i64, Errno> {
+    if at_flags & !AT_REMOVEDIR != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let path = user::read_path(path)?;
+    let context = context_at(files, dirfd, &path)?;
+    if at_flags & AT_REMOVEDIR != 0 {
+        vfs.rmdir(&context, &path)?;
+    } else {
+        vfs.unlink(&context, &path)?;
+    }
+    Ok(0)
+}
+
+/// Two paths in one context (for `rename` and `link`, which the VFS
+/// resolves in one): when their directories differ, the second is made
+/// absolute from its directory's path.
+fn two_paths(
+    vfs: &Vfs,
+    files: &ProcessFiles,
+    old_dirfd: u64,
+    old: u64,
+    new_dirfd: u64,
+    new: u64,
+) -> Result<(PathContext, Vec<u8>, Vec<u8>), Errno> {
+    let old = user::read_path(old)?;
+    let mut new = user::read_path(new)?;
+    let context = context_at(files, old_dirfd, &old)?;
+    let new_context = context_at(files, new_dirfd, &new)?;
+    if new.first() != Some(&b'/') && !same_inode(&*context.cwd, &*new_context.cwd) {
+        let mut absolute = path_of(vfs, &new_context, &new_context.cwd)?;
+        absolute.push(b'/');
+        absolute.append(&mut new);
+        new = absolute;
+    }
+    Ok((context, old, new))
+}
+
+/// `renameat2(olddirfd, old, newdirfd, new, flags)` (and `rename`,
+/// `renameat`): `RENAME_NOREPLACE` is honoured, exchange is `EINVAL`.
+pub fn renameat(
+    vfs: &Vfs,
+    files: &ProcessFiles,
+    old_dirfd: u64,
+    old: u64,
+    new_dirfd: u64,
+    new: u64,
+    rename_flags: u64,
+) -> Result<i64, Errno> {
+    if rename_flags & !RENAME_NOREPLACE != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (context, old, new) = two_paths(vfs, files, old_dirfd, old, new_dirfd, new)?;
+    if rename_flags & RENAME_NOREPLACE != 0 && vfs.resolve(&context, &new, false).is_ok() {
+        return Err(Errno::EEXIST);
+    }
+    vfs.rename(&context, &old, &new).map(|()| 0)
+}
+
+/// `linkat(olddirfd, old, newdirfd, new, flags)` (and `link`).
+pub fn linkat(
+    vfs: &Vfs,
+    files: &ProcessFiles,
+    old_dirfd: u64,
+    old: u64,
+    new_dirfd: u64,
+    new: u64,
+    at_flags: u64,
+) -> Result<i64, Errno> {
+    if at_flags & !(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (context, old, new) = two_paths(vfs, files, old_dirfd, old, new_dirfd, new)?;
+    vfs.link(&context, &old, &new, at_flags & AT_SYMLINK_FOLLOW != 0)
+        .map(|()| 0)
+}
+
+/// `symlinkat(target, dirfd, path)` (and `symlink`).
+pub fn symlinkat(vfs: &Vfs, files: &ProcessFiles, target: u64, dirfd: u64, path: u64) -> Result<i64, Errno> {
+    let target = user::read_path(target)?;
+    let path = user::read_path(path)?;
+    let context = context_at(files, dirfd, &path)?;
+    vfs.symlink(&context, &target, &path).map(|_| 0)
+}
+
+/// `readlinkat(dirfd, path, buf, size)` (and `readlink`): the target,
+/// cut to `size`, without a NUL.
+pub fn readlinkat(
+    vfs: &Vfs,
+    files: &ProcessFiles,
+    dirfd: u64,
+    path: u64,
+    buffer: u64,
+    size: u64,
+) -> Result<i64, Errno> {
+    if size as i64 <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    let path = user::read_path(path)?;
+    let context = context_at(files, dirfd, &path)?;
+    let target = vfs.readlink(&context, &path)?;
+    let length = target.len().min(size as usize);
+    user::write(buffer, &target[..length])?;
+    Ok(length as i64)
+}
+
+/// `truncate(path, length)`.
+pub fn truncate(vfs: &Vfs, files: &ProcessFiles, path: u64, length: u64) -> Result<i64, Errno> {
+    let path = user::read_path(path)?;
+    vfs.truncate(&files.context(), &path, length as i64).map(|()| 0)
+}
+
+/// `fchmodat(dirfd, path, mode)` (and `chmod`).
+pub fn fchmodat(vfs: &Vfs, files: &ProcessFiles, dirfd: u64, path: u64, mode: u64) -> Result<i64, Errno> {
+    let inode = inode_at(vfs, files, dirfd, path, 0)?;
+    let changes = SetAttributes {
+        mode: Some(mode as u32 & 0o7777),
+        ..SetAttributes::default()
+    };
+    vfs.set_attributes(&files.context(), &inode, &changes).map(|()| 0)
+}
+
+/// The absolute path of `directory`, found by walking ".." to the root
+/// and looking each directory up by inode number in its parent.
+fn path_of(vfs: &Vfs, context: &PathContext, directory: &Arc<dyn Inode>) -> Result<Vec<u8>, Errno> {
+    let mut names: Vec<Vec<u8>> = Vec::new();
+    let mut current = directory.clone();
+    let mut start = context.clone();
+    for _ in 0..vfs::PATH_MAX {
+        if same_inode(&*current, &*context.root) {
+            break;
+        }
+        start.cwd = current.clone();
+        let parent = vfs.resolve(&start, b"..", true)?;
+        if same_inode(&*parent, &*current) {
+            break;
+        }
+        let mut found = None;
+        let wanted = current.ino();
+        parent.readdir(0, &mut |entry, _| {
+            if entry.ino == wanted && entry.name != b"." && entry.name != b".." {
+                found = Some(entry.name.to_vec());
+                false
+            } else {
+                true
+            }
+        })?;
+        // A directory its parent does not list was removed.
+        names.push(found.ok_or(Errno::ENOENT)?);
+        current = parent;
+    }
+    let mut path = Vec::new();
+    for name in names.iter().rev() {
+        path.push(b'/');
+        path.extend_from_slice(name);
+    }
+    if path.is_empty() {
+        path.push(b'/');
+    }
+    Ok(path)
+}
+
+/// `getcwd(buf, size)`: the path with its NUL; `ERANGE` if it does not
+/// fit; the length (with the NUL) on success, as the system call returns.
+pub fn getcwd(vfs: &Vfs, files: &ProcessFiles, buffer: u64, size: u64) -> Result<i64, Errno> {
+    let context = files.context();
+    let mut path = path_of(vfs, &context, &context.cwd)?;
+    path.push(0);
+    if path.len() as u64 > size {
+        return Err(Errno::ERANGE);
+    }
+    user::write(buffer, &path)?;
+    Ok(path.len() as i64)
+}
+
+/// `chdir(path)`.
+pub fn chdir(vfs: &Vfs, files: &ProcessFiles, path: u64) -> Result<i64, Errno> {
+    let path = user::read_path(path)?;
+    let directory = vfs.directory(&files.context(), &path)?;
+    files.set_cwd(directory);
+    Ok(0)
+}
+
+/// `fchdir(fd)`.
+pub fn fchdir(files: &ProcessFiles, fd: u64) -> Result<i64, Errno> {
+    let directory = files.fds.get(fd as i64)?.inode().clone();
+    if directory.file_type() != FileType::Directory {
+        return Err(Errno::ENOTDIR);
+    }
+    files.set_cwd(directory);
+    Ok(0)
+}

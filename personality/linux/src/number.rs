@@ -1,0 +1,69 @@
+//! Linux x86_64 system-call numbers and flag values the personality's
+//! table uses (`arch/x86/entry/syscalls/syscall_64.tbl`).
+
+#![allow(missing_docs)] // Each constant is the Linux name of its number.
+
+pub const READ: u64 = 0;
+pub const WRITE: u64 = 1;
+pub const OPEN: u64 = 2;
+pub const CLOSE: u64 = 3;
+pub const STAT: u64 = 4;
+pub const FSTAT: u64 = 5;
+pub const LSTAT: u64 = 6;
+pub const LSEEK: u64 = 8;
+pub const IOCTL: u64 = 16;
+pub const PREAD64: u64 = 17;
+pub const PWRITE64: u64 = 18;
+pub const READV: u64 = 19;
+pub const WRITEV: u64 = 20;
+pub const ACCESS: u64 = 21;
+pub const DUP: u64 = 32;
+pub const DUP2: u64 = 33;
+pub const UNAME: u64 = 63;
+pub const FCNTL: u64 = 72;
+pub const TRUNCATE: u64 = 76;
+pub const FTRUNCATE: u64 = 77;
+pub const GETCWD: u64 = 79;
+pub const CHDIR: u64 = 80;
+pub const FCHDIR: u64 = 81;
+pub const RENAME: u64 = 82;
+pub const MKDIR: u64 = 83;
+pub const RMDIR: u64 = 84;
+pub const CREAT: u64 = 85;
+pub const LINK: u64 = 86;
+pub const UNLINK: u64 = 87;
+pub const SYMLINK: u64 = 88;
+pub const READLINK: u64 = 89;
+pub const CHMOD: u64 = 90;
+pub const FCHMOD: u64 = 91;
+pub const UMASK: u64 = 95;
+pub const GETDENTS64: u64 = 217;
+pub const OPENAT: u64 = 257;
+pub const MKDIRAT: u64 = 258;
+pub const NEWFSTATAT: u64 = 262;
+pub const UNLINKAT: u64 = 263;
+pub const RENAMEAT: u64 = 264;
+pub const LINKAT: u64 = 265;
+pub const SYMLINKAT: u64 = 266;
+pub const READLINKAT: u64 = 267;
+pub const FCHMODAT: u64 = 268;
+pub const FACCESSAT: u64 = 269;
+pub const DUP3: u64 = 292;
+pub const RENAMEAT2: u64 = 316;
+pub const STATX: u64 = 332;
+pub const FACCESSAT2: u64 = 439;
+
+/// `AT_FDCWD`: "relative to the current directory" (-100 as a register).
+pub const AT_FDCWD: u64 = -100i64 as u64;
+/// `AT_SYMLINK_NOFOLLOW`.
+pub const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
+/// `AT_REMOVEDIR` (`unlinkat`).
+pub const AT_REMOVEDIR: u64 = 0x200;
+/// `AT_SYMLINK_FOLLOW` (`linkat`).
+pub const AT_SYMLINK_FOLLOW: u64 = 0x400;
+/// `AT_EACCESS` (`faccessat2`).
+pub const AT_EACCESS: u64 = 0x200;
+/// `AT_EMPTY_PATH`: the descriptor itself when the path is empty.
+pub const AT_EMPTY_PATH: u64 = 0x1000;
+/// `creat(path, mode)` is `open(path, O_CREAT|O_WRONLY|O_TRUNC, mode)`.
+pub const CREAT_FLAGS: u64 = 0o1101;

@@ -1,0 +1,71 @@
+//! User memory as the personality reaches it: every pointer a program
+//! passes is an allegation, checked by `hal::user`'s fallible copies; a
+//! bad one is `EFAULT`, never a kernel fault.
+
+use alloc::vec::Vec;
+
+use vfs::{Errno, PATH_MAX};
+
+/// Copies `out.len()` bytes from user address `address`.
+pub fn read(address: u64, out: &mut [u8]) -> Result<(), Errno> {
+    hal::user::copy_from_user(out, address).map_err(|_| Errno::EFAULT)
+}
+
+/// Copies `bytes` to user address `address`.
+pub fn write(address: u64, bytes: &[u8]) -> Result<(), Errno> {
+    hal::user::copy_to_user(address, bytes).map_err(|_| Errno::EFAULT)
+}
+
+/// Reads a little-endian `u64` at `address`.
+pub fn read_u64(address: u64) -> Result<u64, Errno> {
+    let mut bytes = [0u8; 8];
+    read(address, &mut bytes)?;
+    Ok(u64::from_le_bytes(bytes))
+}
+
+/// Reads a NUL-terminated path: `ENAMETOOLONG` past `PATH_MAX` bytes
+/// (with its NUL), `EFAULT` where it leaves mapped memory, `ENOENT` for
+/// an empty one (Linux's answer for `""` without `AT_EMPTY_PATH`).
+pub fn read_path(address: u64) -> Result<Vec<u8>, Errno> {
+    let path = read_c_string(address, PATH_MAX)?;
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    Ok(path)
+}
+
+/// Reads a NUL-terminated string of at most `limit` bytes with its NUL.
+/// It is copied a page piece at a time: a string that ends just before
+/// an unmapped page is read without touching that page.
+pub fn read_c_string(address: u64, limit: usize) -> Result<Vec<u8>, Errno> {
+    const PAGE: u64 = 4096;
+    let mut bytes = Vec::new();
+    let mut at = address;
+    loop {
+        let room = (PAGE - at % PAGE) as usize;
+        let want = room.min(limit + 1 - bytes.len().min(limit));
+        let mut chunk = [0u8; PAGE as usize];
+        read(at, &mut chunk[..want])?;
+        if let Some(end) = chunk[..want].iter().position(|&byte| byte == 0) {
+            bytes.extend_from_slice(&chunk[..end]);
+            if bytes.len() >= limit {
+                return Err(Errno::ENAMETOOLONG);
+            }
+            return Ok(bytes);
+        }
+        bytes.extend_from_slice(&chunk[..want]);
+        if bytes.len() >= limit {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        at = at.checked_add(want as u64).ok_or(Errno::EFAULT)?;
+    }
+}
+
+/// One `struct iovec`: base and length.
+pub fn read_iovec(vectors: u64, index: u64) -> Result<(u64, u64), Errno> {
+    let at = index
+        .checked_mul(16)
+        .and_then(|offset| vectors.checked_add(offset))
+        .ok_or(Errno::EFAULT)?;
+    Ok((read_u64(at)?, read_u64(at + 8)?))
+}
