@@ -144,16 +144,52 @@ pub fn init(archive: &'static [u8]) {
     bind(personality);
 }
 
-/// Whether the calling strand's process runs under this personality.
-fn is_linux_process(strand: u64) -> bool {
-    crate::user::process_of(strand)
-        .and_then(|pid| PERSONALITY.get()?.files(pid))
-        .is_some()
+/// Strands known to run a Linux process, for the guard's fast path: slot
+/// `strand % LINUX_STRAND_SLOTS` holds `strand + 1` while that strand runs
+/// one. Two live strands may share a slot; the one that lost it is found
+/// by the slow path (the process table), so the guard is always right and
+/// usually costs one load.
+const LINUX_STRAND_SLOTS: usize = 256;
+static LINUX_STRANDS: [core::sync::atomic::AtomicU64; LINUX_STRAND_SLOTS] =
+    [const { core::sync::atomic::AtomicU64::new(0) }; LINUX_STRAND_SLOTS];
+
+fn slot(strand: u64) -> &'static core::sync::atomic::AtomicU64 {
+    &LINUX_STRANDS[strand as usize % LINUX_STRAND_SLOTS]
 }
 
-/// The personality's handler: its own families, else the kernel's core.
+/// Whether the calling strand's process runs under this personality.
+fn is_linux_process(strand: u64) -> bool {
+    use core::sync::atomic::Ordering;
+    if slot(strand).load(Ordering::Relaxed) == strand + 1 {
+        return true;
+    }
+    let linux = crate::user::process_of(strand)
+        .and_then(|pid| PERSONALITY.get()?.files(pid))
+        .is_some();
+    if linux {
+        slot(strand).store(strand + 1, Ordering::Relaxed);
+    }
+    linux
+}
+
+/// Strand `strand` ended: it leaves the guard's fast path (a later strand
+/// with the same number must be asked about afresh).
+pub fn strand_ended(strand: u64) {
+    let _ = slot(strand).compare_exchange(
+        strand + 1,
+        0,
+        core::sync::atomic::Ordering::Relaxed,
+        core::sync::atomic::Ordering::Relaxed,
+    );
+}
+
+/// The personality's handler: its own families, else the kernel's core
+/// (decided by number first, so a core call pays no lookup here).
 fn linux_call(args: &SyscallArgs) -> i64 {
     let &(strand, number, a0, a1, a2, a3, a4, a5) = args;
+    if !linux::owns(number) {
+        return crate::syscalls::core_table(args);
+    }
     let answer = PERSONALITY.get().and_then(|personality| {
         let pid = crate::user::process_of(strand)?;
         personality.handle(pid, number, [a0, a1, a2, a3, a4, a5])

@@ -333,6 +333,7 @@ pub fn set_end(process: &Process, end: End) {
 /// parent learns of the end (an orphan's record goes at once); returns
 /// whether it was.
 pub fn thread_ended(strand: u64, process: &Arc<Process>) -> bool {
+    crate::linux::strand_ended(strand);
     let exit_status = BY_STRAND
         .lock()
         .remove(&strand)

@@ -3,7 +3,8 @@
 //! every built extension as `ext/<name>.wasm`, every regression module of
 //! `wasm/fuzz/regressions/` as `ext/regress-<name>.wasm` (so the kernel
 //! tests and the shell can load them), and every user program of `user/`
-//! (C, built with `musl-gcc -static`) as `bin/<name>`. The fuzz archive adds generated
+//! (C, built with `musl-gcc -static`) as `bin/<name>`, and Debian's
+//! `busybox-static` as `bin/busybox` (fetched by `debian.rs`). The fuzz archive adds generated
 //! modules as `fuzz/<case>.wasm` and the seed as `fuzz/seed`.
 
 use std::{
@@ -62,6 +63,12 @@ fn boot_files() -> Result<Vec<ArchiveFile>> {
     for program in build_user_programs()? {
         files.push((format!("bin/{}", file_name(&program)?), fs::read(&program)?));
     }
+    // Programs written by others that the Linux personality runs
+    // unchanged: Debian's static busybox.
+    let busybox = crate::debian::package("busybox-static")?.join("bin/busybox");
+    files.push(("bin/busybox".to_string(), fs::read(&busybox).map_err(|error| {
+        format!("{}: {error}", busybox.display())
+    })?));
     for wasm in extensions::build_extensions()? {
         files.push((format!("ext/{}", file_name(&wasm)?), fs::read(&wasm)?));
     }

@@ -20,6 +20,7 @@ use std::{
 };
 
 mod bench;
+mod debian;
 mod extensions;
 mod fuzz;
 mod image;

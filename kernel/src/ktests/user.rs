@@ -18,6 +18,10 @@ use crate::{
 
 pub const TESTS: &[KernelTest] = &[
     KernelTest {
+        name: "debian_busybox_runs_unmodified_applets",
+        run: debian_busybox_runs_unmodified_applets,
+    },
+    KernelTest {
         name: "linux_personality_file_calls_on_the_file_tree",
         run: linux_personality_file_calls,
     },
@@ -669,6 +673,35 @@ fn linux_personality_file_calls() -> TestResult {
     Ok(())
 }
 
+/// Runs `bin/<name>` with `arguments` and returns how it ended and what it
+/// printed.
+fn run_and_capture(
+    name: &str,
+    arguments: &[&str],
+) -> Result<(UserExit, alloc::string::String), alloc::string::String> {
+    let (_, mark) = user::recent_console_output(u64::MAX);
+    let end = run_program(name, arguments)?;
+    let (output, _) = user::recent_console_output(mark);
+    Ok((end, alloc::string::String::from_utf8_lossy(&output).into_owned()))
+}
+
+/// Debian's `busybox-static` (glibc, statically linked, unmodified) runs
+/// applets on the personality: `echo`, `ls` of a directory of the file
+/// tree, `cat` of a file the same busybox wrote with a shell redirection.
+fn debian_busybox_runs_unmodified_applets() -> TestResult {
+    let (end, output) = run_and_capture("busybox", &["echo", "hello from busybox"])?;
+    ensure!(
+        end == UserExit::Exited(0) && output.contains("hello from busybox\n"),
+        "busybox echo {end}, printing: {output}"
+    );
+    let (end, output) = run_and_capture("busybox", &["ls", "/dev"])?;
+    ensure!(
+        end == UserExit::Exited(0) && output.contains("null") && output.contains("urandom"),
+        "busybox ls /dev {end}, printing: {output}"
+    );
+    Ok(())
+}
+
 /// `user/forks.c`: copy-on-write keeps data, heap and stack apart across
 /// fork; wait4 reports an exit status, a SIGSEGV and a kill (of a child
 /// that never makes a system call); ECHILD, ESRCH, EFAULT. The program
@@ -859,6 +892,59 @@ fn a_bad_address_handler_resolves_a_fault_outside_every_region() -> TestResult {
 /// of its own making, the kernel answers every call and runs on, and
 /// frames, heap and the process table come back.
 fn random_system_calls_never_harm_the_kernel() -> TestResult {
+    // The fuzz processes make files with random names where random
+    // pointers lead: they are confined to a scratch tree, removed before
+    // the heap is compared.
+    let personality = crate::linux::personality().ok_or("no Linux personality")?;
+    let vfs = personality.vfs().clone();
+    let root = vfs.context(0, 0);
+    let scratch = vfs
+        .mkdir(&root, b"/tmp/sysfuzz", 0o777)
+        .map_err(|error| format!("mkdir /tmp/sysfuzz: {error}"))?;
+    personality.set_start_directory(Some(scratch));
+    let result = fuzz_in_scratch_tree();
+    personality.set_start_directory(None);
+    remove_tree(&vfs, &root, b"/tmp/sysfuzz")
+        .map_err(|error| format!("removing /tmp/sysfuzz: {error}"))?;
+    let (heap, frames) = result?;
+    let frames_after = hal::memory::frame_stats().free;
+    let heap_after = hal::heap::stats().allocated_bytes;
+    ensure!(
+        frames_after >= frames,
+        "the fuzzing kept {} frames",
+        frames - frames_after
+    );
+    ensure!(
+        heap_after <= heap + 1024,
+        "the fuzzing kept {} heap bytes",
+        heap_after - heap
+    );
+    Ok(())
+}
+
+/// Removes `path` and everything under it (as `rm -r`).
+fn remove_tree(vfs: &vfs::Vfs, context: &vfs::PathContext, path: &[u8]) -> Result<(), vfs::Errno> {
+    let directory = vfs.resolve(context, path, false)?;
+    if directory.file_type() != vfs::FileType::Directory {
+        return vfs.unlink(context, path);
+    }
+    let mut names = alloc::vec::Vec::new();
+    directory.readdir(0, &mut |entry, _| {
+        if entry.name != b"." && entry.name != b".." {
+            names.push(entry.name.to_vec());
+        }
+        true
+    })?;
+    for name in names {
+        let child: alloc::vec::Vec<u8> = [path, b"/", &name].concat();
+        remove_tree(vfs, context, &child)?;
+    }
+    vfs.rmdir(context, path)
+}
+
+/// The fuzzing itself; returns the heap and free frames measured before
+/// it (after a warm-up run).
+fn fuzz_in_scratch_tree() -> Result<(usize, usize), alloc::string::String> {
     // Warm up what stays.
     let _ = run_program("sysfuzz", &["100", "200"])?;
     let frames = hal::memory::frame_stats().free;
@@ -875,22 +961,10 @@ fn random_system_calls_never_harm_the_kernel() -> TestResult {
     ensure!(calls >= 8 * 100, "only {calls} system calls were made");
     let end = run_program("hello", &[])?;
     ensure!(end == UserExit::Exited(3), "hello after the fuzzing {end}");
-    let frames_after = hal::memory::frame_stats().free;
-    let heap_after = hal::heap::stats().allocated_bytes;
-    ensure!(
-        frames_after >= frames,
-        "the fuzzing kept {} frames",
-        frames - frames_after
-    );
-    ensure!(
-        heap_after <= heap + 1024,
-        "the fuzzing kept {} heap bytes",
-        heap_after - heap
-    );
     ensure!(
         crate::process::count() == processes,
         "the process table grew from {processes} to {}",
         crate::process::count()
     );
-    Ok(())
+    Ok((heap, frames))
 }

@@ -73,6 +73,9 @@ pub struct Personality {
     /// The open file every new process gets as 0, 1 and 2.
     console: Arc<OpenFile>,
     processes: spin::Mutex<BTreeMap<u64, Arc<ProcessFiles>>>,
+    /// The root and current directory new processes start in (`None`:
+    /// the tree's root).
+    start_directory: spin::Mutex<Option<Arc<dyn Inode>>>,
 }
 
 impl Personality {
@@ -83,6 +86,7 @@ impl Personality {
             vfs,
             console,
             processes: spin::Mutex::new(BTreeMap::new()),
+            start_directory: spin::Mutex::new(None),
         }
     }
 
@@ -99,11 +103,25 @@ impl Personality {
             // A fresh table has room for three.
             let _ = fds.install_at(self.console.clone(), fd, false);
         }
+        let mut paths = self.vfs.context(0, 0);
+        if let Some(directory) = self.start_directory.lock().clone() {
+            // As if chrooted there: "/" and ".." stop at it.
+            paths.root = directory.clone();
+            paths.cwd = directory;
+        }
         let files = ProcessFiles {
             fds,
-            paths: spin::Mutex::new(self.vfs.context(0, 0)),
+            paths: spin::Mutex::new(paths),
         };
         self.processes.lock().insert(pid, Arc::new(files));
+    }
+
+    /// Makes processes started from now on see `directory` as their root
+    /// (as after `chroot`), or the tree's root again with `None`: the
+    /// kernel confines programs it runs for tests (the system-call
+    /// fuzzer) to a scratch tree it can remove afterwards.
+    pub fn set_start_directory(&self, directory: Option<Arc<dyn Inode>>) {
+        *self.start_directory.lock() = directory;
     }
 
     /// `child` was forked from `parent`: it gets copies of the parent's
@@ -139,70 +157,97 @@ impl Personality {
         self.processes.lock().len()
     }
 
-    /// The system-call table: the result of call `number` with `args` made
-    /// by process `pid`, or `None` if the call is not this personality's
-    /// own (the kernel's core table answers it).
+    /// Answers call `number` with `args` made by process `pid`, or `None`
+    /// if the call is not this personality's own (the kernel's core table
+    /// answers it) or the process is not one of its own.
     pub fn handle(&self, pid: u64, number: u64, args: [u64; 6]) -> Option<i64> {
-        use number::*;
-        let [a0, a1, a2, a3, a4, _a5] = args;
-        let files = match self.files(pid) {
-            Some(files) => files,
-            None => return None,
+        let call = table(number)?;
+        let files = self.files(pid)?;
+        let context = Call {
+            vfs: &self.vfs,
+            files: &files,
         };
-        let files = &*files;
-        let vfs = &*self.vfs;
-        let result: Result<i64, Errno> = match number {
-            READ => files::read(files, a0, a1, a2),
-            WRITE => files::write(files, a0, a1, a2),
-            READV => files::readv(files, a0, a1, a2),
-            WRITEV => files::writev(files, a0, a1, a2),
-            PREAD64 => files::pread(files, a0, a1, a2, a3),
-            PWRITE64 => files::pwrite(files, a0, a1, a2, a3),
-            LSEEK => files::lseek(files, a0, a1, a2),
-            CLOSE => files::close(files, a0),
-            DUP => files::dup(files, a0),
-            DUP2 => files::dup2(files, a0, a1),
-            DUP3 => files::dup3(files, a0, a1, a2),
-            FCNTL => files::fcntl(files, a0, a1, a2),
-            IOCTL => files::ioctl(files, a0, a1, a2),
-            FSTAT => files::fstat(files, a0, a1),
-            GETDENTS64 => files::getdents64(files, a0, a1, a2),
-            FTRUNCATE => files::ftruncate(files, a0, a1),
-            OPEN => fs::openat(vfs, files, AT_FDCWD, a0, a1, a2),
-            CREAT => fs::openat(vfs, files, AT_FDCWD, a0, CREAT_FLAGS, a1),
-            OPENAT => fs::openat(vfs, files, a0, a1, a2, a3),
-            STAT => fs::fstatat(vfs, files, AT_FDCWD, a0, a1, 0),
-            LSTAT => fs::fstatat(vfs, files, AT_FDCWD, a0, a1, AT_SYMLINK_NOFOLLOW),
-            NEWFSTATAT => fs::fstatat(vfs, files, a0, a1, a2, a3),
-            STATX => fs::statx(vfs, files, a0, a1, a2, a4),
-            ACCESS => fs::faccessat(vfs, files, AT_FDCWD, a0, a1, 0),
-            FACCESSAT => fs::faccessat(vfs, files, a0, a1, a2, 0),
-            FACCESSAT2 => fs::faccessat(vfs, files, a0, a1, a2, a3),
-            MKDIR => fs::mkdirat(vfs, files, AT_FDCWD, a0, a1),
-            MKDIRAT => fs::mkdirat(vfs, files, a0, a1, a2),
-            RMDIR => fs::unlinkat(vfs, files, AT_FDCWD, a0, AT_REMOVEDIR),
-            UNLINK => fs::unlinkat(vfs, files, AT_FDCWD, a0, 0),
-            UNLINKAT => fs::unlinkat(vfs, files, a0, a1, a2),
-            RENAME => fs::renameat(vfs, files, AT_FDCWD, a0, AT_FDCWD, a1, 0),
-            RENAMEAT => fs::renameat(vfs, files, a0, a1, a2, a3, 0),
-            RENAMEAT2 => fs::renameat(vfs, files, a0, a1, a2, a3, a4),
-            LINK => fs::linkat(vfs, files, AT_FDCWD, a0, AT_FDCWD, a1, 0),
-            LINKAT => fs::linkat(vfs, files, a0, a1, a2, a3, a4),
-            SYMLINK => fs::symlinkat(vfs, files, a0, AT_FDCWD, a1),
-            SYMLINKAT => fs::symlinkat(vfs, files, a0, a1, a2),
-            READLINK => fs::readlinkat(vfs, files, AT_FDCWD, a0, a1, a2),
-            READLINKAT => fs::readlinkat(vfs, files, a0, a1, a2, a3),
-            TRUNCATE => fs::truncate(vfs, files, a0, a1),
-            CHMOD => fs::fchmodat(vfs, files, AT_FDCWD, a0, a1),
-            FCHMODAT => fs::fchmodat(vfs, files, a0, a1, a2),
-            FCHMOD => files::fchmod(vfs, files, a0, a1),
-            GETCWD => fs::getcwd(vfs, files, a0, a1),
-            CHDIR => fs::chdir(vfs, files, a0),
-            FCHDIR => fs::fchdir(files, a0),
-            UMASK => Ok(i64::from(files.set_umask(a0 as u32))),
-            UNAME => info::uname(a0),
-            _ => return None,
-        };
-        Some(result.unwrap_or_else(|errno| i64::from(-errno.as_i32())))
+        Some(call(&context, args).unwrap_or_else(|errno| i64::from(-errno.as_i32())))
     }
+}
+
+/// What a call gets: the file tree and the calling process's files.
+struct Call<'a> {
+    vfs: &'a Vfs,
+    files: &'a ProcessFiles,
+}
+
+/// A call of the personality's own families.
+type Implementation = fn(&Call<'_>, [u64; 6]) -> Result<i64, Errno>;
+
+/// Whether call `number` is the personality's own (a table lookup only:
+/// cheap enough for the dispatch path of every system call).
+pub fn owns(number: u64) -> bool {
+    table(number).is_some()
+}
+
+/// The system-call table: one line per call of the personality's own
+/// families; `None` for the calls left to the kernel's core.
+fn table(number: u64) -> Option<Implementation> {
+    use number::*;
+    Some(match number {
+        READ => |c, [fd, buf, count, ..]| files::read(c.files, fd, buf, count),
+        WRITE => |c, [fd, buf, count, ..]| files::write(c.files, fd, buf, count),
+        READV => |c, [fd, iov, count, ..]| files::readv(c.files, fd, iov, count),
+        WRITEV => |c, [fd, iov, count, ..]| files::writev(c.files, fd, iov, count),
+        PREAD64 => |c, [fd, buf, count, at, ..]| files::pread(c.files, fd, buf, count, at),
+        PWRITE64 => |c, [fd, buf, count, at, ..]| files::pwrite(c.files, fd, buf, count, at),
+        LSEEK => |c, [fd, to, whence, ..]| files::lseek(c.files, fd, to, whence),
+        CLOSE => |c, [fd, ..]| files::close(c.files, fd),
+        DUP => |c, [fd, ..]| files::dup(c.files, fd),
+        DUP2 => |c, [old, new, ..]| files::dup2(c.files, old, new),
+        DUP3 => |c, [old, new, flags, ..]| files::dup3(c.files, old, new, flags),
+        FCNTL => |c, [fd, command, argument, ..]| files::fcntl(c.files, fd, command, argument),
+        IOCTL => |c, [fd, request, argument, ..]| files::ioctl(c.files, fd, request, argument),
+        FSTAT => |c, [fd, buf, ..]| files::fstat(c.files, fd, buf),
+        GETDENTS64 => |c, [fd, buf, count, ..]| files::getdents64(c.files, fd, buf, count),
+        FTRUNCATE => |c, [fd, length, ..]| files::ftruncate(c.files, fd, length),
+        FCHMOD => |c, [fd, mode, ..]| files::fchmod(c.vfs, c.files, fd, mode),
+        OPEN => |c, [path, flags, mode, ..]| fs::openat(c.vfs, c.files, AT_FDCWD, path, flags, mode),
+        CREAT => |c, [path, mode, ..]| fs::openat(c.vfs, c.files, AT_FDCWD, path, CREAT_FLAGS, mode),
+        OPENAT => |c, [dir, path, flags, mode, ..]| fs::openat(c.vfs, c.files, dir, path, flags, mode),
+        STAT => |c, [path, buf, ..]| fs::fstatat(c.vfs, c.files, AT_FDCWD, path, buf, 0),
+        LSTAT => |c, [path, buf, ..]| {
+            fs::fstatat(c.vfs, c.files, AT_FDCWD, path, buf, AT_SYMLINK_NOFOLLOW)
+        },
+        NEWFSTATAT => |c, [dir, path, buf, flags, ..]| fs::fstatat(c.vfs, c.files, dir, path, buf, flags),
+        STATX => |c, [dir, path, flags, _mask, buf, _]| fs::statx(c.vfs, c.files, dir, path, flags, buf),
+        ACCESS => |c, [path, mode, ..]| fs::faccessat(c.vfs, c.files, AT_FDCWD, path, mode, 0),
+        FACCESSAT => |c, [dir, path, mode, ..]| fs::faccessat(c.vfs, c.files, dir, path, mode, 0),
+        FACCESSAT2 => |c, [dir, path, mode, flags, ..]| {
+            fs::faccessat(c.vfs, c.files, dir, path, mode, flags)
+        },
+        MKDIR => |c, [path, mode, ..]| fs::mkdirat(c.vfs, c.files, AT_FDCWD, path, mode),
+        MKDIRAT => |c, [dir, path, mode, ..]| fs::mkdirat(c.vfs, c.files, dir, path, mode),
+        RMDIR => |c, [path, ..]| fs::unlinkat(c.vfs, c.files, AT_FDCWD, path, AT_REMOVEDIR),
+        UNLINK => |c, [path, ..]| fs::unlinkat(c.vfs, c.files, AT_FDCWD, path, 0),
+        UNLINKAT => |c, [dir, path, flags, ..]| fs::unlinkat(c.vfs, c.files, dir, path, flags),
+        RENAME => |c, [old, new, ..]| fs::renameat(c.vfs, c.files, AT_FDCWD, old, AT_FDCWD, new, 0),
+        RENAMEAT => |c, [od, old, nd, new, ..]| fs::renameat(c.vfs, c.files, od, old, nd, new, 0),
+        RENAMEAT2 => |c, [od, old, nd, new, flags, _]| {
+            fs::renameat(c.vfs, c.files, od, old, nd, new, flags)
+        },
+        LINK => |c, [old, new, ..]| fs::linkat(c.vfs, c.files, AT_FDCWD, old, AT_FDCWD, new, 0),
+        LINKAT => |c, [od, old, nd, new, flags, _]| fs::linkat(c.vfs, c.files, od, old, nd, new, flags),
+        SYMLINK => |c, [target, path, ..]| fs::symlinkat(c.vfs, c.files, target, AT_FDCWD, path),
+        SYMLINKAT => |c, [target, dir, path, ..]| fs::symlinkat(c.vfs, c.files, target, dir, path),
+        READLINK => |c, [path, buf, size, ..]| fs::readlinkat(c.vfs, c.files, AT_FDCWD, path, buf, size),
+        READLINKAT => |c, [dir, path, buf, size, ..]| {
+            fs::readlinkat(c.vfs, c.files, dir, path, buf, size)
+        },
+        TRUNCATE => |c, [path, length, ..]| fs::truncate(c.vfs, c.files, path, length),
+        CHMOD => |c, [path, mode, ..]| fs::fchmodat(c.vfs, c.files, AT_FDCWD, path, mode),
+        FCHMODAT => |c, [dir, path, mode, ..]| fs::fchmodat(c.vfs, c.files, dir, path, mode),
+        GETCWD => |c, [buf, size, ..]| fs::getcwd(c.vfs, c.files, buf, size),
+        CHDIR => |c, [path, ..]| fs::chdir(c.vfs, c.files, path),
+        FCHDIR => |c, [fd, ..]| fs::fchdir(c.files, fd),
+        UMASK => |c, [mask, ..]| Ok(i64::from(c.files.set_umask(mask as u32))),
+        UNAME => |_, [buf, ..]| info::uname(buf),
+        _ => return None,
+    })
 }
