@@ -18,6 +18,22 @@ pub enum ExitCode {
     Failure = 0x11,
 }
 
+/// Value written for a program's exit status `s` ([`exit_with_status`]):
+/// `STATUS_BASE + s`, so QEMU exits with `(STATUS_BASE + s) * 2 + 1`
+/// (129 for status 0), apart from [`ExitCode`]'s 33 and 35.
+pub const STATUS_BASE: u32 = 0x40;
+/// The largest status passed exactly; larger ones are passed as this.
+pub const MAX_STATUS: u8 = 63;
+
+/// Exits QEMU carrying a program's exit status (`./x run --exec`); halts
+/// forever if the device is absent.
+pub fn exit_with_status(status: u8) -> ! {
+    let mut port = Port::<u32>::new(DEBUG_EXIT_PORT);
+    // SAFETY: as in `exit`: the debug-exit port only makes QEMU exit.
+    unsafe { port.write(STATUS_BASE + u32::from(status.min(MAX_STATUS))) };
+    crate::cpu::halt_forever()
+}
+
 /// Exits QEMU with `code`; halts forever if the device is absent.
 pub fn exit(code: ExitCode) -> ! {
     let mut port = Port::<u32>::new(DEBUG_EXIT_PORT);

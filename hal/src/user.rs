@@ -132,6 +132,36 @@ impl SyscallFrame {
         self.rsp
     }
 
+    /// Makes the call return into a new program (`execve`): at `rip` with
+    /// stack `rsp`, every other register zero and flags fresh (interrupts
+    /// on). `rip` must be a user address: `sysret` to a non-canonical one
+    /// would fault in ring 0, so it is refused here.
+    pub fn start_program(&mut self, rip: u64, rsp: u64) -> Result<(), EnterError> {
+        if rip >= USER_END {
+            return Err(EnterError::NotUserAddress);
+        }
+        *self = SyscallFrame {
+            r15: 0,
+            r14: 0,
+            r13: 0,
+            r12: 0,
+            rbp: 0,
+            rbx: 0,
+            r9: 0,
+            r8: 0,
+            r10: 0,
+            rdx: 0,
+            rsi: 0,
+            rdi: 0,
+            rax: 0,
+            rip,
+            // IF and the always-one bit 1: what a new program starts with.
+            rflags: 0x202,
+            rsp,
+        };
+        Ok(())
+    }
+
     /// The caller's registers as the call left them (RCX and R11 hold the
     /// return address and flags, as `syscall` leaves them).
     pub fn registers(&self) -> UserRegisters {

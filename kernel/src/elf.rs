@@ -197,15 +197,35 @@ pub fn initial_stack(
     image: &Layout,
     arguments: &[&str],
 ) -> Result<u64, String> {
+    let arguments: Vec<&[u8]> = arguments.iter().map(|argument| argument.as_bytes()).collect();
+    initial_stack_with_environment(space, top, image, &arguments, &[])
+}
+
+/// [`initial_stack`] with an environment (`execve`'s `envp`); the strings
+/// are bytes, as Linux passes them.
+pub fn initial_stack_with_environment(
+    space: &AddressSpace,
+    top: u64,
+    image: &Layout,
+    arguments: &[&[u8]],
+    environment: &[&[u8]],
+) -> Result<u64, String> {
     // Strings and the 16 random bytes at the top, then the vectors.
     let mut cursor = top;
-    let mut argv = Vec::with_capacity(arguments.len());
-    for argument in arguments {
-        let mut bytes = Vec::from(argument.as_bytes());
+    let mut place = |string: &[u8]| -> Result<u64, String> {
+        let mut bytes = Vec::from(string);
         bytes.push(0);
         cursor -= bytes.len() as u64;
         space.write(cursor, &bytes).map_err(mapping_error)?;
-        argv.push(cursor);
+        Ok(cursor)
+    };
+    let mut argv = Vec::with_capacity(arguments.len());
+    for argument in arguments {
+        argv.push(place(argument)?);
+    }
+    let mut envp = Vec::with_capacity(environment.len());
+    for variable in environment {
+        envp.push(place(variable)?);
     }
     cursor -= 16;
     let random = cursor;
@@ -219,7 +239,8 @@ pub fn initial_stack(
     words.push(arguments.len() as u64);
     words.extend(&argv);
     words.push(0); // end of argv
-    words.push(0); // empty environment
+    words.extend(&envp);
+    words.push(0); // end of the environment
     if let Some(program_headers) = image.program_headers {
         words.extend([auxv::PHDR, program_headers]);
         words.extend([auxv::PHENT, core::mem::size_of::<elf::ProgramHeader64<LittleEndian>>() as u64]);

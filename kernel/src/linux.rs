@@ -112,7 +112,7 @@ fn now() -> Timespec {
 /// `MachineTrap.Syscall`.
 pub fn init(archive: &'static [u8]) {
     let personality = PERSONALITY.call_once(|| {
-        let fs = RamFs::new(1, Arc::new(now));
+        let fs = RamFs::new(1, Arc::new(now) as vfs::Clock);
         match vfs::populate_from_cpio(&fs, archive) {
             Ok(count) => log::info!("linux: {count} files and directories from the boot archive"),
             Err(error) => log::error!("linux: the boot archive could not be unpacked: {error}"),
@@ -139,7 +139,8 @@ pub fn init(archive: &'static [u8]) {
                 // that is not in the tree still works.
                 Arc::new(OpenFile::new(vfs.root(), vfs::flags::O_RDWR, Some(Arc::new(Console))))
             });
-        Personality::new(vfs, console)
+        linux::set_interrupted_check(|| crate::process::pending_kill().is_some());
+        Personality::new(vfs, console, Arc::new(now))
     });
     bind(personality);
 }
@@ -229,4 +230,47 @@ pub fn process_ended(pid: u64) {
     if let Some(personality) = PERSONALITY.get() {
         personality.process_ended(pid);
     }
+}
+
+/// Where `./x run --exec` puts the command to run at boot.
+pub const BOOT_COMMAND_PATH: &[u8] = b"/etc/spindle-exec";
+
+/// Reads a whole file of the tree.
+fn read_file(vfs: &Vfs, path: &[u8]) -> Result<alloc::vec::Vec<u8>, Errno> {
+    let file = vfs.open(&vfs.context(0, 0), path, vfs::flags::O_RDONLY, 0)?;
+    let mut bytes = alloc::vec![0u8; file.metadata().size as usize];
+    let mut done = 0;
+    while done < bytes.len() {
+        let count = file.read(&mut bytes[done..])?;
+        if count == 0 {
+            break;
+        }
+        done += count;
+    }
+    bytes.truncate(done);
+    Ok(bytes)
+}
+
+/// `spindle.mode=exec` (`./x run --exec 'COMMAND'`): runs the command in
+/// [`BOOT_COMMAND_PATH`] under `/bin/sh -c` (busybox's) and returns its
+/// exit status as a shell reports it (128 + the signal for a program a
+/// signal ended).
+pub fn run_boot_command() -> Result<u8, alloc::string::String> {
+    let personality = personality().ok_or("the Linux personality is not set up")?;
+    let vfs = personality.vfs();
+    let command = read_file(vfs, BOOT_COMMAND_PATH)
+        .map_err(|error| alloc::format!("reading /etc/spindle-exec: {error}"))?;
+    let command = core::str::from_utf8(&command)
+        .map_err(|_| "the command is not UTF-8")?
+        .trim_end_matches('\n');
+    let shell = read_file(vfs, b"/bin/busybox")
+        .map_err(|error| alloc::format!("reading /bin/busybox: {error}"))?;
+    let thread = crate::user::spawn_program("sh", &shell, &["sh", "-c", command])?;
+    Ok(match thread.join() {
+        crate::user::UserExit::Exited(status) => status as u8,
+        crate::user::UserExit::Killed(signal) => 128u8.saturating_add(signal),
+        crate::user::UserExit::Faulted(fault) => {
+            128u8.saturating_add(crate::process::signal_for_fault(fault.vector))
+        }
+    })
 }

@@ -53,7 +53,10 @@ hal::entry_point!(kernel_main);
 
 fn kernel_main(boot_info: &'static BootInfo) -> ! {
     hal::console::init();
-    logger::init(log::LevelFilter::Info);
+    // `spindle.quiet` (`./x run --exec`): only errors, so what the program
+    // prints is all the output.
+    let quiet = boot_info.cmdline().split_ascii_whitespace().any(|word| word == "spindle.quiet");
+    logger::init(if quiet { log::LevelFilter::Error } else { log::LevelFilter::Info });
     log::info!("Spindle booting; command line: {}", boot_info.cmdline());
     hal::gdt::init();
     hal::trap::init();
@@ -86,6 +89,24 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
     match boot_info.cmdline_value("spindle.mode").unwrap_or("shell") {
         "test" => exit_with(on_guarded_thread("ktests", ktests::run_all)),
         "fuzz" => exit_with(fuzz::run()),
+        "exec" => {
+            let status = alloc::sync::Arc::new(core::sync::atomic::AtomicU8::new(127));
+            let slot = status.clone();
+            let ran = on_guarded_thread("exec", move || match linux::run_boot_command() {
+                Ok(code) => {
+                    slot.store(code, core::sync::atomic::Ordering::SeqCst);
+                    true
+                }
+                Err(error) => {
+                    log::error!("--exec: {error}");
+                    false
+                }
+            });
+            if !ran {
+                exit_with(false);
+            }
+            qemu::exit_with_status(status.load(core::sync::atomic::Ordering::SeqCst))
+        }
         "sysfuzz" => {
             let parameters = boot_info.cmdline_value("spindle.sysfuzz").unwrap_or("1,16,2000");
             exit_with(on_guarded_thread("sysfuzz", move || sysfuzz::run(parameters)))

@@ -138,6 +138,12 @@ impl Process {
         self.state.lock().end
     }
 
+    /// Replaces the process's address map (`execve`) and returns the old
+    /// one, for the caller to drop once the thread runs in the new one.
+    pub fn replace_memory(&self, memory: AddressMap) -> Option<AddressMap> {
+        self.memory.lock().replace(memory)
+    }
+
     /// Runs `f` on the process's memory, unless it has ended. `f` must not
     /// touch user memory (a fault there would need this lock).
     pub fn with_memory<R>(&self, f: impl FnOnce(&mut AddressMap) -> R) -> Option<R> {

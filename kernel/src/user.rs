@@ -107,6 +107,32 @@ impl UserThread {
 
 /// Adds the stack region below [`STACK_TOP`] and maps its top
 /// [`STACK_PAGES`] (what the loader writes the arguments into).
+/// A loaded program's address map and initial stack pointer: its
+/// segments as regions, the stack, and `arguments` and `environment` on
+/// it (for `execve`).
+pub fn program_memory(
+    image: crate::elf::Image,
+    arguments: &[&[u8]],
+    environment: &[&[u8]],
+) -> Result<(AddressMap, u64), String> {
+    let crate::elf::Image { space, layout } = image;
+    let mut memory = AddressMap::new(Arc::new(space), layout.image_end);
+    for &(start, end, protection) in &layout.segments {
+        memory
+            .add_region(start, end, protection)
+            .map_err(|error| alloc::format!("cannot place a segment at {start:#x}: {error}"))?;
+    }
+    map_stack(&mut memory)?;
+    let rsp = crate::elf::initial_stack_with_environment(
+        memory.space(),
+        STACK_TOP,
+        &layout,
+        arguments,
+        environment,
+    )?;
+    Ok((memory, rsp))
+}
+
 fn map_stack(memory: &mut AddressMap) -> Result<(), String> {
     memory
         .add_region(STACK_TOP - STACK_LIMIT, STACK_TOP, UserProtection::ReadWrite)

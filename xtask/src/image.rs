@@ -89,14 +89,62 @@ fn file_name(path: &Path) -> Result<String> {
         .to_string())
 }
 
-/// Writes `files`, sorted by name, as an archive at `path`.
+/// The applets of the busybox in the archive, as `(path, target)`
+/// symbolic links (`bin/ls` -> `/bin/busybox`): busybox's own list
+/// (`--list-full`), asked of the host copy, which is the same x86-64
+/// program the guest runs.
+fn busybox_links() -> Result<Vec<(String, String)>> {
+    let busybox = crate::debian::package("busybox-static")?.join("bin/busybox");
+    let output = std::process::Command::new(&busybox)
+        .arg("--list-full")
+        .output()
+        .map_err(|error| format!("cannot run {} --list-full: {error}", busybox.display()))?;
+    if !output.status.success() {
+        return Err(format!("{} --list-full failed", busybox.display()).into());
+    }
+    Ok(String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::trim)
+        .filter(|path| !path.is_empty() && *path != "bin/busybox")
+        .map(|path| (path.to_string(), "/bin/busybox".to_string()))
+        .collect())
+}
+
+/// Mode of a regular file in the archive: programs (ELF files and `#!`
+/// scripts) are executable, everything else is 0644.
+fn file_mode(bytes: &[u8]) -> u32 {
+    if bytes.starts_with(b"\x7fELF") || bytes.starts_with(b"#!") {
+        0o100_755
+    } else {
+        0o100_644
+    }
+}
+
+/// Writes `files`, sorted by name, as an archive at `path`, with
+/// busybox's applet links when busybox is among them.
 fn write_archive(path: &Path, mut files: Vec<ArchiveFile>) -> Result<()> {
     files.sort();
-    let archive = initrd::write_archive(
-        files
-            .iter()
-            .map(|(name, bytes)| (name.as_str(), bytes.as_slice())),
-    );
+    let links = if files.iter().any(|(name, _)| name == "bin/busybox") {
+        busybox_links()?
+    } else {
+        Vec::new()
+    };
+    let mut entries: Vec<initrd::Entry<'_>> = files
+        .iter()
+        .map(|(name, bytes)| initrd::Entry {
+            mode: file_mode(bytes),
+            ..initrd::Entry::file(name, bytes)
+        })
+        .collect();
+    entries.extend(links.iter().map(|(name, target)| initrd::Entry {
+        mode: 0o120_777,
+        is_regular_file: false,
+        ..initrd::Entry::file(name, target.as_bytes())
+    }));
+    for (index, entry) in entries.iter_mut().enumerate() {
+        entry.ino = index as u32 + 1;
+    }
+    let archive = initrd::write_entries(entries);
     if let Some(parent) = path.parent() {
         fs::create_dir_all(parent)?;
     }
@@ -141,4 +189,39 @@ pub fn build_archive_with(extra: Vec<ArchiveFile>, destination: &Path) -> Result
 pub fn boot_archive() -> Option<PathBuf> {
     let path = repo_root().join(BOOT_ARCHIVE);
     path.is_file().then_some(path)
+}
+
+/// The files of `HOST:GUEST` (`./x run --add`): a host file, or every file
+/// under a host folder, at the guest path (leading `/` dropped: archive
+/// paths are relative to the root).
+pub fn host_files(addition: &str) -> Result<Vec<ArchiveFile>> {
+    let (host, guest) = addition
+        .split_once(':')
+        .ok_or_else(|| format!("--add {addition}: expected HOST_PATH:GUEST_PATH"))?;
+    let guest = guest.trim_start_matches('/').trim_end_matches('/');
+    if guest.is_empty() {
+        return Err(format!("--add {addition}: the guest path is empty").into());
+    }
+    let host = Path::new(host);
+    let mut files = Vec::new();
+    collect(host, guest, &mut files)
+        .map_err(|error| format!("--add {addition}: {error}"))?;
+    Ok(files)
+}
+
+fn collect(host: &Path, guest: &str, files: &mut Vec<ArchiveFile>) -> Result<()> {
+    let metadata = fs::metadata(host).map_err(|error| format!("{}: {error}", host.display()))?;
+    if metadata.is_dir() {
+        let mut entries: Vec<PathBuf> = fs::read_dir(host)?
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .collect();
+        entries.sort();
+        for entry in entries {
+            let name = file_name(&entry)?;
+            collect(&entry, &format!("{guest}/{name}"), files)?;
+        }
+    } else {
+        files.push((guest.to_string(), fs::read(host)?));
+    }
+    Ok(())
 }

@@ -58,14 +58,20 @@ commands! {
     /// Boots Spindle in QEMU with the shell on this terminal (type `halt` to leave).
     ///
     /// usage: ./x run [--accel tcg|kvm] [--debug] [--mode MODE]
+    ///                [--add HOST_PATH:GUEST_PATH]... [--exec 'COMMAND']
     ///
     ///   --accel A    tcg (default) or kvm (only with real hardware virtualization)
     ///   --debug      boot the debug build instead of the release build
     ///   --mode MODE  kernel command line spindle.mode=MODE (default shell;
     ///                also test, crash, bench)
+    ///   --add H:G    put host file or folder H into the image at G (e.g.
+    ///                --add ./prog:/bin/prog); repeatable
+    ///   --exec CMD   run CMD under /bin/sh -c (busybox) instead of the
+    ///                shell, print its output, exit with its status
     ///
     /// Exits 0 when the kernel halts cleanly (QEMU status 33), 1 when it
-    /// reports a failure (35), 2 on any other QEMU exit.
+    /// reports a failure (35), 2 on any other QEMU exit; with --exec, the
+    /// command's exit status (0-63 exactly, larger as 63).
     "run" => run_command,
     /// Runs every test: host unit tests, then each QEMU scenario.
     ///
@@ -268,14 +274,45 @@ fn build_command(mut args: Args) -> Result<ExitCode> {
 fn run_command(mut args: Args) -> Result<ExitCode> {
     let accel = args.accel()?;
     let profile = args.boot_profile();
-    let mode = args.value("--mode")?.unwrap_or_else(|| "shell".into());
+    let mut additions = Vec::new();
+    while let Some(addition) = args.value("--add")? {
+        additions.push(addition);
+    }
+    let command = args.value("--exec")?;
+    let mode = args
+        .value("--mode")?
+        .unwrap_or_else(|| if command.is_some() { "exec".into() } else { "shell".into() });
     args.finish()?;
     let kernel = toolchain::build_kernel(profile)?;
+    let mut config = BootConfig::new(&kernel, &mode, accel);
+    if !additions.is_empty() || command.is_some() {
+        let mut extra = Vec::new();
+        for addition in &additions {
+            extra.extend(image::host_files(addition)?);
+        }
+        if let Some(command) = &command {
+            extra.push(("etc/spindle-exec".to_string(), command.as_bytes().to_vec()));
+        }
+        let archive = repo_root().join("target/initrd-run.cpio");
+        config.initrd = Some(image::build_archive_with(extra, &archive)?);
+    }
+    if let Some(command) = &command {
+        config.append.push_str(" spindle.quiet");
+        eprintln!("x: running `{command}` in Spindle");
+        let exit = qemu::run_interactive(&config)?;
+        return Ok(match exit.program_status() {
+            Some(status) => ExitCode::from(status),
+            None => {
+                eprintln!("x: the command did not run to its end: {exit}");
+                ExitCode::from(2)
+            }
+        });
+    }
     eprintln!(
         "x: booting {} in QEMU (type `halt` to leave)",
         toolchain::display_path(&kernel)
     );
-    let exit = qemu::run_interactive(&BootConfig::new(&kernel, &mode, accel))?;
+    let exit = qemu::run_interactive(&config)?;
     Ok(match exit {
         GuestExit::Success => ExitCode::SUCCESS,
         GuestExit::Failure => {

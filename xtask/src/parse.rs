@@ -38,7 +38,24 @@ pub enum GuestExit {
     TimedOut,
 }
 
+/// The guest's value for a program's exit status 0 (`hal::qemu::STATUS_BASE`).
+const GUEST_STATUS_BASE: i32 = 0x40;
+
 impl GuestExit {
+    /// The exit status of the program `spindle.mode=exec` ran, if QEMU's
+    /// status carries one (the kernel writes `0x40 + status`).
+    pub fn program_status(&self) -> Option<u8> {
+        match self {
+            Self::Unexpected(code) if *code & 1 == 1 => {
+                let value = code >> 1;
+                (GUEST_STATUS_BASE..GUEST_STATUS_BASE + 64)
+                    .contains(&value)
+                    .then(|| (value - GUEST_STATUS_BASE) as u8)
+            }
+            _ => None,
+        }
+    }
+
     /// Decodes QEMU's exit status: `code` is `None` when a signal ended it.
     pub fn from_status(code: Option<i32>, signal: Option<i32>) -> Self {
         match code {

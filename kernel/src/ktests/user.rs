@@ -18,6 +18,14 @@ use crate::{
 
 pub const TESTS: &[KernelTest] = &[
     KernelTest {
+        name: "execve_replaces_programs_with_their_arguments_environment_and_descriptors",
+        run: execve_replaces_programs,
+    },
+    KernelTest {
+        name: "busybox_sh_scripts_with_pipes_redirection_loops_and_functions",
+        run: busybox_sh_scripts,
+    },
+    KernelTest {
         name: "debian_busybox_runs_unmodified_applets",
         run: debian_busybox_runs_unmodified_applets,
     },
@@ -698,6 +706,70 @@ fn debian_busybox_runs_unmodified_applets() -> TestResult {
     ensure!(
         end == UserExit::Exited(0) && output.contains("null") && output.contains("urandom"),
         "busybox ls /dev {end}, printing: {output}"
+    );
+    Ok(())
+}
+
+/// `user/execs.c`: fork, then `execve` of Debian's busybox with arguments
+/// and an environment; the parent gets the new program's exit status;
+/// close-on-exec descriptors close and others stay; the error paths
+/// (`ENOENT`, `EACCES`, `ENOEXEC`, `EFAULT`) leave the caller running.
+fn execve_replaces_programs() -> TestResult {
+    let frames = hal::memory::frame_stats().free;
+    let (end, output) = run_and_capture("execs", &[])?;
+    ensure!(
+        end == UserExit::Exited(0) && output.contains("from execve") && output.contains("execs: ok"),
+        "execs {end}, printing: {output}"
+    );
+    ensure!(
+        hal::memory::frame_stats().free >= frames,
+        "{} frames were kept after the programs ended",
+        frames - hal::memory::frame_stats().free
+    );
+    Ok(())
+}
+
+/// A script for busybox's `sh` (ash), written by us but run by Debian's
+/// unmodified shell: functions and `$?`, loops, arithmetic, redirection
+/// and appending, pipelines through external applets (`wc`, `grep`,
+/// `sed`, `tr`, `awk`, `sort`, `head`: each a fork and an `execve`),
+/// subshells, `||`, `rm` and `test`.
+const SH_SCRIPT: &str = r#"f() { echo "f:$1"; return 3; }
+f one; echo "rc=$?"
+for i in 1 2 3; do printf "%s," $i; done; echo
+echo hello > /tmp/s.txt; echo world >> /tmp/s.txt; cat /tmp/s.txt | wc -l
+x=0; while [ $x -lt 3 ]; do x=$((x+1)); done; echo "x=$x"
+ls /bin | grep -c '^busybox$'
+echo abc | sed s/b/B/ | tr a-z A-Z
+seq 3 | awk '{s+=$1} END {print "sum=" s}'
+printf 'b
+a
+' | sort | head -1
+false || echo or
+(exit 5); echo "sub=$?"
+rm /tmp/s.txt; [ -e /tmp/s.txt ] || echo gone
+"#;
+
+/// What [`SH_SCRIPT`] prints.
+const SH_EXPECTED: &str = "f:one
+rc=3
+1,2,3,
+2
+x=3
+1
+ABC
+sum=6
+a
+or
+sub=5
+gone
+";
+
+fn busybox_sh_scripts() -> TestResult {
+    let (end, output) = run_and_capture("busybox", &["sh", "-c", SH_SCRIPT])?;
+    ensure!(
+        end == UserExit::Exited(0) && output == SH_EXPECTED,
+        "sh {end}; it printed:\n{output}\ninstead of:\n{SH_EXPECTED}"
     );
     Ok(())
 }

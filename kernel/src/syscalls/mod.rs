@@ -24,7 +24,7 @@ mod time;
 use alloc::{collections::BTreeMap, sync::Arc};
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use dispatch::{Authority, Denied, Event, Grant, Guard, Order, Principal, Request};
+use dispatch::{Authority, Denied, Event, Grant, Guard, Order, Principal, RaiseCache, Request};
 use hal::user::{SyscallFrame, UserRegisters};
 
 /// The event's arguments: the calling strand, the number, six arguments.
@@ -76,6 +76,8 @@ pub mod number {
     pub const GETPID: u64 = 39;
     /// `exit(status)`.
     pub const EXIT: u64 = 60;
+    /// `execve(path, argv, envp)`.
+    pub const EXECVE: u64 = 59;
     /// `exit_group(status)`.
     pub const EXIT_GROUP: u64 = 231;
 }
@@ -130,8 +132,16 @@ struct Syscalls {
     /// strand, saved by the entry for the child to start from (only these
     /// calls pay for the copy).
     forking: spin::Mutex<BTreeMap<u64, (UserRegisters, u64)>>,
+    /// Where threads that called `execve` start their new program, by
+    /// strand: entry point and stack pointer, taken by the entry stub.
+    execs: spin::Mutex<BTreeMap<u64, (u64, u64)>>,
     /// System calls made.
     count: AtomicU64,
+    /// The raise cache of the (one) CPU: whichever call takes it raises
+    /// through it with no atomic read-modify-write on the event's list
+    /// (`Event::raise_cached`); a call made while another holds it (that
+    /// one blocked inside, say in `wait4`) raises the plain way.
+    cache: spin::Mutex<RaiseCache<SyscallArgs, i64>>,
 }
 
 static SYSCALLS: spin::Once<Syscalls> = spin::Once::new();
@@ -157,7 +167,9 @@ pub fn init() {
             owners,
             exits: spin::Mutex::new(BTreeMap::new()),
             forking: spin::Mutex::new(BTreeMap::new()),
+            execs: spin::Mutex::new(BTreeMap::new()),
             count: AtomicU64::new(0),
+            cache: spin::Mutex::new(RaiseCache::new()),
         }
     });
     hal::user::set_syscall_handler(entry);
@@ -238,7 +250,11 @@ fn entry(frame: &mut SyscallFrame) {
         let saved = (frame.registers(), hal::user::fs_base());
         syscalls.forking.lock().insert(strand, saved);
     }
-    let result = syscalls.event.raise(&mut args).unwrap_or(-errno::ENOSYS);
+    let raised = match syscalls.cache.try_lock() {
+        Some(mut cache) => syscalls.event.raise_cached(&mut cache, &mut args),
+        None => syscalls.event.raise(&mut args),
+    };
+    let result = raised.unwrap_or(-errno::ENOSYS);
     if forks {
         syscalls.forking.lock().remove(&strand);
     }
@@ -253,10 +269,28 @@ fn entry(frame: &mut SyscallFrame) {
             None => {}
         }
     }
+    if number == number::EXECVE && result == 0 {
+        let start = syscalls.execs.lock().remove(&strand);
+        if let Some((entry, stack)) = start {
+            if frame.start_program(entry, stack).is_err() {
+                // The loader only places entries in the user half.
+                crate::user::killed(crate::process::signal::SIGSEGV);
+            }
+            // The new program starts with every register zero.
+            return;
+        }
+    }
     if let Some(signal) = crate::process::pending_kill() {
         crate::user::killed(signal);
     }
     frame.set_result(result as u64);
+}
+
+/// Records where `strand`'s new program starts (`execve` succeeded).
+fn record_exec(strand: u64, entry: u64, stack: u64) {
+    if let Some(syscalls) = SYSCALLS.get() {
+        syscalls.execs.lock().insert(strand, (entry, stack));
+    }
 }
 
 /// Wakes up to `count` threads of `process` waiting on the futex at
@@ -306,6 +340,7 @@ pub fn core_table(args: &SyscallArgs) -> i64 {
         number::MPROTECT => memory::mprotect(strand, a0, a1, a2),
         number::MINCORE => memory::mincore(strand, a0, a1, a2),
         number::FORK | number::VFORK => process::fork(strand, 0, 0, forking(strand)),
+        number::EXECVE => process::execve(strand, a0, a1, a2),
         number::CLONE => process::clone(strand, [a0, a1, a2, a3, a4], forking(strand)),
         number::FUTEX => futex::futex(strand, a0, a1, a2, a3, a4, a5),
         number::WAIT4 => process::wait4(strand, a0, a1, a2, a3),
@@ -329,6 +364,31 @@ pub fn core_table(args: &SyscallArgs) -> i64 {
             }
             0
         }
-        _ => -errno::ENOSYS,
+        _ => unknown(strand, number),
     }
+}
+
+/// Numbers below this are remembered once reported (Linux's table ends
+/// near 460); others are reported every time, which a program can only
+/// provoke by asking for numbers no Linux has.
+const REPORTED_NUMBERS: usize = 512;
+static REPORTED: [AtomicU64; REPORTED_NUMBERS / 64] =
+    [const { AtomicU64::new(0) }; REPORTED_NUMBERS / 64];
+
+/// A call nobody implements: `-ENOSYS`, reported on the console the first
+/// time each number is asked for (so a missing call shows once, and a
+/// program probing for optional calls does not flood the log).
+fn unknown(strand: u64, number: u64) -> i64 {
+    let first = match usize::try_from(number) {
+        Ok(index) if index < REPORTED_NUMBERS => {
+            let bit = 1u64 << (index % 64);
+            REPORTED[index / 64].fetch_or(bit, Ordering::Relaxed) & bit == 0
+        }
+        _ => false,
+    };
+    if first {
+        let pid = crate::user::process_of(strand).unwrap_or(0);
+        log::warn!("system call {number} is not implemented (first asked by process {pid}): ENOSYS");
+    }
+    -errno::ENOSYS
 }

@@ -137,7 +137,9 @@ pub(super) fn wait4(strand: u64, pid: u64, status: u64, options: u64, rusage: u6
     let Some(parent) = process::of_strand(strand) else {
         return -errno::ESRCH;
     };
-    let which = match pid as i64 {
+    // `pid_t` is an `int`: only the low 32 bits count (glibc passes -1
+    // zero-extended).
+    let which = match pid as i32 as i64 {
         pid if pid > 0 => Some(pid as u64),
         _ => None,
     };
@@ -162,7 +164,7 @@ pub(super) fn wait4(strand: u64, pid: u64, status: u64, options: u64, rusage: u6
 /// `kill(pid, signal)` for one process (`pid` > 0); process groups and
 /// broadcast come with the personality.
 pub(super) fn kill(pid: u64, signal: u64) -> i64 {
-    let pid = pid as i64;
+    let pid = pid as i32 as i64;
     if pid <= 0 {
         return -errno::EINVAL;
     }
@@ -193,4 +195,57 @@ pub(super) fn arch_prctl(code: u64, address: u64) -> i64 {
         }
         _ => -errno::EINVAL,
     }
+}
+
+/// Negated errno of a personality error.
+fn errno_of(error: vfs::Errno) -> i64 {
+    -i64::from(error.as_i32())
+}
+
+/// `execve(path, argv, envp)`: replaces the calling process's program.
+/// Everything that can fail is done first (reading the strings and the
+/// file, loading it into a new address space); then the thread switches
+/// to the new space, the old one is dropped, close-on-exec descriptors
+/// close, and the call "returns" at the new program's entry (the entry
+/// stub finds it in [`super::take_exec`]). A static ELF only so far: a
+/// script or a program with an interpreter is `ENOEXEC`.
+pub(super) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
+    let (Some(process), Some(personality)) = (process::of_strand(strand), crate::linux::personality())
+    else {
+        return -errno::ENOSYS;
+    };
+    let path = match linux::user::read_path(path) {
+        Ok(path) => path,
+        Err(error) => return errno_of(error),
+    };
+    let (arguments, environment) =
+        match (linux::user::read_string_vector(argv), linux::user::read_string_vector(envp)) {
+            (Ok(arguments), Ok(environment)) => (arguments, environment),
+            (Err(error), _) | (_, Err(error)) => return errno_of(error),
+        };
+    let bytes = match personality.read_executable(process.id(), &path) {
+        Ok(bytes) => bytes,
+        Err(error) => return errno_of(error),
+    };
+    let Ok(image) = crate::elf::load(&bytes) else {
+        return errno_of(vfs::Errno::ENOEXEC);
+    };
+    // A dynamically linked program (PT_INTERP) is refused by the loader.
+    let entry = image.layout.entry;
+    let arguments: alloc::vec::Vec<&[u8]> = arguments.iter().map(|a| a.as_slice()).collect();
+    let environment: alloc::vec::Vec<&[u8]> = environment.iter().map(|v| v.as_slice()).collect();
+    let (memory, rsp) = match crate::user::program_memory(image, &arguments, &environment) {
+        Ok(loaded) => loaded,
+        Err(_) => return -errno::ENOMEM,
+    };
+    // The point of no return: the new space goes into CR3 before the old
+    // one (still CR3 until now) is dropped.
+    hal::context::set_address_space(Some(memory.space().clone()));
+    let old = process.replace_memory(memory);
+    drop(old);
+    crate::appel_li::forget(process.id());
+    personality.process_executed(process.id());
+    let _ = hal::user::set_fs_base(0);
+    super::record_exec(strand, entry, rsp);
+    0
 }

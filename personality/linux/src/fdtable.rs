@@ -13,6 +13,17 @@ use dispatch::Principal;
 use domain::{Handle, HandleTable, Rights};
 use vfs::{Errno, OpenFile};
 
+/// A descriptor argument as Linux reads it: an `int`, the low 32 bits of
+/// the register (glibc leaves the upper half zero, so -1 arrives as
+/// 0xffff_ffff); `EBADF` if negative.
+fn descriptor(register: i64) -> Result<i32, Errno> {
+    let fd = register as i32;
+    if fd < 0 {
+        return Err(Errno::EBADF);
+    }
+    Ok(fd)
+}
+
 /// Most descriptors a process may hold (`RLIMIT_NOFILE`'s usual soft
 /// limit).
 pub const MAX_DESCRIPTORS: i32 = 1024;
@@ -40,7 +51,7 @@ impl FdTable {
 
     /// The open file behind `fd`: `EBADF` if there is none.
     pub fn get(&self, fd: i64) -> Result<Arc<OpenFile>, Errno> {
-        let fd = i32::try_from(fd).map_err(|_| Errno::EBADF)?;
+        let fd = descriptor(fd)?;
         let handle = self
             .descriptors
             .lock()
@@ -75,10 +86,10 @@ impl FdTable {
 
     /// Installs `file` at exactly `fd`, closing what was there (`dup2`).
     pub fn install_at(&self, file: Arc<OpenFile>, fd: i64, close_on_exec: bool) -> Result<i32, Errno> {
-        let fd = i32::try_from(fd)
-            .ok()
-            .filter(|fd| (0..MAX_DESCRIPTORS).contains(fd))
-            .ok_or(Errno::EBADF)?;
+        let fd = descriptor(fd)?;
+        if fd >= MAX_DESCRIPTORS {
+            return Err(Errno::EBADF);
+        }
         let handle = self
             .capabilities
             .insert(file, Rights::ALL)
@@ -95,7 +106,7 @@ impl FdTable {
 
     /// Closes `fd`: `EBADF` if it is not open.
     pub fn close(&self, fd: i64) -> Result<(), Errno> {
-        let fd = i32::try_from(fd).map_err(|_| Errno::EBADF)?;
+        let fd = descriptor(fd)?;
         let descriptor = self.descriptors.lock().remove(&fd).ok_or(Errno::EBADF)?;
         // The open file is dropped outside our lock.
         self.capabilities
@@ -105,7 +116,7 @@ impl FdTable {
 
     /// The descriptor's `FD_CLOEXEC`.
     pub fn close_on_exec(&self, fd: i64) -> Result<bool, Errno> {
-        let fd = i32::try_from(fd).map_err(|_| Errno::EBADF)?;
+        let fd = descriptor(fd)?;
         self.descriptors
             .lock()
             .get(&fd)
@@ -115,7 +126,7 @@ impl FdTable {
 
     /// Sets the descriptor's `FD_CLOEXEC`.
     pub fn set_close_on_exec(&self, fd: i64, value: bool) -> Result<(), Errno> {
-        let fd = i32::try_from(fd).map_err(|_| Errno::EBADF)?;
+        let fd = descriptor(fd)?;
         let mut descriptors = self.descriptors.lock();
         let descriptor = descriptors.get_mut(&fd).ok_or(Errno::EBADF)?;
         descriptor.close_on_exec = value;

@@ -10,7 +10,7 @@ use alloc::{vec, vec::Vec};
 
 use vfs::{flags, stat::Stat, Errno, SetAttributes, Vfs};
 
-use crate::{user, ProcessFiles};
+use crate::{user, LinuxProcess};
 
 /// Bytes copied per step of a transfer.
 const CHUNK: usize = 16 * 1024;
@@ -92,13 +92,13 @@ fn write_from(
 }
 
 /// `read(fd, buf, count)`.
-pub fn read(files: &ProcessFiles, fd: u64, buffer: u64, count: u64) -> Result<i64, Errno> {
+pub fn read(files: &LinuxProcess, fd: u64, buffer: u64, count: u64) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;
     read_into(buffer, count, |chunk, _| file.read(chunk))
 }
 
 /// `write(fd, buf, count)`.
-pub fn write(files: &ProcessFiles, fd: u64, buffer: u64, count: u64) -> Result<i64, Errno> {
+pub fn write(files: &LinuxProcess, fd: u64, buffer: u64, count: u64) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;
     write_from(buffer, count, |chunk, _| file.write(chunk))
 }
@@ -113,14 +113,14 @@ fn offset(value: u64) -> Result<i64, Errno> {
 }
 
 /// `pread64(fd, buf, count, offset)`.
-pub fn pread(files: &ProcessFiles, fd: u64, buffer: u64, count: u64, at: u64) -> Result<i64, Errno> {
+pub fn pread(files: &LinuxProcess, fd: u64, buffer: u64, count: u64, at: u64) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;
     let at = offset(at)?;
     read_into(buffer, count, |chunk, done| file.pread(chunk, at + done as i64))
 }
 
 /// `pwrite64(fd, buf, count, offset)`.
-pub fn pwrite(files: &ProcessFiles, fd: u64, buffer: u64, count: u64, at: u64) -> Result<i64, Errno> {
+pub fn pwrite(files: &LinuxProcess, fd: u64, buffer: u64, count: u64, at: u64) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;
     let at = offset(at)?;
     write_from(buffer, count, |chunk, done| file.pwrite(chunk, at + done as i64))
@@ -146,7 +146,7 @@ fn vectors(address: u64, count: u64) -> Result<Vec<(u64, u64)>, Errno> {
 }
 
 /// `readv(fd, iov, iovcnt)`.
-pub fn readv(files: &ProcessFiles, fd: u64, address: u64, count: u64) -> Result<i64, Errno> {
+pub fn readv(files: &LinuxProcess, fd: u64, address: u64, count: u64) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;
     let mut total = 0i64;
     for (base, len) in vectors(address, count)? {
@@ -164,7 +164,7 @@ pub fn readv(files: &ProcessFiles, fd: u64, address: u64, count: u64) -> Result<
 }
 
 /// `writev(fd, iov, iovcnt)`.
-pub fn writev(files: &ProcessFiles, fd: u64, address: u64, count: u64) -> Result<i64, Errno> {
+pub fn writev(files: &LinuxProcess, fd: u64, address: u64, count: u64) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;
     let mut total = 0i64;
     for (base, len) in vectors(address, count)? {
@@ -182,7 +182,7 @@ pub fn writev(files: &ProcessFiles, fd: u64, address: u64, count: u64) -> Result
 }
 
 /// `lseek(fd, offset, whence)`.
-pub fn lseek(files: &ProcessFiles, fd: u64, to: u64, whence: u64) -> Result<i64, Errno> {
+pub fn lseek(files: &LinuxProcess, fd: u64, to: u64, whence: u64) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;
     let whence = u32::try_from(whence).map_err(|_| Errno::EINVAL)?;
     let position = file.seek(to as i64, whence)?;
@@ -190,19 +190,19 @@ pub fn lseek(files: &ProcessFiles, fd: u64, to: u64, whence: u64) -> Result<i64,
 }
 
 /// `close(fd)`.
-pub fn close(files: &ProcessFiles, fd: u64) -> Result<i64, Errno> {
+pub fn close(files: &LinuxProcess, fd: u64) -> Result<i64, Errno> {
     files.fds.close(fd as i64).map(|()| 0)
 }
 
 /// `dup(fd)`: the lowest free descriptor, without `FD_CLOEXEC`.
-pub fn dup(files: &ProcessFiles, fd: u64) -> Result<i64, Errno> {
+pub fn dup(files: &LinuxProcess, fd: u64) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;
     files.fds.install(file, 0, false).map(i64::from)
 }
 
 /// `dup2(old, new)`: `new` names `old`'s file (closing what it named);
 /// the same descriptor twice is a no-op if it is open.
-pub fn dup2(files: &ProcessFiles, old: u64, new: u64) -> Result<i64, Errno> {
+pub fn dup2(files: &LinuxProcess, old: u64, new: u64) -> Result<i64, Errno> {
     let file = files.fds.get(old as i64)?;
     if old == new {
         return Ok(old as i64);
@@ -212,7 +212,7 @@ pub fn dup2(files: &ProcessFiles, old: u64, new: u64) -> Result<i64, Errno> {
 
 /// `dup3(old, new, flags)`: as `dup2` with `O_CLOEXEC` allowed, and
 /// `EINVAL` for the same descriptor twice.
-pub fn dup3(files: &ProcessFiles, old: u64, new: u64, dup_flags: u64) -> Result<i64, Errno> {
+pub fn dup3(files: &LinuxProcess, old: u64, new: u64, dup_flags: u64) -> Result<i64, Errno> {
     if dup_flags & !u64::from(flags::O_CLOEXEC) != 0 || old == new {
         return Err(Errno::EINVAL);
     }
@@ -223,7 +223,7 @@ pub fn dup3(files: &ProcessFiles, old: u64, new: u64, dup_flags: u64) -> Result<
 
 /// `fcntl(fd, cmd, arg)`: duplication, the descriptor flag, the status
 /// flags; other commands are `EINVAL` (as Linux answers unknown ones).
-pub fn fcntl(files: &ProcessFiles, fd: u64, command: u64, argument: u64) -> Result<i64, Errno> {
+pub fn fcntl(files: &LinuxProcess, fd: u64, command: u64, argument: u64) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;
     match command {
         F_DUPFD | F_DUPFD_CLOEXEC => {
@@ -252,20 +252,20 @@ pub fn fcntl(files: &ProcessFiles, fd: u64, command: u64, argument: u64) -> Resu
 
 /// `ioctl(fd, request, arg)`: the device's (a regular file has none:
 /// `ENOTTY`).
-pub fn ioctl(files: &ProcessFiles, fd: u64, request: u64, argument: u64) -> Result<i64, Errno> {
+pub fn ioctl(files: &LinuxProcess, fd: u64, request: u64, argument: u64) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;
     file.ioctl(request as u32, argument)
 }
 
 /// `fstat(fd, statbuf)`.
-pub fn fstat(files: &ProcessFiles, fd: u64, buffer: u64) -> Result<i64, Errno> {
+pub fn fstat(files: &LinuxProcess, fd: u64, buffer: u64) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;
     user::write(buffer, &Stat::from(&file.metadata()).to_bytes())?;
     Ok(0)
 }
 
 /// `fchmod(fd, mode)`.
-pub fn fchmod(vfs: &Vfs, files: &ProcessFiles, fd: u64, mode: u64) -> Result<i64, Errno> {
+pub fn fchmod(vfs: &Vfs, files: &LinuxProcess, fd: u64, mode: u64) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;
     let changes = SetAttributes {
         mode: Some(mode as u32 & 0o7777),
@@ -276,7 +276,7 @@ pub fn fchmod(vfs: &Vfs, files: &ProcessFiles, fd: u64, mode: u64) -> Result<i64
 }
 
 /// `ftruncate(fd, length)`.
-pub fn ftruncate(files: &ProcessFiles, fd: u64, length: u64) -> Result<i64, Errno> {
+pub fn ftruncate(files: &LinuxProcess, fd: u64, length: u64) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;
     if !file.is_writable() {
         return Err(Errno::EINVAL);
@@ -286,7 +286,7 @@ pub fn ftruncate(files: &ProcessFiles, fd: u64, length: u64) -> Result<i64, Errn
 }
 
 /// `getdents64(fd, dirp, count)`.
-pub fn getdents64(files: &ProcessFiles, fd: u64, buffer: u64, count: u64) -> Result<i64, Errno> {
+pub fn getdents64(files: &LinuxProcess, fd: u64, buffer: u64, count: u64) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;
     let count = (count.min(u64::from(u32::MAX))) as usize;
     let mut kernel = vec![0u8; count.min(CHUNK)];

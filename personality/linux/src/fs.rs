@@ -11,17 +11,23 @@ use alloc::{sync::Arc, vec::Vec};
 
 use vfs::{same_inode, stat::Stat, Errno, FileType, Inode, PathContext, SetAttributes, Vfs};
 
-use crate::{number::*, user, ProcessFiles};
+use crate::{number::*, user, LinuxProcess};
 
 /// `renameat2` flags.
 const RENAME_NOREPLACE: u64 = 1;
 /// `faccessat` modes: existence only, or read/write/execute bits.
 const F_OK: u64 = 0;
 
+/// Whether a `dirfd` argument is `AT_FDCWD`: an `int`, so only the low 32
+/// bits count (glibc passes -100 zero-extended).
+fn is_cwd(dirfd: u64) -> bool {
+    dirfd as i32 == AT_FDCWD as i32
+}
+
 /// The context a path given with `dirfd` resolves in.
-fn context_at(files: &ProcessFiles, dirfd: u64, path: &[u8]) -> Result<PathContext, Errno> {
+fn context_at(files: &LinuxProcess, dirfd: u64, path: &[u8]) -> Result<PathContext, Errno> {
     let mut context = files.context();
-    if path.first() == Some(&b'/') || dirfd == AT_FDCWD {
+    if path.first() == Some(&b'/') || is_cwd(dirfd) {
         return Ok(context);
     }
     let directory = files.fds.get(dirfd as i64)?.inode().clone();
@@ -34,8 +40,8 @@ fn context_at(files: &ProcessFiles, dirfd: u64, path: &[u8]) -> Result<PathConte
 
 /// The inode a `*at` call with `AT_EMPTY_PATH` and an empty path names:
 /// the descriptor's own file.
-fn empty_path_inode(files: &ProcessFiles, dirfd: u64) -> Result<Arc<dyn Inode>, Errno> {
-    if dirfd == AT_FDCWD {
+fn empty_path_inode(files: &LinuxProcess, dirfd: u64) -> Result<Arc<dyn Inode>, Errno> {
+    if is_cwd(dirfd) {
         return Ok(files.context().cwd);
     }
     Ok(files.fds.get(dirfd as i64)?.inode().clone())
@@ -52,7 +58,7 @@ fn path_argument(address: u64, at_flags: u64) -> Result<Vec<u8>, Errno> {
 /// `openat(dirfd, path, flags, mode)`: a new descriptor (lowest free).
 pub fn openat(
     vfs: &Vfs,
-    files: &ProcessFiles,
+    files: &LinuxProcess,
     dirfd: u64,
     path: u64,
     open_flags: u64,
@@ -69,7 +75,7 @@ pub fn openat(
 /// The inode `(dirfd, path, flags)` names, for the `stat` family.
 fn inode_at(
     vfs: &Vfs,
-    files: &ProcessFiles,
+    files: &LinuxProcess,
     dirfd: u64,
     path: u64,
     at_flags: u64,
@@ -85,7 +91,7 @@ fn inode_at(
 /// `newfstatat(dirfd, path, statbuf, flags)` (and `stat`, `lstat`).
 pub fn fstatat(
     vfs: &Vfs,
-    files: &ProcessFiles,
+    files: &LinuxProcess,
     dirfd: u64,
     path: u64,
     buffer: u64,
@@ -103,7 +109,7 @@ pub fn fstatat(
 /// filled whatever the mask asks (Linux may return more than asked).
 pub fn statx(
     vfs: &Vfs,
-    files: &ProcessFiles,
+    files: &LinuxProcess,
     dirfd: u64,
     path: u64,
     at_flags: u64,
@@ -117,7 +123,7 @@ pub fn statx(
 /// `faccessat2(dirfd, path, mode, flags)` (and `access`, `faccessat`).
 pub fn faccessat(
     vfs: &Vfs,
-    files: &ProcessFiles,
+    files: &LinuxProcess,
     dirfd: u64,
     path: u64,
     mode: u64,
@@ -139,14 +145,14 @@ pub fn faccessat(
 }
 
 /// `mkdirat(dirfd, path, mode)`.
-pub fn mkdirat(vfs: &Vfs, files: &ProcessFiles, dirfd: u64, path: u64, mode: u64) -> Result<i64, Errno> {
+pub fn mkdirat(vfs: &Vfs, files: &LinuxProcess, dirfd: u64, path: u64, mode: u64) -> Result<i64, Errno> {
     let path = user::read_path(path)?;
     let context = context_at(files, dirfd, &path)?;
     vfs.mkdir(&context, &path, mode as u32).map(|_| 0)
 }
 
 /// `unlinkat(dirfd, path, flags)` (and `unlink`, `rmdir`).
-pub fn unlinkat(vfs: &Vfs, files: &ProcessFiles, dirfd: u64, path: u64, at_flags: u64) -> Result<i64, Errno> {
+pub fn unlinkat(vfs: &Vfs, files: &LinuxProcess, dirfd: u64, path: u64, at_flags: u64) -> Result<i64, Errno> {
     if at_flags & !AT_REMOVEDIR != 0 {
         return Err(Errno::EINVAL);
     }
@@ -165,7 +171,7 @@ pub fn unlinkat(vfs: &Vfs, files: &ProcessFiles, dirfd: u64, path: u64, at_flags
 /// absolute from its directory's path.
 fn two_paths(
     vfs: &Vfs,
-    files: &ProcessFiles,
+    files: &LinuxProcess,
     old_dirfd: u64,
     old: u64,
     new_dirfd: u64,
@@ -188,7 +194,7 @@ fn two_paths(
 /// `renameat`): `RENAME_NOREPLACE` is honoured, exchange is `EINVAL`.
 pub fn renameat(
     vfs: &Vfs,
-    files: &ProcessFiles,
+    files: &LinuxProcess,
     old_dirfd: u64,
     old: u64,
     new_dirfd: u64,
@@ -208,7 +214,7 @@ pub fn renameat(
 /// `linkat(olddirfd, old, newdirfd, new, flags)` (and `link`).
 pub fn linkat(
     vfs: &Vfs,
-    files: &ProcessFiles,
+    files: &LinuxProcess,
     old_dirfd: u64,
     old: u64,
     new_dirfd: u64,
@@ -224,7 +230,7 @@ pub fn linkat(
 }
 
 /// `symlinkat(target, dirfd, path)` (and `symlink`).
-pub fn symlinkat(vfs: &Vfs, files: &ProcessFiles, target: u64, dirfd: u64, path: u64) -> Result<i64, Errno> {
+pub fn symlinkat(vfs: &Vfs, files: &LinuxProcess, target: u64, dirfd: u64, path: u64) -> Result<i64, Errno> {
     let target = user::read_path(target)?;
     let path = user::read_path(path)?;
     let context = context_at(files, dirfd, &path)?;
@@ -235,7 +241,7 @@ pub fn symlinkat(vfs: &Vfs, files: &ProcessFiles, target: u64, dirfd: u64, path:
 /// cut to `size`, without a NUL.
 pub fn readlinkat(
     vfs: &Vfs,
-    files: &ProcessFiles,
+    files: &LinuxProcess,
     dirfd: u64,
     path: u64,
     buffer: u64,
@@ -253,13 +259,13 @@ pub fn readlinkat(
 }
 
 /// `truncate(path, length)`.
-pub fn truncate(vfs: &Vfs, files: &ProcessFiles, path: u64, length: u64) -> Result<i64, Errno> {
+pub fn truncate(vfs: &Vfs, files: &LinuxProcess, path: u64, length: u64) -> Result<i64, Errno> {
     let path = user::read_path(path)?;
     vfs.truncate(&files.context(), &path, length as i64).map(|()| 0)
 }
 
 /// `fchmodat(dirfd, path, mode)` (and `chmod`).
-pub fn fchmodat(vfs: &Vfs, files: &ProcessFiles, dirfd: u64, path: u64, mode: u64) -> Result<i64, Errno> {
+pub fn fchmodat(vfs: &Vfs, files: &LinuxProcess, dirfd: u64, path: u64, mode: u64) -> Result<i64, Errno> {
     let inode = inode_at(vfs, files, dirfd, path, 0)?;
     let changes = SetAttributes {
         mode: Some(mode as u32 & 0o7777),
@@ -310,7 +316,7 @@ fn path_of(vfs: &Vfs, context: &PathContext, directory: &Arc<dyn Inode>) -> Resu
 
 /// `getcwd(buf, size)`: the path with its NUL; `ERANGE` if it does not
 /// fit; the length (with the NUL) on success, as the system call returns.
-pub fn getcwd(vfs: &Vfs, files: &ProcessFiles, buffer: u64, size: u64) -> Result<i64, Errno> {
+pub fn getcwd(vfs: &Vfs, files: &LinuxProcess, buffer: u64, size: u64) -> Result<i64, Errno> {
     let context = files.context();
     let mut path = path_of(vfs, &context, &context.cwd)?;
     path.push(0);
@@ -322,7 +328,7 @@ pub fn getcwd(vfs: &Vfs, files: &ProcessFiles, buffer: u64, size: u64) -> Result
 }
 
 /// `chdir(path)`.
-pub fn chdir(vfs: &Vfs, files: &ProcessFiles, path: u64) -> Result<i64, Errno> {
+pub fn chdir(vfs: &Vfs, files: &LinuxProcess, path: u64) -> Result<i64, Errno> {
     let path = user::read_path(path)?;
     let directory = vfs.directory(&files.context(), &path)?;
     files.set_cwd(directory);
@@ -330,7 +336,7 @@ pub fn chdir(vfs: &Vfs, files: &ProcessFiles, path: u64) -> Result<i64, Errno> {
 }
 
 /// `fchdir(fd)`.
-pub fn fchdir(files: &ProcessFiles, fd: u64) -> Result<i64, Errno> {
+pub fn fchdir(files: &LinuxProcess, fd: u64) -> Result<i64, Errno> {
     let directory = files.fds.get(fd as i64)?.inode().clone();
     if directory.file_type() != FileType::Directory {
         return Err(Errno::ENOTDIR);

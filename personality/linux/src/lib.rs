@@ -15,7 +15,7 @@
 //!   `getcwd`, `chdir`, ...);
 //! - `info`: `uname`.
 //!
-//! Each process has a [`ProcessFiles`]: its descriptor table (open files
+//! Each process has a [`LinuxProcess`]: its descriptor table (open files
 //! are capabilities in the process's `domain::HandleTable`), its current
 //! directory and umask. The kernel tells the personality when a process
 //! starts, forks and ends.
@@ -26,9 +26,13 @@ extern crate alloc;
 mod fdtable;
 mod files;
 mod fs;
+mod identity;
 mod info;
 pub mod number;
-mod user;
+mod pipe;
+mod resource;
+mod signal;
+pub mod user;
 
 use alloc::{collections::BTreeMap, sync::Arc};
 
@@ -36,16 +40,27 @@ use dispatch::Principal;
 use vfs::{Errno, Inode, OpenFile, PathContext, Vfs};
 
 pub use fdtable::{FdTable, MAX_DESCRIPTORS};
+pub use pipe::set_interrupted_check;
+pub use signal::SignalState;
 
-/// What a process has of the file system: descriptors, current
-/// directory, umask. Threads of a process share it.
-pub struct ProcessFiles {
+/// What the personality keeps of a process: descriptors, current
+/// directory and umask, signal state, process group and session. Threads
+/// of a process share it.
+pub struct LinuxProcess {
     /// The descriptor table.
     pub fds: FdTable,
     paths: spin::Mutex<PathContext>,
+    /// Signal dispositions and mask.
+    signals: spin::Mutex<SignalState>,
+    /// Process group and session.
+    groups: spin::Mutex<(u64, u64)>,
+    /// `set_robust_list`'s head.
+    robust_list: spin::Mutex<u64>,
+    /// `prctl(PR_SET_NAME)`'s name.
+    name: spin::Mutex<[u8; 16]>,
 }
 
-impl ProcessFiles {
+impl LinuxProcess {
     /// The process's view of the tree (root, current directory, umask).
     pub fn context(&self) -> PathContext {
         self.paths.lock().clone()
@@ -60,6 +75,9 @@ impl ProcessFiles {
     }
 }
 
+/// Device number of the hidden file system pipes live on.
+const PIPEFS_DEVICE: u64 = vfs::makedev(0, 12);
+
 /// The principal a process's capability table belongs to (processes and
 /// extensions share one numbering of principals; processes take the top
 /// half).
@@ -72,7 +90,12 @@ pub struct Personality {
     vfs: Arc<Vfs>,
     /// The open file every new process gets as 0, 1 and 2.
     console: Arc<OpenFile>,
-    processes: spin::Mutex<BTreeMap<u64, Arc<ProcessFiles>>>,
+    processes: spin::Mutex<BTreeMap<u64, Arc<LinuxProcess>>>,
+    /// A directory of the personality's hidden file system, where pipes'
+    /// FIFO inodes are made.
+    pipes: Arc<dyn Inode>,
+    /// `/dev/urandom`'s generator, for `getrandom`.
+    urandom: Arc<dyn vfs::Device>,
     /// The root and current directory new processes start in (`None`:
     /// the tree's root).
     start_directory: spin::Mutex<Option<Arc<dyn Inode>>>,
@@ -81,10 +104,17 @@ pub struct Personality {
 impl Personality {
     /// A personality over `vfs`; new processes get `console` as standard
     /// input, output and error.
-    pub fn new(vfs: Arc<Vfs>, console: Arc<OpenFile>) -> Personality {
+    pub fn new(vfs: Arc<Vfs>, console: Arc<OpenFile>, clock: vfs::Clock) -> Personality {
+        let pipefs: Arc<dyn vfs::FileSystem> = vfs::RamFs::new(PIPEFS_DEVICE, clock);
+        let urandom = vfs
+            .devices()
+            .get(vfs::devices::URANDOM_DEV)
+            .unwrap_or_else(|_| Arc::new(vfs::devices::Urandom::seeded(0x5eed)));
         Personality {
             vfs,
             console,
+            pipes: pipefs.root(),
+            urandom,
             processes: spin::Mutex::new(BTreeMap::new()),
             start_directory: spin::Mutex::new(None),
         }
@@ -109,9 +139,13 @@ impl Personality {
             paths.root = directory.clone();
             paths.cwd = directory;
         }
-        let files = ProcessFiles {
+        let files = LinuxProcess {
             fds,
             paths: spin::Mutex::new(paths),
+            signals: spin::Mutex::new(SignalState::default()),
+            groups: spin::Mutex::new((pid, pid)),
+            robust_list: spin::Mutex::new(0),
+            name: spin::Mutex::new([0; 16]),
         };
         self.processes.lock().insert(pid, Arc::new(files));
     }
@@ -132,11 +166,52 @@ impl Personality {
             self.process_started(child);
             return;
         };
-        let files = ProcessFiles {
+        let files = LinuxProcess {
             fds: parent_files.fds.fork(process_principal(child)),
             paths: spin::Mutex::new(parent_files.context()),
+            signals: spin::Mutex::new(parent_files.signals.lock().clone()),
+            groups: spin::Mutex::new(*parent_files.groups.lock()),
+            robust_list: spin::Mutex::new(0),
+            name: spin::Mutex::new(*parent_files.name.lock()),
         };
         self.processes.lock().insert(child, Arc::new(files));
+    }
+
+    /// The program file `path` names for process `pid` (`execve`): its
+    /// bytes. `EACCES` for anything but a regular file.
+    pub fn read_executable(&self, pid: u64, path: &[u8]) -> Result<alloc::vec::Vec<u8>, Errno> {
+        let files = self.files(pid).ok_or(Errno::ESRCH)?;
+        let file = self
+            .vfs
+            .open(&files.context(), path, vfs::flags::O_RDONLY, 0)?;
+        if file.metadata().file_type() != vfs::FileType::Regular {
+            return Err(Errno::EACCES);
+        }
+        let size = usize::try_from(file.metadata().size).map_err(|_| Errno::ENOMEM)?;
+        let mut bytes = alloc::vec![0u8; size];
+        let mut done = 0;
+        while done < size {
+            let count = file.read(&mut bytes[done..])?;
+            if count == 0 {
+                break;
+            }
+            done += count;
+        }
+        bytes.truncate(done);
+        Ok(bytes)
+    }
+
+    /// Process `pid` replaced its program (`execve`): descriptors marked
+    /// close-on-exec are closed.
+    pub fn process_executed(&self, pid: u64) {
+        if let Some(files) = self.files(pid) {
+            files.signals.lock().reset_for_exec();
+            for fd in files.fds.descriptors() {
+                if files.fds.close_on_exec(i64::from(fd)) == Ok(true) {
+                    let _ = files.fds.close(i64::from(fd));
+                }
+            }
+        }
     }
 
     /// The process ended: its descriptors are closed.
@@ -148,7 +223,7 @@ impl Personality {
     }
 
     /// The files of process `pid`.
-    pub fn files(&self, pid: u64) -> Option<Arc<ProcessFiles>> {
+    pub fn files(&self, pid: u64) -> Option<Arc<LinuxProcess>> {
         self.processes.lock().get(&pid).cloned()
     }
 
@@ -166,6 +241,8 @@ impl Personality {
         let context = Call {
             vfs: &self.vfs,
             files: &files,
+            personality: self,
+            pid,
         };
         Some(call(&context, args).unwrap_or_else(|errno| i64::from(-errno.as_i32())))
     }
@@ -174,7 +251,17 @@ impl Personality {
 /// What a call gets: the file tree and the calling process's files.
 struct Call<'a> {
     vfs: &'a Vfs,
-    files: &'a ProcessFiles,
+    files: &'a LinuxProcess,
+    personality: &'a Personality,
+    pid: u64,
+}
+
+impl Call<'_> {
+    /// The state of process `pid` as a call names it (0: the caller).
+    fn process(&self, pid: u64) -> Result<Arc<LinuxProcess>, Errno> {
+        let pid = if pid == 0 { self.pid } else { pid };
+        self.personality.files(pid).ok_or(Errno::ESRCH)
+    }
 }
 
 /// A call of the personality's own families.
@@ -248,6 +335,31 @@ fn table(number: u64) -> Option<Implementation> {
         FCHDIR => |c, [fd, ..]| fs::fchdir(c.files, fd),
         UMASK => |c, [mask, ..]| Ok(i64::from(c.files.set_umask(mask as u32))),
         UNAME => |_, [buf, ..]| info::uname(buf),
+        PIPE => |c, [fds, ..]| pipe::pipe2(&c.personality.pipes, c.files, fds, 0),
+        PIPE2 => |c, [fds, flags, ..]| pipe::pipe2(&c.personality.pipes, c.files, fds, flags),
+        RT_SIGACTION => |c, [signal, act, old, size, ..]| signal::rt_sigaction(c.files, signal, act, old, size),
+        RT_SIGPROCMASK => |c, [how, set, old, size, ..]| signal::rt_sigprocmask(c.files, how, set, old, size),
+        SIGALTSTACK => |c, [new, old, ..]| signal::sigaltstack(c.files, new, old),
+        GETUID | GETEUID | GETGID | GETEGID => |_, _| identity::root_id(),
+        SETUID | SETGID => |_, [id, ..]| identity::set_id(id),
+        GETRESUID | GETRESGID => |_, [r, e, s, ..]| identity::getres_ids(r, e, s),
+        GETPGRP => |c, _| Ok(c.files.groups.lock().0 as i64),
+        GETPGID => |c, [pid, ..]| Ok(c.process(pid)?.groups.lock().0 as i64),
+        GETSID => |c, [pid, ..]| Ok(c.process(pid)?.groups.lock().1 as i64),
+        SETPGID => |c, [pid, pgid, ..]| {
+            let target = if pid == 0 { c.pid } else { pid };
+            identity::setpgid(&*c.process(pid)?, target, pgid)
+        },
+        SETSID => |c, _| identity::setsid(c.files, c.pid),
+        PRLIMIT64 => |c, [pid, resource, new, old, ..]| {
+            c.process(pid)?;
+            resource::prlimit64(resource, new, old)
+        },
+        GETRLIMIT => |_, [resource, old, ..]| resource::prlimit64(resource, 0, old),
+        SETRLIMIT => |_, [resource, new, ..]| resource::prlimit64(resource, new, 0),
+        GETRANDOM => |c, [buf, count, flags, ..]| resource::getrandom(&*c.personality.urandom, buf, count, flags),
+        SET_ROBUST_LIST => |c, [head, length, ..]| resource::set_robust_list(c.files, head, length),
+        PRCTL => |c, [option, argument, ..]| resource::prctl(c.files, option, argument),
         _ => return None,
     })
 }

@@ -69,3 +69,35 @@ pub fn read_iovec(vectors: u64, index: u64) -> Result<(u64, u64), Errno> {
         .ok_or(Errno::EFAULT)?;
     Ok((read_u64(at)?, read_u64(at + 8)?))
 }
+
+/// Reads a NULL-terminated array of string pointers (`argv`, `envp`):
+/// `E2BIG` past [`MAX_STRINGS`] strings or [`MAX_STRING_BYTES`] bytes in
+/// all; a null array is empty (Linux accepts it).
+pub fn read_string_vector(address: u64) -> Result<Vec<Vec<u8>>, Errno> {
+    let mut strings = Vec::new();
+    if address == 0 {
+        return Ok(strings);
+    }
+    let mut total = 0;
+    for index in 0..=MAX_STRINGS as u64 {
+        let at = address.checked_add(index * 8).ok_or(Errno::EFAULT)?;
+        let pointer = read_u64(at)?;
+        if pointer == 0 {
+            return Ok(strings);
+        }
+        let string = read_c_string(pointer, MAX_STRING_BYTES)
+            .map_err(|error| if error == Errno::ENAMETOOLONG { Errno::E2BIG } else { error })?;
+        total += string.len() + 1;
+        if total > MAX_STRING_BYTES {
+            return Err(Errno::E2BIG);
+        }
+        strings.push(string);
+    }
+    Err(Errno::E2BIG)
+}
+
+/// Most strings `execve` takes in `argv` and `envp` each.
+pub const MAX_STRINGS: usize = 4096;
+/// Most bytes the strings of `argv` (or `envp`) may have in all: they
+/// must fit the stack pages mapped before the program starts.
+pub const MAX_STRING_BYTES: usize = 32 * 1024;

@@ -1,0 +1,219 @@
+//! Pipes: `pipe` and `pipe2`. A pipe is a bounded byte queue with a read
+//! end and a write end, each an open file whose device is one end; the
+//! files sit on a FIFO inode of the personality's own hidden file system
+//! (so `fstat` says `S_IFIFO`, as on Linux).
+//!
+//! A read of an empty pipe waits while a writer is left, then gives 0
+//! (end of file); a write to a pipe with no reader is `EPIPE` (SIGPIPE
+//! comes with signal delivery). Waiting polls every millisecond and stops
+//! with `EINTR` when the kernel says the caller was interrupted (killed):
+//! simple, and never a lost wake-up; wait queues can replace it.
+
+use alloc::{collections::VecDeque, format, sync::Arc};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use vfs::{flags, Device, Errno, Inode, NewNode, NodeKind, OpenFile, Readiness};
+
+use crate::{user, LinuxProcess};
+
+/// Bytes a pipe holds (Linux's default, 16 pages).
+pub const PIPE_CAPACITY: usize = 64 * 1024;
+
+/// The queue both ends share.
+struct Pipe {
+    bytes: spin::Mutex<VecDeque<u8>>,
+    readers: AtomicUsize,
+    writers: AtomicUsize,
+}
+
+/// The read end.
+struct ReadEnd(Arc<Pipe>);
+/// The write end.
+struct WriteEnd(Arc<Pipe>);
+
+impl Drop for ReadEnd {
+    fn drop(&mut self) {
+        self.0.readers.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Drop for WriteEnd {
+    fn drop(&mut self) {
+        self.0.writers.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Whether the calling thread was interrupted (set by the kernel).
+static INTERRUPTED: spin::Once<fn() -> bool> = spin::Once::new();
+
+/// Tells the personality how to learn that the calling thread must stop
+/// waiting (it was killed).
+pub fn set_interrupted_check(check: fn() -> bool) {
+    INTERRUPTED.call_once(|| check);
+}
+
+/// Waits a little before trying again; `EINTR` if the caller must stop.
+fn wait_a_little() -> Result<(), Errno> {
+    if INTERRUPTED.get().is_some_and(|interrupted| interrupted()) {
+        return Err(Errno::EINTR);
+    }
+    sched::sleep_ms(1);
+    Ok(())
+}
+
+impl Device for ReadEnd {
+    fn read(&self, _offset: u64, buf: &mut [u8], nonblocking: bool) -> Result<usize, Errno> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            {
+                let mut bytes = self.0.bytes.lock();
+                if !bytes.is_empty() {
+                    let count = buf.len().min(bytes.len());
+                    for (slot, byte) in buf.iter_mut().zip(bytes.drain(..count)) {
+                        *slot = byte;
+                    }
+                    return Ok(count);
+                }
+            }
+            if self.0.writers.load(Ordering::Acquire) == 0 {
+                return Ok(0);
+            }
+            if nonblocking {
+                return Err(Errno::EAGAIN);
+            }
+            wait_a_little()?;
+        }
+    }
+
+    fn write(&self, _offset: u64, _buf: &[u8], _nonblocking: bool) -> Result<usize, Errno> {
+        Err(Errno::EBADF)
+    }
+
+    fn readiness(&self) -> Readiness {
+        Readiness {
+            readable: !self.0.bytes.lock().is_empty() || self.0.writers.load(Ordering::Acquire) == 0,
+            writable: false,
+            hung_up: self.0.writers.load(Ordering::Acquire) == 0,
+        }
+    }
+
+    fn is_seekable(&self) -> bool {
+        false
+    }
+}
+
+impl Device for WriteEnd {
+    fn read(&self, _offset: u64, _buf: &mut [u8], _nonblocking: bool) -> Result<usize, Errno> {
+        Err(Errno::EBADF)
+    }
+
+    /// Writes everything, waiting for room as needed. A write of at most
+    /// 4 KiB (`PIPE_BUF`) goes in at once or not at all, so it is never
+    /// interleaved with another writer's bytes, as POSIX asks.
+    fn write(&self, _offset: u64, buf: &[u8], nonblocking: bool) -> Result<usize, Errno> {
+        let mut done = 0;
+        while done < buf.len() {
+            if self.0.readers.load(Ordering::Acquire) == 0 {
+                return if done > 0 { Ok(done) } else { Err(Errno::EPIPE) };
+            }
+            {
+                let mut bytes = self.0.bytes.lock();
+                let room = PIPE_CAPACITY - bytes.len();
+                let atomic = buf.len() - done <= 4096;
+                if room > 0 && (!atomic || room >= buf.len() - done) {
+                    let count = room.min(buf.len() - done);
+                    bytes.extend(&buf[done..done + count]);
+                    done += count;
+                    continue;
+                }
+            }
+            if nonblocking {
+                return if done > 0 { Ok(done) } else { Err(Errno::EAGAIN) };
+            }
+            if let Err(error) = wait_a_little() {
+                return if done > 0 { Ok(done) } else { Err(error) };
+            }
+        }
+        Ok(done)
+    }
+
+    fn readiness(&self) -> Readiness {
+        let readers = self.0.readers.load(Ordering::Acquire);
+        Readiness {
+            readable: false,
+            writable: readers == 0 || self.0.bytes.lock().len() < PIPE_CAPACITY,
+            hung_up: readers == 0,
+        }
+    }
+
+    fn is_seekable(&self) -> bool {
+        false
+    }
+}
+
+/// Numbers the hidden FIFO nodes.
+static NEXT_PIPE: AtomicU64 = AtomicU64::new(1);
+
+/// The two open files of a new pipe, on a FIFO inode made in `directory`
+/// (a directory of the personality's hidden file system) and unlinked at
+/// once, so only the open files hold it.
+pub fn make_pipe(directory: &Arc<dyn Inode>, status_flags: u32) -> Result<(Arc<OpenFile>, Arc<OpenFile>), Errno> {
+    let name = format!("pipe-{}", NEXT_PIPE.fetch_add(1, Ordering::Relaxed));
+    let inode = directory.create(
+        name.as_bytes(),
+        NewNode {
+            kind: NodeKind::Fifo,
+            permissions: 0o600,
+            uid: 0,
+            gid: 0,
+        },
+    )?;
+    let _ = directory.unlink(name.as_bytes());
+    let pipe = Arc::new(Pipe {
+        bytes: spin::Mutex::new(VecDeque::new()),
+        readers: AtomicUsize::new(1),
+        writers: AtomicUsize::new(1),
+    });
+    let nonblocking = status_flags & flags::O_NONBLOCK;
+    let reader = OpenFile::new(
+        inode.clone(),
+        flags::O_RDONLY | nonblocking,
+        Some(Arc::new(ReadEnd(pipe.clone()))),
+    );
+    let writer = OpenFile::new(inode, flags::O_WRONLY | nonblocking, Some(Arc::new(WriteEnd(pipe))));
+    Ok((Arc::new(reader), Arc::new(writer)))
+}
+
+/// `pipe2(fds, flags)` (and `pipe`): `O_CLOEXEC` and `O_NONBLOCK` only.
+pub fn pipe2(
+    directory: &Arc<dyn Inode>,
+    files: &LinuxProcess,
+    fds: u64,
+    pipe_flags: u64,
+) -> Result<i64, Errno> {
+    let allowed = u64::from(flags::O_CLOEXEC | flags::O_NONBLOCK | flags::O_DIRECT);
+    if pipe_flags & !allowed != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (reader, writer) = make_pipe(directory, pipe_flags as u32)?;
+    let cloexec = pipe_flags & u64::from(flags::O_CLOEXEC) != 0;
+    let read_fd = files.fds.install(reader, 0, cloexec)?;
+    let write_fd = match files.fds.install(writer, 0, cloexec) {
+        Ok(fd) => fd,
+        Err(error) => {
+            let _ = files.fds.close(i64::from(read_fd));
+            return Err(error);
+        }
+    };
+    let mut pair = [0u8; 8];
+    pair[..4].copy_from_slice(&read_fd.to_le_bytes());
+    pair[4..].copy_from_slice(&write_fd.to_le_bytes());
+    if let Err(error) = user::write(fds, &pair) {
+        let _ = files.fds.close(i64::from(read_fd));
+        let _ = files.fds.close(i64::from(write_fd));
+        return Err(error);
+    }
+    Ok(0)
+}
