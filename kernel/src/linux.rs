@@ -27,54 +27,161 @@ use crate::syscalls::SyscallArgs;
 
 /// Device number of `/dev/console` (Linux's 5:1).
 const CONSOLE_DEV: u64 = vfs::makedev(5, 1);
+/// Device number of `/dev/tty` (Linux's 5:0).
+const TTY_DEV: u64 = vfs::makedev(5, 0);
 
 static PERSONALITY: spin::Once<Personality> = spin::Once::new();
+/// The serial terminal (behind `/dev/console` and `/dev/tty`).
+static TERMINAL: spin::Once<Arc<Console>> = spin::Once::new();
 
 /// The personality, once [`init`] has run.
 pub fn personality() -> Option<&'static Personality> {
     PERSONALITY.get()
 }
 
-/// The serial console as a character device: output goes to the console,
-/// input is read a line at a time with echo (a minimal line discipline:
-/// the tty with its modes and job control comes with the shell work).
-struct Console;
+/// The serial console as a terminal: output goes to the serial line;
+/// input is read with a small line discipline that honours the termios
+/// modes programs set (`ICANON`: a line at a time with editing, else byte
+/// by byte; `ECHO`; `ICRNL`), and the terminal `ioctl`s a shell asks
+/// (`TCGETS`/`TCSETS*`, window size, foreground process group).
+/// Job-control signals (^C, ^Z) wait for signal delivery.
+struct Console {
+    /// `struct termios` as the kernel's `TCGETS` gives it (36 bytes).
+    termios: spin::Mutex<[u8; TERMIOS_BYTES]>,
+    /// `struct winsize` (8 bytes).
+    window: spin::Mutex<[u8; 8]>,
+    /// The foreground process group (`tcsetpgrp`).
+    foreground: core::sync::atomic::AtomicU64,
+    /// Bytes taken from the serial line to answer `poll` but not read yet.
+    pending: spin::Mutex<alloc::collections::VecDeque<u8>>,
+}
+
+/// Bytes of the kernel's `struct termios` (4 flag words, the line, 19
+/// control characters).
+const TERMIOS_BYTES: usize = 36;
+/// `c_lflag` bits.
+const ICANON: u32 = 0o2;
+const ECHO: u32 = 0o10;
+/// `c_iflag` bit: carriage return read as newline.
+const ICRNL: u32 = 0o400;
+/// Terminal `ioctl` requests.
+const TCGETS: u32 = 0x5401;
+const TCSETS: u32 = 0x5402;
+const TCSETSW: u32 = 0x5403;
+const TCSETSF: u32 = 0x5404;
+const TIOCSCTTY: u32 = 0x540e;
+const TIOCGPGRP: u32 = 0x540f;
+const TIOCSPGRP: u32 = 0x5410;
+const TIOCGWINSZ: u32 = 0x5413;
+const TIOCSWINSZ: u32 = 0x5414;
+const TIOCGSID: u32 = 0x5429;
+
+impl Console {
+    fn new() -> Console {
+        let mut termios = [0u8; TERMIOS_BYTES];
+        // Linux's defaults: ICRNL|IXON; OPOST|ONLCR; B38400|CS8|CREAD|HUPCL;
+        // ISIG|ICANON|ECHO|ECHOE|ECHOK|ECHOCTL|ECHOKE|IEXTEN.
+        for (index, word) in [0o2400u32, 0o5, 0o2277, 0o105073].iter().enumerate() {
+            termios[index * 4..index * 4 + 4].copy_from_slice(&word.to_le_bytes());
+        }
+        // VINTR ^C, VQUIT ^\, VERASE DEL, VKILL ^U, VEOF ^D, VTIME 0,
+        // VMIN 1, then VSTART ^Q, VSTOP ^S, VSUSP ^Z.
+        let control = [3u8, 0x1c, 0x7f, 0x15, 4, 0, 1, 0, 0x11, 0x13, 0x1a];
+        termios[17..17 + control.len()].copy_from_slice(&control);
+        let mut window = [0u8; 8];
+        window[0..2].copy_from_slice(&24u16.to_le_bytes());
+        window[2..4].copy_from_slice(&80u16.to_le_bytes());
+        Console {
+            termios: spin::Mutex::new(termios),
+            window: spin::Mutex::new(window),
+            foreground: core::sync::atomic::AtomicU64::new(0),
+            pending: spin::Mutex::new(alloc::collections::VecDeque::new()),
+        }
+    }
+
+    fn flag(&self, word: usize) -> u32 {
+        let termios = self.termios.lock();
+        u32::from_le_bytes([
+            termios[word * 4],
+            termios[word * 4 + 1],
+            termios[word * 4 + 2],
+            termios[word * 4 + 3],
+        ])
+    }
+
+    /// The next byte typed, waiting for one unless `nonblocking`.
+    fn next_byte(&self, nonblocking: bool) -> Result<Option<u8>, Errno> {
+        loop {
+            let pending = self.pending.lock().pop_front();
+            if let Some(byte) = pending.or_else(hal::console::try_read_byte) {
+                return Ok(Some(byte));
+            }
+            if nonblocking {
+                return Ok(None);
+            }
+            if crate::process::pending_kill().is_some() {
+                return Err(Errno::EINTR);
+            }
+            sched::sleep_ms(5);
+        }
+    }
+}
 
 impl Device for Console {
     fn read(&self, _offset: u64, buf: &mut [u8], nonblocking: bool) -> Result<usize, Errno> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let (input, local) = (self.flag(0), self.flag(3));
+        let echo = local & ECHO != 0;
+        let translate = |byte: u8| if byte == b'\r' && input & ICRNL != 0 { b'\n' } else { byte };
+        if local & ICANON == 0 {
+            // Raw: what has been typed, at least one byte (VMIN 1).
+            let mut count = 0;
+            while count < buf.len() {
+                let wait = count == 0 && !nonblocking;
+                let Some(byte) = self.next_byte(!wait)? else {
+                    break;
+                };
+                buf[count] = translate(byte);
+                count += 1;
+                if echo {
+                    crate::user::console_write(&buf[count - 1..count]);
+                }
+            }
+            return if count == 0 { Err(Errno::EAGAIN) } else { Ok(count) };
+        }
         let mut count = 0;
         while count < buf.len() {
-            let Some(byte) = hal::console::try_read_byte() else {
-                if count > 0 && nonblocking {
-                    break;
-                }
-                if nonblocking {
-                    return Err(Errno::EAGAIN);
-                }
-                sched::sleep_ms(10);
-                continue;
+            let Some(byte) = self.next_byte(nonblocking && count == 0)? else {
+                return Err(Errno::EAGAIN);
             };
-            match byte {
+            match translate(byte) {
                 // ^D at the start of a line: end of file.
                 0x04 if count == 0 => return Ok(0),
                 0x04 => break,
-                // Backspace and delete: drop the last byte typed.
                 0x08 | 0x7f => {
                     if count > 0 {
                         count -= 1;
-                        hal::console::write_str("\x08 \x08");
+                        if echo {
+                            hal::console::write_str("\x08 \x08");
+                        }
                     }
                 }
-                b'\r' | b'\n' => {
+                b'\n' => {
                     buf[count] = b'\n';
                     count += 1;
-                    hal::console::write_str("\n");
+                    if echo {
+                        hal::console::write_str("\n");
+                    }
                     break;
                 }
-                _ => {
+                byte => {
                     buf[count] = byte;
                     count += 1;
-                    crate::user::console_write(&[byte]);
+                    if echo {
+                        crate::user::console_write(&[byte]);
+                    }
                 }
             }
         }
@@ -86,12 +193,61 @@ impl Device for Console {
         Ok(buf.len())
     }
 
+    /// Readable when a byte has been typed (taken from the serial line
+    /// into `pending`, since the line cannot be peeked).
     fn readiness(&self) -> Readiness {
+        let mut pending = self.pending.lock();
+        if pending.is_empty() {
+            if let Some(byte) = hal::console::try_read_byte() {
+                pending.push_back(byte);
+            }
+        }
         Readiness {
-            readable: true,
+            readable: !pending.is_empty(),
             writable: true,
             hung_up: false,
         }
+    }
+
+    fn ioctl(&self, request: u32, argument: u64) -> Result<i64, Errno> {
+        let fault = |_| Errno::EFAULT;
+        match request {
+            TCGETS => {
+                let termios = *self.termios.lock();
+                hal::user::copy_to_user(argument, &termios).map_err(fault)?;
+            }
+            TCSETS | TCSETSW | TCSETSF => {
+                let mut termios = [0u8; TERMIOS_BYTES];
+                hal::user::copy_from_user(&mut termios, argument).map_err(fault)?;
+                *self.termios.lock() = termios;
+            }
+            TIOCGWINSZ => {
+                let window = *self.window.lock();
+                hal::user::copy_to_user(argument, &window).map_err(fault)?;
+            }
+            TIOCSWINSZ => {
+                let mut window = [0u8; 8];
+                hal::user::copy_from_user(&mut window, argument).map_err(fault)?;
+                *self.window.lock() = window;
+            }
+            TIOCGPGRP | TIOCGSID => {
+                let group = self.foreground.load(core::sync::atomic::Ordering::Relaxed) as u32;
+                hal::user::copy_to_user(argument, &group.to_le_bytes()).map_err(fault)?;
+            }
+            TIOCSPGRP => {
+                let mut group = [0u8; 4];
+                hal::user::copy_from_user(&mut group, argument).map_err(fault)?;
+                let group = i32::from_le_bytes(group);
+                if group < 0 {
+                    return Err(Errno::EINVAL);
+                }
+                self.foreground
+                    .store(group as u64, core::sync::atomic::Ordering::Relaxed);
+            }
+            TIOCSCTTY => {}
+            _ => return Err(Errno::ENOTTY),
+        }
+        Ok(0)
     }
 
     fn is_seekable(&self) -> bool {
@@ -120,14 +276,20 @@ pub fn init(archive: &'static [u8]) {
         let vfs = Arc::new(Vfs::new(fs));
         let seed = hal::cpu::read_tsc();
         devices::register_memory_devices(vfs.devices(), devices::Urandom::seeded(seed));
-        vfs.devices().register(CONSOLE_DEV, Arc::new(Console));
+        // One terminal: the serial line, as /dev/console and as the
+        // controlling terminal /dev/tty.
+        let console = TERMINAL.call_once(|| Arc::new(Console::new())).clone();
+        vfs.devices().register(CONSOLE_DEV, console.clone());
+        vfs.devices().register(TTY_DEV, console);
         let root = vfs.context(0, 0);
         if let Err(error) = devices::make_memory_device_nodes(&vfs, &root, b"/dev") {
             log::error!("linux: /dev: {error}");
         }
         let nodes = vfs::PathContext { umask: 0, ..root.clone() };
-        if let Err(error) = vfs.mknod(&nodes, b"/dev/console", vfs::S_IFCHR | 0o620, CONSOLE_DEV) {
-            log::error!("linux: /dev/console: {error}");
+        for (path, rdev) in [(&b"/dev/console"[..], CONSOLE_DEV), (b"/dev/tty", TTY_DEV)] {
+            if let Err(error) = vfs.mknod(&nodes, path, vfs::S_IFCHR | 0o666, rdev) {
+                log::error!("linux: {}: {error}", core::str::from_utf8(path).unwrap_or("a device"));
+            }
         }
         for directory in [&b"/tmp"[..], b"/proc", b"/root", b"/home"] {
             let _ = vfs.mkdir(&root, directory, 0o755);
@@ -137,7 +299,7 @@ pub fn init(archive: &'static [u8]) {
             .unwrap_or_else(|_| {
                 // Only if /dev/console could not be made: a console file
                 // that is not in the tree still works.
-                Arc::new(OpenFile::new(vfs.root(), vfs::flags::O_RDWR, Some(Arc::new(Console))))
+                Arc::new(OpenFile::new(vfs.root(), vfs::flags::O_RDWR, Some(Arc::new(Console::new()))))
             });
         linux::set_interrupted_check(|| crate::process::pending_kill().is_some());
         Personality::new(vfs, console, Arc::new(now))
@@ -145,11 +307,14 @@ pub fn init(archive: &'static [u8]) {
     bind(personality);
 }
 
-/// Strands known to run a Linux process, for the guard's fast path: slot
-/// `strand % LINUX_STRAND_SLOTS` holds `strand + 1` while that strand runs
-/// one. Two live strands may share a slot; the one that lost it is found
-/// by the slow path (the process table), so the guard is always right and
-/// usually costs one load.
+/// Strands known to run a Linux process, with their process, for the
+/// guard's fast path: slot `strand % LINUX_STRAND_SLOTS` holds
+/// `(strand + 1) << 32 | pid` while that strand runs process `pid` (one
+/// word, so a reader never pairs one strand with another's process). Two
+/// live strands may share a slot; the one that lost it is found by the
+/// slow path (the process table), so the guard is always right and
+/// usually costs one load. Strands or processes numbered 2^32 and beyond
+/// always take the slow path.
 const LINUX_STRAND_SLOTS: usize = 256;
 static LINUX_STRANDS: [core::sync::atomic::AtomicU64; LINUX_STRAND_SLOTS] =
     [const { core::sync::atomic::AtomicU64::new(0) }; LINUX_STRAND_SLOTS];
@@ -158,17 +323,23 @@ fn slot(strand: u64) -> &'static core::sync::atomic::AtomicU64 {
     &LINUX_STRANDS[strand as usize % LINUX_STRAND_SLOTS]
 }
 
+/// The process of `strand` if the fast path knows it.
+fn cached_process(strand: u64) -> Option<u64> {
+    let entry = slot(strand).load(core::sync::atomic::Ordering::Relaxed);
+    (entry >> 32 == strand + 1).then_some(entry & 0xffff_ffff)
+}
+
 /// Whether the calling strand's process runs under this personality.
 fn is_linux_process(strand: u64) -> bool {
-    use core::sync::atomic::Ordering;
-    if slot(strand).load(Ordering::Relaxed) == strand + 1 {
+    if cached_process(strand).is_some() {
         return true;
     }
-    let linux = crate::user::process_of(strand)
-        .and_then(|pid| PERSONALITY.get()?.files(pid))
-        .is_some();
-    if linux {
-        slot(strand).store(strand + 1, Ordering::Relaxed);
+    let Some(pid) = crate::user::process_of(strand) else {
+        return false;
+    };
+    let linux = PERSONALITY.get().and_then(|p| p.files(pid)).is_some();
+    if linux && strand < u64::from(u32::MAX) && pid <= u64::from(u32::MAX) {
+        slot(strand).store((strand + 1) << 32 | pid, core::sync::atomic::Ordering::Relaxed);
     }
     linux
 }
@@ -176,23 +347,32 @@ fn is_linux_process(strand: u64) -> bool {
 /// Strand `strand` ended: it leaves the guard's fast path (a later strand
 /// with the same number must be asked about afresh).
 pub fn strand_ended(strand: u64) {
-    let _ = slot(strand).compare_exchange(
-        strand + 1,
-        0,
-        core::sync::atomic::Ordering::Relaxed,
-        core::sync::atomic::Ordering::Relaxed,
-    );
+    if let Some(pid) = cached_process(strand) {
+        let _ = slot(strand).compare_exchange(
+            (strand + 1) << 32 | pid,
+            0,
+            core::sync::atomic::Ordering::Relaxed,
+            core::sync::atomic::Ordering::Relaxed,
+        );
+    }
 }
 
 /// The personality's handler: its own families, else the kernel's core
 /// (decided by number first, so a core call pays no lookup here).
 fn linux_call(args: &SyscallArgs) -> i64 {
     let &(strand, number, a0, a1, a2, a3, a4, a5) = args;
+    // `getpid`, the null system call: the process the guard just found,
+    // as Linux reads `current->tgid`.
+    if number == linux::number::GETPID {
+        if let Some(pid) = cached_process(strand) {
+            return pid as i64;
+        }
+    }
     if !linux::owns(number) {
         return crate::syscalls::core_table(args);
     }
     let answer = PERSONALITY.get().and_then(|personality| {
-        let pid = crate::user::process_of(strand)?;
+        let pid = cached_process(strand).or_else(|| crate::user::process_of(strand))?;
         personality.handle(pid, number, [a0, a1, a2, a3, a4, a5])
     });
     answer.unwrap_or_else(|| crate::syscalls::core_table(args))
@@ -273,4 +453,30 @@ pub fn run_boot_command() -> Result<u8, alloc::string::String> {
             128u8.saturating_add(crate::process::signal_for_fault(fault.vector))
         }
     })
+}
+
+/// `spindle.mode=linux` (what `./x run` boots): Debian's busybox `sh` on
+/// the serial console, as an interactive login shell would run (the
+/// kernel shell is reachable from it with `spindle COMMAND`). Returns
+/// when the shell exits.
+pub fn run_interactive_shell() -> Result<(), alloc::string::String> {
+    let personality = personality().ok_or("the Linux personality is not set up")?;
+    let shell = read_file(personality.vfs(), b"/bin/busybox")
+        .map_err(|error| alloc::format!("reading /bin/busybox: {error}"))?;
+    hal::console::write_str(
+        "\nSpindle: Debian's busybox sh on the Linux personality. \
+         `spindle help` lists the kernel shell's commands; `exit` halts.\n",
+    );
+    // The shell leads its own process group, which owns the terminal's
+    // foreground from the start (as a login shell finds it).
+    let pid = crate::user::new_process();
+    if let Some(terminal) = TERMINAL.get() {
+        terminal
+            .foreground
+            .store(pid, core::sync::atomic::Ordering::Relaxed);
+    }
+    let thread = crate::user::spawn_program_in(pid, "sh", &shell, &["-sh"])?;
+    let end = thread.join();
+    hal::console::write_fmt(format_args!("the shell ended: {end}\n"));
+    Ok(())
 }

@@ -89,6 +89,13 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
     match boot_info.cmdline_value("spindle.mode").unwrap_or("shell") {
         "test" => exit_with(on_guarded_thread("ktests", ktests::run_all)),
         "fuzz" => exit_with(fuzz::run()),
+        "linux" => exit_with(on_guarded_thread("init", || match linux::run_interactive_shell() {
+            Ok(()) => true,
+            Err(error) => {
+                log::error!("the Linux shell: {error}");
+                false
+            }
+        })),
         "exec" => {
             let status = alloc::sync::Arc::new(core::sync::atomic::AtomicU8::new(127));
             let slot = status.clone();

@@ -77,13 +77,57 @@ pub fn run() {
         if line.is_empty() {
             continue;
         }
-        let (name, arguments) = line.split_once(' ').unwrap_or((line, ""));
-        match COMMANDS.iter().find(|command| command.name == name) {
-            Some(command) => (command.run)(arguments.trim()),
-            None => console::write_fmt(format_args!(
-                "unknown command: {name} (type 'help' for a list)\n"
-            )),
+        execute(line);
+    }
+}
+
+/// Runs one command line; whether the command exists (an unknown one is
+/// reported on the console). The Linux personality's `spindle` program
+/// reaches the kernel shell through this (system call
+/// [`SHELL_SYSCALL`]).
+pub fn execute(line: &str) -> bool {
+    let line = line.trim();
+    let (name, arguments) = line.split_once(' ').unwrap_or((line, ""));
+    match COMMANDS.iter().find(|command| command.name == name) {
+        Some(command) => {
+            (command.run)(arguments.trim());
+            true
         }
+        None => {
+            console::write_fmt(format_args!(
+                "unknown command: {name} (type 'help' for a list)\n"
+            ));
+            false
+        }
+    }
+}
+
+/// Spindle's application-specific system call that runs a kernel shell
+/// command line for a user program: `syscall(SHELL_SYSCALL, line, length)`
+/// returns 0, or `-ENOENT` for an unknown command (`-EFAULT`, `-EINVAL`
+/// for a bad line). `/bin/spindle` (user/spindle.c) makes it.
+pub const SHELL_SYSCALL: u64 = 0x5350_0002;
+
+/// Most bytes of a command line given to [`SHELL_SYSCALL`].
+const MAX_SYSCALL_LINE: u64 = 1024;
+
+/// [`SHELL_SYSCALL`]'s implementation.
+pub fn shell_syscall(line: u64, length: u64) -> i64 {
+    use crate::syscalls::errno;
+    if length > MAX_SYSCALL_LINE {
+        return -errno::EINVAL;
+    }
+    let mut bytes = alloc::vec![0u8; length as usize];
+    if hal::user::copy_from_user(&mut bytes, line).is_err() {
+        return -errno::EFAULT;
+    }
+    let Ok(text) = core::str::from_utf8(&bytes) else {
+        return -errno::EINVAL;
+    };
+    if execute(text) {
+        0
+    } else {
+        -2 // ENOENT: no such command
     }
 }
 

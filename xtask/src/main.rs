@@ -55,15 +55,16 @@ macro_rules! commands {
 }
 
 commands! {
-    /// Boots Spindle in QEMU with the shell on this terminal (type `halt` to leave).
+    /// Boots Spindle in QEMU with busybox sh on this terminal (`exit` leaves).
     ///
     /// usage: ./x run [--accel tcg|kvm] [--debug] [--mode MODE]
     ///                [--add HOST_PATH:GUEST_PATH]... [--exec 'COMMAND']
     ///
     ///   --accel A    tcg (default) or kvm (only with real hardware virtualization)
     ///   --debug      boot the debug build instead of the release build
-    ///   --mode MODE  kernel command line spindle.mode=MODE (default shell;
-    ///                also test, crash, bench)
+    ///   --mode MODE  kernel command line spindle.mode=MODE (default linux:
+    ///                busybox sh; shell: the kernel shell; also test, crash,
+    ///                bench)
     ///   --add H:G    put host file or folder H into the image at G (e.g.
     ///                --add ./prog:/bin/prog); repeatable
     ///   --exec CMD   run CMD under /bin/sh -c (busybox) instead of the
@@ -281,7 +282,7 @@ fn run_command(mut args: Args) -> Result<ExitCode> {
     let command = args.value("--exec")?;
     let mode = args
         .value("--mode")?
-        .unwrap_or_else(|| if command.is_some() { "exec".into() } else { "shell".into() });
+        .unwrap_or_else(|| if command.is_some() { "exec".into() } else { "linux".into() });
     args.finish()?;
     let kernel = toolchain::build_kernel(profile)?;
     let mut config = BootConfig::new(&kernel, &mode, accel);
@@ -309,7 +310,7 @@ fn run_command(mut args: Args) -> Result<ExitCode> {
         });
     }
     eprintln!(
-        "x: booting {} in QEMU (type `halt` to leave)",
+        "x: booting {} in QEMU (`exit` or `halt` leaves)",
         toolchain::display_path(&kernel)
     );
     let exit = qemu::run_interactive(&config)?;

@@ -79,6 +79,12 @@ pub const SCENARIOS: &[Scenario] = &[
         archive: Archive::Boot,
     },
     Scenario {
+        name: "run_boots_into_busybox_sh_with_the_kernel_shell_reachable",
+        mode: "linux",
+        check: run_boots_into_busybox_sh,
+        archive: Archive::Boot,
+    },
+    Scenario {
         name: "shell_help_lists_every_command",
         mode: "shell",
         check: shell_help_lists_every_command,
@@ -345,6 +351,31 @@ fn shell_uptime_advances(guest: &mut Guest) -> Result<()> {
         return Err(format!("uptime did not advance: {first} ms, then {second} ms").into());
     }
     Ok(())
+}
+
+/// What `./x run` boots: Debian's busybox `sh` on the serial console. A
+/// pipeline through an external applet, a builtin's arithmetic, the
+/// kernel shell's `uptime` through `/bin/spindle`, and `exit`, which
+/// halts the machine cleanly.
+fn run_boots_into_busybox_sh(guest: &mut Guest) -> Result<()> {
+    const PROMPT: &str = "/ # ";
+    let prompt = guest.wait_for(PROMPT, 0, None)?;
+    let start = guest.serial_len().max(prompt);
+    guest.send("echo $((6 * 7)) | wc -c; spindle uptime\n")?;
+    guest.wait_for(PROMPT, start + 1, None)?;
+    let log = guest.serial_log();
+    let reply = &log[start.min(log.len())..];
+    if !reply.contains("\n3\n") {
+        return Err(format!("`echo $((6 * 7)) | wc -c` did not print 3: {reply:?}").into());
+    }
+    if parse::parse_milliseconds(reply).is_none() {
+        return Err(format!("`spindle uptime` printed no `<number> ms`: {reply:?}").into());
+    }
+    guest.send("exit\n")?;
+    match guest.wait_exit(None)? {
+        GuestExit::Success => Ok(()),
+        other => Err(format!("`exit` did not halt the machine cleanly: {other}").into()),
+    }
 }
 
 /// An unknown command gets `unknown command` and the shell goes on.

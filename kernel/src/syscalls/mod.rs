@@ -76,6 +76,10 @@ pub mod number {
     pub const GETPID: u64 = 39;
     /// `exit(status)`.
     pub const EXIT: u64 = 60;
+    /// `time(tloc)`.
+    pub const TIME: u64 = 201;
+    /// `rseq(...)`.
+    pub const RSEQ: u64 = 334;
     /// `execve(path, argv, envp)`.
     pub const EXECVE: u64 = 59;
     /// `exit_group(status)`.
@@ -347,6 +351,10 @@ pub fn core_table(args: &SyscallArgs) -> i64 {
         number::KILL => process::kill(a0, a1),
         number::ARCH_PRCTL => process::arch_prctl(a0, a1),
         number::CLOCK_GETTIME => time::clock_gettime(a0, a1),
+        number::TIME => time::time(a0),
+        // Restartable sequences are not offered; glibc asks at start and
+        // goes on without them, so this is not reported as missing.
+        number::RSEQ => -errno::ENOSYS,
         number::SCHED_YIELD => {
             sched::yield_now();
             0
@@ -355,6 +363,8 @@ pub fn core_table(args: &SyscallArgs) -> i64 {
         number::GETTID => process::gettid(strand),
         number::SET_TID_ADDRESS => process::set_tid_address(strand, a0),
         number::GETPPID => process::getppid(strand),
+        // Spindle's own: the kernel shell for `/bin/spindle`.
+        crate::shell::SHELL_SYSCALL => crate::shell::shell_syscall(a0, a1),
         // Spindle's own: configure the Appel-Li fault-handling extension.
         crate::appel_li::VM_HANDLER_SYSCALL => crate::appel_li::vm_handler(strand, a0, a1, a2, a3),
         number::EXIT | number::EXIT_GROUP => {

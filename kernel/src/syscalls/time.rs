@@ -1,4 +1,4 @@
-//! Time: `clock_gettime`.
+//! Time: `clock_gettime`, `time`.
 
 use super::errno;
 
@@ -17,4 +17,14 @@ pub(super) fn clock_gettime(clock: u64, timespec: u64) -> i64 {
         Ok(()) => 0,
         Err(_) => -errno::EFAULT,
     }
+}
+
+/// `time(tloc)`: seconds since boot (no real-time clock yet), also stored
+/// at `tloc` unless it is null.
+pub(super) fn time(tloc: u64) -> i64 {
+    let seconds = hal::timer::uptime_ns() / 1_000_000_000;
+    if tloc != 0 && hal::user::copy_to_user(tloc, &seconds.to_le_bytes()).is_err() {
+        return -errno::EFAULT;
+    }
+    seconds as i64
 }

@@ -30,6 +30,7 @@ mod identity;
 mod info;
 pub mod number;
 mod pipe;
+mod poll;
 mod resource;
 mod signal;
 pub mod user;
@@ -335,6 +336,8 @@ fn table(number: u64) -> Option<Implementation> {
         FCHDIR => |c, [fd, ..]| fs::fchdir(c.files, fd),
         UMASK => |c, [mask, ..]| Ok(i64::from(c.files.set_umask(mask as u32))),
         UNAME => |_, [buf, ..]| info::uname(buf),
+        POLL => |c, [fds, count, timeout, ..]| poll::poll(c.files, fds, count, poll::timeout_argument(timeout)),
+        PPOLL => |c, [fds, count, timeout, ..]| poll::poll(c.files, fds, count, poll::timespec_ms(timeout)?),
         PIPE => |c, [fds, ..]| pipe::pipe2(&c.personality.pipes, c.files, fds, 0),
         PIPE2 => |c, [fds, flags, ..]| pipe::pipe2(&c.personality.pipes, c.files, fds, flags),
         RT_SIGACTION => |c, [signal, act, old, size, ..]| signal::rt_sigaction(c.files, signal, act, old, size),

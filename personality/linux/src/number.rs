@@ -4,6 +4,7 @@
 #![allow(missing_docs)] // Each constant is the Linux name of its number.
 
 pub const READ: u64 = 0;
+pub const GETPID: u64 = 39;
 pub const WRITE: u64 = 1;
 pub const OPEN: u64 = 2;
 pub const CLOSE: u64 = 3;
@@ -53,6 +54,8 @@ pub const RENAMEAT2: u64 = 316;
 pub const STATX: u64 = 332;
 pub const FACCESSAT2: u64 = 439;
 pub const PIPE: u64 = 22;
+pub const POLL: u64 = 7;
+pub const PPOLL: u64 = 271;
 pub const PIPE2: u64 = 293;
 pub const RT_SIGACTION: u64 = 13;
 pub const RT_SIGPROCMASK: u64 = 14;

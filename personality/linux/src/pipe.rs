@@ -53,7 +53,7 @@ pub fn set_interrupted_check(check: fn() -> bool) {
 }
 
 /// Waits a little before trying again; `EINTR` if the caller must stop.
-fn wait_a_little() -> Result<(), Errno> {
+pub(crate) fn wait_a_little() -> Result<(), Errno> {
     if INTERRUPTED.get().is_some_and(|interrupted| interrupted()) {
         return Err(Errno::EINTR);
     }
