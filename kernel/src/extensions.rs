@@ -36,6 +36,8 @@ use wasm_runtime::{
 pub const TICK_EVENT_PERIOD_MS: u64 = 10;
 /// Stack of threads that run extension code (the interpreter's frames).
 pub const EXTENSION_STACK_BYTES: u64 = 256 * 1024;
+/// Version under which a loaded extension's domain is registered.
+const EXTENSION_DOMAIN_VERSION: domain::Version = domain::Version::new(1, 0);
 /// Where extension modules live in the boot archive.
 const ARCHIVE_DIRECTORY: &str = "ext/";
 
@@ -377,6 +379,17 @@ impl Extensions {
             .runtime
             .load(request)
             .map_err(|error| format!("{error}"))?;
+        // Its domain goes into the nameserver under its name, exported by
+        // the extension itself (so only it, or its unload, withdraws it).
+        if let Some(domain) = extension.domain() {
+            if let Err(error) =
+                self.nameserver
+                    .export(name, EXTENSION_DOMAIN_VERSION, domain.clone(), extension.principal(), None)
+            {
+                let _ = extension.unload();
+                return Err(format!("cannot register {name} with the nameserver: {error}"));
+            }
+        }
         // Recorded before any handler of it can fault, so reports say whose.
         self.faults.lock().insert(
             extension.id().0,
@@ -403,6 +416,11 @@ impl Extensions {
             .unload()
             .map_err(|error| format!("cannot unload {name}: {error}"))?;
         let id = extension.id().0;
+        if extension.domain().is_some() {
+            let _ = self
+                .nameserver
+                .withdraw(name, EXTENSION_DOMAIN_VERSION, extension.principal());
+        }
         loaded.remove(name);
         self.faults.lock().remove(&id);
         Ok(format!(

@@ -19,6 +19,10 @@ pub const TESTS: &[KernelTest] = &[
         run: memory_services_are_domains_in_the_nameserver,
     },
     KernelTest {
+        name: "a_loaded_extensions_domain_is_registered_with_the_nameserver",
+        run: a_loaded_extensions_domain_is_registered,
+    },
+    KernelTest {
         name: "translation_maps_physaddr_pages_at_virtaddr_ranges",
         run: translation_maps_physaddr_pages_at_virtaddr_ranges,
     },
@@ -423,6 +427,27 @@ fn reclaim_takes_pages_back_and_the_owner_may_nominate() -> TestResult {
         frames_after == frames_before,
         "{} frames were not given back",
         frames_before as i64 - frames_after as i64
+    );
+    Ok(())
+}
+
+/// Loading an extension registers its domain (its exported functions)
+/// with the nameserver under its name, exported by the extension's own
+/// principal; unloading withdraws it.
+fn a_loaded_extensions_domain_is_registered() -> TestResult {
+    let extensions = crate::extensions::get().ok_or("extensions are not set up")?;
+    extensions.load("tick-counter")?;
+    let registered = import("tick-counter");
+    let unloaded = extensions.unload("tick-counter");
+    let domain = registered?;
+    unloaded?;
+    ensure!(
+        domain.export("count").is_some(),
+        "the registered domain does not export tick-counter's `count`"
+    );
+    ensure!(
+        import("tick-counter").is_err(),
+        "the domain stayed in the nameserver after the unload"
     );
     Ok(())
 }
