@@ -748,22 +748,11 @@ a
 false || echo or
 (exit 5); echo "sub=$?"
 rm /tmp/s.txt; [ -e /tmp/s.txt ] || echo gone
+sleep 0.05 && echo slept
 "#;
 
 /// What [`SH_SCRIPT`] prints.
-const SH_EXPECTED: &str = "f:one
-rc=3
-1,2,3,
-2
-x=3
-1
-ABC
-sum=6
-a
-or
-sub=5
-gone
-";
+const SH_EXPECTED: &str = "f:one\nrc=3\n1,2,3,\n2\nx=3\n1\nABC\nsum=6\na\nor\nsub=5\ngone\nslept\n";
 
 fn busybox_sh_scripts() -> TestResult {
     let (end, output) = run_and_capture("busybox", &["sh", "-c", SH_SCRIPT])?;

@@ -78,6 +78,10 @@ pub mod number {
     pub const EXIT: u64 = 60;
     /// `time(tloc)`.
     pub const TIME: u64 = 201;
+    /// `nanosleep(req, rem)`.
+    pub const NANOSLEEP: u64 = 35;
+    /// `clock_nanosleep(clock, flags, req, rem)`.
+    pub const CLOCK_NANOSLEEP: u64 = 230;
     /// `rseq(...)`.
     pub const RSEQ: u64 = 334;
     /// `execve(path, argv, envp)`.
@@ -118,6 +122,10 @@ pub mod errno {
     pub const ENOSYS: i64 = 38;
 }
 
+/// Raise caches of the system-call entry (calls blocked at once before
+/// the plain path is taken).
+const RAISE_CACHES: usize = 8;
+
 /// Longest `write` the intrinsic handler copies in one call.
 const WRITE_CHUNK: usize = 4096;
 
@@ -141,11 +149,12 @@ struct Syscalls {
     execs: spin::Mutex<BTreeMap<u64, (u64, u64)>>,
     /// System calls made.
     count: AtomicU64,
-    /// The raise cache of the (one) CPU: whichever call takes it raises
-    /// through it with no atomic read-modify-write on the event's list
-    /// (`Event::raise_cached`); a call made while another holds it (that
-    /// one blocked inside, say in `wait4`) raises the plain way.
-    cache: spin::Mutex<RaiseCache<SyscallArgs, i64>>,
+    /// Raise caches: a call takes the first free one and raises through
+    /// it with no atomic read-modify-write on the event's list
+    /// (`Event::raise_cached`). A call that blocks inside (a shell in
+    /// `wait4`) keeps its cache until it returns, hence several; a call
+    /// finding all taken raises the plain way.
+    caches: [spin::Mutex<RaiseCache<SyscallArgs, i64>>; RAISE_CACHES],
 }
 
 static SYSCALLS: spin::Once<Syscalls> = spin::Once::new();
@@ -173,7 +182,7 @@ pub fn init() {
             forking: spin::Mutex::new(BTreeMap::new()),
             execs: spin::Mutex::new(BTreeMap::new()),
             count: AtomicU64::new(0),
-            cache: spin::Mutex::new(RaiseCache::new()),
+            caches: core::array::from_fn(|_| spin::Mutex::new(RaiseCache::new())),
         }
     });
     hal::user::set_syscall_handler(entry);
@@ -254,7 +263,8 @@ fn entry(frame: &mut SyscallFrame) {
         let saved = (frame.registers(), hal::user::fs_base());
         syscalls.forking.lock().insert(strand, saved);
     }
-    let raised = match syscalls.cache.try_lock() {
+    let free = syscalls.caches.iter().find_map(|cache| cache.try_lock());
+    let raised = match free {
         Some(mut cache) => syscalls.event.raise_cached(&mut cache, &mut args),
         None => syscalls.event.raise(&mut args),
     };
@@ -352,6 +362,8 @@ pub fn core_table(args: &SyscallArgs) -> i64 {
         number::ARCH_PRCTL => process::arch_prctl(a0, a1),
         number::CLOCK_GETTIME => time::clock_gettime(a0, a1),
         number::TIME => time::time(a0),
+        number::NANOSLEEP => time::nanosleep(a0, a1),
+        number::CLOCK_NANOSLEEP => time::clock_nanosleep(a0, a1, a2, a3),
         // Restartable sequences are not offered; glibc asks at start and
         // goes on without them, so this is not reported as missing.
         number::RSEQ => -errno::ENOSYS,

@@ -14,6 +14,8 @@ use crate::{user, LinuxProcess};
 
 /// Bytes copied per step of a transfer.
 const CHUNK: usize = 16 * 1024;
+/// Transfers up to this size go through a buffer on the stack.
+const SMALL: usize = 2048;
 /// Most vectors `readv`/`writev` take (`IOV_MAX`).
 const IOV_MAX: u64 = 1024;
 
@@ -43,10 +45,19 @@ fn read_into(
     mut read_some: impl FnMut(&mut [u8], usize) -> Result<usize, Errno>,
 ) -> Result<i64, Errno> {
     let count = usize::try_from(count).map_err(|_| Errno::EINVAL)?;
-    let mut kernel = vec![0u8; count.min(CHUNK)];
+    // Small transfers (most) use the stack: no allocation, no zeroing of
+    // a fresh buffer.
+    let mut small = [0u8; SMALL];
+    let mut large = Vec::new();
+    let kernel: &mut [u8] = if count <= SMALL {
+        &mut small
+    } else {
+        large.resize(count.min(CHUNK), 0);
+        &mut large
+    };
     let mut done = 0;
     while done < count {
-        let want = (count - done).min(CHUNK);
+        let want = (count - done).min(kernel.len());
         let got = match read_some(&mut kernel[..want], done) {
             Ok(got) => got,
             Err(error) => return partial(done, error),
@@ -72,10 +83,17 @@ fn write_from(
     mut write_some: impl FnMut(&[u8], usize) -> Result<usize, Errno>,
 ) -> Result<i64, Errno> {
     let count = usize::try_from(count).map_err(|_| Errno::EINVAL)?;
-    let mut kernel: Vec<u8> = vec![0u8; count.min(CHUNK)];
+    let mut small = [0u8; SMALL];
+    let mut large = Vec::new();
+    let kernel: &mut [u8] = if count <= SMALL {
+        &mut small
+    } else {
+        large.resize(count.min(CHUNK), 0);
+        &mut large
+    };
     let mut done = 0;
     while done < count {
-        let want = (count - done).min(CHUNK);
+        let want = (count - done).min(kernel.len());
         if let Err(error) = user::read(buffer + done as u64, &mut kernel[..want]) {
             return partial(done, error);
         }
