@@ -5,8 +5,9 @@
 //!
 //! A read of an empty pipe waits while a writer is left, then gives 0
 //! (end of file); a write to a pipe with no reader is `EPIPE` (SIGPIPE
-//! comes with signal delivery). Waiting polls every millisecond and stops
-//! with `EINTR` when the kernel says the caller was interrupted (killed):
+//! comes with signal delivery). Waiting looks again after yielding the
+//! processor (the first rounds) or sleeping a millisecond, and stops with
+//! `EINTR` when the kernel says the caller was interrupted (killed):
 //! simple, and never a lost wake-up; wait queues can replace it.
 
 use alloc::{collections::VecDeque, format, sync::Arc};
@@ -52,12 +53,24 @@ pub fn set_interrupted_check(check: fn() -> bool) {
     INTERRUPTED.call_once(|| check);
 }
 
-/// Waits a little before trying again; `EINTR` if the caller must stop.
-pub(crate) fn wait_a_little() -> Result<(), Errno> {
+/// Rounds of a wait spent yielding before it sleeps.
+const YIELDING_ROUNDS: u32 = 64;
+
+/// Waits a little before trying again (`round` counts the tries of one
+/// wait); `EINTR` if the caller must stop. The first rounds only yield
+/// the processor, so a reply that comes at once (the other end of a pipe
+/// is running) is seen at once; later rounds sleep a millisecond, so a
+/// long wait does not keep the processor busy.
+pub(crate) fn wait_a_little(round: &mut u32) -> Result<(), Errno> {
     if INTERRUPTED.get().is_some_and(|interrupted| interrupted()) {
         return Err(Errno::EINTR);
     }
-    sched::sleep_ms(1);
+    if *round < YIELDING_ROUNDS {
+        *round += 1;
+        sched::yield_now();
+    } else {
+        sched::sleep_ms(1);
+    }
     Ok(())
 }
 
@@ -66,6 +79,7 @@ impl Device for ReadEnd {
         if buf.is_empty() {
             return Ok(0);
         }
+        let mut round = 0;
         loop {
             {
                 let mut bytes = self.0.bytes.lock();
@@ -83,7 +97,7 @@ impl Device for ReadEnd {
             if nonblocking {
                 return Err(Errno::EAGAIN);
             }
-            wait_a_little()?;
+            wait_a_little(&mut round)?;
         }
     }
 
@@ -114,6 +128,7 @@ impl Device for WriteEnd {
     /// interleaved with another writer's bytes, as POSIX asks.
     fn write(&self, _offset: u64, buf: &[u8], nonblocking: bool) -> Result<usize, Errno> {
         let mut done = 0;
+        let mut round = 0;
         while done < buf.len() {
             if self.0.readers.load(Ordering::Acquire) == 0 {
                 return if done > 0 { Ok(done) } else { Err(Errno::EPIPE) };
@@ -132,7 +147,7 @@ impl Device for WriteEnd {
             if nonblocking {
                 return if done > 0 { Ok(done) } else { Err(Errno::EAGAIN) };
             }
-            if let Err(error) = wait_a_little() {
+            if let Err(error) = wait_a_little(&mut round) {
                 return if done > 0 { Ok(done) } else { Err(error) };
             }
         }

@@ -58,6 +58,7 @@ pub fn poll(process: &LinuxProcess, fds: u64, count: u64, timeout_ms: Option<u64
         user::read(fds + index * 8, &mut entry)?;
         entries.push(entry);
     }
+    let mut round = 0;
     let deadline = timeout_ms.map(|ms| hal::timer::uptime_ns().saturating_add(ms.saturating_mul(1_000_000)));
     loop {
         let mut ready_count = 0;
@@ -77,7 +78,7 @@ pub fn poll(process: &LinuxProcess, fds: u64, count: u64, timeout_ms: Option<u64
             }
             return Ok(ready_count);
         }
-        crate::pipe::wait_a_little()?;
+        crate::pipe::wait_a_little(&mut round)?;
     }
 }
 
