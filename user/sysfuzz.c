@@ -5,7 +5,8 @@
    stack and heap, unmapped, kernel and unaligned addresses. Calls that
    would end or block it for good are steered: no exit, exit_group, fork,
    vfork, clone or wait4; futex only wakes and requeues, or waits with a
-   timeout; memory calls aim at an arena of their own (or at addresses
+   timeout; sleeps and polls are short; pipes are non-blocking and reads
+   of the terminal read /dev/null; memory calls aim at an arena of their own (or at addresses
    outside the user half), not at its code, data and stack. A call may still make this program fault (munmap of its own
    stack, say): that ends only it. The kernel must answer everything with
    a result or an errno and never panic. Prints how many calls it made. */
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 static uint64_t state;
@@ -58,6 +60,10 @@ int main(int argc, char **argv) {
     long made = 0;
     arena = mmap(0, ARENA_PAGES * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (arena == MAP_FAILED) return 1;
+    /* Standard input from /dev/null: a read of the terminal waits for a
+       key nobody types. */
+    int null = open("/dev/null", O_RDWR);
+    if (null < 0 || dup2(null, 0) != 0) return 1;
     static const struct { long seconds, nanos; } short_wait = {0, 1000};
     for (long i = 0; i < count; i++) {
         long number;
@@ -92,6 +98,38 @@ int main(int argc, char **argv) {
                 a[0] = (long)(arena + (next() % (ARENA_PAGES * 2)) * 4096 + (next() % 8 == 0));
             break;
         case SYS_set_tid_address:
+            break;
+        /* Waits that could last for good: none, or a short one. */
+        case SYS_nanosleep:
+            a[0] = (long)&short_wait;
+            break;
+        case SYS_clock_nanosleep:
+            a[1] = 0;
+            a[2] = (long)&short_wait;
+            break;
+        case SYS_poll:
+            a[2] = 0;
+            break;
+        case SYS_ppoll:
+            a[2] = (long)&short_wait;
+            break;
+        case SYS_pause: case SYS_rt_sigsuspend: case SYS_select: case SYS_pselect6:
+        case SYS_epoll_wait: case SYS_epoll_pwait:
+            continue;
+        /* Pipes never block (a read of its own pipe would wait for good),
+           and stay so; reads of the terminal (1 and 2) read /dev/null. */
+        case SYS_pipe:
+            number = SYS_pipe2;
+            a[1] = O_NONBLOCK;
+            break;
+        case SYS_pipe2:
+            a[1] |= O_NONBLOCK;
+            break;
+        case SYS_fcntl:
+            if (a[1] == F_SETFL) a[2] |= O_NONBLOCK;
+            break;
+        case SYS_read: case SYS_readv: case SYS_pread64: case SYS_preadv: case SYS_preadv2:
+            if (a[0] == 1 || a[0] == 2) a[0] = 0;
             break;
         default:
             break;

@@ -480,3 +480,47 @@ pub fn run_interactive_shell() -> Result<(), alloc::string::String> {
     hal::console::write_fmt(format_args!("the shell ended: {end}\n"));
     Ok(())
 }
+
+/// Removes `path` and everything under it (as `rm -r`).
+pub fn remove_tree(vfs: &Vfs, context: &vfs::PathContext, path: &[u8]) -> Result<(), Errno> {
+    let directory = vfs.resolve(context, path, false)?;
+    if directory.file_type() != vfs::FileType::Directory {
+        return vfs.unlink(context, path);
+    }
+    let mut names = alloc::vec::Vec::new();
+    directory.readdir(0, &mut |entry, _| {
+        if entry.name != b"." && entry.name != b".." {
+            names.push(entry.name.to_vec());
+        }
+        true
+    })?;
+    for name in names {
+        let child: alloc::vec::Vec<u8> = [path, b"/", &name].concat();
+        remove_tree(vfs, context, &child)?;
+    }
+    vfs.rmdir(context, path)
+}
+
+/// Runs `work` with the processes it starts confined to a fresh scratch
+/// directory `path` (their "/", as after `chroot`), then removes the
+/// directory with whatever they made in it: the system-call fuzzers make
+/// files with random names wherever random pointers lead, and must leave
+/// the heap as they found it.
+pub fn in_scratch_tree<T>(path: &[u8], work: impl FnOnce() -> T) -> Result<T, alloc::string::String> {
+    let personality = personality().ok_or("the Linux personality is not set up")?;
+    let vfs = personality.vfs().clone();
+    let root = vfs.context(0, 0);
+    let scratch = vfs
+        .mkdir(&root, path, 0o777)
+        .map_err(|error| alloc::format!("making the scratch directory: {error}"))?;
+    // Its own /dev, with the memory devices (/dev/null, ...).
+    let dev: alloc::vec::Vec<u8> = [path, b"/dev"].concat();
+    devices::make_memory_device_nodes(&vfs, &root, &dev)
+        .map_err(|error| alloc::format!("making the scratch directory's /dev: {error}"))?;
+    personality.set_start_directory(Some(scratch));
+    let result = work();
+    personality.set_start_directory(None);
+    remove_tree(&vfs, &root, path)
+        .map_err(|error| alloc::format!("removing the scratch directory: {error}"))?;
+    Ok(result)
+}

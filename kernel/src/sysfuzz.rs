@@ -57,16 +57,19 @@ fn campaign(parameters: &str) -> Result<String, String> {
     // Warm up what stays, with as many processes at once as a batch (the
     // scheduler's tables, the events' caches, the page tables of the
     // kernel-stack area).
-    let mut warming = Vec::new();
-    for _ in 0..BATCH {
-        warming.push(user::spawn_program("sysfuzz", program, &["sysfuzz", "1", "100"])?);
-    }
-    for program in warming {
-        let end = program.join();
-        if matches!(end, UserExit::Killed(_)) {
-            return Err(format!("a warm-up run {end}"));
+    crate::linux::in_scratch_tree(b"/tmp/sysfuzz", || {
+        let mut warming = Vec::new();
+        for _ in 0..BATCH {
+            warming.push(user::spawn_program("sysfuzz", program, &["sysfuzz", "1", "100"])?);
         }
-    }
+        for program in warming {
+            let end = program.join();
+            if matches!(end, UserExit::Killed(_)) {
+                return Err(format!("a warm-up run {end}"));
+            }
+        }
+        Ok(())
+    })??;
     let frames = frames_free_or_heap();
     // The heap after each batch: what the dispatcher frees lazily (handler
     // lists replaced by `vm_handler` calls) comes and goes, so leaks are
@@ -79,17 +82,22 @@ fn campaign(parameters: &str) -> Result<String, String> {
     while first < seed + processes {
         let last = (first + BATCH).min(seed + processes);
         hal::console::write_fmt(format_args!("sysfuzz seed {first}..{last}\n"));
-        let mut running = Vec::new();
-        for process_seed in first..last {
-            let seed_text = format!("{process_seed}");
-            running.push(user::spawn_program(
-                "sysfuzz",
-                program,
-                &["sysfuzz", &seed_text, &calls_text],
-            )?);
-        }
-        for program in running {
-            match program.join() {
+        // Each batch in a scratch tree of its own, removed after it: the
+        // files its calls made are not a leak.
+        let ends = crate::linux::in_scratch_tree(b"/tmp/sysfuzz", || {
+            let mut running = Vec::new();
+            for process_seed in first..last {
+                let seed_text = format!("{process_seed}");
+                running.push(user::spawn_program(
+                    "sysfuzz",
+                    program,
+                    &["sysfuzz", &seed_text, &calls_text],
+                )?);
+            }
+            Ok::<Vec<UserExit>, String>(running.into_iter().map(|program| program.join()).collect())
+        })??;
+        for end in ends {
+            match end {
                 UserExit::Exited(_) => exited += 1,
                 UserExit::Faulted(_) => faulted += 1,
                 UserExit::Killed(_) => killed += 1,

@@ -953,20 +953,8 @@ fn a_bad_address_handler_resolves_a_fault_outside_every_region() -> TestResult {
 /// of its own making, the kernel answers every call and runs on, and
 /// frames, heap and the process table come back.
 fn random_system_calls_never_harm_the_kernel() -> TestResult {
-    // The fuzz processes make files with random names where random
-    // pointers lead: they are confined to a scratch tree, removed before
-    // the heap is compared.
-    let personality = crate::linux::personality().ok_or("no Linux personality")?;
-    let vfs = personality.vfs().clone();
-    let root = vfs.context(0, 0);
-    let scratch = vfs
-        .mkdir(&root, b"/tmp/sysfuzz", 0o777)
-        .map_err(|error| format!("mkdir /tmp/sysfuzz: {error}"))?;
-    personality.set_start_directory(Some(scratch));
-    let result = fuzz_in_scratch_tree();
-    personality.set_start_directory(None);
-    remove_tree(&vfs, &root, b"/tmp/sysfuzz")
-        .map_err(|error| format!("removing /tmp/sysfuzz: {error}"))?;
+    // Confined to a scratch tree, removed before the heap is compared.
+    let result = crate::linux::in_scratch_tree(b"/tmp/sysfuzz", fuzz_in_scratch_tree)?;
     let (heap, frames) = result?;
     let frames_after = hal::memory::frame_stats().free;
     let heap_after = hal::heap::stats().allocated_bytes;
@@ -981,26 +969,6 @@ fn random_system_calls_never_harm_the_kernel() -> TestResult {
         heap_after - heap
     );
     Ok(())
-}
-
-/// Removes `path` and everything under it (as `rm -r`).
-fn remove_tree(vfs: &vfs::Vfs, context: &vfs::PathContext, path: &[u8]) -> Result<(), vfs::Errno> {
-    let directory = vfs.resolve(context, path, false)?;
-    if directory.file_type() != vfs::FileType::Directory {
-        return vfs.unlink(context, path);
-    }
-    let mut names = alloc::vec::Vec::new();
-    directory.readdir(0, &mut |entry, _| {
-        if entry.name != b"." && entry.name != b".." {
-            names.push(entry.name.to_vec());
-        }
-        true
-    })?;
-    for name in names {
-        let child: alloc::vec::Vec<u8> = [path, b"/", &name].concat();
-        remove_tree(vfs, context, &child)?;
-    }
-    vfs.rmdir(context, path)
 }
 
 /// The fuzzing itself; returns the heap and free frames measured before
