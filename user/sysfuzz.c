@@ -5,8 +5,8 @@
    stack and heap, unmapped, kernel and unaligned addresses. Calls that
    would end or block it for good are steered: no exit, exit_group, fork,
    vfork, clone or wait4; futex only wakes and requeues, or waits with a
-   timeout; sleeps and polls are short; pipes are non-blocking and reads
-   of the terminal read /dev/null; memory calls aim at an arena of their own (or at addresses
+   timeout; sleeps and polls are short; pipes and the terminal are
+   non-blocking, and reads of the terminal read /dev/null; memory calls aim at an arena of their own (or at addresses
    outside the user half), not at its code, data and stack. A call may still make this program fault (munmap of its own
    stack, say): that ends only it. The kernel must answer everything with
    a result or an errno and never panic. Prints how many calls it made. */
@@ -57,6 +57,9 @@ static const long known[] = {
 int main(int argc, char **argv) {
     state = argc > 1 ? strtoull(argv[1], 0, 0) * 0x9e3779b97f4a7c15ull + 1 : 1;
     long count = argc > 2 ? atol(argv[2]) : 2000;
+    /* A third argument `trace` prints each call before making it (to find
+       the one a replayed seed stops at). */
+    int trace = argc > 3;
     long made = 0;
     arena = mmap(0, ARENA_PAGES * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (arena == MAP_FAILED) return 1;
@@ -64,6 +67,9 @@ int main(int argc, char **argv) {
        key nobody types. */
     int null = open("/dev/null", O_RDWR);
     if (null < 0 || dup2(null, 0) != 0) return 1;
+    /* And the terminal (1 and 2, one open file of this process's own)
+       never waits: a random dup may still put it where reads go. */
+    if (fcntl(1, F_SETFL, fcntl(1, F_GETFL) | O_NONBLOCK) != 0) return 1;
     static const struct { long seconds, nanos; } short_wait = {0, 1000};
     for (long i = 0; i < count; i++) {
         long number;
@@ -134,6 +140,8 @@ int main(int argc, char **argv) {
         default:
             break;
         }
+        if (trace)
+            dprintf(2, "call %ld: %ld (%#lx, %#lx, %#lx, %#lx)\n", i, number, a[0], a[1], a[2], a[3]);
         syscall(number, a[0], a[1], a[2], a[3], a[4], a[5]);
         made++;
     }

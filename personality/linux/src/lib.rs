@@ -103,8 +103,9 @@ pub struct Personality {
 }
 
 impl Personality {
-    /// A personality over `vfs`; new processes get `console` as standard
-    /// input, output and error.
+    /// A personality over `vfs`; new processes get `/dev/console` (or
+    /// `console` if the tree has none) as standard input, output and
+    /// error.
     pub fn new(vfs: Arc<Vfs>, console: Arc<OpenFile>, clock: vfs::Clock) -> Personality {
         let pipefs: Arc<dyn vfs::FileSystem> = vfs::RamFs::new(PIPEFS_DEVICE, clock);
         let urandom = vfs
@@ -130,9 +131,15 @@ impl Personality {
     /// and 2 on the console, in "/", as root.
     pub fn process_started(&self, pid: u64) {
         let fds = FdTable::new(process_principal(pid));
+        // An open file of its own (as a login opens the terminal), so its
+        // status flags (`O_NONBLOCK`) are not another process's.
+        let console = self
+            .vfs
+            .open(&self.vfs.context(0, 0), b"/dev/console", vfs::flags::O_RDWR, 0)
+            .unwrap_or_else(|_| self.console.clone());
         for fd in 0..3 {
             // A fresh table has room for three.
-            let _ = fds.install_at(self.console.clone(), fd, false);
+            let _ = fds.install_at(console.clone(), fd, false);
         }
         let mut paths = self.vfs.context(0, 0);
         if let Some(directory) = self.start_directory.lock().clone() {
