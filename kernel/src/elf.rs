@@ -191,18 +191,8 @@ mod auxv {
 /// Builds the System V initial stack (argc, argv, envp, auxiliary vector,
 /// and the strings they point to) ending below `top`; returns the stack
 /// pointer to start with (16-byte aligned, pointing at argc).
-pub fn initial_stack(
-    space: &AddressSpace,
-    top: u64,
-    image: &Layout,
-    arguments: &[&str],
-) -> Result<u64, String> {
-    let arguments: Vec<&[u8]> = arguments.iter().map(|argument| argument.as_bytes()).collect();
-    initial_stack_with_environment(space, top, image, &arguments, &[])
-}
-
-/// [`initial_stack`] with an environment (`execve`'s `envp`); the strings
-/// are bytes, as Linux passes them.
+/// The strings are bytes, as Linux passes them (`execve`'s `argv` and
+/// `envp`).
 pub fn initial_stack_with_environment(
     space: &AddressSpace,
     top: u64,

@@ -417,18 +417,7 @@ pub const BOOT_COMMAND_PATH: &[u8] = b"/etc/spindle-exec";
 
 /// Reads a whole file of the tree.
 fn read_file(vfs: &Vfs, path: &[u8]) -> Result<alloc::vec::Vec<u8>, Errno> {
-    let file = vfs.open(&vfs.context(0, 0), path, vfs::flags::O_RDONLY, 0)?;
-    let mut bytes = alloc::vec![0u8; file.metadata().size as usize];
-    let mut done = 0;
-    while done < bytes.len() {
-        let count = file.read(&mut bytes[done..])?;
-        if count == 0 {
-            break;
-        }
-        done += count;
-    }
-    bytes.truncate(done);
-    Ok(bytes)
+    linux::read_whole_file(vfs, &vfs.context(0, 0), path)
 }
 
 /// `spindle.mode=exec` (`./x run --exec 'COMMAND'`): runs the command in

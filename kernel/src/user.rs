@@ -194,19 +194,11 @@ pub fn spawn_program_in(
     file: &[u8],
     arguments: &[&str],
 ) -> Result<UserThread, String> {
-    let crate::elf::Image { space, layout } = crate::elf::load(file)?;
-    let mut memory = AddressMap::new(Arc::new(space), layout.image_end);
-    for &(start, end, protection) in &layout.segments {
-        memory
-            .add_region(start, end, protection)
-            .map_err(|error| alloc::format!("cannot place a segment at {start:#x}: {error}"))?;
-    }
-    map_stack(&mut memory)?;
-    let rsp = crate::elf::initial_stack(memory.space(), STACK_TOP, &layout, arguments)?;
-    let entry = UserEntry {
-        rip: layout.entry,
-        rsp,
-    };
+    let image = crate::elf::load(file)?;
+    let rip = image.layout.entry;
+    let arguments: Vec<&[u8]> = arguments.iter().map(|argument| argument.as_bytes()).collect();
+    let (memory, rsp) = program_memory(image, &arguments, &[])?;
+    let entry = UserEntry { rip, rsp };
     let process = process::create(process, 0, memory);
     start_kernel_child(process, name, entry)
 }

@@ -259,15 +259,7 @@ fn core(context: &mut BenchContext) -> Result<()> {
         );
     let mut extra = Vec::new();
     for (name, source) in sources {
-        let binary = output.join(name);
-        let mut command = std::process::Command::new("musl-gcc");
-        command
-            .args(["-static", "-O2", "-Wall", "-Wextra", "-I"])
-            .arg(baseline.join("bench"))
-            .arg("-o")
-            .arg(&binary)
-            .arg(&source);
-        toolchain::run_checked(&mut command, &format!("building {}", source.display()))?;
+        let binary = build_baseline_program(&source, &output.join(name))?;
         extra.push((format!("bench/{name}"), std::fs::read(&binary)?));
     }
     let archive = crate::image::build_archive_with(extra, &output.join("core.cpio"))?;
@@ -314,6 +306,21 @@ fn core(context: &mut BenchContext) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Builds a benchmark program as the baseline builds its own (static
+/// musl, against the baseline's `common.h`); returns `binary`.
+fn build_baseline_program(source: &std::path::Path, binary: &std::path::Path) -> Result<PathBuf> {
+    let headers = crate::repo_root().join("../shared/baseline/bench");
+    let mut command = std::process::Command::new("musl-gcc");
+    command
+        .args(["-static", "-O2", "-Wall", "-Wextra", "-I"])
+        .arg(headers)
+        .arg("-o")
+        .arg(binary)
+        .arg(source);
+    toolchain::run_checked(&mut command, &format!("building {}", source.display()))?;
+    Ok(binary.to_path_buf())
 }
 
 /// Builds and boots the Linux baseline with its own `build.sh` and
@@ -371,15 +378,7 @@ fn linux(context: &mut BenchContext) -> Result<()> {
     programs.sort();
     for name in &programs {
         let source = baseline.join("bench").join(format!("{name}.c"));
-        let binary = output.join(name);
-        let mut command = std::process::Command::new("musl-gcc");
-        command
-            .args(["-static", "-O2", "-Wall", "-Wextra", "-I"])
-            .arg(baseline.join("bench"))
-            .arg("-o")
-            .arg(&binary)
-            .arg(&source);
-        toolchain::run_checked(&mut command, &format!("building {}", source.display()))?;
+        let binary = build_baseline_program(&source, &output.join(name))?;
         extra.push((format!("bench/{name}"), std::fs::read(&binary)?));
     }
     let kept: String = list

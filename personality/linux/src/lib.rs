@@ -76,6 +76,27 @@ impl LinuxProcess {
     }
 }
 
+/// The whole of regular file `path` (resolved in `context`): `EACCES` for
+/// anything but a regular file.
+pub fn read_whole_file(vfs: &Vfs, context: &PathContext, path: &[u8]) -> Result<alloc::vec::Vec<u8>, Errno> {
+    let file = vfs.open(context, path, vfs::flags::O_RDONLY, 0)?;
+    if file.metadata().file_type() != vfs::FileType::Regular {
+        return Err(Errno::EACCES);
+    }
+    let size = usize::try_from(file.metadata().size).map_err(|_| Errno::ENOMEM)?;
+    let mut bytes = alloc::vec![0u8; size];
+    let mut done = 0;
+    while done < size {
+        let count = file.read(&mut bytes[done..])?;
+        if count == 0 {
+            break;
+        }
+        done += count;
+    }
+    bytes.truncate(done);
+    Ok(bytes)
+}
+
 /// Device number of the hidden file system pipes live on.
 const PIPEFS_DEVICE: u64 = vfs::makedev(0, 12);
 
@@ -189,24 +210,7 @@ impl Personality {
     /// bytes. `EACCES` for anything but a regular file.
     pub fn read_executable(&self, pid: u64, path: &[u8]) -> Result<alloc::vec::Vec<u8>, Errno> {
         let files = self.files(pid).ok_or(Errno::ESRCH)?;
-        let file = self
-            .vfs
-            .open(&files.context(), path, vfs::flags::O_RDONLY, 0)?;
-        if file.metadata().file_type() != vfs::FileType::Regular {
-            return Err(Errno::EACCES);
-        }
-        let size = usize::try_from(file.metadata().size).map_err(|_| Errno::ENOMEM)?;
-        let mut bytes = alloc::vec![0u8; size];
-        let mut done = 0;
-        while done < size {
-            let count = file.read(&mut bytes[done..])?;
-            if count == 0 {
-                break;
-            }
-            done += count;
-        }
-        bytes.truncate(done);
-        Ok(bytes)
+        read_whole_file(&self.vfs, &files.context(), path)
     }
 
     /// Process `pid` replaced its program (`execve`): descriptors marked
