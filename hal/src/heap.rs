@@ -52,12 +52,62 @@ impl OomHandler for HeapGrower {
     }
 }
 
+/// The global allocator: `talc`, behind a check that refuses a request no
+/// heap of [`HEAP_MAX_BYTES`] could hold before `talc` sees it. `talc`
+/// 4.4's in-place growth computes `pointer + new_size`, which wraps
+/// around the address space for a huge size and then writes a tag
+/// through the wrapped pointer: a `Vec` grown to a size a program chose
+/// (a file written at offset 2^47) faulted the kernel that way. Refused,
+/// it is an ordinary allocation failure the caller handles.
+pub struct GuardedAllocator(Talck<RawIrqSpinlock, HeapGrower>);
+
+impl GuardedAllocator {
+    fn fits(size: usize) -> bool {
+        size as u64 <= HEAP_MAX_BYTES
+    }
+}
+
+// SAFETY: every method forwards to `talc`'s `GlobalAlloc` with the same
+// arguments, or returns null (an allocation failure, which the contract
+// allows) for sizes beyond the heap; so the contract holds as for `talc`.
+unsafe impl core::alloc::GlobalAlloc for GuardedAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if !Self::fits(layout.size()) {
+            return core::ptr::null_mut();
+        }
+        // SAFETY: the caller's guarantees for `alloc`, passed on.
+        unsafe { self.0.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if !Self::fits(layout.size()) {
+            return core::ptr::null_mut();
+        }
+        // SAFETY: the caller's guarantees for `alloc_zeroed`, passed on.
+        unsafe { self.0.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
+        // SAFETY: the caller's guarantees for `dealloc`, passed on.
+        unsafe { self.0.dealloc(pointer, layout) }
+    }
+
+    unsafe fn realloc(&self, pointer: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if !Self::fits(new_size) {
+            // The old block stays the caller's, as on any failure.
+            return core::ptr::null_mut();
+        }
+        // SAFETY: the caller's guarantees for `realloc`, passed on.
+        unsafe { self.0.realloc(pointer, layout, new_size) }
+    }
+}
+
 #[cfg(target_os = "none")]
 #[global_allocator]
-static ALLOCATOR: Talck<RawIrqSpinlock, HeapGrower> = Talck::new(Talc::new(HeapGrower {
+static ALLOCATOR: GuardedAllocator = GuardedAllocator(Talck::new(Talc::new(HeapGrower {
     arena: Span::empty(),
     mapped_bytes: 0,
-}));
+})));
 
 /// Heap counters, for `mem` in the shell and for leak tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +125,7 @@ pub struct HeapStats {
 /// Current heap counters.
 #[cfg(target_os = "none")]
 pub fn stats() -> HeapStats {
-    let talc = ALLOCATOR.lock();
+    let talc = ALLOCATOR.0.lock();
     let counters = talc.get_counters();
     HeapStats {
         allocated_bytes: counters.allocated_bytes,
