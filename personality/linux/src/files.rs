@@ -163,15 +163,20 @@ fn vectors(address: u64, count: u64) -> Result<Vec<(u64, u64)>, Errno> {
     Ok(list)
 }
 
-/// `readv(fd, iov, iovcnt)`.
-pub fn readv(files: &LinuxProcess, fd: u64, address: u64, count: u64) -> Result<i64, Errno> {
-    let file = files.fds.get(fd as i64)?;
+/// Transfers each vector of `iov` in turn with `transfer` (a whole
+/// `read_into` or `write_from`), stopping at the first short one, as
+/// `readv` and `writev` do.
+fn each_vector(
+    address: u64,
+    count: u64,
+    mut transfer: impl FnMut(u64, u64) -> Result<i64, Errno>,
+) -> Result<i64, Errno> {
     let mut total = 0i64;
     for (base, len) in vectors(address, count)? {
-        match read_into(base, len, |chunk, _| file.read(chunk)) {
-            Ok(got) => {
-                total += got;
-                if (got as u64) < len {
+        match transfer(base, len) {
+            Ok(done) => {
+                total += done;
+                if (done as u64) < len {
                     break;
                 }
             }
@@ -181,22 +186,20 @@ pub fn readv(files: &LinuxProcess, fd: u64, address: u64, count: u64) -> Result<
     Ok(total)
 }
 
+/// `readv(fd, iov, iovcnt)`.
+pub fn readv(files: &LinuxProcess, fd: u64, address: u64, count: u64) -> Result<i64, Errno> {
+    let file = files.fds.get(fd as i64)?;
+    each_vector(address, count, |base, len| {
+        read_into(base, len, |chunk, _| file.read(chunk))
+    })
+}
+
 /// `writev(fd, iov, iovcnt)`.
 pub fn writev(files: &LinuxProcess, fd: u64, address: u64, count: u64) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;
-    let mut total = 0i64;
-    for (base, len) in vectors(address, count)? {
-        match write_from(base, len, |chunk, _| file.write(chunk)) {
-            Ok(wrote) => {
-                total += wrote;
-                if (wrote as u64) < len {
-                    break;
-                }
-            }
-            Err(error) => return partial(total as usize, error),
-        }
-    }
-    Ok(total)
+    each_vector(address, count, |base, len| {
+        write_from(base, len, |chunk, _| file.write(chunk))
+    })
 }
 
 /// `lseek(fd, offset, whence)`.
