@@ -43,6 +43,14 @@ fn import(name: &str) -> Result<Domain, alloc::string::String> {
         .map_err(|error| alloc::format!("importing {name}: {error}"))
 }
 
+/// The procedure `name` of `domain`, as the type `T` an importer expects.
+fn procedure<T: Copy + Send + Sync + 'static>(domain: &Domain, name: &str) -> Result<T, alloc::string::String> {
+    domain
+        .exported::<T>(name)
+        .map(|procedure| *procedure)
+        .map_err(|_| alloc::format!("{} lacks {name} of the expected type", domain.name()))
+}
+
 fn memory_services_are_domains_in_the_nameserver() -> TestResult {
     let services = crate::memory_services::get().ok_or("memory services not set up")?;
     let phys = import("PhysAddr")?;
@@ -149,33 +157,22 @@ fn translation_maps_physaddr_pages_at_virtaddr_ranges() -> TestResult {
     let phys_domain = import("PhysAddr")?;
     let virt_domain = import("VirtAddr")?;
     let translation_domain = import("Translation")?;
-    let symbol = |domain: &Domain, name: &str| {
-        alloc::format!("{} lacks {name}", domain.name())
-    };
-    let allocate = *phys_domain
-        .exported::<physaddr::AllocateFn>("PhysAddr.Allocate")
-        .map_err(|_| symbol(&phys_domain, "PhysAddr.Allocate"))?;
-    let deallocate = *phys_domain
-        .exported::<physaddr::DeallocateFn>("PhysAddr.Deallocate")
-        .map_err(|_| symbol(&phys_domain, "PhysAddr.Deallocate"))?;
-    let virt_allocate = *virt_domain
-        .exported::<virtaddr::AllocateFn>("VirtAddr.Allocate")
-        .map_err(|_| symbol(&virt_domain, "VirtAddr.Allocate"))?;
-    let create = *translation_domain
-        .exported::<translation_service::CreateFn>("Translation.Create")
-        .map_err(|_| symbol(&translation_domain, "Translation.Create"))?;
-    let add = *translation_domain
-        .exported::<translation_service::AddMappingFn>("Translation.AddMapping")
-        .map_err(|_| symbol(&translation_domain, "Translation.AddMapping"))?;
-    let examine = *translation_domain
-        .exported::<translation_service::ExamineMappingFn>("Translation.ExamineMapping")
-        .map_err(|_| symbol(&translation_domain, "Translation.ExamineMapping"))?;
-    let remove = *translation_domain
-        .exported::<translation_service::RemoveMappingFn>("Translation.RemoveMapping")
-        .map_err(|_| symbol(&translation_domain, "Translation.RemoveMapping"))?;
-    let destroy = *translation_domain
-        .exported::<translation_service::DestroyFn>("Translation.Destroy")
-        .map_err(|_| symbol(&translation_domain, "Translation.Destroy"))?;
+    let allocate = procedure::<physaddr::AllocateFn>(&phys_domain, "PhysAddr.Allocate")?;
+    let deallocate = procedure::<physaddr::DeallocateFn>(&phys_domain, "PhysAddr.Deallocate")?;
+    let virt_allocate = procedure::<virtaddr::AllocateFn>(&virt_domain, "VirtAddr.Allocate")?;
+    let create = procedure::<translation_service::CreateFn>(&translation_domain, "Translation.Create")?;
+    let add =
+        procedure::<translation_service::AddMappingFn>(&translation_domain, "Translation.AddMapping")?;
+    let examine = procedure::<translation_service::ExamineMappingFn>(
+        &translation_domain,
+        "Translation.ExamineMapping",
+    )?;
+    let remove = procedure::<translation_service::RemoveMappingFn>(
+        &translation_domain,
+        "Translation.RemoveMapping",
+    )?;
+    let destroy =
+        procedure::<translation_service::DestroyFn>(&translation_domain, "Translation.Destroy")?;
     let (phys, virt, translation): (&PhysAddr, &VirtAddr, &Translation) = (
         &services.phys,
         &services.virt,

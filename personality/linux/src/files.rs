@@ -37,6 +37,18 @@ fn partial(done: usize, error: Errno) -> Result<i64, Errno> {
     }
 }
 
+/// The kernel buffer a transfer of `count` bytes moves through: `small`
+/// (on the caller's stack: most transfers, no allocation) when it fits,
+/// else `large`, made [`CHUNK`] bytes or fewer.
+fn transfer_buffer<'a>(count: usize, small: &'a mut [u8; SMALL], large: &'a mut Vec<u8>) -> &'a mut [u8] {
+    if count <= SMALL {
+        small
+    } else {
+        large.resize(count.min(CHUNK), 0);
+        large
+    }
+}
+
 /// Reads up to `count` bytes with `read_some` (a file read at an offset
 /// or the current one) into user memory at `buffer`.
 fn read_into(
@@ -45,16 +57,9 @@ fn read_into(
     mut read_some: impl FnMut(&mut [u8], usize) -> Result<usize, Errno>,
 ) -> Result<i64, Errno> {
     let count = usize::try_from(count).map_err(|_| Errno::EINVAL)?;
-    // Small transfers (most) use the stack: no allocation, no zeroing of
-    // a fresh buffer.
     let mut small = [0u8; SMALL];
     let mut large = Vec::new();
-    let kernel: &mut [u8] = if count <= SMALL {
-        &mut small
-    } else {
-        large.resize(count.min(CHUNK), 0);
-        &mut large
-    };
+    let kernel = transfer_buffer(count, &mut small, &mut large);
     let mut done = 0;
     while done < count {
         let want = (count - done).min(kernel.len());
@@ -85,12 +90,7 @@ fn write_from(
     let count = usize::try_from(count).map_err(|_| Errno::EINVAL)?;
     let mut small = [0u8; SMALL];
     let mut large = Vec::new();
-    let kernel: &mut [u8] = if count <= SMALL {
-        &mut small
-    } else {
-        large.resize(count.min(CHUNK), 0);
-        &mut large
-    };
+    let kernel = transfer_buffer(count, &mut small, &mut large);
     let mut done = 0;
     while done < count {
         let want = (count - done).min(kernel.len());
