@@ -939,6 +939,10 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
         let (at, _) =
             self.authorize_change(&state, requester, binding, Operation::Remove, &[], None)?;
         state.bindings.remove(at);
+        // Room goes back with the handler: an event that once had many
+        // bindings does not keep their space for ever (removals are rare;
+        // the next install pays one reallocation).
+        state.bindings.shrink_to_fit();
         // Constraints relative to a removed binding are now vacuous.
         for b in &mut state.bindings {
             b.order

@@ -107,7 +107,7 @@ impl<T> Publication<T> {
         let stamp = next_stamp();
         let old = {
             let mut slot = self.slots[(next & 1) as usize].write();
-            core::mem::replace(&mut *slot, (stamp, value))
+            core::mem::replace(&mut *slot, (stamp, value.clone()))
         };
         // The one store that publishes the new list to `load`...
         self.generation.store(next, Ordering::Release);
@@ -116,6 +116,17 @@ impl<T> Publication<T> {
         // The list from two generations ago; freed now unless a raiser (or a
         // RaiseCache) still holds it, in which case the last holder frees it.
         drop(old);
+        // The list just replaced is retired too: its slot takes the new
+        // value (a raiser that read the old generation then gets the new
+        // list with its own stamp, which `load` allows). Otherwise the slot
+        // would keep it, and whatever its handlers captured (a process, an
+        // extension's state), until the next publication. A raiser cloning
+        // from that slot right now makes the try fail: the list then goes
+        // at the next publication, as before.
+        let retired = self.slots[((next - 1) & 1) as usize]
+            .try_write()
+            .map(|mut slot| core::mem::replace(&mut *slot, (stamp, value)));
+        drop(retired);
         next
     }
 }

@@ -209,6 +209,21 @@ pub struct FrameStats {
     pub total: usize,
     /// Frames currently free.
     pub free: usize,
+    /// Frames holding the kernel's own page tables (made on demand as the
+    /// heap and the kernel-stack area first reach an address, and kept).
+    pub kernel_tables: usize,
+}
+
+/// Page-table frames the kernel mapper has made since boot (they are
+/// never freed: an emptied table stays for the next mapping there).
+static KERNEL_TABLE_FRAMES: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+
+/// Frames free, or kept by the kernel for good once used: the heap (which
+/// never shrinks) and the kernel's page tables. This count falling across
+/// some work means the work kept frames it should have given back.
+pub fn frames_free_or_kept() -> u64 {
+    let stats = frame_stats();
+    (stats.free + stats.kernel_tables) as u64 + crate::heap::stats().mapped_bytes / crate::frames::FRAME_SIZE
 }
 
 /// Current frame allocator counters.
@@ -217,6 +232,7 @@ pub fn frame_stats() -> FrameStats {
     FrameStats {
         total: frames.managed_frames(),
         free: frames.free_frames(),
+        kernel_tables: KERNEL_TABLE_FRAMES.load(core::sync::atomic::Ordering::Relaxed),
     }
 }
 
@@ -499,9 +515,14 @@ pub fn map(virt: u64, protection: Protection) -> Result<u64, MapError> {
 fn map_fresh(page: Page<Size4KiB>, flags: PageTableFlags) -> Result<u64, MapError> {
     with_tables(|mapper, frames| {
         let frame = frames.allocate_frame().ok_or(MapError::OutOfFrames)?;
+        let free_before = frames.0.free_frames();
         // SAFETY: the frame is fresh, so the new mapping aliases nothing; the
         // page is in a kernel region this module manages.
-        match unsafe { mapper.map_to(page, frame, flags | PageTableFlags::GLOBAL, frames) } {
+        let mapped = unsafe { mapper.map_to(page, frame, flags | PageTableFlags::GLOBAL, frames) };
+        // What `map_to` took beyond the page's frame: new page tables.
+        let tables_made = free_before.saturating_sub(frames.0.free_frames());
+        KERNEL_TABLE_FRAMES.fetch_add(tables_made, core::sync::atomic::Ordering::Relaxed);
+        match mapped {
             Ok(flush) => {
                 flush.flush();
                 Ok(frame.start_address().as_u64())

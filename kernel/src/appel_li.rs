@@ -181,7 +181,16 @@ fn handle(state: &spin::Mutex<HandlerState>, process: &process::Process, address
 
 /// Removes process `id`'s handler, if it has one (also when it ends).
 pub fn forget(id: u64) {
-    let handler = HANDLERS.lock().remove(&id);
+    let handler = {
+        let mut handlers = HANDLERS.lock();
+        let handler = handlers.remove(&id);
+        // An emptied map would keep its root node: the last handler's
+        // room goes with it.
+        if handlers.is_empty() {
+            *handlers = BTreeMap::new();
+        }
+        handler
+    };
     if let (Some(handler), Some(event)) = (handler, translation::protection_fault()) {
         let _ = event.remove(Principal::KERNEL, handler.binding);
     }

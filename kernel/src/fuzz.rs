@@ -34,10 +34,6 @@ const SEED_FILE: &str = "fuzz/seed";
 /// from other threads (the clock thread's raises); a per-case leak of a
 /// few bytes over a few hundred cases exceeds it.
 const HEAP_SLACK_BYTES: usize = 2048;
-/// Frames that may go missing between the first and the last tenth: the
-/// page-table frames a growing heap maps (a few per 2 MiB of heap); a
-/// frame leaked per case over a few hundred cases exceeds it.
-const FRAME_SLACK: u64 = 4;
 
 /// What the fuzzing thread reports.
 #[derive(Default)]
@@ -63,14 +59,6 @@ fn keep(slot: &mut Option<u64>, value: u64, larger: bool) {
         Some(old) => old.min(value),
         None => value,
     });
-}
-
-/// Frames that are free or back the heap: the heap keeps the frames it
-/// grew into (it never shrinks), so a case that allocates much grows it
-/// for good without leaking; frames neither free nor the heap's are held
-/// by something else (or are page tables, see [`FRAME_SLACK`]).
-fn frames_free_or_heap() -> u64 {
-    hal::memory::frame_stats().free as u64 + hal::heap::stats().mapped_bytes / hal::frames::FRAME_SIZE
 }
 
 /// Runs every case of the boot archive; returns whether all passed.
@@ -117,7 +105,7 @@ fn run_campaign() -> Result<(), String> {
         return Err("the boot archive holds no fuzz cases".into());
     };
     hal::console::write_fmt(format_args!(
-        "fuzz kernel: {} cases (seed {seed}): {} refused, {} loaded, {} handlers and guards bound, {} calls, {} trapped and contained, {} failed; least live heap {heap_early} bytes in the first tenth, {heap_late} in the last; frames free or in the heap {frames_early} and {frames_late}\n",
+        "fuzz kernel: {} cases (seed {seed}): {} refused, {} loaded, {} handlers and guards bound, {} calls, {} trapped and contained, {} failed; least live heap {heap_early} bytes in the first tenth, {heap_late} in the last; frames free or kept (heap, kernel page tables) {frames_early} and {frames_late}\n",
         report.cases,
         report.refused,
         report.cases - report.refused,
@@ -136,7 +124,7 @@ fn run_campaign() -> Result<(), String> {
             report.cases
         ));
     }
-    if frames_late + FRAME_SLACK < frames_early {
+    if frames_late < frames_early {
         return Err(format!(
             "{} frames were not returned",
             frames_early - frames_late
@@ -177,7 +165,7 @@ fn run_cases(seed: u64, report: &spin::Mutex<Report>) {
         let mut rng = Rng::for_case(seed, case, Stream::Run);
         let result = exercise(&target, bytes, &mut rng);
         let heap = hal::heap::stats().allocated_bytes as u64;
-        let frames = frames_free_or_heap();
+        let frames = hal::memory::frames_free_or_kept();
         let mut report = report.lock();
         match result {
             Ok(outcome) => {

@@ -107,6 +107,18 @@ struct Directory {
     parent: Weak<RamInode>,
 }
 
+impl Directory {
+    /// Removes entry `name`. A map whose last entry goes is replaced by a
+    /// new one: a `BTreeMap` keeps its root node after its last removal,
+    /// and a directory emptied (as `/tmp` often is) should hold nothing.
+    fn remove(&mut self, name: &[u8]) {
+        self.entries.remove(name);
+        if self.entries.is_empty() {
+            self.entries = BTreeMap::new();
+        }
+    }
+}
+
 enum Body {
     Directory(Directory),
     Regular(Data),
@@ -476,7 +488,7 @@ impl Inode for RamInode {
         let now = self.shared.now();
         {
             let mut state = self.state.write();
-            state.directory_mut()?.entries.remove(name);
+            state.directory_mut()?.remove(name);
             state.touch_contents(now);
         }
         let mut child_state = child.state.write();
@@ -498,7 +510,7 @@ impl Inode for RamInode {
         let now = self.shared.now();
         {
             let mut state = self.state.write();
-            state.directory_mut()?.entries.remove(name);
+            state.directory_mut()?.remove(name);
             state.nlink = state.nlink.saturating_sub(1);
             state.touch_contents(now);
         }
@@ -567,7 +579,7 @@ impl Inode for RamInode {
         }
         {
             let mut state = self.state.write();
-            state.directory_mut()?.entries.remove(old_name);
+            state.directory_mut()?.remove(old_name);
             if moves_directory && !same_parent {
                 state.nlink = state.nlink.saturating_sub(1);
             }
