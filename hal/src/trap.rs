@@ -106,6 +106,67 @@ impl TrapFrame {
         self.cs & 3 == 3
     }
 
+    /// The trapped user program's registers (meaningful for a trap from
+    /// user mode).
+    pub fn user_registers(&self) -> crate::user::UserRegisters {
+        crate::user::UserRegisters {
+            rax: self.rax,
+            rbx: self.rbx,
+            rcx: self.rcx,
+            rdx: self.rdx,
+            rsi: self.rsi,
+            rdi: self.rdi,
+            rbp: self.rbp,
+            r8: self.r8,
+            r9: self.r9,
+            r10: self.r10,
+            r11: self.r11,
+            r12: self.r12,
+            r13: self.r13,
+            r14: self.r14,
+            r15: self.r15,
+            rip: self.rip,
+            rsp: self.rsp,
+            rflags: self.rflags,
+        }
+    }
+
+    /// Makes a trap from user mode return to the user program with
+    /// `registers` instead (a signal handler's entry): refused for a trap
+    /// from the kernel, for a RIP outside the user half or a stack
+    /// pointer above it. Only the flags a user may choose are taken; the
+    /// segments stay the user's.
+    pub fn set_user_registers(
+        &mut self,
+        registers: &crate::user::UserRegisters,
+    ) -> Result<(), crate::user::EnterError> {
+        if !self.is_from_user() {
+            return Err(crate::user::EnterError::NotUserAddress);
+        }
+        if registers.rip >= crate::user::USER_END || registers.rsp > crate::user::USER_END {
+            return Err(crate::user::EnterError::NotUserAddress);
+        }
+        self.rax = registers.rax;
+        self.rbx = registers.rbx;
+        self.rcx = registers.rcx;
+        self.rdx = registers.rdx;
+        self.rsi = registers.rsi;
+        self.rdi = registers.rdi;
+        self.rbp = registers.rbp;
+        self.r8 = registers.r8;
+        self.r9 = registers.r9;
+        self.r10 = registers.r10;
+        self.r11 = registers.r11;
+        self.r12 = registers.r12;
+        self.r13 = registers.r13;
+        self.r14 = registers.r14;
+        self.r15 = registers.r15;
+        self.rip = registers.rip;
+        self.rsp = registers.rsp;
+        self.rflags = crate::user::user_flags(registers.rflags);
+        Ok(())
+    }
+
     /// The name of the exception, for vectors below 32.
     pub fn exception_name(&self) -> &'static str {
         exception_name(self.vector)

@@ -59,6 +59,11 @@ struct CpuLocal {
     kernel_rsp: u64,
     /// Offset 8: the user's RSP while the entry saves it.
     user_rsp: u64,
+    /// Offset 16: the user code selector (RPL 3), for the entry's
+    /// interrupt-return frame.
+    user_cs: u64,
+    /// Offset 24: the user data selector (RPL 3).
+    user_ss: u64,
 }
 
 struct CpuLocalCell(UnsafeCell<CpuLocal>);
@@ -71,6 +76,8 @@ unsafe impl Sync for CpuLocalCell {}
 static CPU_LOCAL: CpuLocalCell = CpuLocalCell(UnsafeCell::new(CpuLocal {
     kernel_rsp: 0,
     user_rsp: 0,
+    user_cs: 0,
+    user_ss: 0,
 }));
 
 /// Sets the kernel stack `syscall` switches to. Only the context switch
@@ -82,9 +89,18 @@ pub(crate) fn set_syscall_stack(top: u64) {
 }
 
 /// The user state a system call saved, in the order the entry stub pushes
-/// it. The number, arguments and result are the handler's to read and
-/// write; where the call returns to (RIP, RFLAGS, RSP) is not, so safe code
-/// cannot send `sysret` anywhere but back to the caller.
+/// it: the general registers, then an interrupt-return frame (RIP, CS,
+/// RFLAGS, RSP, SS). The number, arguments and result are the handler's
+/// to read and write. Where the call returns to is not: it changes only
+/// through [`SyscallFrame::start_program`] and
+/// [`SyscallFrame::set_user_registers`], which check that the target is
+/// a user address and keep the flags a user may choose, so safe code
+/// cannot send the return anywhere but into user mode.
+///
+/// The call returns with `sysret` when RCX and R11 hold what `syscall`
+/// left in them (the return address and the flags), and with `iretq`
+/// otherwise (a signal handler entered or left: every register is
+/// restored exactly).
 #[repr(C)]
 #[derive(Debug)]
 pub struct SyscallFrame {
@@ -101,9 +117,13 @@ pub struct SyscallFrame {
     rsi: u64,
     rdi: u64,
     rax: u64,
+    rcx: u64,
+    r11: u64,
     rip: u64,
+    cs: u64,
     rflags: u64,
     rsp: u64,
+    ss: u64,
 }
 
 impl SyscallFrame {
@@ -137,29 +157,11 @@ impl SyscallFrame {
     /// on). `rip` must be a user address: `sysret` to a non-canonical one
     /// would fault in ring 0, so it is refused here.
     pub fn start_program(&mut self, rip: u64, rsp: u64) -> Result<(), EnterError> {
-        if rip >= USER_END {
-            return Err(EnterError::NotUserAddress);
-        }
-        *self = SyscallFrame {
-            r15: 0,
-            r14: 0,
-            r13: 0,
-            r12: 0,
-            rbp: 0,
-            rbx: 0,
-            r9: 0,
-            r8: 0,
-            r10: 0,
-            rdx: 0,
-            rsi: 0,
-            rdi: 0,
-            rax: 0,
+        self.set_user_registers(&UserRegisters {
             rip,
-            // IF and the always-one bit 1: what a new program starts with.
-            rflags: 0x202,
             rsp,
-        };
-        Ok(())
+            ..UserRegisters::default()
+        })
     }
 
     /// The caller's registers as the call left them (RCX and R11 hold the
@@ -168,7 +170,7 @@ impl SyscallFrame {
         UserRegisters {
             rax: self.rax,
             rbx: self.rbx,
-            rcx: self.rip,
+            rcx: self.rcx,
             rdx: self.rdx,
             rsi: self.rsi,
             rdi: self.rdi,
@@ -176,7 +178,7 @@ impl SyscallFrame {
             r8: self.r8,
             r9: self.r9,
             r10: self.r10,
-            r11: self.rflags,
+            r11: self.r11,
             r12: self.r12,
             r13: self.r13,
             r14: self.r14,
@@ -186,6 +188,73 @@ impl SyscallFrame {
             rflags: self.rflags,
         }
     }
+
+    /// Makes the call return to user mode with exactly `registers` (a
+    /// signal handler's entry, or `rt_sigreturn` going back to where the
+    /// signal came): RIP must be a user address and the stack pointer
+    /// at most the top of the user half, and only the flags a user may
+    /// choose are taken (interrupts on, IOPL 0). The return then goes by
+    /// `iretq`, which restores RCX and R11 too.
+    pub fn set_user_registers(&mut self, registers: &UserRegisters) -> Result<(), EnterError> {
+        if registers.rip >= USER_END || registers.rsp > USER_END {
+            return Err(EnterError::NotUserAddress);
+        }
+        let UserRegisters {
+            rax,
+            rbx,
+            rcx,
+            rdx,
+            rsi,
+            rdi,
+            rbp,
+            r8,
+            r9,
+            r10,
+            r11,
+            r12,
+            r13,
+            r14,
+            r15,
+            rip,
+            rsp,
+            rflags,
+        } = *registers;
+        let (cs, ss) = (self.cs, self.ss);
+        *self = SyscallFrame {
+            r15,
+            r14,
+            r13,
+            r12,
+            rbp,
+            rbx,
+            r9,
+            r8,
+            r10,
+            rdx,
+            rsi,
+            rdi,
+            rax,
+            rcx,
+            r11,
+            rip,
+            cs,
+            rflags: user_flags(rflags),
+            rsp,
+            ss,
+        };
+        Ok(())
+    }
+
+    /// Whether the return must restore every register (`iretq`) rather
+    /// than let `sysret` put the return address and flags in RCX and R11.
+    fn needs_full_return(&self) -> bool {
+        self.rcx != self.rip || self.r11 != self.rflags
+    }
+}
+
+/// `rflags` with only what a user may choose kept, interrupts enabled.
+pub(crate) fn user_flags(rflags: u64) -> u64 {
+    (rflags & USER_CHOSEN_FLAGS) | RFLAGS_INTERRUPT_ENABLE | RFLAGS_RESERVED_ONE
 }
 
 /// Handles a system call; runs on the calling thread's kernel stack with
@@ -207,7 +276,13 @@ hal_syscall_entry:
     swapgs
     mov gs:[8], rsp
     mov rsp, gs:[0]
+    /* The interrupt-return frame (SS, RSP, RFLAGS, CS, RIP), then RCX and
+       R11 as the user has them (what `syscall` put there), then the rest. */
+    push qword ptr gs:[24]
     push qword ptr gs:[8]
+    push r11
+    push qword ptr gs:[16]
+    push rcx
     push r11
     push rcx
     push rax
@@ -226,6 +301,9 @@ hal_syscall_entry:
     mov rdi, rsp
     cld
     call {dispatch}
+    /* al = 1: return by iretq (every register as the frame holds it).
+       `pop` leaves the flags alone, so the test holds across them. */
+    test al, al
     pop r15
     pop r14
     pop r13
@@ -241,11 +319,17 @@ hal_syscall_entry:
     pop rax
     pop rcx
     pop r11
+    jnz 3f
     /* Interrupts are off (the dispatcher turned them off): nothing can
        run on the user stack between this and sysret. */
-    mov rsp, [rsp]
+    mov rcx, [rsp]
+    mov r11, [rsp + 16]
+    mov rsp, [rsp + 24]
     swapgs
     sysretq
+3:
+    swapgs
+    iretq
 
     .global hal_user_run
 hal_user_run:
@@ -331,8 +415,9 @@ extern "C" {
     static hal_copy_user_fixup: u8;
 }
 
-/// Called by the entry stub on the kernel stack, interrupts disabled.
-extern "C" fn hal_syscall_dispatch(frame: &mut SyscallFrame) {
+/// Called by the entry stub on the kernel stack, interrupts disabled;
+/// returns whether the return must be by `iretq`.
+extern "C" fn hal_syscall_dispatch(frame: &mut SyscallFrame) -> bool {
     crate::cpu::enable_interrupts();
     let handler = SYSCALL_HANDLER.load(Ordering::Acquire);
     if handler == 0 {
@@ -344,6 +429,7 @@ extern "C" fn hal_syscall_dispatch(frame: &mut SyscallFrame) {
         handler(frame);
     }
     crate::cpu::disable_interrupts();
+    frame.needs_full_return()
 }
 
 /// Sets up `syscall`/`sysret` (EFER.SCE, STAR, LSTAR, SFMASK), points GS at
@@ -370,6 +456,12 @@ pub fn init() {
     // SAFETY: enabling `syscall` changes nothing until a user executes it,
     // and the handler is installed above.
     unsafe { Efer::update(|flags| *flags |= EferFlags::SYSTEM_CALL_EXTENSIONS) };
+    // SAFETY: see `CpuLocalCell`; no user program runs yet, so the entry
+    // stub cannot be reading these.
+    unsafe {
+        (*CPU_LOCAL.0.get()).user_cs = u64::from(selectors.user_code.0);
+        (*CPU_LOCAL.0.get()).user_ss = u64::from(selectors.user_data.0);
+    }
     GsBase::write(VirtAddr::new(CPU_LOCAL.0.get() as u64));
     KernelGsBase::write(VirtAddr::new(0));
     // SSE for user code (the kernel is built without it): no x87
@@ -524,8 +616,7 @@ pub fn run_with(mut registers: UserRegisters) -> Result<u64, EnterError> {
     if registers.rip >= USER_END || registers.rsp > USER_END {
         return Err(EnterError::NotUserAddress);
     }
-    registers.rflags =
-        (registers.rflags & USER_CHOSEN_FLAGS) | RFLAGS_INTERRUPT_ENABLE | RFLAGS_RESERVED_ONE;
+    registers.rflags = user_flags(registers.rflags);
     let resume = crate::context::current_user_resume_slot().ok_or(EnterError::NoKernelStack)?;
     let selectors = gdt::selectors();
     let were_enabled = crate::cpu::are_interrupts_enabled();
@@ -688,4 +779,86 @@ pub(crate) fn fixup_user_copy(rip: u64) -> Option<u64> {
     (start..end)
         .contains(&rip)
         .then(|| core::ptr::addr_of!(hal_copy_user_fixup) as u64)
+}
+
+/// A user program's x87 and SSE registers as `fxsave` lays them out (512
+/// bytes): what a signal frame keeps while a handler runs.
+#[repr(C, align(16))]
+#[derive(Clone)]
+pub struct FpuState(pub [u8; FPU_STATE_BYTES]);
+
+/// Bytes of an `fxsave` area.
+pub const FPU_STATE_BYTES: usize = 512;
+
+/// Offset of MXCSR in an `fxsave` area, and of the mask of the MXCSR bits
+/// the CPU supports.
+const MXCSR_OFFSET: usize = 24;
+const MXCSR_MASK_OFFSET: usize = 28;
+/// The mask to assume when the CPU reports none (Intel SDM vol. 1, 11.6.6).
+const DEFAULT_MXCSR_MASK: u32 = 0xffbf;
+
+/// A register state [`restore_fpu`] refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BadFpuState;
+
+/// The running thread's x87 and SSE registers: the user program's, since
+/// the kernel itself uses none (a context switch in between keeps them).
+pub fn save_fpu() -> FpuState {
+    let mut state = FpuState([0; FPU_STATE_BYTES]);
+    // SAFETY: `fxsave64` writes 512 bytes at a 16-byte aligned address;
+    // `state` is exactly that (`align(16)`), owned here.
+    unsafe {
+        core::arch::asm!(
+            "fxsave64 [{}]",
+            in(reg) state.0.as_mut_ptr(),
+            options(nostack, preserves_flags)
+        )
+    };
+    state
+}
+
+/// The MXCSR bits this CPU supports.
+fn supported_mxcsr_bits() -> u32 {
+    static MASK: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+    let known = MASK.load(Ordering::Relaxed);
+    if known != 0 {
+        return known;
+    }
+    let state = save_fpu();
+    let reported = u32::from_le_bytes([
+        state.0[MXCSR_MASK_OFFSET],
+        state.0[MXCSR_MASK_OFFSET + 1],
+        state.0[MXCSR_MASK_OFFSET + 2],
+        state.0[MXCSR_MASK_OFFSET + 3],
+    ]);
+    let mask = if reported == 0 { DEFAULT_MXCSR_MASK } else { reported };
+    MASK.store(mask, Ordering::Relaxed);
+    mask
+}
+
+/// Loads the running thread's x87 and SSE registers from `state` (a
+/// signal handler returning). An MXCSR with bits the CPU does not support
+/// would make `fxrstor` fault in the kernel, so it is refused.
+pub fn restore_fpu(state: &FpuState) -> Result<(), BadFpuState> {
+    let mxcsr = u32::from_le_bytes([
+        state.0[MXCSR_OFFSET],
+        state.0[MXCSR_OFFSET + 1],
+        state.0[MXCSR_OFFSET + 2],
+        state.0[MXCSR_OFFSET + 3],
+    ]);
+    if mxcsr & !supported_mxcsr_bits() != 0 {
+        return Err(BadFpuState);
+    }
+    // SAFETY: `fxrstor64` reads 512 bytes at a 16-byte aligned address,
+    // which `state` is; the one field that can make it fault (MXCSR's
+    // reserved bits) was checked above. It changes only user-visible
+    // x87/SSE registers, which the kernel does not use.
+    unsafe {
+        core::arch::asm!(
+            "fxrstor64 [{}]",
+            in(reg) state.0.as_ptr(),
+            options(nostack, preserves_flags, readonly)
+        )
+    };
+    Ok(())
 }

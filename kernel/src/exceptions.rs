@@ -37,8 +37,11 @@ pub fn init() {
 
 /// After an interrupt in user mode: a killed program ends here rather
 /// than running on (a program that never makes a system call still ends).
-fn return_to_user(_frame: &mut TrapFrame) {
+fn return_to_user(frame: &mut TrapFrame) {
     if let Some(signal) = crate::process::pending_kill() {
+        crate::user::killed(signal);
+    }
+    if let Some(signal) = crate::signals::after_interrupt(frame) {
         crate::user::killed(signal);
     }
 }
@@ -52,6 +55,11 @@ fn handle_exception(frame: &mut TrapFrame) {
         && frame.vector == u64::from(PAGE_FAULT_VECTOR)
         && crate::translation::user_page_fault(frame.fault_address(), frame.error_code)
     {
+        return;
+    }
+    // A program that handles the fault's signal (SIGSEGV, SIGFPE, ...)
+    // resumes in its handler, unreported: it asked for the fault.
+    if frame.is_from_user() && crate::signals::deliver_fault(frame, &fault_of(frame)) {
         return;
     }
     // Report without allocating or taking the console lock: the exception
@@ -76,7 +84,19 @@ fn handle_exception(frame: &mut TrapFrame) {
             frame.rip()
         );
     }
-    let fault = Fault {
+    let fault = fault_of(frame);
+    if frame.is_from_user() {
+        // A program's fault ends that program; the kernel goes on.
+        hal::console::emergency_write_fmt(format_args!("  -> ending the user program\n"));
+        crate::user::fault(fault);
+    }
+    hal::console::emergency_write_fmt(format_args!("  -> stopping the faulting thread\n"));
+    sched::exit(ExitReason::Faulted(fault));
+}
+
+/// What the trap in `frame` was, as the scheduler and signals record it.
+fn fault_of(frame: &TrapFrame) -> Fault {
+    Fault {
         vector: frame.vector,
         error_code: frame.error_code,
         rip: frame.rip(),
@@ -85,12 +105,5 @@ fn handle_exception(frame: &mut TrapFrame) {
         } else {
             0
         },
-    };
-    if frame.is_from_user() {
-        // A program's fault ends that program; the kernel goes on.
-        hal::console::emergency_write_fmt(format_args!("  -> ending the user program\n"));
-        crate::user::fault(fault);
     }
-    hal::console::emergency_write_fmt(format_args!("  -> stopping the faulting thread\n"));
-    sched::exit(ExitReason::Faulted(fault));
 }

@@ -21,7 +21,7 @@ use alloc::sync::Arc;
 
 use dispatch::{Install, Order, Principal};
 use linux::Personality;
-use vfs::{devices, Device, Errno, OpenFile, RamFs, Readiness, Timespec, Vfs};
+use vfs::{devices, Errno, OpenFile, RamFs, Timespec, Vfs};
 
 use crate::syscalls::SyscallArgs;
 
@@ -31,228 +31,10 @@ const CONSOLE_DEV: u64 = vfs::makedev(5, 1);
 const TTY_DEV: u64 = vfs::makedev(5, 0);
 
 static PERSONALITY: spin::Once<Personality> = spin::Once::new();
-/// The serial terminal (behind `/dev/console` and `/dev/tty`).
-static TERMINAL: spin::Once<Arc<Console>> = spin::Once::new();
 
 /// The personality, once [`init`] has run.
 pub fn personality() -> Option<&'static Personality> {
     PERSONALITY.get()
-}
-
-/// The serial console as a terminal: output goes to the serial line;
-/// input is read with a small line discipline that honours the termios
-/// modes programs set (`ICANON`: a line at a time with editing, else byte
-/// by byte; `ECHO`; `ICRNL`), and the terminal `ioctl`s a shell asks
-/// (`TCGETS`/`TCSETS*`, window size, foreground process group).
-/// Job-control signals (^C, ^Z) wait for signal delivery.
-struct Console {
-    /// `struct termios` as the kernel's `TCGETS` gives it (36 bytes).
-    termios: spin::Mutex<[u8; TERMIOS_BYTES]>,
-    /// `struct winsize` (8 bytes).
-    window: spin::Mutex<[u8; 8]>,
-    /// The foreground process group (`tcsetpgrp`).
-    foreground: core::sync::atomic::AtomicU64,
-    /// Bytes taken from the serial line to answer `poll` but not read yet.
-    pending: spin::Mutex<alloc::collections::VecDeque<u8>>,
-}
-
-/// Bytes of the kernel's `struct termios` (4 flag words, the line, 19
-/// control characters).
-const TERMIOS_BYTES: usize = 36;
-/// `c_lflag` bits.
-const ICANON: u32 = 0o2;
-const ECHO: u32 = 0o10;
-/// `c_iflag` bit: carriage return read as newline.
-const ICRNL: u32 = 0o400;
-/// Terminal `ioctl` requests.
-const TCGETS: u32 = 0x5401;
-const TCSETS: u32 = 0x5402;
-const TCSETSW: u32 = 0x5403;
-const TCSETSF: u32 = 0x5404;
-const TIOCSCTTY: u32 = 0x540e;
-const TIOCGPGRP: u32 = 0x540f;
-const TIOCSPGRP: u32 = 0x5410;
-const TIOCGWINSZ: u32 = 0x5413;
-const TIOCSWINSZ: u32 = 0x5414;
-const TIOCGSID: u32 = 0x5429;
-
-impl Console {
-    fn new() -> Console {
-        let mut termios = [0u8; TERMIOS_BYTES];
-        // Linux's defaults: ICRNL|IXON; OPOST|ONLCR; B38400|CS8|CREAD|HUPCL;
-        // ISIG|ICANON|ECHO|ECHOE|ECHOK|ECHOCTL|ECHOKE|IEXTEN.
-        for (index, word) in [0o2400u32, 0o5, 0o2277, 0o105073].iter().enumerate() {
-            termios[index * 4..index * 4 + 4].copy_from_slice(&word.to_le_bytes());
-        }
-        // VINTR ^C, VQUIT ^\, VERASE DEL, VKILL ^U, VEOF ^D, VTIME 0,
-        // VMIN 1, then VSTART ^Q, VSTOP ^S, VSUSP ^Z.
-        let control = [3u8, 0x1c, 0x7f, 0x15, 4, 0, 1, 0, 0x11, 0x13, 0x1a];
-        termios[17..17 + control.len()].copy_from_slice(&control);
-        let mut window = [0u8; 8];
-        window[0..2].copy_from_slice(&24u16.to_le_bytes());
-        window[2..4].copy_from_slice(&80u16.to_le_bytes());
-        Console {
-            termios: spin::Mutex::new(termios),
-            window: spin::Mutex::new(window),
-            foreground: core::sync::atomic::AtomicU64::new(0),
-            pending: spin::Mutex::new(alloc::collections::VecDeque::new()),
-        }
-    }
-
-    fn flag(&self, word: usize) -> u32 {
-        let termios = self.termios.lock();
-        u32::from_le_bytes([
-            termios[word * 4],
-            termios[word * 4 + 1],
-            termios[word * 4 + 2],
-            termios[word * 4 + 3],
-        ])
-    }
-
-    /// The next byte typed, waiting for one unless `nonblocking`.
-    fn next_byte(&self, nonblocking: bool) -> Result<Option<u8>, Errno> {
-        loop {
-            let pending = self.pending.lock().pop_front();
-            if let Some(byte) = pending.or_else(hal::console::try_read_byte) {
-                return Ok(Some(byte));
-            }
-            if nonblocking {
-                return Ok(None);
-            }
-            if crate::process::pending_kill().is_some() {
-                return Err(Errno::EINTR);
-            }
-            sched::sleep_ms(5);
-        }
-    }
-}
-
-impl Device for Console {
-    fn read(&self, _offset: u64, buf: &mut [u8], nonblocking: bool) -> Result<usize, Errno> {
-        if buf.is_empty() {
-            return Ok(0);
-        }
-        let (input, local) = (self.flag(0), self.flag(3));
-        let echo = local & ECHO != 0;
-        let translate = |byte: u8| if byte == b'\r' && input & ICRNL != 0 { b'\n' } else { byte };
-        if local & ICANON == 0 {
-            // Raw: what has been typed, at least one byte (VMIN 1).
-            let mut count = 0;
-            while count < buf.len() {
-                let wait = count == 0 && !nonblocking;
-                let Some(byte) = self.next_byte(!wait)? else {
-                    break;
-                };
-                buf[count] = translate(byte);
-                count += 1;
-                if echo {
-                    crate::user::console_write(&buf[count - 1..count]);
-                }
-            }
-            return if count == 0 { Err(Errno::EAGAIN) } else { Ok(count) };
-        }
-        let mut count = 0;
-        while count < buf.len() {
-            let Some(byte) = self.next_byte(nonblocking && count == 0)? else {
-                return Err(Errno::EAGAIN);
-            };
-            match translate(byte) {
-                // ^D at the start of a line: end of file.
-                0x04 if count == 0 => return Ok(0),
-                0x04 => break,
-                0x08 | 0x7f => {
-                    if count > 0 {
-                        count -= 1;
-                        if echo {
-                            hal::console::write_str("\x08 \x08");
-                        }
-                    }
-                }
-                b'\n' => {
-                    buf[count] = b'\n';
-                    count += 1;
-                    if echo {
-                        hal::console::write_str("\n");
-                    }
-                    break;
-                }
-                byte => {
-                    buf[count] = byte;
-                    count += 1;
-                    if echo {
-                        crate::user::console_write(&[byte]);
-                    }
-                }
-            }
-        }
-        Ok(count)
-    }
-
-    fn write(&self, _offset: u64, buf: &[u8], _nonblocking: bool) -> Result<usize, Errno> {
-        crate::user::console_write(buf);
-        Ok(buf.len())
-    }
-
-    /// Readable when a byte has been typed (taken from the serial line
-    /// into `pending`, since the line cannot be peeked).
-    fn readiness(&self) -> Readiness {
-        let mut pending = self.pending.lock();
-        if pending.is_empty() {
-            if let Some(byte) = hal::console::try_read_byte() {
-                pending.push_back(byte);
-            }
-        }
-        Readiness {
-            readable: !pending.is_empty(),
-            writable: true,
-            hung_up: false,
-        }
-    }
-
-    fn ioctl(&self, request: u32, argument: u64) -> Result<i64, Errno> {
-        let fault = |_| Errno::EFAULT;
-        match request {
-            TCGETS => {
-                let termios = *self.termios.lock();
-                hal::user::copy_to_user(argument, &termios).map_err(fault)?;
-            }
-            TCSETS | TCSETSW | TCSETSF => {
-                let mut termios = [0u8; TERMIOS_BYTES];
-                hal::user::copy_from_user(&mut termios, argument).map_err(fault)?;
-                *self.termios.lock() = termios;
-            }
-            TIOCGWINSZ => {
-                let window = *self.window.lock();
-                hal::user::copy_to_user(argument, &window).map_err(fault)?;
-            }
-            TIOCSWINSZ => {
-                let mut window = [0u8; 8];
-                hal::user::copy_from_user(&mut window, argument).map_err(fault)?;
-                *self.window.lock() = window;
-            }
-            TIOCGPGRP | TIOCGSID => {
-                let group = self.foreground.load(core::sync::atomic::Ordering::Relaxed) as u32;
-                hal::user::copy_to_user(argument, &group.to_le_bytes()).map_err(fault)?;
-            }
-            TIOCSPGRP => {
-                let mut group = [0u8; 4];
-                hal::user::copy_from_user(&mut group, argument).map_err(fault)?;
-                let group = i32::from_le_bytes(group);
-                if group < 0 {
-                    return Err(Errno::EINVAL);
-                }
-                self.foreground
-                    .store(group as u64, core::sync::atomic::Ordering::Relaxed);
-            }
-            TIOCSCTTY => {}
-            _ => return Err(Errno::ENOTTY),
-        }
-        Ok(0)
-    }
-
-    fn is_seekable(&self) -> bool {
-        false
-    }
 }
 
 /// The file tree's clock: the time since boot (no real-time clock yet).
@@ -278,7 +60,7 @@ pub fn init(archive: &'static [u8]) {
         devices::register_memory_devices(vfs.devices(), devices::Urandom::seeded(seed));
         // One terminal: the serial line, as /dev/console and as the
         // controlling terminal /dev/tty.
-        let console = TERMINAL.call_once(|| Arc::new(Console::new())).clone();
+        let console = crate::terminal::terminal().clone();
         vfs.devices().register(CONSOLE_DEV, console.clone());
         vfs.devices().register(TTY_DEV, console);
         let root = vfs.context(0, 0);
@@ -299,9 +81,9 @@ pub fn init(archive: &'static [u8]) {
             .unwrap_or_else(|_| {
                 // Only if /dev/console could not be made: a console file
                 // that is not in the tree still works.
-                Arc::new(OpenFile::new(vfs.root(), vfs::flags::O_RDWR, Some(Arc::new(Console::new()))))
+                Arc::new(OpenFile::new(vfs.root(), vfs::flags::O_RDWR, Some(crate::terminal::terminal().clone())))
             });
-        linux::set_interrupted_check(|| crate::process::pending_kill().is_some());
+        linux::set_interrupted_check(crate::signals::interrupted);
         Personality::new(vfs, console, Arc::new(now))
     });
     bind(personality);
@@ -459,11 +241,10 @@ pub fn run_interactive_shell() -> Result<(), alloc::string::String> {
     // The shell leads its own process group, which owns the terminal's
     // foreground from the start (as a login shell finds it).
     let pid = crate::user::new_process();
-    if let Some(terminal) = TERMINAL.get() {
-        terminal
-            .foreground
-            .store(pid, core::sync::atomic::Ordering::Relaxed);
-    }
+    crate::terminal::terminal().set_foreground(pid);
+    // Keys that signal (^C, ^Z, ^\) must work while nobody reads the
+    // terminal (a foreground `sleep`).
+    crate::terminal::watch_for_signal_keys();
     let thread = crate::user::spawn_program_in(pid, "sh", &shell, &["-sh"])?;
     let end = thread.join();
     hal::console::write_fmt(format_args!("the shell ended: {end}\n"));

@@ -38,6 +38,8 @@ mod logger;
 mod memory_services;
 mod service_domains;
 mod shell;
+mod signals;
+mod terminal;
 mod strands;
 mod process;
 mod syscalls;

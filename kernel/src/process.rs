@@ -112,6 +112,36 @@ struct State {
     orphan: bool,
     /// Threads running the process's program.
     threads: usize,
+    /// Stopped by this signal (`SIGSTOP`, `SIGTSTP`, ...) until continued.
+    stopped: Option<u8>,
+    /// A change a waiting parent has not been told of yet (`WUNTRACED`,
+    /// `WCONTINUED`).
+    unreported: Option<Change>,
+    /// The process group it was in when it ended (its personality's
+    /// record goes then; a parent may still wait for the group).
+    group_at_end: Option<u64>,
+}
+
+/// How a child changed, as `wait4` reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// It ended.
+    Ended(End),
+    /// A signal stopped it.
+    Stopped(u8),
+    /// `SIGCONT` continued it.
+    Continued,
+}
+
+impl Change {
+    /// The change as Linux's wait status word.
+    pub fn wait_status(self) -> u32 {
+        match self {
+            Change::Ended(end) => end.wait_status(),
+            Change::Stopped(signal) => (u32::from(signal) << 8) | 0x7f,
+            Change::Continued => 0xffff,
+        }
+    }
 }
 
 /// A process.
@@ -123,6 +153,14 @@ pub struct Process {
 }
 
 impl Process {
+    /// Its process group: its personality's record while it runs, the
+    /// last one after it ended.
+    pub fn group(&self) -> Option<u64> {
+        crate::linux::personality()
+            .and_then(|personality| personality.process_group(self.id))
+            .or(self.state.lock().group_at_end)
+    }
+
     /// The process identifier.
     pub fn id(&self) -> u64 {
         self.id
@@ -196,6 +234,9 @@ pub fn create(id: u64, parent: u64, memory: AddressMap) -> Arc<Process> {
             kill: None,
             orphan: false,
             threads: 0,
+            stopped: None,
+            unreported: None,
+            group_at_end: None,
         }),
     });
     let parent = {
@@ -320,6 +361,15 @@ pub fn end_group(process: &Process, end: End) {
     }
 }
 
+/// The process thread `tid` belongs to, if it is running.
+pub fn process_of_thread(tid: u64) -> Option<u64> {
+    BY_STRAND
+        .lock()
+        .values()
+        .find(|record| record.tid == tid)
+        .map(|record| record.process.id)
+}
+
 /// The process the running thread runs a program of, if any.
 pub fn current() -> Option<Arc<Process>> {
     of_strand(sched::current().0)
@@ -362,6 +412,8 @@ pub fn thread_ended(strand: u64, process: &Arc<Process>) -> bool {
     let memory = process.memory.lock().take();
     drop(memory);
     // Its descriptors close with its memory, when the last thread ends.
+    process.state.lock().group_at_end = crate::linux::personality()
+        .and_then(|personality| personality.process_group(process.id));
     crate::linux::process_ended(process.id);
     let (children, orphan) = {
         let mut state = process.state.lock();
@@ -375,6 +427,10 @@ pub fn thread_ended(strand: u64, process: &Arc<Process>) -> bool {
             PENDING_KILLS.fetch_sub(1, Ordering::Relaxed);
         }
         (core::mem::take(&mut state.children), state.orphan)
+    };
+    let (parent, end) = {
+        let state = process.state.lock();
+        (state.parent, state.end)
     };
     let mut gone: Vec<u64> = Vec::new();
     for child in children {
@@ -396,8 +452,13 @@ pub fn thread_ended(strand: u64, process: &Arc<Process>) -> bool {
             table.remove(&id);
         }
     }
-    let _lock = CHANGED_LOCK.lock();
-    CHANGED.notify_all();
+    {
+        let _lock = CHANGED_LOCK.lock();
+        CHANGED.notify_all();
+    }
+    if let (false, Some(end)) = (orphan || parent == 0, end) {
+        crate::signals::child_ended(parent, process.id, end);
+    }
     true
 }
 
@@ -425,36 +486,153 @@ pub enum WaitError {
     Interrupted,
 }
 
-/// Waits for a child of `parent` to end (`which`: a process id, or any
-/// child for `None`), and takes its record: its id and how it ended. With
-/// `block` false, returns `Ok(None)` at once if none has ended yet.
-pub fn wait(parent: &Process, which: Option<u64>, block: bool) -> Result<Option<(u64, End)>, WaitError> {
+/// Which children a wait is for (`wait4`'s `pid`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Children {
+    /// Any child.
+    Any,
+    /// This child.
+    Process(u64),
+    /// The children in this process group.
+    Group(u64),
+}
+
+/// What a wait reports besides ends (`WUNTRACED`, `WCONTINUED`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reporting {
+    /// Children that stopped.
+    pub stopped: bool,
+    /// Children that were continued.
+    pub continued: bool,
+}
+
+/// Waits for a child of `parent` to change (end, or stop and continue if
+/// `reporting` asks), and takes the change: the child's id and what
+/// happened (an ended child's record goes). With `block` false, returns
+/// `Ok(None)` at once if none has changed yet. A signal to take
+/// interrupts the wait.
+pub fn wait(
+    parent: &Process,
+    which: Children,
+    reporting: Reporting,
+    block: bool,
+) -> Result<Option<(u64, Change)>, WaitError> {
     let mut guard = CHANGED_LOCK.lock();
     loop {
         let children: Vec<u64> = parent.state.lock().children.iter().copied().collect();
-        let candidates: Vec<u64> = children
+        let candidates: Vec<Arc<Process>> = children
             .into_iter()
-            .filter(|&child| which.is_none_or(|wanted| wanted == child))
+            .filter_map(get)
+            .filter(|child| match which {
+                Children::Any => true,
+                Children::Process(id) => child.id == id,
+                Children::Group(group) => child.group() == Some(group),
+            })
             .collect();
         if candidates.is_empty() {
             return Err(WaitError::NoChild);
         }
         for child in candidates {
-            let Some(process) = get(child) else { continue };
-            let end = process.state.lock().end;
-            if let Some(end) = end {
-                parent.state.lock().children.remove(&child);
-                TABLE.lock().remove(&child);
-                return Ok(Some((child, end)));
+            let change = {
+                let mut state = child.state.lock();
+                match (state.end, state.unreported) {
+                    (Some(end), _) => Some(Change::Ended(end)),
+                    (None, Some(Change::Stopped(signal))) if reporting.stopped => {
+                        state.unreported = None;
+                        Some(Change::Stopped(signal))
+                    }
+                    (None, Some(Change::Continued)) if reporting.continued => {
+                        state.unreported = None;
+                        Some(Change::Continued)
+                    }
+                    _ => None,
+                }
+            };
+            if let Some(change) = change {
+                if let Change::Ended(_) = change {
+                    parent.state.lock().children.remove(&child.id);
+                    TABLE.lock().remove(&child.id);
+                }
+                return Ok(Some((child.id, change)));
             }
         }
         if !block {
             return Ok(None);
         }
-        if parent.state.lock().kill.is_some() {
+        if crate::signals::interrupted() {
             return Err(WaitError::Interrupted);
         }
         guard = CHANGED.wait(guard);
+    }
+}
+
+/// Wakes `process`'s threads wherever they wait in the kernel, so that
+/// one returns to take a signal just posted (a waiter that finds nothing
+/// for it waits again: the wake-up is harmless).
+pub fn interrupt(process: &Process) {
+    for strand in strands_of(process.id) {
+        sched::wake(sched::ThreadId(strand));
+    }
+    let _lock = CHANGED_LOCK.lock();
+    CHANGED.notify_all();
+}
+
+/// Stops the calling thread's process `pid` by `signal` until `SIGCONT`
+/// (or a kill): its parent can see the stop with `WUNTRACED` and gets
+/// `SIGCHLD`. Returns false if the process was killed while stopped.
+/// Only the calling thread waits; the process's other threads run on (a
+/// multi-threaded program is not stopped whole).
+pub fn stop_current(pid: u64, signal: u8) -> bool {
+    const CLD_STOPPED: i32 = 5;
+    let Some(process) = get(pid) else {
+        return true;
+    };
+    let parent = {
+        let mut state = process.state.lock();
+        state.stopped = Some(signal);
+        state.unreported = Some(Change::Stopped(signal));
+        state.parent
+    };
+    {
+        let _lock = CHANGED_LOCK.lock();
+        CHANGED.notify_all();
+    }
+    if parent != 0 {
+        crate::signals::child_stopped(parent, pid, CLD_STOPPED, signal);
+    }
+    let mut guard = CHANGED_LOCK.lock();
+    loop {
+        {
+            let state = process.state.lock();
+            if state.kill.is_some() {
+                return false;
+            }
+            if state.stopped.is_none() {
+                return true;
+            }
+        }
+        guard = CHANGED.wait(guard);
+    }
+}
+
+/// `SIGCONT` reached `process`: if it was stopped it runs again, and its
+/// parent can see that with `WCONTINUED`.
+pub fn continue_stopped(process: &Process) {
+    const CLD_CONTINUED: i32 = 6;
+    let parent = {
+        let mut state = process.state.lock();
+        if state.stopped.take().is_none() {
+            return;
+        }
+        state.unreported = Some(Change::Continued);
+        state.parent
+    };
+    {
+        let _lock = CHANGED_LOCK.lock();
+        CHANGED.notify_all();
+    }
+    if parent != 0 {
+        crate::signals::child_stopped(parent, process.id, CLD_CONTINUED, linux::signal::number::SIGCONT);
     }
 }
 

@@ -125,7 +125,7 @@ fn campaign(parameters: &str) -> Result<String, String> {
         return Err(format!("the process table went from {table} to {table_after}"));
     }
     Ok(format!(
-        "sysfuzz: {processes} processes (seeds {seed}..{}), {made} system calls; {exited} exited, {faulted} ended by their own faults, {killed} killed by another; frames, heap and process table back where they were",
+        "sysfuzz: {processes} processes (seeds {seed}..{}), {made} system calls; {exited} exited, {faulted} ended by their own faults, {killed} ended by a signal; frames, heap and process table back where they were",
         seed + processes
     ))
 }

@@ -85,6 +85,12 @@ pub const SCENARIOS: &[Scenario] = &[
         archive: Archive::Boot,
     },
     Scenario {
+        name: "ctrl_c_and_ctrl_z_reach_the_foreground_job_of_busybox_sh",
+        mode: "linux",
+        check: ctrl_c_and_ctrl_z_reach_the_foreground_job,
+        archive: Archive::Boot,
+    },
+    Scenario {
         name: "shell_help_lists_every_command",
         mode: "shell",
         check: shell_help_lists_every_command,
@@ -371,6 +377,45 @@ fn run_boots_into_busybox_sh(guest: &mut Guest) -> Result<()> {
     if parse::parse_milliseconds(reply).is_none() {
         return Err(format!("`spindle uptime` printed no `<number> ms`: {reply:?}").into());
     }
+    guest.send("exit\n")?;
+    match guest.wait_exit(None)? {
+        GuestExit::Success => Ok(()),
+        other => Err(format!("`exit` did not halt the machine cleanly: {other}").into()),
+    }
+}
+
+/// The terminal's signal keys at busybox's interactive prompt: ^C sends
+/// SIGINT to the foreground job (a `sleep 30` ends at once and the shell
+/// says 130 = 128 + SIGINT), ^Z sends SIGTSTP (the shell's job control
+/// reports the job stopped), and the stopped job can be killed.
+fn ctrl_c_and_ctrl_z_reach_the_foreground_job(guest: &mut Guest) -> Result<()> {
+    const PROMPT: &str = "/ # ";
+    // Well under the `sleep 30` the keys must cut short.
+    const WITHIN: Duration = Duration::from_secs(15);
+    // Time for the shell to start `sleep` before the key is typed.
+    const SETTLE: Duration = Duration::from_millis(1500);
+    let prompt = guest.wait_for(PROMPT, 0, None)?;
+    let start = guest.serial_len().max(prompt + PROMPT.len());
+    guest.send("sleep 30\n")?;
+    std::thread::sleep(SETTLE);
+    guest.send("\x03")?;
+    guest.wait_for(PROMPT, start, Some(WITHIN))?;
+    let mark = guest.serial_len();
+    guest.send("echo rc=$?\n")?;
+    guest.wait_for("rc=130", mark, Some(WITHIN))?;
+    let mark = guest.serial_len();
+    guest.send("sleep 30\n")?;
+    std::thread::sleep(SETTLE);
+    guest.send("\x1a")?;
+    guest.wait_for("Stopped", mark, Some(WITHIN))?;
+    let mark = guest.serial_len();
+    guest.send("kill -9 %1; wait; echo killed\n")?;
+    let killed = guest.wait_for("killed", mark + "kill -9 %1; wait; echo killed".len(), Some(WITHIN))?;
+    // ash notices the job's end when it next looks at its jobs; `exit`
+    // while it still counts a stopped job would only warn.
+    let prompt = guest.wait_for(PROMPT, killed, Some(WITHIN))?;
+    guest.send("jobs\n")?;
+    guest.wait_for(PROMPT, prompt + PROMPT.len(), Some(WITHIN))?;
     guest.send("exit\n")?;
     match guest.wait_exit(None)? {
         GuestExit::Success => Ok(()),

@@ -10,6 +10,7 @@ use alloc::string::String;
 mod extensions;
 mod memory;
 mod services;
+mod signals;
 mod strands;
 mod threads;
 mod traps;
@@ -38,7 +39,7 @@ pub(crate) use ensure;
 
 /// Runs every test; returns whether all passed.
 pub fn run_all() -> bool {
-    let groups: [&[KernelTest]; 7] = [
+    let groups: [&[KernelTest]; 8] = [
         memory::TESTS,
         services::TESTS,
         traps::TESTS,
@@ -46,6 +47,7 @@ pub fn run_all() -> bool {
         strands::TESTS,
         extensions::TESTS,
         user::TESTS,
+        signals::TESTS,
     ];
     let (mut passed, mut failed) = (0, 0);
     // The harness checks that this many passed: a runner that stopped

@@ -118,7 +118,7 @@ fn wait(strand: u64, key: Key, expected: u32, timeout: u64, absolute: bool) -> i
             if hal::timer::uptime_ns() >= deadline {
                 return if forget(key, strand) { -ETIMEDOUT } else { 0 };
             }
-            if process::pending_kill().is_some() {
+            if crate::signals::interrupted() {
                 return if forget(key, strand) { -errno::EINTR } else { 0 };
             }
             sched::sleep_ms(1);

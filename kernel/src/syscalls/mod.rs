@@ -54,6 +54,12 @@ pub mod number {
     pub const WAIT4: u64 = 61;
     /// `kill(pid, signal)`.
     pub const KILL: u64 = 62;
+    /// `tkill(tid, signal)`.
+    pub const TKILL: u64 = 200;
+    /// `tgkill(tgid, tid, signal)`.
+    pub const TGKILL: u64 = 234;
+    /// `rt_sigreturn()`.
+    pub const RT_SIGRETURN: u64 = 15;
     /// `getppid()`.
     pub const GETPPID: u64 = 110;
     /// `futex(addr, op, val, timeout, addr2, val3)`.
@@ -118,6 +124,8 @@ pub mod errno {
     pub const EINVAL: i64 = 22;
     /// Not a terminal.
     pub const ENOTTY: i64 = 25;
+    /// Broken pipe (a write with no reader).
+    pub const EPIPE: i64 = 32;
     /// Function not implemented.
     pub const ENOSYS: i64 = 38;
 }
@@ -258,6 +266,17 @@ fn entry(frame: &mut SyscallFrame) {
     let [a0, a1, a2, a3, a4, a5] = frame.args();
     let mut args = (strand, frame.number(), a0, a1, a2, a3, a4, a5);
     let number = args.1;
+    // `rt_sigreturn` rewrites the whole return to user mode, which the
+    // event's arguments do not carry: it belongs to the trap path, as the
+    // delivery of signals does, and is not raised.
+    if number == number::RT_SIGRETURN {
+        if let Some(outcome) = crate::signals::sigreturn(frame) {
+            if let Some(signal) = outcome.or_else(crate::process::pending_kill) {
+                crate::user::killed(signal);
+            }
+            return;
+        }
+    }
     let forks = matches!(number, number::FORK | number::VFORK | number::CLONE);
     if forks {
         let saved = (frame.registers(), hal::user::fs_base());
@@ -298,6 +317,13 @@ fn entry(frame: &mut SyscallFrame) {
         crate::user::killed(signal);
     }
     frame.set_result(result as u64);
+    // Signals to deliver, and `SIGPIPE` for a broken pipe: one load
+    // (and one compare) when there are none.
+    if result == -errno::EPIPE || linux::signals_may_be_pending() {
+        if let Some(signal) = crate::signals::after_syscall(frame, number, result) {
+            crate::user::killed(signal);
+        }
+    }
 }
 
 /// Records where `strand`'s new program starts (`execve` succeeded).
@@ -358,7 +384,9 @@ pub fn core_table(args: &SyscallArgs) -> i64 {
         number::CLONE => process::clone(strand, [a0, a1, a2, a3, a4], forking(strand)),
         number::FUTEX => futex::futex(strand, a0, a1, a2, a3, a4, a5),
         number::WAIT4 => process::wait4(strand, a0, a1, a2, a3),
-        number::KILL => process::kill(a0, a1),
+        number::KILL => process::kill(strand, a0, a1),
+        number::TKILL => process::tgkill(strand, None, a0, a1),
+        number::TGKILL => process::tgkill(strand, Some(a0), a1, a2),
         number::ARCH_PRCTL => process::arch_prctl(a0, a1),
         number::CLOCK_GETTIME => time::clock_gettime(a0, a1),
         number::TIME => time::time(a0),

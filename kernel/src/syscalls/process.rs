@@ -4,10 +4,16 @@
 use alloc::format;
 
 use super::errno;
-use crate::process::{self, KillError, WaitError};
+use crate::process::{self, Children, KillError, Reporting, WaitError};
 
-/// `wait4`'s option: return at once if no child has ended.
+/// `wait4`'s options: return at once if no child has changed; report
+/// stopped and continued children; wait for threads' ends too (accepted,
+/// meaningless here).
 const WNOHANG: u64 = 1;
+const WUNTRACED: u64 = 2;
+const WCONTINUED: u64 = 8;
+const WALL: u64 = 0x4000_0000;
+const WCLONE: u64 = 0x8000_0000;
 /// Size of a `struct rusage`.
 const RUSAGE_BYTES: usize = 144;
 /// `clone` flags.
@@ -129,24 +135,38 @@ pub(super) fn fork(
     }
 }
 
-/// `wait4(pid, wstatus, options, rusage)`: waits for a child to end (`pid`
-/// -1 or 0: any child; process groups come with the personality), writes
-/// its wait status, and returns its id (0 with `WNOHANG` if none has
-/// ended). Resource usage is not measured: `rusage` is zeroed.
+/// `wait4(pid, wstatus, options, rusage)`: waits for a child to change
+/// (`pid` > 0: that child; -1: any; 0: any in the caller's process group;
+/// below -1: any in group `-pid`), writes its wait status, and returns
+/// its id (0 with `WNOHANG` if none has changed). `WUNTRACED` and
+/// `WCONTINUED` report stops and continues too. Resource usage is not
+/// measured: `rusage` is zeroed.
 pub(super) fn wait4(strand: u64, pid: u64, status: u64, options: u64, rusage: u64) -> i64 {
     let Some(parent) = process::of_strand(strand) else {
         return -errno::ESRCH;
     };
+    if options & !(WNOHANG | WUNTRACED | WCONTINUED | WALL | WCLONE) != 0 {
+        return -errno::EINVAL;
+    }
     // `pid_t` is an `int`: only the low 32 bits count (glibc passes -1
     // zero-extended).
-    let which = match pid as i32 as i64 {
-        pid if pid > 0 => Some(pid as u64),
-        _ => None,
+    let which = match pid as i32 {
+        -1 => Children::Any,
+        0 => match crate::linux::personality().and_then(|p| p.process_group(parent.id())) {
+            Some(group) => Children::Group(group),
+            None => Children::Any,
+        },
+        pid if pid > 0 => Children::Process(pid as u64),
+        pid => Children::Group(u64::from(pid.unsigned_abs())),
     };
-    match process::wait(&parent, which, options & WNOHANG == 0) {
-        Ok(Some((child, end))) => {
+    let reporting = Reporting {
+        stopped: options & WUNTRACED != 0,
+        continued: options & WCONTINUED != 0,
+    };
+    match process::wait(&parent, which, reporting, options & WNOHANG == 0) {
+        Ok(Some((child, change))) => {
             if status != 0
-                && hal::user::copy_to_user(status, &end.wait_status().to_le_bytes()).is_err()
+                && hal::user::copy_to_user(status, &change.wait_status().to_le_bytes()).is_err()
             {
                 return -errno::EFAULT;
             }
@@ -161,20 +181,44 @@ pub(super) fn wait4(strand: u64, pid: u64, status: u64, options: u64, rusage: u6
     }
 }
 
-/// `kill(pid, signal)` for one process (`pid` > 0); process groups and
-/// broadcast come with the personality.
-pub(super) fn kill(pid: u64, signal: u64) -> i64 {
-    let pid = pid as i32 as i64;
-    if pid <= 0 {
-        return -errno::EINVAL;
+/// The errno of a failed `kill`.
+fn kill_errno(error: KillError) -> i64 {
+    match error {
+        KillError::NoProcess => -errno::ESRCH,
+        KillError::BadSignal => -errno::EINVAL,
     }
-    let Ok(signal) = u8::try_from(signal) else {
+}
+
+/// A signal number argument: 0..=64.
+fn signal_argument(signal: u64) -> Option<u8> {
+    u8::try_from(signal).ok().filter(|&signal| signal <= process::signal::MAX)
+}
+
+/// `kill(pid, signal)`: to a process, the caller's group (0), everyone
+/// (-1) or a group (`-pgid`).
+pub(super) fn kill(strand: u64, pid: u64, signal: u64) -> i64 {
+    let (Some(sender), Some(signal)) = (process::of_strand(strand), signal_argument(signal)) else {
         return -errno::EINVAL;
     };
-    match process::kill(pid as u64, signal) {
+    match crate::signals::kill(sender.id(), pid as i32, signal) {
         Ok(()) => 0,
-        Err(KillError::NoProcess) => -errno::ESRCH,
-        Err(KillError::BadSignal) => -errno::EINVAL,
+        Err(error) => kill_errno(error),
+    }
+}
+
+/// `tgkill(tgid, tid, signal)`, or `tkill(tid, signal)` with `tgid`
+/// `None`.
+pub(super) fn tgkill(strand: u64, tgid: Option<u64>, tid: u64, signal: u64) -> i64 {
+    let (Some(sender), Some(signal)) = (process::of_strand(strand), signal_argument(signal)) else {
+        return -errno::EINVAL;
+    };
+    let (tid, tgid) = (tid as i32, tgid.map(|tgid| tgid as i32));
+    if tid <= 0 || tgid.is_some_and(|tgid| tgid <= 0) {
+        return -errno::EINVAL;
+    }
+    match crate::signals::kill_thread(sender.id(), tgid.map(|t| t as u64), tid as u64, signal) {
+        Ok(()) => 0,
+        Err(error) => kill_errno(error),
     }
 }
 

@@ -51,7 +51,7 @@ fn sleep_until(deadline: u64, remaining: u64) -> i64 {
         if now >= deadline {
             return 0;
         }
-        if crate::process::pending_kill().is_some() {
+        if crate::signals::interrupted() {
             let left = deadline - now;
             if remaining != 0 {
                 let mut value = [0u8; 16];

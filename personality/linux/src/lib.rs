@@ -32,7 +32,8 @@ pub mod number;
 mod pipe;
 mod poll;
 mod resource;
-mod signal;
+pub mod signal;
+pub mod signal_frame;
 pub mod user;
 
 use alloc::{collections::BTreeMap, sync::Arc};
@@ -42,7 +43,7 @@ use vfs::{Errno, Inode, OpenFile, PathContext, Vfs};
 
 pub use fdtable::{FdTable, MAX_DESCRIPTORS};
 pub use pipe::set_interrupted_check;
-pub use signal::SignalState;
+pub use signal::{signals_may_be_pending, Disposition, SignalInfo, SignalState, Source};
 
 /// What the personality keeps of a process: descriptors, current
 /// directory and umask, signal state, process group and session. Threads
@@ -51,8 +52,8 @@ pub struct LinuxProcess {
     /// The descriptor table.
     pub fds: FdTable,
     paths: spin::Mutex<PathContext>,
-    /// Signal dispositions and mask.
-    signals: spin::Mutex<SignalState>,
+    /// Signal dispositions, mask and pending signals.
+    pub signals: spin::Mutex<SignalState>,
     /// Process group and session.
     groups: spin::Mutex<(u64, u64)>,
     /// `set_robust_list`'s head.
@@ -198,7 +199,7 @@ impl Personality {
         let files = LinuxProcess {
             fds: parent_files.fds.fork(process_principal(child)),
             paths: spin::Mutex::new(parent_files.context()),
-            signals: spin::Mutex::new(parent_files.signals.lock().clone()),
+            signals: spin::Mutex::new(parent_files.signals.lock().for_child()),
             groups: spin::Mutex::new(*parent_files.groups.lock()),
             robust_list: spin::Mutex::new(0),
             name: spin::Mutex::new(*parent_files.name.lock()),
@@ -237,6 +238,26 @@ impl Personality {
     /// The files of process `pid`.
     pub fn files(&self, pid: u64) -> Option<Arc<LinuxProcess>> {
         self.processes.lock().get(&pid).cloned()
+    }
+
+    /// The processes of the personality, by id.
+    pub fn pids(&self) -> alloc::vec::Vec<u64> {
+        self.processes.lock().keys().copied().collect()
+    }
+
+    /// The process group of process `pid`.
+    pub fn process_group(&self, pid: u64) -> Option<u64> {
+        self.files(pid).map(|files| files.groups.lock().0)
+    }
+
+    /// The processes of process group `group`.
+    pub fn group_members(&self, group: u64) -> alloc::vec::Vec<u64> {
+        self.processes
+            .lock()
+            .iter()
+            .filter(|(_, files)| files.groups.lock().0 == group)
+            .map(|(&pid, _)| pid)
+            .collect()
     }
 
     /// Processes with files (for tests: none may outlive its process).
@@ -354,6 +375,9 @@ fn table(number: u64) -> Option<Implementation> {
         RT_SIGACTION => |c, [signal, act, old, size, ..]| signal::rt_sigaction(c.files, signal, act, old, size),
         RT_SIGPROCMASK => |c, [how, set, old, size, ..]| signal::rt_sigprocmask(c.files, how, set, old, size),
         SIGALTSTACK => |c, [new, old, ..]| signal::sigaltstack(c.files, new, old),
+        RT_SIGPENDING => |c, [set, size, ..]| signal::rt_sigpending(c.files, set, size),
+        RT_SIGSUSPEND => |c, [mask, size, ..]| signal::rt_sigsuspend(c.files, mask, size),
+        PAUSE => |c, _| signal::pause(c.files),
         GETUID | GETEUID | GETGID | GETEGID => |_, _| identity::root_id(),
         SETUID | SETGID => |_, [id, ..]| identity::set_id(id),
         GETRESUID | GETRESGID => |_, [r, e, s, ..]| identity::getres_ids(r, e, s),

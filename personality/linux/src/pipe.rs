@@ -48,9 +48,15 @@ impl Drop for WriteEnd {
 static INTERRUPTED: spin::Once<fn() -> bool> = spin::Once::new();
 
 /// Tells the personality how to learn that the calling thread must stop
-/// waiting (it was killed).
+/// waiting (it is being ended, or has a signal to take).
 pub fn set_interrupted_check(check: fn() -> bool) {
     INTERRUPTED.call_once(|| check);
+}
+
+/// Whether the calling thread must stop waiting: it is being ended, or a
+/// signal arrived that it must take (the kernel's check).
+pub(crate) fn interrupted() -> bool {
+    INTERRUPTED.get().is_some_and(|interrupted| interrupted())
 }
 
 /// Rounds of a wait spent yielding before it sleeps.
@@ -62,7 +68,7 @@ const YIELDING_ROUNDS: u32 = 64;
 /// is running) is seen at once; later rounds sleep a millisecond, so a
 /// long wait does not keep the processor busy.
 pub(crate) fn wait_a_little(round: &mut u32) -> Result<(), Errno> {
-    if INTERRUPTED.get().is_some_and(|interrupted| interrupted()) {
+    if interrupted() {
         return Err(Errno::EINTR);
     }
     if *round < YIELDING_ROUNDS {

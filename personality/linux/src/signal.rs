@@ -1,20 +1,60 @@
-//! Signal state: `rt_sigaction`, `rt_sigprocmask`, `sigaltstack`.
+//! Signals: dispositions, the mask, pending signals, and the calls on
+//! them (`rt_sigaction`, `rt_sigprocmask`, `sigaltstack`,
+//! `rt_sigpending`, `rt_sigsuspend`, `pause`).
 //!
-//! The dispositions and the mask are kept with Linux's semantics (a
-//! handler set is read back, `SIGKILL` and `SIGSTOP` cannot be caught or
-//! blocked, `SIG_IGN` and `SIG_DFL` are remembered), and `execve` resets
-//! caught signals to their default as Linux does. Delivering a signal to
-//! a handler (the frame with `siginfo` and `ucontext`) is not done yet: a
-//! signal still ends the process, whatever its disposition says.
+//! The state is Linux's: a handler set is read back, `SIGKILL` and
+//! `SIGSTOP` can be neither caught nor blocked, `SIG_IGN` and `SIG_DFL`
+//! are remembered, `execve` resets caught signals to their default. A
+//! signal sent is *posted* here ([`SignalState::post`]); the kernel takes
+//! it ([`SignalState::take`]) on the thread's way back to user mode and
+//! acts on its [`Disposition`]: ends or stops the process, or enters the
+//! handler through the frame `signal_frame` builds.
+//!
+//! One mask and one pending set serve all threads of a process (Linux
+//! keeps the mask per thread); the programs we run change masks only from
+//! one thread at a time.
 
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+use alloc::vec::Vec;
 use vfs::Errno;
 
 use crate::{user, LinuxProcess};
 
 /// Signals 1..=64.
 pub const SIGNALS: usize = 64;
-const SIGKILL: u64 = 9;
-const SIGSTOP: u64 = 19;
+/// Signal numbers the kernel itself sends.
+#[allow(missing_docs)]
+pub mod number {
+    pub const SIGHUP: u8 = 1;
+    pub const SIGINT: u8 = 2;
+    pub const SIGQUIT: u8 = 3;
+    pub const SIGILL: u8 = 4;
+    pub const SIGTRAP: u8 = 5;
+    pub const SIGABRT: u8 = 6;
+    pub const SIGBUS: u8 = 7;
+    pub const SIGFPE: u8 = 8;
+    pub const SIGKILL: u8 = 9;
+    pub const SIGUSR1: u8 = 10;
+    pub const SIGSEGV: u8 = 11;
+    pub const SIGUSR2: u8 = 12;
+    pub const SIGPIPE: u8 = 13;
+    pub const SIGALRM: u8 = 14;
+    pub const SIGTERM: u8 = 15;
+    pub const SIGCHLD: u8 = 17;
+    pub const SIGCONT: u8 = 18;
+    pub const SIGSTOP: u8 = 19;
+    pub const SIGTSTP: u8 = 20;
+    pub const SIGTTIN: u8 = 21;
+    pub const SIGTTOU: u8 = 22;
+    pub const SIGURG: u8 = 23;
+    pub const SIGXCPU: u8 = 24;
+    pub const SIGXFSZ: u8 = 25;
+    pub const SIGWINCH: u8 = 28;
+    pub const SIGSYS: u8 = 31;
+}
+use number::*;
+
 /// `struct sigaction` as the kernel sees it (handler, flags, restorer,
 /// mask): 32 bytes.
 const SIGACTION_BYTES: usize = 32;
@@ -24,13 +64,166 @@ const SIG_SETMASK: u64 = 2;
 /// `SIG_DFL` and `SIG_IGN` handler values.
 const SIG_DFL: u64 = 0;
 const SIG_IGN: u64 = 1;
+/// `sa_flags` bits.
+pub mod flag {
+    /// `SIGCHLD` is not sent for a child that stops or continues.
+    pub const SA_NOCLDSTOP: u64 = 0x1;
+    /// The handler takes `(signal, siginfo, ucontext)`.
+    pub const SA_SIGINFO: u64 = 0x4;
+    /// `sa_restorer` holds the return trampoline (musl and glibc set it).
+    pub const SA_RESTORER: u64 = 0x0400_0000;
+    /// Run the handler on the alternate stack.
+    pub const SA_ONSTACK: u64 = 0x0800_0000;
+    /// Restart interrupted system calls.
+    pub const SA_RESTART: u64 = 0x1000_0000;
+    /// Do not block the signal while its handler runs.
+    pub const SA_NODEFER: u64 = 0x4000_0000;
+    /// Back to `SIG_DFL` once delivered.
+    pub const SA_RESETHAND: u64 = 0x8000_0000;
+}
 
-/// A process's signal dispositions and mask.
-#[derive(Clone)]
+/// The bit of `signal` (1..=64) in a signal set.
+pub const fn bit(signal: u8) -> u64 {
+    1u64 << (signal - 1)
+}
+
+/// Signals that can be neither caught, ignored nor blocked.
+const UNBLOCKABLE: u64 = bit(SIGKILL) | bit(SIGSTOP);
+
+/// What a signal does when it is taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Disposition {
+    /// Nothing (ignored, or a default that ignores).
+    Ignore,
+    /// Ends the process, killed by the signal.
+    Terminate,
+    /// Stops the process until `SIGCONT` (`SIGSTOP`, `SIGTSTP`, ...).
+    Stop,
+    /// Runs the program's handler.
+    Handler(Handler),
+}
+
+/// A handler as `rt_sigaction` installed it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Handler {
+    /// Its address.
+    pub address: u64,
+    /// `sa_flags`.
+    pub flags: u64,
+    /// `sa_restorer`: where the handler returns (it calls `rt_sigreturn`).
+    pub restorer: u64,
+    /// Signals blocked while it runs (besides the signal itself).
+    pub mask: u64,
+}
+
+/// The default action of `signal` (signal(7)).
+fn default_disposition(signal: u8) -> Disposition {
+    match signal {
+        SIGCHLD | SIGCONT | SIGURG | SIGWINCH => Disposition::Ignore,
+        SIGSTOP | SIGTSTP | SIGTTIN | SIGTTOU => Disposition::Stop,
+        _ => Disposition::Terminate,
+    }
+}
+
+/// Where a signal came from, as its `siginfo` tells the handler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// `kill` (`SI_USER`) or `tgkill`/`tkill` (`SI_TKILL`) from `pid`.
+    User {
+        /// The sender.
+        pid: u32,
+        /// Sent to one thread (`tgkill`, `tkill`, `raise`).
+        thread: bool,
+    },
+    /// The kernel (a timer, a write to a broken pipe, the terminal).
+    Kernel,
+    /// A fault of the program at `address` with `code` (`SEGV_MAPERR`,
+    /// ...).
+    Fault {
+        /// `si_code`.
+        code: i32,
+        /// `si_addr`.
+        address: u64,
+    },
+    /// A child changed state (`SIGCHLD`).
+    Child {
+        /// `CLD_EXITED`, `CLD_KILLED`, ...
+        code: i32,
+        /// The child.
+        pid: u32,
+        /// Its exit status or signal.
+        status: i32,
+    },
+}
+
+/// `si_code` values.
+mod code {
+    pub const SI_USER: i32 = 0;
+    pub const SI_KERNEL: i32 = 0x80;
+    pub const SI_TKILL: i32 = -6;
+}
+
+/// A posted signal and its origin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SignalInfo {
+    /// The signal.
+    pub signal: u8,
+    /// Its origin.
+    pub source: Source,
+}
+
+/// Bytes of a `siginfo_t`.
+pub const SIGINFO_BYTES: usize = 128;
+
+impl SignalInfo {
+    /// The `siginfo_t` a handler with `SA_SIGINFO` reads.
+    pub fn to_bytes(&self) -> [u8; SIGINFO_BYTES] {
+        let mut bytes = [0u8; SIGINFO_BYTES];
+        let mut put32 = |at: usize, value: i32| bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
+        put32(0, i32::from(self.signal));
+        match self.source {
+            Source::User { pid, thread } => {
+                put32(8, if thread { code::SI_TKILL } else { code::SI_USER });
+                put32(16, pid as i32);
+            }
+            Source::Kernel => put32(8, code::SI_KERNEL),
+            Source::Fault { code, .. } => put32(8, code),
+            Source::Child { code, pid, status } => {
+                put32(8, code);
+                put32(16, pid as i32);
+                put32(24, status);
+            }
+        }
+        if let Source::Fault { address, .. } = self.source {
+            bytes[16..24].copy_from_slice(&address.to_le_bytes());
+        }
+        bytes
+    }
+}
+
+/// Processes with a signal pending: while none has, the kernel's return
+/// to user mode does not look (one load).
+static PROCESSES_WITH_PENDING: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether any process may have a signal pending (cheap: for the return
+/// to user mode of every system call and interrupt).
+pub fn signals_may_be_pending() -> bool {
+    PROCESSES_WITH_PENDING.load(Ordering::Relaxed) != 0
+}
+
+/// A process's signal dispositions, mask and pending signals.
 pub struct SignalState {
     actions: [[u8; SIGACTION_BYTES]; SIGNALS],
     mask: u64,
     alternate_stack: [u8; 24],
+    /// Signals posted and not yet taken.
+    pending: u64,
+    /// Where each pending signal came from (standard signals do not
+    /// queue: one record per signal).
+    origins: Vec<SignalInfo>,
+    /// The mask `rt_sigsuspend` replaced, put back when the signal that
+    /// ends the wait has been taken.
+    suspended_mask: Option<u64>,
 }
 
 impl Default for SignalState {
@@ -39,13 +232,33 @@ impl Default for SignalState {
             actions: [[0; SIGACTION_BYTES]; SIGNALS],
             mask: 0,
             alternate_stack: [0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            pending: 0,
+            origins: Vec::new(),
+            suspended_mask: None,
         }
     }
 }
 
+impl Drop for SignalState {
+    fn drop(&mut self) {
+        self.set_pending(0);
+    }
+}
+
 impl SignalState {
+    /// A forked child's state: the parent's dispositions, mask and
+    /// alternate stack; nothing pending (fork(2)).
+    pub fn for_child(&self) -> SignalState {
+        let mut child = SignalState::default();
+        child.actions = self.actions;
+        child.mask = self.mask;
+        child.alternate_stack = self.alternate_stack;
+        child
+    }
+
     /// After `execve`: caught signals go back to their default (ignored
-    /// ones stay ignored), the mask is kept, the alternate stack is gone.
+    /// ones stay ignored), the mask and pending signals are kept, the
+    /// alternate stack is gone.
     pub fn reset_for_exec(&mut self) {
         for action in &mut self.actions {
             let handler = u64::from_le_bytes(action[..8].try_into().unwrap_or([0; 8]));
@@ -56,12 +269,146 @@ impl SignalState {
         self.alternate_stack = SignalState::default().alternate_stack;
     }
 
+    fn field(&self, signal: u8, at: usize) -> u64 {
+        let action = &self.actions[usize::from(signal - 1)];
+        u64::from_le_bytes(action[at..at + 8].try_into().unwrap_or([0; 8]))
+    }
+
     /// Whether `signal`'s disposition is "ignore".
     pub fn is_ignored(&self, signal: u64) -> bool {
-        let Some(action) = signal.checked_sub(1).and_then(|i| self.actions.get(i as usize)) else {
+        match u8::try_from(signal) {
+            Ok(signal @ 1..=64) => self.disposition(signal) == Disposition::Ignore,
+            _ => false,
+        }
+    }
+
+    /// What `signal` (1..=64) does now.
+    pub fn disposition(&self, signal: u8) -> Disposition {
+        if signal == SIGKILL || signal == SIGSTOP {
+            return default_disposition(signal);
+        }
+        match self.field(signal, 0) {
+            SIG_DFL => default_disposition(signal),
+            SIG_IGN => Disposition::Ignore,
+            address => Disposition::Handler(Handler {
+                address,
+                flags: self.field(signal, 8),
+                restorer: self.field(signal, 16),
+                mask: self.field(signal, 24),
+            }),
+        }
+    }
+
+    /// Whether the handler of `signal` has `flag` in its `sa_flags`.
+    pub fn has_flag(&self, signal: u8, flag: u64) -> bool {
+        (1..=64).contains(&signal) && self.field(signal, 8) & flag != 0
+    }
+
+    /// The signal mask.
+    pub fn mask(&self) -> u64 {
+        self.mask
+    }
+
+    /// Replaces the mask (a handler's return restores the one it
+    /// interrupted); `SIGKILL` and `SIGSTOP` stay unblocked.
+    pub fn set_mask(&mut self, mask: u64) {
+        self.mask = mask & !UNBLOCKABLE;
+    }
+
+    /// `sigaltstack`'s record: base, flags, size.
+    pub fn alternate_stack(&self) -> (u64, u32, u64) {
+        let stack = &self.alternate_stack;
+        (
+            u64::from_le_bytes(stack[0..8].try_into().unwrap_or([0; 8])),
+            u32::from_le_bytes(stack[8..12].try_into().unwrap_or([0; 4])),
+            u64::from_le_bytes(stack[16..24].try_into().unwrap_or([0; 8])),
+        )
+    }
+
+    fn set_pending(&mut self, pending: u64) {
+        match (self.pending != 0, pending != 0) {
+            (false, true) => {
+                PROCESSES_WITH_PENDING.fetch_add(1, Ordering::Relaxed);
+            }
+            (true, false) => {
+                PROCESSES_WITH_PENDING.fetch_sub(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+        self.pending = pending;
+    }
+
+    /// Posts a signal. An ignored one that is not blocked is discarded at
+    /// once (Linux discards at generation; a blocked one stays, since the
+    /// disposition may change before it is unblocked). Returns whether it
+    /// is now pending. `SIGCONT` discards pending stop signals, and a stop
+    /// signal a pending `SIGCONT`.
+    pub fn post(&mut self, info: SignalInfo) -> bool {
+        let signal = info.signal;
+        if !(1..=64).contains(&signal) {
             return false;
-        };
-        u64::from_le_bytes(action[..8].try_into().unwrap_or([0; 8])) == SIG_IGN
+        }
+        let stops = bit(SIGSTOP) | bit(SIGTSTP) | bit(SIGTTIN) | bit(SIGTTOU);
+        if signal == SIGCONT {
+            self.discard(stops);
+        } else if stops & bit(signal) != 0 {
+            self.discard(bit(SIGCONT));
+        }
+        let blocked = self.mask & bit(signal) != 0;
+        if !blocked && self.disposition(signal) == Disposition::Ignore {
+            return false;
+        }
+        if self.pending & bit(signal) == 0 {
+            self.origins.push(info);
+            self.set_pending(self.pending | bit(signal));
+        }
+        true
+    }
+
+    fn discard(&mut self, signals: u64) {
+        self.origins.retain(|info| signals & bit(info.signal) == 0);
+        self.set_pending(self.pending & !signals);
+    }
+
+    /// Whether a signal is pending that the mask does not block.
+    pub fn has_deliverable(&self) -> bool {
+        self.pending & !self.mask != 0
+    }
+
+    /// Takes the lowest-numbered pending signal the mask does not block,
+    /// with what to do about it. `SA_RESETHAND` is applied here.
+    pub fn take(&mut self) -> Option<(SignalInfo, Disposition)> {
+        let deliverable = self.pending & !self.mask;
+        if deliverable == 0 {
+            return None;
+        }
+        let signal = deliverable.trailing_zeros() as u8 + 1;
+        let at = self.origins.iter().position(|info| info.signal == signal);
+        let info = at
+            .map(|at| self.origins.remove(at))
+            .unwrap_or(SignalInfo { signal, source: Source::Kernel });
+        self.set_pending(self.pending & !bit(signal));
+        let disposition = self.disposition(signal);
+        if let Disposition::Handler(handler) = disposition {
+            if handler.flags & flag::SA_RESETHAND != 0 {
+                self.actions[usize::from(signal - 1)] = [0; SIGACTION_BYTES];
+            }
+        }
+        Some((info, disposition))
+    }
+
+    /// The mask a handler entered now must restore when it returns: the
+    /// one `rt_sigsuspend` replaced, if it is waiting (taken), else the
+    /// current one.
+    pub fn take_mask_to_restore(&mut self) -> u64 {
+        self.suspended_mask.take().unwrap_or(self.mask)
+    }
+
+    /// Ends an `rt_sigsuspend` no handler ran for: its mask comes back.
+    pub fn end_suspend(&mut self) {
+        if let Some(mask) = self.suspended_mask.take() {
+            self.mask = mask;
+        }
     }
 }
 
@@ -74,7 +421,7 @@ pub fn rt_sigaction(process: &LinuxProcess, signal: u64, act: u64, old: u64, siz
     let mut new = [0u8; SIGACTION_BYTES];
     if act != 0 {
         user::read(act, &mut new)?;
-        if signal == SIGKILL || signal == SIGSTOP {
+        if signal == u64::from(SIGKILL) || signal == u64::from(SIGSTOP) {
             return Err(Errno::EINVAL);
         }
     }
@@ -83,6 +430,11 @@ pub fn rt_sigaction(process: &LinuxProcess, signal: u64, act: u64, old: u64, siz
         let previous = state.actions[index];
         if act != 0 {
             state.actions[index] = new;
+            // Pending instances of a signal now ignored are discarded
+            // (sigaction(2)).
+            if state.is_ignored(signal) {
+                state.discard(bit(signal as u8));
+            }
         }
         previous
     };
@@ -103,7 +455,7 @@ pub fn rt_sigprocmask(process: &LinuxProcess, how: u64, set: u64, old: u64, size
         let mut state = process.signals.lock();
         let previous = state.mask;
         if let Some(change) = change {
-            let unblockable = (1 << (SIGKILL - 1)) | (1 << (SIGSTOP - 1));
+            let unblockable = UNBLOCKABLE;
             state.mask = match how {
                 SIG_BLOCK => previous | change,
                 SIG_UNBLOCK => previous & !change,
@@ -137,4 +489,54 @@ pub fn sigaltstack(process: &LinuxProcess, new: u64, old: u64) -> Result<i64, Er
         user::write(old, &previous)?;
     }
     Ok(0)
+}
+
+/// `rt_sigpending(set, sigsetsize)`: the pending signals.
+pub fn rt_sigpending(process: &LinuxProcess, set: u64, size: u64) -> Result<i64, Errno> {
+    if size != 8 {
+        return Err(Errno::EINVAL);
+    }
+    let pending = process.signals.lock().pending;
+    user::write(set, &pending.to_le_bytes())?;
+    Ok(0)
+}
+
+/// How often a process waiting for a signal looks again (a sender does
+/// not wake sleepers early).
+const SIGNAL_WAIT_MS: u64 = 1;
+
+/// Waits until a signal the mask lets through is pending, or the process
+/// is being ended.
+fn wait_for_signal(process: &LinuxProcess) {
+    loop {
+        if process.signals.lock().has_deliverable() || crate::pipe::interrupted() {
+            return;
+        }
+        sched::sleep_ms(SIGNAL_WAIT_MS);
+    }
+}
+
+/// `rt_sigsuspend(mask, sigsetsize)`: waits for a signal with `mask` in
+/// force, then `EINTR`. The handler that runs returns to the mask from
+/// before the call (the kernel takes it with
+/// [`SignalState::take_mask_to_restore`]).
+pub fn rt_sigsuspend(process: &LinuxProcess, mask: u64, size: u64) -> Result<i64, Errno> {
+    if size != 8 {
+        return Err(Errno::EINVAL);
+    }
+    let mask = user::read_u64(mask)?;
+    {
+        let mut state = process.signals.lock();
+        let previous = state.mask;
+        state.suspended_mask = Some(previous);
+        state.set_mask(mask);
+    }
+    wait_for_signal(process);
+    Err(Errno::EINTR)
+}
+
+/// `pause()`: waits for a signal, then `EINTR`.
+pub fn pause(process: &LinuxProcess) -> Result<i64, Errno> {
+    wait_for_signal(process);
+    Err(Errno::EINTR)
 }

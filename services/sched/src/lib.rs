@@ -179,7 +179,7 @@ fn notify_wake(id: ThreadId) {
 struct Scheduler {
     threads: BTreeMap<ThreadId, Thread>,
     ready: VecDeque<ThreadId>,
-    /// Sleeping threads by wake-up tick.
+    /// Sleeping threads by the uptime (ns) they wake at.
     sleepers: BinaryHeap<Reverse<(u64, ThreadId)>>,
     current: ThreadId,
     idle: ThreadId,
@@ -509,8 +509,10 @@ pub fn resume(id: ThreadId) {
 
 /// Sleeps for at least `ms` milliseconds.
 pub fn sleep_ms(ms: u64) {
-    let ticks = (ms * timer::TICK_HZ).div_ceil(1000).max(1);
-    let wake_at = timer::ticks() + ticks;
+    // A deadline in time rather than ticks: a sleep that starts late in
+    // a tick would otherwise count that tick as a whole one, and end
+    // early.
+    let wake_at = timer::uptime_ns().saturating_add(ms.max(1).saturating_mul(1_000_000));
     let were_enabled = cpu::are_interrupts_enabled();
     cpu::disable_interrupts();
     let next = with_scheduler(|scheduler| {
@@ -584,7 +586,7 @@ pub fn is_current_critical() -> bool {
 /// The timer tick: accounts CPU time, wakes sleepers, preempts the running
 /// thread when its time slice is used up. Runs in interrupt context.
 pub fn on_tick() {
-    let now = timer::ticks();
+    let now = timer::uptime_ns();
     // Grouped sleepers whose time came: their hook is told after the lock
     // is released (it may wake a thread). Empty, it does not allocate.
     let mut deferred = Vec::new();

@@ -1,0 +1,310 @@
+//! The serial console as a terminal: `/dev/console` and `/dev/tty`.
+//!
+//! Output goes to the serial line. Input goes through a small line
+//! discipline that honours the termios modes programs set:
+//! - `ICANON`: a line at a time, with backspace and ^D; else byte by byte
+//!   (`VMIN` 1);
+//! - `ECHO`, and `ICRNL` (a typed carriage return reads as a newline);
+//! - `ISIG`: ^C, ^\ and ^Z (the `VINTR`, `VQUIT` and `VSUSP` characters)
+//!   send `SIGINT`, `SIGQUIT` and `SIGTSTP` to the foreground process
+//!   group and discard the input not yet read, as Linux's `n_tty` does.
+//!
+//! It answers the `ioctl`s a shell asks: `TCGETS`/`TCSETS*`, the window
+//! size, and the foreground process group (`tcsetpgrp`, which job
+//! control depends on).
+//!
+//! The serial line cannot be peeked, so typed bytes are taken into
+//! `pending` by whoever looks first: a read, `poll`, or the watcher thread
+//! that `./x run`'s shell starts so that ^C reaches a program that is not
+//! reading (a foreground `sleep`).
+
+use alloc::{collections::VecDeque, sync::Arc};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use linux::signal::number::{SIGINT, SIGQUIT, SIGTSTP};
+use vfs::{Device, Errno, Readiness};
+
+/// Bytes of the kernel's `struct termios` (4 flag words, the line, 19
+/// control characters).
+const TERMIOS_BYTES: usize = 36;
+/// Offset of the control characters (`c_cc`) in `struct termios`.
+const CONTROL_CHARACTERS_AT: usize = 17;
+/// Indices in `c_cc`.
+const VINTR: usize = 0;
+const VQUIT: usize = 1;
+const VSUSP: usize = 10;
+/// `c_lflag` bits.
+const ISIG: u32 = 0o1;
+const ICANON: u32 = 0o2;
+const ECHO: u32 = 0o10;
+/// `c_iflag` bit: carriage return read as newline.
+const ICRNL: u32 = 0o400;
+/// Terminal `ioctl` requests.
+const TCGETS: u32 = 0x5401;
+const TCSETS: u32 = 0x5402;
+const TCSETSW: u32 = 0x5403;
+const TCSETSF: u32 = 0x5404;
+const TIOCSCTTY: u32 = 0x540e;
+const TIOCGPGRP: u32 = 0x540f;
+const TIOCSPGRP: u32 = 0x5410;
+const TIOCGWINSZ: u32 = 0x5413;
+const TIOCSWINSZ: u32 = 0x5414;
+const TIOCGSID: u32 = 0x5429;
+/// How often a waiting read, and the watcher, look at the serial line.
+const INPUT_POLL_MS: u64 = 5;
+/// How often the watcher looks for signal keys.
+const WATCH_POLL_MS: u64 = 10;
+
+/// The serial terminal.
+pub struct Terminal {
+    /// `struct termios` as the kernel's `TCGETS` gives it.
+    termios: spin::Mutex<[u8; TERMIOS_BYTES]>,
+    /// `struct winsize` (8 bytes).
+    window: spin::Mutex<[u8; 8]>,
+    /// The foreground process group (`tcsetpgrp`).
+    foreground: AtomicU64,
+    /// Bytes taken from the serial line and not read yet.
+    pending: spin::Mutex<VecDeque<u8>>,
+}
+
+static TERMINAL: spin::Once<Arc<Terminal>> = spin::Once::new();
+
+/// The terminal (made on first use).
+pub fn terminal() -> &'static Arc<Terminal> {
+    TERMINAL.call_once(|| Arc::new(Terminal::new()))
+}
+
+static WATCHING: AtomicBool = AtomicBool::new(false);
+
+/// Starts (once) the thread that takes typed bytes in every few
+/// milliseconds, so that a signal key reaches the foreground group even
+/// while no program reads the terminal.
+pub fn watch_for_signal_keys() {
+    if WATCHING.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    let spawned = sched::spawn("terminal keys", || loop {
+        terminal().take_input();
+        sched::sleep_ms(WATCH_POLL_MS);
+    });
+    if let Err(error) = spawned {
+        log::warn!("terminal: no thread to watch for ^C and ^Z ({error:?}); they act only when a program reads");
+    }
+}
+
+impl Terminal {
+    fn new() -> Terminal {
+        let mut termios = [0u8; TERMIOS_BYTES];
+        // Linux's defaults: ICRNL|IXON; OPOST|ONLCR; B38400|CS8|CREAD|HUPCL;
+        // ISIG|ICANON|ECHO|ECHOE|ECHOK|ECHOCTL|ECHOKE|IEXTEN.
+        for (index, word) in [0o2400u32, 0o5, 0o2277, 0o105073].iter().enumerate() {
+            termios[index * 4..index * 4 + 4].copy_from_slice(&word.to_le_bytes());
+        }
+        // VINTR ^C, VQUIT ^\, VERASE DEL, VKILL ^U, VEOF ^D, VTIME 0,
+        // VMIN 1, then VSTART ^Q, VSTOP ^S, VSUSP ^Z.
+        let control = [3u8, 0x1c, 0x7f, 0x15, 4, 0, 1, 0, 0x11, 0x13, 0x1a];
+        termios[CONTROL_CHARACTERS_AT..CONTROL_CHARACTERS_AT + control.len()].copy_from_slice(&control);
+        let mut window = [0u8; 8];
+        window[0..2].copy_from_slice(&24u16.to_le_bytes());
+        window[2..4].copy_from_slice(&80u16.to_le_bytes());
+        Terminal {
+            termios: spin::Mutex::new(termios),
+            window: spin::Mutex::new(window),
+            foreground: AtomicU64::new(0),
+            pending: spin::Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// Makes process group `group` the foreground one.
+    pub fn set_foreground(&self, group: u64) {
+        self.foreground.store(group, Ordering::Relaxed);
+    }
+
+    fn flag(&self, word: usize) -> u32 {
+        let termios = self.termios.lock();
+        u32::from_le_bytes([
+            termios[word * 4],
+            termios[word * 4 + 1],
+            termios[word * 4 + 2],
+            termios[word * 4 + 3],
+        ])
+    }
+
+    fn control_character(&self, index: usize) -> u8 {
+        self.termios.lock()[CONTROL_CHARACTERS_AT + index]
+    }
+
+    /// The signal `byte` sends with `ISIG` on, if it is a signal key.
+    fn signal_key(&self, byte: u8) -> Option<u8> {
+        if self.flag(3) & ISIG == 0 || byte == 0 {
+            return None;
+        }
+        [(VINTR, SIGINT), (VQUIT, SIGQUIT), (VSUSP, SIGTSTP)]
+            .into_iter()
+            .find(|&(index, _)| self.control_character(index) == byte)
+            .map(|(_, signal)| signal)
+    }
+
+    /// Takes what has been typed into `pending`. A signal key is not
+    /// kept: it discards what was typed before it, echoes as `^C` (say),
+    /// and signals the foreground process group.
+    fn take_input(&self) {
+        while let Some(byte) = hal::console::try_read_byte() {
+            match self.signal_key(byte) {
+                None => self.pending.lock().push_back(byte),
+                Some(signal) => {
+                    self.pending.lock().clear();
+                    if self.flag(3) & ECHO != 0 {
+                        crate::user::console_write(&[b'^', byte + b'@', b'\n']);
+                    }
+                    let group = self.foreground.load(Ordering::Relaxed);
+                    if group != 0 {
+                        let _ = crate::signals::kill(0, -(group as i32), signal);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The next byte typed, waiting for one unless `nonblocking`;
+    /// `EINTR` if a signal arrives meanwhile (^C included).
+    fn next_byte(&self, nonblocking: bool) -> Result<Option<u8>, Errno> {
+        loop {
+            self.take_input();
+            if let Some(byte) = self.pending.lock().pop_front() {
+                return Ok(Some(byte));
+            }
+            if nonblocking {
+                return Ok(None);
+            }
+            if crate::signals::interrupted() {
+                return Err(Errno::EINTR);
+            }
+            sched::sleep_ms(INPUT_POLL_MS);
+        }
+    }
+}
+
+impl Device for Terminal {
+    fn read(&self, _offset: u64, buf: &mut [u8], nonblocking: bool) -> Result<usize, Errno> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let (input, local) = (self.flag(0), self.flag(3));
+        let echo = local & ECHO != 0;
+        let translate = |byte: u8| if byte == b'\r' && input & ICRNL != 0 { b'\n' } else { byte };
+        if local & ICANON == 0 {
+            // Raw: what has been typed, at least one byte (VMIN 1).
+            let mut count = 0;
+            while count < buf.len() {
+                let wait = count == 0 && !nonblocking;
+                let Some(byte) = self.next_byte(!wait)? else {
+                    break;
+                };
+                buf[count] = translate(byte);
+                count += 1;
+                if echo {
+                    crate::user::console_write(&buf[count - 1..count]);
+                }
+            }
+            return if count == 0 { Err(Errno::EAGAIN) } else { Ok(count) };
+        }
+        let mut count = 0;
+        while count < buf.len() {
+            let Some(byte) = self.next_byte(nonblocking && count == 0)? else {
+                return Err(Errno::EAGAIN);
+            };
+            match translate(byte) {
+                // ^D at the start of a line: end of file.
+                0x04 if count == 0 => return Ok(0),
+                0x04 => break,
+                0x08 | 0x7f => {
+                    if count > 0 {
+                        count -= 1;
+                        if echo {
+                            hal::console::write_str("\x08 \x08");
+                        }
+                    }
+                }
+                b'\n' => {
+                    buf[count] = b'\n';
+                    count += 1;
+                    if echo {
+                        hal::console::write_str("\n");
+                    }
+                    break;
+                }
+                byte => {
+                    buf[count] = byte;
+                    count += 1;
+                    if echo {
+                        crate::user::console_write(&[byte]);
+                    }
+                }
+            }
+        }
+        Ok(count)
+    }
+
+    fn write(&self, _offset: u64, buf: &[u8], _nonblocking: bool) -> Result<usize, Errno> {
+        crate::user::console_write(buf);
+        Ok(buf.len())
+    }
+
+    /// Readable when a byte has been typed (taken from the serial line
+    /// into `pending`, since the line cannot be peeked).
+    fn readiness(&self) -> Readiness {
+        self.take_input();
+        Readiness {
+            readable: !self.pending.lock().is_empty(),
+            writable: true,
+            hung_up: false,
+        }
+    }
+
+    fn ioctl(&self, request: u32, argument: u64) -> Result<i64, Errno> {
+        let fault = |_| Errno::EFAULT;
+        match request {
+            TCGETS => {
+                let termios = *self.termios.lock();
+                hal::user::copy_to_user(argument, &termios).map_err(fault)?;
+            }
+            TCSETS | TCSETSW | TCSETSF => {
+                let mut termios = [0u8; TERMIOS_BYTES];
+                hal::user::copy_from_user(&mut termios, argument).map_err(fault)?;
+                *self.termios.lock() = termios;
+            }
+            TIOCGWINSZ => {
+                let window = *self.window.lock();
+                hal::user::copy_to_user(argument, &window).map_err(fault)?;
+            }
+            TIOCSWINSZ => {
+                let mut window = [0u8; 8];
+                hal::user::copy_from_user(&mut window, argument).map_err(fault)?;
+                *self.window.lock() = window;
+            }
+            TIOCGPGRP | TIOCGSID => {
+                let group = self.foreground.load(Ordering::Relaxed) as u32;
+                hal::user::copy_to_user(argument, &group.to_le_bytes()).map_err(fault)?;
+            }
+            TIOCSPGRP => {
+                let mut group = [0u8; 4];
+                hal::user::copy_from_user(&mut group, argument).map_err(fault)?;
+                let group = i32::from_le_bytes(group);
+                if group < 0 {
+                    return Err(Errno::EINVAL);
+                }
+                self.foreground
+                    .store(group as u64, Ordering::Relaxed);
+            }
+            TIOCSCTTY => {}
+            _ => return Err(Errno::ENOTTY),
+        }
+        Ok(0)
+    }
+
+    fn is_seekable(&self) -> bool {
+        false
+    }
+}
+
