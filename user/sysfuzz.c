@@ -89,6 +89,10 @@ int main(int argc, char **argv) {
         case SYS_kill:
             if (a[0] == getpid() || a[0] <= 0) continue;
             break;
+        case SYS_rt_sigreturn:
+            /* Resumes wherever the stack says: this program would end at
+               once. The signals test covers a garbage frame. */
+            continue;
         case SYS_futex:
             /* Waits only with a timeout (FUTEX_WAIT = 0, WAIT_BITSET = 9). */
             if ((a[1] & 127) == 0 || (a[1] & 127) == 9) a[3] = (long)&short_wait;
