@@ -4,7 +4,8 @@
    masks (blocked signals stay pending; sigsuspend), EINTR and
    SA_RESTART, the alternate stack, siglongjmp out of a SIGSEGV handler,
    default actions (terminate, ignore, stop and continue) as a parent's
-   wait status shows them, and kill to process groups.
+   wait status shows them, kill to process groups, and interval timers
+   (setitimer, alarm).
    Prints "signals: ok" and exits 0, or says what was wrong and exits 1. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -341,6 +343,33 @@ static void process_groups(void) {
     close(ready[1]);
 }
 
+static void interval_timers(void) {
+    handle(SIGALRM, 0);
+    count = 0;
+    struct itimerval every = {.it_interval = {0, 10000}, .it_value = {0, 20000}};
+    check(setitimer(ITIMER_REAL, &every, 0) == 0, "setitimer");
+    struct itimerval now;
+    check(getitimer(ITIMER_REAL, &now) == 0 && now.it_interval.tv_usec == 10000, "getitimer reads the interval back");
+    while (count < 3) pause();
+    check(count == 3 && last_signal == SIGALRM, "a periodic timer sends SIGALRM again and again");
+    struct itimerval off = {0};
+    check(setitimer(ITIMER_REAL, &off, &now) == 0 && now.it_interval.tv_usec == 10000, "disarming gives the old timer");
+    check(getitimer(ITIMER_REAL, &now) == 0 && now.it_value.tv_sec == 0 && now.it_value.tv_usec == 0,
+          "a disarmed timer reads as zero");
+    check(alarm(5) == 0 && alarm(0) == 5, "alarm returns the seconds the previous one had left");
+    errno = 0;
+    check(setitimer(ITIMER_REAL + 7, &every, 0) == -1 && errno == EINVAL, "an unknown timer is EINVAL");
+    set_default(SIGALRM);
+    pid_t child = fork();
+    if (child == 0) {
+        alarm(1);
+        for (;;) pause();
+    }
+    int status = 0;
+    check(waitpid(child, &status, 0) == child && WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM,
+          "SIGALRM's default ends a process that set an alarm");
+}
+
 /* rt_sigreturn on a stack of garbage: the kernel cannot resume anything
    from it and ends the program with SIGSEGV (and only the program). */
 static void bad_sigreturn(void) {
@@ -368,6 +397,7 @@ int main(void) {
     stop_and_continue();
     process_groups();
     bad_sigreturn();
+    interval_timers();
     if (failures) {
         printf("signals: %d checks failed\n", failures);
         return 1;

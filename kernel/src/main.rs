@@ -31,6 +31,7 @@ mod bench;
 mod elf;
 mod exceptions;
 mod extensions;
+mod itimer;
 mod fuzz;
 mod ktests;
 mod linux;

@@ -415,6 +415,7 @@ pub fn thread_ended(strand: u64, process: &Arc<Process>) -> bool {
     process.state.lock().group_at_end = crate::linux::personality()
         .and_then(|personality| personality.process_group(process.id));
     crate::linux::process_ended(process.id);
+    crate::itimer::process_ended(process.id);
     let (children, orphan) = {
         let mut state = process.state.lock();
         if state.end.is_none() {

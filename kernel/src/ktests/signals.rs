@@ -25,7 +25,8 @@ pub const TESTS: &[KernelTest] = &[
 /// siginfo for kill, raise, faults, SIGCHLD and SIGPIPE; FPU state kept;
 /// masks, sigpending, sigsuspend; EINTR and SA_RESTART; the alternate
 /// stack; siglongjmp; default actions; stop and continue; process
-/// groups; a garbage `rt_sigreturn` frame). Afterwards no process has a
+/// groups; a garbage `rt_sigreturn` frame; `setitimer` and `alarm`).
+/// Afterwards no process has a
 /// signal pending, none kept its descriptors, and no frame is kept.
 fn signal_handlers() -> TestResult {
     let personality = crate::linux::personality().ok_or("the Linux personality is not set up")?;

@@ -58,6 +58,12 @@ pub mod number {
     pub const TKILL: u64 = 200;
     /// `tgkill(tgid, tid, signal)`.
     pub const TGKILL: u64 = 234;
+    /// `alarm(seconds)`.
+    pub const ALARM: u64 = 37;
+    /// `getitimer(which, value)`.
+    pub const GETITIMER: u64 = 36;
+    /// `setitimer(which, new, old)`.
+    pub const SETITIMER: u64 = 38;
     /// `rt_sigreturn()`.
     pub const RT_SIGRETURN: u64 = 15;
     /// `getppid()`.
@@ -390,6 +396,9 @@ pub fn core_table(args: &SyscallArgs) -> i64 {
         number::ARCH_PRCTL => process::arch_prctl(a0, a1),
         number::CLOCK_GETTIME => time::clock_gettime(a0, a1),
         number::TIME => time::time(a0),
+        number::ALARM => time::alarm(strand, a0),
+        number::GETITIMER => time::getitimer(strand, a0, a1),
+        number::SETITIMER => time::setitimer(strand, a0, a1, a2),
         number::NANOSLEEP => time::nanosleep(a0, a1),
         number::CLOCK_NANOSLEEP => time::clock_nanosleep(a0, a1, a2, a3),
         // Restartable sequences are not offered; glibc asks at start and

@@ -1,4 +1,5 @@
-//! Time: `clock_gettime`, `time`, `nanosleep`, `clock_nanosleep`.
+//! Time: `clock_gettime`, `time`, `nanosleep`, `clock_nanosleep`, and
+//! the real-time interval timer (`alarm`, `setitimer`, `getitimer`).
 
 use super::errno;
 
@@ -91,4 +92,107 @@ pub(super) fn clock_nanosleep(clock: u64, flags: u64, request: u64, remaining: u
     } else {
         sleep_until(hal::timer::uptime_ns().saturating_add(ns), remaining)
     }
+}
+
+/// `setitimer`/`getitimer`'s real-time timer (the others, counting CPU
+/// time, are not offered: `EINVAL`).
+const ITIMER_REAL: u64 = 0;
+/// Bytes of a `struct itimerval`: interval, then value, each a `struct
+/// timeval` (seconds, microseconds).
+const ITIMERVAL_BYTES: usize = 32;
+
+/// Nanoseconds as a `struct timeval`'s two words.
+fn timeval_of(ns: u64) -> [u8; 16] {
+    let mut value = [0u8; 16];
+    value[..8].copy_from_slice(&(ns / 1_000_000_000).to_le_bytes());
+    value[8..].copy_from_slice(&((ns % 1_000_000_000) / 1_000).to_le_bytes());
+    value
+}
+
+/// A `struct timeval` as nanoseconds: `EINVAL` for a negative or
+/// malformed one.
+fn ns_of_timeval(bytes: &[u8]) -> Result<u64, i64> {
+    let seconds = i64::from_le_bytes(bytes[..8].try_into().unwrap_or([0; 8]));
+    let microseconds = i64::from_le_bytes(bytes[8..16].try_into().unwrap_or([0; 8]));
+    if seconds < 0 || !(0..1_000_000).contains(&microseconds) {
+        return Err(-errno::EINVAL);
+    }
+    Ok((seconds as u64).saturating_mul(1_000_000_000).saturating_add(microseconds as u64 * 1_000))
+}
+
+/// A timer as `struct itimerval` (what is left of it now, and its
+/// interval).
+fn itimerval_of(timer: Option<crate::itimer::Timer>) -> [u8; ITIMERVAL_BYTES] {
+    let mut value = [0u8; ITIMERVAL_BYTES];
+    if let Some(timer) = timer {
+        // A timer that is due reads as 1 µs left, not as disarmed.
+        let left = timer.deadline_ns.saturating_sub(hal::timer::uptime_ns()).max(1_000);
+        value[..16].copy_from_slice(&timeval_of(timer.interval_ns));
+        value[16..].copy_from_slice(&timeval_of(left));
+    }
+    value
+}
+
+/// `getitimer(which, value)`.
+pub(super) fn getitimer(strand: u64, which: u64, value: u64) -> i64 {
+    let Some(pid) = crate::user::process_of(strand) else {
+        return -errno::ESRCH;
+    };
+    if which as i32 != ITIMER_REAL as i32 {
+        return -errno::EINVAL;
+    }
+    match hal::user::copy_to_user(value, &itimerval_of(crate::itimer::get(pid))) {
+        Ok(()) => 0,
+        Err(_) => -errno::EFAULT,
+    }
+}
+
+/// `setitimer(which, new, old)`: arms (or, with a zero value, disarms)
+/// the process's real-time timer; the previous one is written to `old`.
+pub(super) fn setitimer(strand: u64, which: u64, new: u64, old: u64) -> i64 {
+    let Some(pid) = crate::user::process_of(strand) else {
+        return -errno::ESRCH;
+    };
+    if which as i32 != ITIMER_REAL as i32 {
+        return -errno::EINVAL;
+    }
+    let mut bytes = [0u8; ITIMERVAL_BYTES];
+    if new != 0 && hal::user::copy_from_user(&mut bytes, new).is_err() {
+        return -errno::EFAULT;
+    }
+    let (interval, value) = match (ns_of_timeval(&bytes[..16]), ns_of_timeval(&bytes[16..])) {
+        (Ok(interval), Ok(value)) => (interval, value),
+        (Err(error), _) | (_, Err(error)) => return error,
+    };
+    let timer = (value > 0).then(|| crate::itimer::Timer {
+        deadline_ns: hal::timer::uptime_ns().saturating_add(value),
+        interval_ns: interval,
+    });
+    let previous = if new == 0 {
+        crate::itimer::get(pid)
+    } else {
+        crate::itimer::set(pid, timer)
+    };
+    if old != 0 && hal::user::copy_to_user(old, &itimerval_of(previous)).is_err() {
+        return -errno::EFAULT;
+    }
+    0
+}
+
+/// `alarm(seconds)`: `SIGALRM` after that many seconds (0 cancels);
+/// returns the seconds the previous alarm had left, rounded up.
+pub(super) fn alarm(strand: u64, seconds: u64) -> i64 {
+    let Some(pid) = crate::user::process_of(strand) else {
+        return -errno::ESRCH;
+    };
+    let seconds = u64::from(seconds as u32);
+    let timer = (seconds > 0).then(|| crate::itimer::Timer {
+        deadline_ns: hal::timer::uptime_ns().saturating_add(seconds * 1_000_000_000),
+        interval_ns: 0,
+    });
+    let previous = crate::itimer::set(pid, timer);
+    previous.map_or(0, |timer| {
+        let left = timer.deadline_ns.saturating_sub(hal::timer::uptime_ns());
+        left.div_ceil(1_000_000_000).max(1) as i64
+    })
 }
