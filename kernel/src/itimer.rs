@@ -37,15 +37,21 @@ pub fn get(pid: u64) -> Option<Timer> {
     TIMERS.lock().get(&pid).copied()
 }
 
+/// Starts the keeper thread (at boot: it is part of the kernel, not of
+/// the first program that sets an alarm).
+pub fn init() {
+    if KEEPER_STARTED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    if sched::spawn("interval timers", keeper).is_err() {
+        KEEPER_STARTED.store(false, Ordering::Relaxed);
+        log::error!("interval timers: no memory for the keeper thread's stack; alarm and setitimer will not fire");
+    }
+}
+
 /// Arms process `pid`'s timer (`None` disarms it); returns the one it
 /// replaces.
 pub fn set(pid: u64, timer: Option<Timer>) -> Option<Timer> {
-    if timer.is_some() && !KEEPER_STARTED.swap(true, Ordering::Relaxed) {
-        if let Err(error) = sched::spawn("interval timers", keeper) {
-            KEEPER_STARTED.store(false, Ordering::Relaxed);
-            log::warn!("interval timers: no thread to keep them ({error:?})");
-        }
-    }
     let mut timers = TIMERS.lock();
     let previous = match timer {
         Some(timer) => timers.insert(pid, timer),

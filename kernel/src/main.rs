@@ -85,6 +85,7 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
     strands::init();
     translation::init();
     memory_services::init();
+    itimer::init();
     extensions::init(archive);
     linux::init(archive);
     extensions::autoload(boot_info.cmdline_value("spindle.ext").unwrap_or(""));

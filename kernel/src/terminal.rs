@@ -87,8 +87,8 @@ pub fn watch_for_signal_keys() {
         terminal().take_input();
         sched::sleep_ms(WATCH_POLL_MS);
     });
-    if let Err(error) = spawned {
-        log::warn!("terminal: no thread to watch for ^C and ^Z ({error:?}); they act only when a program reads");
+    if spawned.is_err() {
+        log::warn!("terminal: no memory for a thread to watch for ^C and ^Z; they act only when a program reads");
     }
 }
 

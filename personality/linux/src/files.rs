@@ -16,6 +16,11 @@ use crate::{user, LinuxProcess};
 const CHUNK: usize = 16 * 1024;
 /// Transfers up to this size go through a buffer on the stack.
 const SMALL: usize = 2048;
+/// Transfers up to this size go through a smaller one: the buffer is
+/// zeroed before use (safe code cannot skip that), and for the many
+/// one-byte and one-line transfers zeroing 2 KiB cost more than the rest
+/// of the call.
+const TINY: usize = 128;
 /// Most vectors `readv`/`writev` take (`IOV_MAX`).
 const IOV_MAX: u64 = 1024;
 
@@ -54,12 +59,26 @@ fn transfer_buffer<'a>(count: usize, small: &'a mut [u8; SMALL], large: &'a mut 
 fn read_into(
     buffer: u64,
     count: u64,
-    mut read_some: impl FnMut(&mut [u8], usize) -> Result<usize, Errno>,
+    read_some: impl FnMut(&mut [u8], usize) -> Result<usize, Errno>,
 ) -> Result<i64, Errno> {
     let count = usize::try_from(count).map_err(|_| Errno::EINVAL)?;
+    if count <= TINY {
+        let mut tiny = [0u8; TINY];
+        return read_through(buffer, count, &mut tiny, read_some);
+    }
     let mut small = [0u8; SMALL];
     let mut large = Vec::new();
     let kernel = transfer_buffer(count, &mut small, &mut large);
+    read_through(buffer, count, kernel, read_some)
+}
+
+/// [`read_into`] through the kernel buffer `kernel`.
+fn read_through(
+    buffer: u64,
+    count: usize,
+    kernel: &mut [u8],
+    mut read_some: impl FnMut(&mut [u8], usize) -> Result<usize, Errno>,
+) -> Result<i64, Errno> {
     let mut done = 0;
     while done < count {
         let want = (count - done).min(kernel.len());
@@ -85,12 +104,26 @@ fn read_into(
 fn write_from(
     buffer: u64,
     count: u64,
-    mut write_some: impl FnMut(&[u8], usize) -> Result<usize, Errno>,
+    write_some: impl FnMut(&[u8], usize) -> Result<usize, Errno>,
 ) -> Result<i64, Errno> {
     let count = usize::try_from(count).map_err(|_| Errno::EINVAL)?;
+    if count <= TINY {
+        let mut tiny = [0u8; TINY];
+        return write_through(buffer, count, &mut tiny, write_some);
+    }
     let mut small = [0u8; SMALL];
     let mut large = Vec::new();
     let kernel = transfer_buffer(count, &mut small, &mut large);
+    write_through(buffer, count, kernel, write_some)
+}
+
+/// [`write_from`] through the kernel buffer `kernel`.
+fn write_through(
+    buffer: u64,
+    count: usize,
+    kernel: &mut [u8],
+    mut write_some: impl FnMut(&[u8], usize) -> Result<usize, Errno>,
+) -> Result<i64, Errno> {
     let mut done = 0;
     while done < count {
         let want = (count - done).min(kernel.len());
