@@ -622,6 +622,62 @@ impl Extensions {
         Ok(extension)
     }
 
+    /// Loads extension `name` as the tracer of process `process`: binds
+    /// its `on_syscall_done(result, number, a0..a5)` export, asynchronous,
+    /// to `MachineTrap.SyscallDone`, whose authorizer lets it see that
+    /// process's calls alone. The calls do not wait for it: it runs on the
+    /// kernel's worker thread. Undo with [`Extensions::unload_for_process`].
+    pub fn load_tracer(&self, name: &str, process: u64) -> Result<Extension, String> {
+        let done = crate::syscalls::done_event().ok_or("MachineTrap.SyscallDone is not set up")?;
+        let done = port(done.clone());
+        let bytes = self.module_bytes(name)?;
+        let request = LoadRequest::new(name, bytes).grant_event(done.clone());
+        let extension = self
+            .runtime
+            .load(request)
+            .map_err(|error| format!("{error}"))?;
+        crate::syscalls::set_owner(extension.principal(), process);
+        let bind = wasm_runtime::Bind {
+            handler: "on_syscall_done",
+            guard: None,
+            mode: dispatch::Mode::Asynchronous,
+        };
+        if let Err(error) = extension.bind(&done, &bind) {
+            let _ = self.unload_for_process(&extension);
+            return Err(format!("{name}: cannot trace the process's system calls: {error}"));
+        }
+        Ok(extension)
+    }
+
+    /// Loads the Wasm module `bytes` (under `name`) as process `process`'s
+    /// short-circuit of system call `number`: its `on_syscall` export
+    /// answers that call of that process, in place of the personality
+    /// (SPIN's per-application short-circuit). Undo with
+    /// [`Extensions::unload_for_process`].
+    pub fn load_short_circuit(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        process: u64,
+        number: u64,
+    ) -> Result<Extension, String> {
+        let port = self
+            .syscall_port
+            .clone()
+            .ok_or("MachineTrap.Syscall is not set up")?;
+        let request = LoadRequest::new(name, bytes).grant_event(port.clone());
+        let extension = self
+            .runtime
+            .load(request)
+            .map_err(|error| format!("{error}"))?;
+        crate::syscalls::set_short_circuit_owner(extension.principal(), process, number);
+        if let Err(error) = extension.bind(&port, &wasm_runtime::Bind::handler("on_syscall")) {
+            let _ = self.unload_for_process(&extension);
+            return Err(format!("{name}: cannot answer the process's system call {number}: {error}"));
+        }
+        Ok(extension)
+    }
+
     /// Unloads an extension loaded with [`Extensions::load_for_process`].
     pub fn unload_for_process(&self, extension: &Extension) -> Result<(), String> {
         let result = extension.unload().map(drop).map_err(|error| format!("{error}"));

@@ -166,8 +166,12 @@ fn bind(_personality: &Personality) {
         return;
     };
     // Guard and handler as one call (the dispatcher's fused path).
-    let install = Install::guarded(|args: &SyscallArgs| is_linux_process(args.0), linux_call)
-        .order(Order::Last);
+    // A call a short-circuit answers for its process is left to it.
+    let install = Install::guarded(
+        |args: &SyscallArgs| is_linux_process(args.0) && !crate::tracing::is_short_circuited(args.0, args.1),
+        linux_call,
+    )
+    .order(Order::Last);
     if let Err(error) = event.install(Principal::KERNEL, install) {
         log::error!("linux: binding the personality to MachineTrap.Syscall: {error}");
         return;

@@ -27,6 +27,7 @@
 extern crate alloc;
 
 mod appel_li;
+mod async_worker;
 mod bench;
 mod elf;
 mod exceptions;
@@ -41,6 +42,7 @@ mod service_domains;
 mod shell;
 mod signals;
 mod terminal;
+mod tracing;
 mod strands;
 mod process;
 mod syscalls;
@@ -81,6 +83,7 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
         .modules()
         .first()
         .map_or(&[][..], hal::memory::boot_module_bytes);
+    async_worker::init();
     syscalls::init();
     strands::init();
     translation::init();

@@ -416,6 +416,7 @@ pub fn thread_ended(strand: u64, process: &Arc<Process>) -> bool {
         .and_then(|personality| personality.process_group(process.id));
     crate::linux::process_ended(process.id);
     crate::itimer::process_ended(process.id);
+    crate::tracing::process_ended(process.id);
     let (children, orphan) = {
         let mut state = process.state.lock();
         if state.end.is_none() {

@@ -61,6 +61,11 @@ const COMMANDS: &[Command] = &[
         run: domains,
     },
     Command {
+        name: "trace",
+        help: "log a process's system calls: trace PID | trace off PID | trace (lists the traced)",
+        run: trace,
+    },
+    Command {
         name: "halt",
         help: "stop the machine (QEMU exits)",
         run: halt,
@@ -251,6 +256,34 @@ fn run_program(arguments: &str) {
             console::write_fmt(format_args!("{name} {end}\n"));
         }
         Err(error) => console::write_fmt(format_args!("error: cannot run {name}: {error}\n")),
+    }
+}
+
+fn trace(arguments: &str) {
+    let words: Vec<&str> = arguments.split_ascii_whitespace().collect();
+    let result = match words[..] {
+        [] => {
+            let traced = crate::tracing::traced();
+            if traced.is_empty() {
+                Ok(String::from("no process is traced"))
+            } else {
+                let list: Vec<String> = traced.iter().map(|pid| alloc::format!("{pid}")).collect();
+                Ok(alloc::format!("traced: {}", list.join(" ")))
+            }
+        }
+        [pid] => match pid.parse::<u64>() {
+            Ok(pid) => crate::tracing::trace(pid).map(|()| alloc::format!("tracing process {pid}")),
+            Err(_) => Err(alloc::format!("`{pid}` is not a process id")),
+        },
+        ["off", pid] => match pid.parse::<u64>() {
+            Ok(pid) => crate::tracing::untrace(pid).map(|()| alloc::format!("process {pid} no longer traced")),
+            Err(_) => Err(alloc::format!("`{pid}` is not a process id")),
+        },
+        _ => Err(String::from("usage: trace PID | trace off PID | trace")),
+    };
+    match result {
+        Ok(message) => console::write_fmt(format_args!("{message}\n")),
+        Err(error) => console::write_fmt(format_args!("error: {error}\n")),
     }
 }
 

@@ -30,7 +30,7 @@ use crate::{
 
 /// Commands the shell's `help` must list.
 pub const SHELL_COMMANDS: &[&str] = &[
-    "help", "mem", "threads", "uptime", "ext", "run", "events", "domains", "halt",
+    "help", "mem", "threads", "uptime", "ext", "run", "events", "domains", "trace", "halt",
 ];
 
 /// How soon after `halt` QEMU must have exited.

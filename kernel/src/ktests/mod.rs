@@ -13,6 +13,7 @@ mod services;
 mod signals;
 mod strands;
 mod threads;
+mod tracing;
 mod traps;
 mod user;
 
@@ -39,7 +40,7 @@ pub(crate) use ensure;
 
 /// Runs every test; returns whether all passed.
 pub fn run_all() -> bool {
-    let groups: [&[KernelTest]; 8] = [
+    let groups: [&[KernelTest]; 9] = [
         memory::TESTS,
         services::TESTS,
         traps::TESTS,
@@ -48,6 +49,7 @@ pub fn run_all() -> bool {
         extensions::TESTS,
         user::TESTS,
         signals::TESTS,
+        tracing::TESTS,
     ];
     let (mut passed, mut failed) = (0, 0);
     // The harness checks that this many passed: a runner that stopped

@@ -143,12 +143,31 @@ const RAISE_CACHES: usize = 8;
 /// Longest `write` the intrinsic handler copies in one call.
 const WRITE_CHUNK: usize = 4096;
 
+/// `MachineTrap.SyscallDone`'s arguments: the result, the number, the six
+/// arguments of a call that just returned.
+pub type SyscallDoneArgs = (u64, u64, u64, u64, u64, u64, u64, u64);
+
+/// Whose calls an extension principal may handle (see [`authorize`]).
+#[derive(Clone, Copy)]
+struct Owner {
+    /// The process.
+    process: u64,
+    /// For a short-circuit, the one call it answers.
+    number: Option<u64>,
+}
+
 struct Syscalls {
     event: Arc<Event<SyscallArgs, i64>>,
     _authority: Authority,
+    /// `MachineTrap.SyscallDone`: raised after each call of a traced
+    /// process, for asynchronous handlers (the tracer).
+    done: Arc<Event<SyscallDoneArgs, ()>>,
+    _done_authority: Authority,
+    /// Tracers bound to `done`: while there are none it is not raised.
+    tracers: core::sync::atomic::AtomicUsize,
     /// The process each extension principal may observe (see
     /// [`authorize`]).
-    owners: Arc<spin::Mutex<BTreeMap<Principal, u64>>>,
+    owners: Arc<spin::Mutex<BTreeMap<Principal, Owner>>>,
     /// Exit statuses requested by user threads, by strand, with whether
     /// the whole process exits (`exit_group`), taken by the entry after
     /// the raise returns (a thread cannot end inside a raise: the
@@ -178,7 +197,7 @@ pub fn init() {
     SYSCALLS.call_once(|| {
         let (event, authority) =
             Event::new("MachineTrap.Syscall", core_table as fn(&SyscallArgs) -> i64);
-        let owners: Arc<spin::Mutex<BTreeMap<Principal, u64>>> = Arc::default();
+        let owners: Arc<spin::Mutex<BTreeMap<Principal, Owner>>> = Arc::default();
         let table = owners.clone();
         event
             .set_authorizer(
@@ -188,9 +207,25 @@ pub fn init() {
                 })),
             )
             .expect("the event's own authority");
+        let mut done = Event::builder("MachineTrap.SyscallDone");
+        if let Some(worker) = crate::async_worker::worker() {
+            done = done.spawner(worker);
+        }
+        let (done, done_authority) = done.build();
+        let table = owners.clone();
+        done.set_authorizer(
+            &done_authority,
+            Some(Arc::new(move |request: &Request<'_>, grant: &mut Grant<SyscallDoneArgs>| {
+                authorize_done(&table, request, grant)
+            })),
+        )
+        .expect("the event's own authority");
         Syscalls {
             event: Arc::new(event),
             _authority: authority,
+            done: Arc::new(done),
+            _done_authority: done_authority,
+            tracers: core::sync::atomic::AtomicUsize::new(0),
             owners,
             exits: spin::Mutex::new(BTreeMap::new()),
             forking: spin::Mutex::new(BTreeMap::new()),
@@ -206,25 +241,62 @@ pub fn init() {
 /// call, made safe): the kernel installs what it likes; an extension only
 /// if it was loaded for a process, and then its handler sees that
 /// process's calls alone (an imposed guard on the calling strand's
-/// process) and runs before the kernel's table, whose result stands (an
-/// imposed `First`). Any other extension is refused.
+/// process). An observer runs before the kernel's handler, whose result
+/// stands (an imposed `First`). A short-circuit sees only the one call it
+/// answers, which the personality then leaves to it (see
+/// `tracing::is_short_circuited`), so its result is the call's. Any other
+/// extension is refused.
 fn authorize(
-    owners: &spin::Mutex<BTreeMap<Principal, u64>>,
+    owners: &spin::Mutex<BTreeMap<Principal, Owner>>,
     request: &Request<'_>,
     grant: &mut Grant<SyscallArgs>,
 ) -> Result<(), Denied> {
     if request.requester == Principal::KERNEL {
         return Ok(());
     }
-    let Some(&process) = owners.lock().get(&request.requester) else {
+    let Some(&owner) = owners.lock().get(&request.requester) else {
         return Err(Denied::new(
             "an extension may handle only the system calls of the process it was loaded for",
         ));
     };
-    grant.impose_guard(Guard::new(move |args: &SyscallArgs| {
-        crate::user::process_of(args.0) == Some(process)
+    let process = owner.process;
+    match owner.number {
+        None => {
+            grant.impose_guard(Guard::new(move |args: &SyscallArgs| {
+                crate::user::process_of(args.0) == Some(process)
+            }));
+            grant.impose_order(Order::First);
+        }
+        Some(number) => {
+            grant.impose_guard(Guard::new(move |args: &SyscallArgs| {
+                args.1 == number && crate::user::process_of(args.0) == Some(process)
+            }));
+        }
+    }
+    Ok(())
+}
+
+/// The authorizer of `MachineTrap.SyscallDone`: as for
+/// `MachineTrap.Syscall`, an extension sees only the calls of the process
+/// it was loaded for (the event is raised on the calling thread, so the
+/// guard asks which process that thread runs).
+fn authorize_done(
+    owners: &spin::Mutex<BTreeMap<Principal, Owner>>,
+    request: &Request<'_>,
+    grant: &mut Grant<SyscallDoneArgs>,
+) -> Result<(), Denied> {
+    if request.requester == Principal::KERNEL {
+        return Ok(());
+    }
+    let Some(&owner) = owners.lock().get(&request.requester) else {
+        return Err(Denied::new(
+            "an extension may trace only the system calls of the process it was loaded for",
+        ));
+    };
+    let process = owner.process;
+    grant.impose_guard(Guard::new(move |_: &SyscallDoneArgs| {
+        crate::user::process_of(sched::current().0) == Some(process)
     }));
-    grant.impose_order(Order::First);
     Ok(())
 }
 
@@ -232,14 +304,45 @@ fn authorize(
 /// only those): until [`forget_owner`].
 pub fn set_owner(principal: Principal, process: u64) {
     if let Some(syscalls) = SYSCALLS.get() {
-        syscalls.owners.lock().insert(principal, process);
+        syscalls.owners.lock().insert(principal, Owner { process, number: None });
     }
 }
 
-/// Takes back what [`set_owner`] gave.
+/// Lets extension `principal` answer call `number` of `process` (a
+/// short-circuit): until [`forget_owner`].
+pub fn set_short_circuit_owner(principal: Principal, process: u64, number: u64) {
+    if let Some(syscalls) = SYSCALLS.get() {
+        syscalls.owners.lock().insert(
+            principal,
+            Owner {
+                process,
+                number: Some(number),
+            },
+        );
+    }
+}
+
+/// Takes back what [`set_owner`] or [`set_short_circuit_owner`] gave.
 pub fn forget_owner(principal: Principal) {
     if let Some(syscalls) = SYSCALLS.get() {
         syscalls.owners.lock().remove(&principal);
+    }
+}
+
+/// `MachineTrap.SyscallDone`.
+pub fn done_event() -> Option<&'static Arc<Event<SyscallDoneArgs, ()>>> {
+    SYSCALLS.get().map(|syscalls| &syscalls.done)
+}
+
+/// A tracer was bound to `MachineTrap.SyscallDone` (`true`) or removed:
+/// the event is raised only while some tracer is bound.
+pub fn count_tracer(bound: bool) {
+    if let Some(syscalls) = SYSCALLS.get() {
+        if bound {
+            syscalls.tracers.fetch_add(1, Ordering::Relaxed);
+        } else {
+            syscalls.tracers.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -323,6 +426,10 @@ fn entry(frame: &mut SyscallFrame) {
         crate::user::killed(signal);
     }
     frame.set_result(result as u64);
+    if syscalls.tracers.load(Ordering::Relaxed) != 0 {
+        let mut done = (result as u64, number, a0, a1, a2, a3, a4, a5);
+        let _ = syscalls.done.raise(&mut done);
+    }
     // Signals to deliver, and `SIGPIPE` for a broken pipe: one load
     // (and one compare) when there are none.
     if result == -errno::EPIPE || linux::signals_may_be_pending() {
@@ -414,6 +521,8 @@ pub fn core_table(args: &SyscallArgs) -> i64 {
         number::GETPPID => process::getppid(strand),
         // Spindle's own: the kernel shell for `/bin/spindle`.
         crate::shell::SHELL_SYSCALL => crate::shell::shell_syscall(a0, a1),
+        // Spindle's own: a Wasm short-circuit of one of the caller's calls.
+        crate::tracing::SHORT_CIRCUIT_SYSCALL => crate::tracing::short_circuit_syscall(strand, a0, a1),
         // Spindle's own: configure the Appel-Li fault-handling extension.
         crate::appel_li::VM_HANDLER_SYSCALL => crate::appel_li::vm_handler(strand, a0, a1, a2, a3),
         number::EXIT | number::EXIT_GROUP => {
