@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -97,6 +98,18 @@ int main(void) {
           "the child read through the inherited descriptor");
     check(lseek(fd, 0, SEEK_CUR) == 6, "the child's read moved the shared offset");
     close(copy);
+
+    /* sendfile: from an offset given (which advances, the file's own does
+       not), and from the file's own offset. */
+    int sent = open("/tmp/t/sent.txt", O_CREAT | O_RDWR | O_TRUNC, 0644);
+    off_t from = 7;
+    check(sendfile(sent, fd, &from, 100) == 6 && from == 13, "sendfile from an offset copies to the end");
+    check(lseek(fd, 0, SEEK_CUR) == 6, "sendfile with an offset leaves the file's own alone");
+    check(sendfile(sent, fd, NULL, 3) == 3 && lseek(fd, 0, SEEK_CUR) == 9, "sendfile from the file's offset moves it");
+    check(pread(sent, buffer, 9, 0) == 9 && memcmp(buffer, "files\n fi", 9) == 0, "sendfile wrote what it read");
+    check(FAILS_WITH(sendfile(sent, 99, NULL, 1), EBADF), "sendfile from a bad descriptor is EBADF");
+    close(sent);
+    unlink("/tmp/t/sent.txt");
     close(fd);
 
     /* Directories: list, rename, link, symlink, remove. */

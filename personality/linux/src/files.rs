@@ -1,6 +1,6 @@
 //! The calls on descriptors: `read`, `write`, their vector and
 //! positioned forms, `lseek`, `close`, `dup`/`dup2`/`dup3`, `fcntl`,
-//! `ioctl`, `fstat`, `fchmod`, `ftruncate`, `getdents64`.
+//! `ioctl`, `fstat`, `fchmod`, `ftruncate`, `getdents64`, `sendfile`.
 //!
 //! Data moves through a kernel buffer of at most [`CHUNK`] bytes at a
 //! time; a fault part-way through a transfer ends it with what was done
@@ -347,4 +347,52 @@ pub fn getdents64(files: &LinuxProcess, fd: u64, buffer: u64, count: u64) -> Res
     let filled = file.getdents64(&mut kernel)?;
     user::write(buffer, &kernel[..filled])?;
     Ok(filled as i64)
+}
+
+/// `sendfile(out_fd, in_fd, offset, count)`: copies up to `count` bytes
+/// from `in_fd` (at `*offset`, which is then advanced, or at its own
+/// offset if `offset` is null) to `out_fd`, through a kernel buffer.
+/// Returns the bytes written; a short write ends the copy.
+pub fn sendfile(files: &LinuxProcess, out: u64, input: u64, offset: u64, count: u64) -> Result<i64, Errno> {
+    let source = files.fds.get(input as i64)?;
+    let sink = files.fds.get(out as i64)?;
+    let mut at = if offset == 0 {
+        None
+    } else {
+        let value = user::read_u64(offset)? as i64;
+        if value < 0 {
+            return Err(Errno::EINVAL);
+        }
+        Some(value)
+    };
+    let count = usize::try_from(count).map_err(|_| Errno::EINVAL)?;
+    let mut buffer = vec![0u8; count.min(CHUNK)];
+    let mut done = 0usize;
+    while done < count {
+        let want = (count - done).min(buffer.len());
+        let got = match at {
+            Some(position) => source.pread(&mut buffer[..want], position),
+            None => source.read(&mut buffer[..want]),
+        };
+        let got = match got {
+            Ok(0) => break,
+            Ok(got) => got,
+            Err(error) => return partial(done, error),
+        };
+        let wrote = match sink.write(&buffer[..got]) {
+            Ok(wrote) => wrote,
+            Err(error) => return partial(done, error),
+        };
+        done += wrote;
+        if let Some(position) = at.as_mut() {
+            *position += wrote as i64;
+        }
+        if wrote < got {
+            break;
+        }
+    }
+    if let Some(position) = at {
+        user::write(offset, &position.to_le_bytes())?;
+    }
+    Ok(done as i64)
 }

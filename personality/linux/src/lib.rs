@@ -327,6 +327,7 @@ fn table(number: u64) -> Option<Implementation> {
         FSTAT => |c, [fd, buf, ..]| files::fstat(c.files, fd, buf),
         GETDENTS64 => |c, [fd, buf, count, ..]| files::getdents64(c.files, fd, buf, count),
         FTRUNCATE => |c, [fd, length, ..]| files::ftruncate(c.files, fd, length),
+        SENDFILE => |c, [out, input, offset, count, ..]| files::sendfile(c.files, out, input, offset, count),
         FCHMOD => |c, [fd, mode, ..]| files::fchmod(c.vfs, c.files, fd, mode),
         OPEN => |c, [path, flags, mode, ..]| fs::openat(c.vfs, c.files, AT_FDCWD, path, flags, mode),
         CREAT => |c, [path, mode, ..]| fs::openat(c.vfs, c.files, AT_FDCWD, path, CREAT_FLAGS, mode),

@@ -65,6 +65,7 @@ pub const RT_SIGSUSPEND: u64 = 130;
 pub const PAUSE: u64 = 34;
 pub const RT_SIGRETURN: u64 = 15;
 pub const WAIT4: u64 = 61;
+pub const SENDFILE: u64 = 40;
 pub const WAITID: u64 = 247;
 pub const GETUID: u64 = 102;
 pub const GETGID: u64 = 104;
