@@ -37,6 +37,8 @@ pub mod gdt;
 #[cfg(target_os = "none")]
 pub mod heap;
 #[cfg(target_os = "none")]
+mod mem;
+#[cfg(target_os = "none")]
 pub mod memory;
 #[cfg(target_os = "none")]
 pub mod qemu;

@@ -326,6 +326,19 @@ fn build_baseline_program(source: &std::path::Path, binary: &std::path::Path) ->
 /// Builds and boots the Linux baseline with its own `build.sh` and
 /// `run.sh` (in the same accelerator), and returns its figures.
 fn linux_baseline_figures(context: &BenchContext) -> Result<Vec<(String, f64)>> {
+    linux_baseline_figures_with(context, &[])
+}
+
+/// [`linux_baseline_figures`], with programs of ours added to the
+/// baseline's initramfs: each `(name, binary)` goes in as `/bench/<name>`
+/// and runs after the baseline's own, from its `benchmarks.txt`. The
+/// baseline's files are not changed: the run uses a copy of its output
+/// whose initramfs has a second archive appended (Linux unpacks each in
+/// turn, the later `benchmarks.txt` replacing the first).
+fn linux_baseline_figures_with(
+    context: &BenchContext,
+    programs: &[(&str, PathBuf)],
+) -> Result<Vec<(String, f64)>> {
     let root = crate::repo_root();
     let baseline = root.join("../shared/baseline");
     let linux_out = root.join("target/baseline-linux");
@@ -340,14 +353,61 @@ fn linux_baseline_figures(context: &BenchContext) -> Result<Vec<(String, f64)>> 
         .env("BASELINE_OUT", &linux_out)
         .stdout(Stdio::null());
     toolchain::run_checked(&mut build, "the Linux baseline's build.sh")?;
+    let run_out = if programs.is_empty() {
+        linux_out
+    } else {
+        with_our_programs(&baseline, &linux_out, programs)?
+    };
     let run = std::process::Command::new("bash")
         .arg(baseline.join("run.sh"))
-        .env("BASELINE_OUT", &linux_out)
+        .env("BASELINE_OUT", &run_out)
         .env("BASELINE_ACCEL", accel)
         .stderr(Stdio::inherit())
         .output()?;
     Ok(program_figures(&String::from_utf8_lossy(&run.stdout)))
 }
+
+/// A copy of the baseline's output (`linux_out`) whose initramfs also
+/// holds `programs` and lists them in `benchmarks.txt`; returns its
+/// folder.
+fn with_our_programs(
+    baseline: &std::path::Path,
+    linux_out: &std::path::Path,
+    programs: &[(&str, PathBuf)],
+) -> Result<PathBuf> {
+    let out = crate::repo_root().join("target/baseline-linux-plus");
+    std::fs::create_dir_all(&out)?;
+    for file in ["vmlinuz", "vmlinux", "kernel-version"] {
+        let from = linux_out.join(file);
+        if from.is_file() {
+            std::fs::copy(&from, out.join(file))?;
+        }
+    }
+    let mut list = std::fs::read_to_string(baseline.join("benchmarks.txt"))?;
+    let mut files = Vec::new();
+    for (name, binary) in programs {
+        list.push_str(&format!("{name} /bench/{name}\n"));
+        files.push((format!("bench/{name}"), std::fs::read(binary)?));
+    }
+    files.push(("benchmarks.txt".to_string(), list.into_bytes()));
+    let added = crate::image::write_files_archive(files, &out.join("added.cpio"))?;
+    let mut initramfs = std::fs::read(linux_out.join("initramfs.cpio.gz"))?;
+    initramfs.extend(std::fs::read(added)?);
+    std::fs::write(out.join("initramfs.cpio.gz"), initramfs)?;
+    Ok(out)
+}
+
+/// Spindle's own programs in `./x bench linux` (from `user/bench/`, built
+/// like the baseline's and run on both kernels): SPIN's Unix-server
+/// figure `ls -l`.
+const LINUX_SUITE_OURS: &[&str] = &["ls_l"];
+
+/// SPIN's Unix-server figures (paper 002, table 2) as `./x bench linux`
+/// names them, and the program figure each is: `getpid` is the
+/// baseline's null system call (`syscall(SYS_getpid)`), the 1 KiB read
+/// its `read_1k_cached`.
+const UNIX_SERVER_FIGURES: &[(&str, &str)] =
+    &[("getpid", "null_syscall"), ("read_1k", "read_1k_cached"), ("ls_l", "ls_l")];
 
 /// Baseline programs `./x bench linux` leaves out: sockets come with the
 /// networking issue.
@@ -369,11 +429,12 @@ fn linux(context: &mut BenchContext) -> Result<()> {
     let output = root.join("target/baseline-programs");
     std::fs::create_dir_all(&output)?;
     let mut extra = Vec::new();
+    // Every program is in /bench (the socket ones too, not run), so that
+    // `ls -l /bench` lists the same files as on Linux.
     let mut programs: Vec<String> = std::fs::read_dir(baseline.join("bench"))?
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
         .filter(|path| path.extension().is_some_and(|extension| extension == "c"))
         .filter_map(|path| path.file_stem().and_then(|stem| stem.to_str()).map(String::from))
-        .filter(|name| !LINUX_SUITE_SKIPPED.contains(&name.as_str()))
         .collect();
     programs.sort();
     for name in &programs {
@@ -381,7 +442,14 @@ fn linux(context: &mut BenchContext) -> Result<()> {
         let binary = build_baseline_program(&source, &output.join(name))?;
         extra.push((format!("bench/{name}"), std::fs::read(&binary)?));
     }
-    let kept: String = list
+    let mut ours = Vec::new();
+    for name in LINUX_SUITE_OURS {
+        let source = root.join("user/bench").join(format!("{name}.c"));
+        let binary = build_baseline_program(&source, &output.join(name))?;
+        extra.push((format!("bench/{name}"), std::fs::read(&binary)?));
+        ours.push((*name, binary));
+    }
+    let mut kept: String = list
         .lines()
         .filter(|line| {
             let name = line.split_whitespace().next().unwrap_or("");
@@ -389,6 +457,9 @@ fn linux(context: &mut BenchContext) -> Result<()> {
         })
         .map(|line| format!("{line}\n"))
         .collect();
+    for name in LINUX_SUITE_OURS {
+        kept.push_str(&format!("{name} /bench/{name}\n"));
+    }
     extra.push(("benchmarks.txt".to_string(), kept.into_bytes()));
     // The loop of the baseline's /init, for the same shell.
     let script = "/bench/hello || echo \"baseline-fail hello exit $?\"\n\
@@ -412,7 +483,7 @@ fn linux(context: &mut BenchContext) -> Result<()> {
         print_log("bench-linux", &log, None);
         return Err(format!("the baseline programs printed no figure on Spindle ({exit})").into());
     }
-    let linux = linux_baseline_figures(context)?;
+    let linux = linux_baseline_figures_with(context, &ours)?;
     let mut table = Vec::new();
     for (name, linux_ns) in &linux {
         if LINUX_SUITE_SKIPPED.contains(&name.as_str()) {
@@ -435,6 +506,21 @@ fn linux(context: &mut BenchContext) -> Result<()> {
     eprintln!("\n{:<18} {:>12} {:>12} {:>8}", "figure (ns)", "spindle", "linux", "ratio");
     for line in table {
         eprintln!("{line}");
+    }
+    // SPIN's Unix-server table, under its own names.
+    let figure = |figures: &[(String, f64)], name: &str| {
+        figures.iter().find(|(figure, _)| figure == name).map(|&(_, ns)| ns)
+    };
+    eprintln!("\nSPIN's Unix-server figures (paper 002, table 2):");
+    for (spin_name, program) in UNIX_SERVER_FIGURES {
+        match (figure(&spindle, program), figure(&linux, program)) {
+            (Some(spindle_ns), Some(linux_ns)) => {
+                println!("{}", context.tag(&format!("bench linux.{spin_name}.spindle {spindle_ns:.1} ns")));
+                println!("bench linux.{spin_name}.linux {linux_ns:.1} ns");
+                println!("bench linux.{spin_name}.ratio {:.2} x", spindle_ns / linux_ns);
+            }
+            _ => eprintln!("x: linux.{spin_name}: the figure {program} is missing on one side"),
+        }
     }
     Ok(())
 }

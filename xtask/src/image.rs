@@ -185,6 +185,14 @@ pub fn build_archive_with(extra: Vec<ArchiveFile>, destination: &Path) -> Result
     Ok(destination.to_path_buf())
 }
 
+/// Writes `files` alone as a cpio archive at `destination` (for another
+/// kernel's initramfs: `./x bench linux` adds a program to the Linux
+/// baseline's).
+pub fn write_files_archive(files: Vec<ArchiveFile>, destination: &Path) -> Result<PathBuf> {
+    write_archive(destination, files)?;
+    Ok(destination.to_path_buf())
+}
+
 /// The boot archive, if one has been built.
 pub fn boot_archive() -> Option<PathBuf> {
     let path = repo_root().join(BOOT_ARCHIVE);
