@@ -205,6 +205,20 @@ static void children(void) {
           "a fault with no handler ends the child by SIGSEGV");
 }
 
+static void waitid_reports(void) {
+    pid_t child = fork();
+    if (child == 0) _exit(5);
+    siginfo_t info = {0};
+    check(waitid(P_PID, child, &info, WEXITED | WNOWAIT) == 0, "waitid WNOWAIT");
+    check(info.si_pid == child && info.si_code == CLD_EXITED && info.si_status == 5 && info.si_signo == SIGCHLD,
+          "waitid's siginfo says the child exited 5");
+    memset(&info, 0, sizeof info);
+    check(waitid(P_ALL, 0, &info, WEXITED) == 0 && info.si_pid == child, "WNOWAIT left it waitable");
+    errno = 0;
+    check(waitpid(child, 0, WNOHANG) == -1 && errno == ECHILD, "then it is gone");
+    check(waitid(P_ALL, 0, &info, 0) == -1 && errno == EINVAL, "waitid asking for no change is EINVAL");
+}
+
 static void broken_pipe(void) {
     int ends[2];
     check(pipe(ends) == 0, "pipe");
@@ -391,6 +405,7 @@ int main(void) {
     faults();
     fpu_kept();
     children();
+    waitid_reports();
     broken_pipe();
     interrupted_calls();
     alternate_stack();

@@ -499,13 +499,19 @@ pub enum Children {
     Group(u64),
 }
 
-/// What a wait reports besides ends (`WUNTRACED`, `WCONTINUED`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What a wait reports (`WEXITED`, `WUNTRACED`/`WSTOPPED`,
+/// `WCONTINUED`), and whether it leaves the change to be waited for again
+/// (`WNOWAIT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reporting {
+    /// Children that ended.
+    pub ended: bool,
     /// Children that stopped.
     pub stopped: bool,
     /// Children that were continued.
     pub continued: bool,
+    /// Report without taking: the same change is there for the next wait.
+    pub keep: bool,
 }
 
 /// Waits for a child of `parent` to change (end, or stop and continue if
@@ -537,21 +543,21 @@ pub fn wait(
         for child in candidates {
             let change = {
                 let mut state = child.state.lock();
-                match (state.end, state.unreported) {
-                    (Some(end), _) => Some(Change::Ended(end)),
+                let change = match (state.end, state.unreported) {
+                    (Some(end), _) if reporting.ended => Some(Change::Ended(end)),
                     (None, Some(Change::Stopped(signal))) if reporting.stopped => {
-                        state.unreported = None;
                         Some(Change::Stopped(signal))
                     }
-                    (None, Some(Change::Continued)) if reporting.continued => {
-                        state.unreported = None;
-                        Some(Change::Continued)
-                    }
+                    (None, Some(Change::Continued)) if reporting.continued => Some(Change::Continued),
                     _ => None,
+                };
+                if change.is_some() && !reporting.keep && state.end.is_none() {
+                    state.unreported = None;
                 }
+                change
             };
             if let Some(change) = change {
-                if let Change::Ended(_) = change {
+                if let (Change::Ended(_), false) = (change, reporting.keep) {
                     parent.state.lock().children.remove(&child.id);
                     TABLE.lock().remove(&child.id);
                 }

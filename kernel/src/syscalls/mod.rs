@@ -52,6 +52,8 @@ pub mod number {
     pub const VFORK: u64 = 58;
     /// `wait4(pid, wstatus, options, rusage)`.
     pub const WAIT4: u64 = 61;
+    /// `waitid(idtype, id, infop, options, rusage)`.
+    pub const WAITID: u64 = 247;
     /// `kill(pid, signal)`.
     pub const KILL: u64 = 62;
     /// `tkill(tid, signal)`.
@@ -497,6 +499,7 @@ pub fn core_table(args: &SyscallArgs) -> i64 {
         number::CLONE => process::clone(strand, [a0, a1, a2, a3, a4], forking(strand)),
         number::FUTEX => futex::futex(strand, a0, a1, a2, a3, a4, a5),
         number::WAIT4 => process::wait4(strand, a0, a1, a2, a3),
+        number::WAITID => process::waitid(strand, a0, a1, a2, a3, a4),
         number::KILL => process::kill(strand, a0, a1),
         number::TKILL => process::tgkill(strand, None, a0, a1),
         number::TGKILL => process::tgkill(strand, Some(a0), a1, a2),

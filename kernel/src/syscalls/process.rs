@@ -160,8 +160,10 @@ pub(super) fn wait4(strand: u64, pid: u64, status: u64, options: u64, rusage: u6
         pid => Children::Group(u64::from(pid.unsigned_abs())),
     };
     let reporting = Reporting {
+        ended: true,
         stopped: options & WUNTRACED != 0,
         continued: options & WCONTINUED != 0,
+        keep: false,
     };
     match process::wait(&parent, which, reporting, options & WNOHANG == 0) {
         Ok(Some((child, change))) => {
@@ -179,6 +181,75 @@ pub(super) fn wait4(strand: u64, pid: u64, status: u64, options: u64, rusage: u6
         Err(WaitError::NoChild) => -errno::ECHILD,
         Err(WaitError::Interrupted) => -errno::EINTR,
     }
+}
+
+/// `waitid(idtype, id, infop, options, rusage)`: as `wait4`, with the
+/// child named by `idtype` (`P_ALL`, `P_PID`, `P_PGID`), the changes
+/// asked for spelled out (`WEXITED`, `WSTOPPED`, `WCONTINUED`; at least
+/// one), `WNOWAIT` to leave the change waitable, and the answer written
+/// as a `siginfo_t` (`SIGCHLD`, `CLD_*`, the child, its status). Returns
+/// 0; with `WNOHANG` and no change, 0 with the `siginfo_t`'s pid zeroed.
+pub(super) fn waitid(strand: u64, idtype: u64, id: u64, infop: u64, options: u64, rusage: u64) -> i64 {
+    const P_ALL: u64 = 0;
+    const P_PID: u64 = 1;
+    const P_PGID: u64 = 2;
+    const WSTOPPED: u64 = 2;
+    const WEXITED: u64 = 4;
+    const WNOWAIT: u64 = 0x0100_0000;
+    const SIGINFO_BYTES: usize = 128;
+    let Some(parent) = process::of_strand(strand) else {
+        return -errno::ESRCH;
+    };
+    let known = WNOHANG | WSTOPPED | WEXITED | WCONTINUED | WNOWAIT | WALL | WCLONE;
+    if options & !known != 0 || options & (WEXITED | WSTOPPED | WCONTINUED) == 0 {
+        return -errno::EINVAL;
+    }
+    let id = u64::from(id as u32);
+    let which = match idtype as u32 as u64 {
+        P_ALL => Children::Any,
+        P_PID if id > 0 => Children::Process(id),
+        P_PGID if id > 0 => Children::Group(id),
+        P_PGID => match crate::linux::personality().and_then(|p| p.process_group(parent.id())) {
+            Some(group) => Children::Group(group),
+            None => return -errno::EINVAL,
+        },
+        _ => return -errno::EINVAL,
+    };
+    let reporting = Reporting {
+        ended: options & WEXITED != 0,
+        stopped: options & WSTOPPED != 0,
+        continued: options & WCONTINUED != 0,
+        keep: options & WNOWAIT != 0,
+    };
+    let mut info = [0u8; SIGINFO_BYTES];
+    match process::wait(&parent, which, reporting, options & WNOHANG == 0) {
+        Ok(Some((child, change))) => {
+            const CLD_EXITED: i32 = 1;
+            const CLD_KILLED: i32 = 2;
+            const CLD_STOPPED: i32 = 5;
+            const CLD_CONTINUED: i32 = 6;
+            let (code, status) = match change {
+                process::Change::Ended(process::End::Exited(status)) => (CLD_EXITED, (status & 0xff) as i32),
+                process::Change::Ended(process::End::Killed { signal, .. }) => (CLD_KILLED, i32::from(signal)),
+                process::Change::Stopped(signal) => (CLD_STOPPED, i32::from(signal)),
+                process::Change::Continued => (CLD_CONTINUED, i32::from(linux::signal::number::SIGCONT)),
+            };
+            info[0..4].copy_from_slice(&i32::from(linux::signal::number::SIGCHLD).to_le_bytes());
+            info[8..12].copy_from_slice(&code.to_le_bytes());
+            info[16..20].copy_from_slice(&(child as i32).to_le_bytes());
+            info[24..28].copy_from_slice(&status.to_le_bytes());
+        }
+        Ok(None) => {}
+        Err(WaitError::NoChild) => return -errno::ECHILD,
+        Err(WaitError::Interrupted) => return -errno::EINTR,
+    }
+    if infop != 0 && hal::user::copy_to_user(infop, &info).is_err() {
+        return -errno::EFAULT;
+    }
+    if rusage != 0 && hal::user::copy_to_user(rusage, &[0; RUSAGE_BYTES]).is_err() {
+        return -errno::EFAULT;
+    }
+    0
 }
 
 /// The errno of a failed `kill`.
