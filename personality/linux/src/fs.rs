@@ -182,7 +182,7 @@ fn two_paths(
     let context = context_at(files, old_dirfd, &old)?;
     let new_context = context_at(files, new_dirfd, &new)?;
     if new.first() != Some(&b'/') && !same_inode(&*context.cwd, &*new_context.cwd) {
-        let mut absolute = path_of(vfs, &new_context, &new_context.cwd)?;
+        let mut absolute = vfs.path_of(&new_context, &new_context.cwd)?;
         absolute.push(b'/');
         absolute.append(&mut new);
         new = absolute;
@@ -274,51 +274,11 @@ pub fn fchmodat(vfs: &Vfs, files: &LinuxProcess, dirfd: u64, path: u64, mode: u6
     vfs.set_attributes(&files.context(), &inode, &changes).map(|()| 0)
 }
 
-/// The absolute path of `directory`, found by walking ".." to the root
-/// and looking each directory up by inode number in its parent.
-fn path_of(vfs: &Vfs, context: &PathContext, directory: &Arc<dyn Inode>) -> Result<Vec<u8>, Errno> {
-    let mut names: Vec<Vec<u8>> = Vec::new();
-    let mut current = directory.clone();
-    let mut start = context.clone();
-    for _ in 0..vfs::PATH_MAX {
-        if same_inode(&*current, &*context.root) {
-            break;
-        }
-        start.cwd = current.clone();
-        let parent = vfs.resolve(&start, b"..", true)?;
-        if same_inode(&*parent, &*current) {
-            break;
-        }
-        let mut found = None;
-        let wanted = current.ino();
-        parent.readdir(0, &mut |entry, _| {
-            if entry.ino == wanted && entry.name != b"." && entry.name != b".." {
-                found = Some(entry.name.to_vec());
-                false
-            } else {
-                true
-            }
-        })?;
-        // A directory its parent does not list was removed.
-        names.push(found.ok_or(Errno::ENOENT)?);
-        current = parent;
-    }
-    let mut path = Vec::new();
-    for name in names.iter().rev() {
-        path.push(b'/');
-        path.extend_from_slice(name);
-    }
-    if path.is_empty() {
-        path.push(b'/');
-    }
-    Ok(path)
-}
-
 /// `getcwd(buf, size)`: the path with its NUL; `ERANGE` if it does not
 /// fit; the length (with the NUL) on success, as the system call returns.
 pub fn getcwd(vfs: &Vfs, files: &LinuxProcess, buffer: u64, size: u64) -> Result<i64, Errno> {
     let context = files.context();
-    let mut path = path_of(vfs, &context, &context.cwd)?;
+    let mut path = vfs.path_of(&context, &context.cwd)?;
     path.push(0);
     if path.len() as u64 > size {
         return Err(Errno::ERANGE);

@@ -2,7 +2,7 @@
 //! descriptors point to, shared by `dup` and `fork`. It holds the inode,
 //! the access mode, the status flags and the file offset.
 
-use alloc::sync::Arc;
+use alloc::{sync::Arc, vec::Vec};
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use spin::Mutex;
@@ -32,6 +32,10 @@ pub struct OpenFile {
     /// across a regular file's read or write so that the descriptions'
     /// users see whole operations (Linux's `f_pos_lock`).
     offset: Mutex<u64>,
+    /// The directory the file was opened in and its name there, for files
+    /// opened by name (what `/proc/PID/fd` links say; Linux keeps the
+    /// dentry). A directory needs none: its own ".." leads to its path.
+    opened_as: Option<(Arc<dyn Inode>, Vec<u8>)>,
 }
 
 impl OpenFile {
@@ -47,7 +51,24 @@ impl OpenFile {
             access: flags & O_ACCMODE,
             status: AtomicU32::new(flags & !O_ACCMODE),
             offset: Mutex::new(0),
+            opened_as: None,
         }
+    }
+
+    /// The description, remembering that it was opened as `name` in
+    /// `directory` (see [`OpenFile::opened_as`]).
+    pub fn with_name(mut self, directory: Arc<dyn Inode>, name: Vec<u8>) -> OpenFile {
+        self.opened_as = Some((directory, name));
+        self
+    }
+
+    /// The directory the file was opened in and its name there, if it was
+    /// opened by a name (not for pipes, nor for a path ending in "/", "."
+    /// or ".."). The name may have been renamed or removed since.
+    pub fn opened_as(&self) -> Option<(&Arc<dyn Inode>, &[u8])> {
+        self.opened_as
+            .as_ref()
+            .map(|(directory, name)| (directory, name.as_slice()))
     }
 
     /// The inode.

@@ -12,7 +12,10 @@
 //!   is the first, a disk file system comes later.
 //! - [`Vfs`]: the mount table and device registry, with the operations on
 //!   paths ([`Vfs::resolve`], [`Vfs::open`], [`Vfs::mkdir`],
-//!   [`Vfs::rename`], ...) taking a per-process [`PathContext`].
+//!   [`Vfs::rename`], ...) taking a per-process [`PathContext`], and the
+//!   way back from inodes and open files to paths ([`Vfs::path_of`],
+//!   [`Vfs::open_file_path`], [`Vfs::mounts`]) that `getcwd` and `/proc`
+//!   need.
 //! - [`OpenFile`]: an open file description (offset, flags, `read`,
 //!   `write`, `lseek`, `getdents64`).
 //! - [`Device`]: character device drivers; [`devices`] has the memory
@@ -39,6 +42,7 @@ mod file;
 pub mod flags;
 mod inode;
 mod metadata;
+mod names;
 mod namespace;
 mod open;
 mod path;
@@ -61,6 +65,7 @@ pub use metadata::{
     major, makedev, minor, FileType, Metadata, SetAttributes, TimeChange, Timespec,
     MODE_PERMISSION_BITS, S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK,
 };
+pub use names::MountEntry;
 pub use path::{LastComponent, ParentAndName, MAX_SYMLINK_FOLLOWS, NAME_MAX, PATH_MAX};
 pub use ramfs::{Clock, RamFs, RamInode};
 pub use stat::{Stat, STATX_BASIC_STATS, STATX_BYTES, STAT_BYTES};

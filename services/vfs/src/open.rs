@@ -2,7 +2,7 @@
 //! open-time flags (`O_CREAT`, `O_EXCL`, `O_TRUNC`, `O_DIRECTORY`,
 //! `O_NOFOLLOW`) before an [`OpenFile`] is made.
 
-use alloc::sync::Arc;
+use alloc::{sync::Arc, vec::Vec};
 
 use crate::{
     errno::Errno,
@@ -47,11 +47,12 @@ impl Vfs {
         if flags & O_PATH != 0 || flags & O_ACCMODE == O_ACCMODE {
             return Err(Errno::EINVAL);
         }
-        let (inode, created) = if flags & O_CREAT != 0 {
+        let (inode, created, opened_as) = if flags & O_CREAT != 0 {
             self.open_or_create(context, start, path, flags, mode)?
         } else {
             let follow = flags & O_NOFOLLOW == 0;
-            (self.resolve_at(context, start, path, follow)?, false)
+            let (inode, opened_as) = self.resolve_at_naming(context, start, path, follow)?;
+            (inode, false, opened_as)
         };
         let file_type = inode.file_type();
         if file_type == FileType::Symlink {
@@ -88,12 +89,17 @@ impl Vfs {
         if flags & O_TRUNC != 0 && file_type == FileType::Regular && !created {
             inode.truncate(0)?;
         }
-        Ok(Arc::new(OpenFile::new(inode, flags, device)))
+        let file = OpenFile::new(inode, flags, device);
+        Ok(Arc::new(match opened_as {
+            Some((directory, name)) => file.with_name(directory, name),
+            None => file,
+        }))
     }
 
     /// The `O_CREAT` path: the existing file (following a symbolic link in
     /// last position unless `O_NOFOLLOW`, even a dangling one, where Linux
-    /// creates the target) or a new regular file; whether it was made.
+    /// creates the target) or a new regular file; whether it was made; the
+    /// directory it is in and its name there.
     fn open_or_create(
         &self,
         context: &PathContext,
@@ -101,7 +107,7 @@ impl Vfs {
         path: &[u8],
         flags: u32,
         mode: u32,
-    ) -> Result<(Arc<dyn Inode>, bool), Errno> {
+    ) -> Result<(Arc<dyn Inode>, bool, Option<(Arc<dyn Inode>, Vec<u8>)>), Errno> {
         let mut target = self.resolve_parent_at(context, start, path)?;
         let mut follows = 0;
         loop {
@@ -119,8 +125,12 @@ impl Vfs {
                         return Err(Errno::EEXIST);
                     }
                     let existing = self.follow_mounts(existing);
+                    if existing.file_type() == FileType::Directory {
+                        // Refused with EISDIR by the caller.
+                        return Ok((existing, false, None));
+                    }
                     if existing.file_type() != FileType::Symlink {
-                        return Ok((existing, false));
+                        return Ok((existing, false, Some((target.parent.clone(), name))));
                     }
                     if flags & O_NOFOLLOW != 0 {
                         return Err(Errno::ELOOP);
@@ -142,10 +152,11 @@ impl Vfs {
                         gid: context.gid,
                     };
                     return match target.parent.create(&name, node) {
-                        Ok(inode) => Ok((inode, true)),
+                        Ok(inode) => Ok((inode, true, Some((target.parent.clone(), name)))),
                         // Made by someone else meanwhile: open theirs.
                         Err(Errno::EEXIST) if flags & O_EXCL == 0 => {
-                            Ok((target.parent.lookup(&name)?, false))
+                            let inode = target.parent.lookup(&name)?;
+                            Ok((inode, false, Some((target.parent.clone(), name))))
                         }
                         Err(error) => Err(error),
                     };

@@ -61,9 +61,23 @@ fn check_path(path: &[u8]) -> Result<(), Errno> {
 /// One walk's running state, shared across the symbolic links it follows.
 struct Walk {
     follows: usize,
+    /// Set by a walk that records where it ended: the directory holding
+    /// the final inode and its name there (`None` when the path ended in
+    /// "/", "." or "..", which name directories).
+    last: Option<(Arc<dyn Inode>, Vec<u8>)>,
+    /// Whether to record `last` (only `open` asks, for `/proc`'s links).
+    records_last: bool,
 }
 
 impl Walk {
+    fn new() -> Walk {
+        Walk {
+            follows: 0,
+            last: None,
+            records_last: false,
+        }
+    }
+
     /// Counts a follow; `ELOOP` past the limit.
     fn follow(&mut self) -> Result<(), Errno> {
         self.follows += 1;
@@ -90,7 +104,7 @@ impl Vfs {
             context.cwd.clone(),
             path,
             follow_last,
-            &mut Walk { follows: 0 },
+            &mut Walk::new(),
         )
     }
 
@@ -112,8 +126,31 @@ impl Vfs {
             start.clone(),
             path,
             follow_last,
-            &mut Walk { follows: 0 },
+            &mut Walk::new(),
         )
+    }
+
+    /// As [`Vfs::resolve_at`], also giving the directory the inode was
+    /// found in and its name there, after following symbolic links and
+    /// mounts (`None` if the path ended in "/", "." or ".."): what an
+    /// open file remembers to say its path later (`/proc/PID/fd`).
+    pub fn resolve_at_naming(
+        &self,
+        context: &PathContext,
+        start: &Arc<dyn Inode>,
+        path: &[u8],
+        follow_last: bool,
+    ) -> Result<(Arc<dyn Inode>, Option<(Arc<dyn Inode>, Vec<u8>)>), Errno> {
+        check_path(path)?;
+        if start.file_type() != FileType::Directory && path.first() != Some(&b'/') {
+            return Err(Errno::ENOTDIR);
+        }
+        let mut walk = Walk {
+            records_last: true,
+            ..Walk::new()
+        };
+        let inode = self.walk(context, start.clone(), path, follow_last, &mut walk)?;
+        Ok((inode, walk.last))
     }
 
     /// Splits `path` into its directory (resolved) and last component.
@@ -123,7 +160,7 @@ impl Vfs {
         path: &[u8],
     ) -> Result<ParentAndName, Errno> {
         check_path(path)?;
-        self.parent_and_name(context, context.cwd.clone(), path, &mut Walk { follows: 0 })
+        self.parent_and_name(context, context.cwd.clone(), path, &mut Walk::new())
     }
 
     /// As [`Vfs::resolve_parent`], relative to directory `start`.
@@ -137,7 +174,7 @@ impl Vfs {
         if start.file_type() != FileType::Directory && path.first() != Some(&b'/') {
             return Err(Errno::ENOTDIR);
         }
-        self.parent_and_name(context, start.clone(), path, &mut Walk { follows: 0 })
+        self.parent_and_name(context, start.clone(), path, &mut Walk::new())
     }
 
     fn parent_and_name(
@@ -252,6 +289,11 @@ impl Vfs {
             // starting with '/' (a trailing slash counts, asking for a
             // directory).
             let after = end;
+            if walk.records_last {
+                // Whatever this component names, it is not (yet) a
+                // name in a directory the walk ends in.
+                walk.last = None;
+            }
             match name {
                 b"." => {}
                 b".." => current = self.dot_dot(context, current)?,
@@ -279,6 +321,9 @@ impl Vfs {
                     if child.file_type() != FileType::Directory && !is_end {
                         // "file/" or "file/more".
                         return Err(Errno::ENOTDIR);
+                    }
+                    if walk.records_last && after >= rest.len() {
+                        walk.last = Some((current.clone(), name.to_vec()));
                     }
                     current = child;
                 }

@@ -38,18 +38,18 @@ pub const MAY_WRITE: u32 = 2;
 /// directory search.
 pub const MAY_EXEC: u32 = 1;
 
-struct Mount {
+pub(crate) struct Mount {
     /// The directory mounted on.
-    mountpoint: Arc<dyn Inode>,
+    pub(crate) mountpoint: Arc<dyn Inode>,
     /// The mounted file system's root.
     root: Arc<dyn Inode>,
-    fs: Arc<dyn FileSystem>,
+    pub(crate) fs: Arc<dyn FileSystem>,
 }
 
 /// The virtual file system: one tree of mounted file systems.
 pub struct Vfs {
-    root_fs: Arc<dyn FileSystem>,
-    mounts: RwLock<Vec<Mount>>,
+    pub(crate) root_fs: Arc<dyn FileSystem>,
+    pub(crate) mounts: RwLock<Vec<Mount>>,
     devices: DeviceRegistry,
     /// Serialises renames so that the "not into its own subtree" check
     /// sees a tree no other rename changes (Linux's `s_vfs_rename_mutex`).

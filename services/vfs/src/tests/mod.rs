@@ -9,6 +9,7 @@ mod cpio;
 mod devices;
 mod errno;
 mod file;
+mod names;
 mod namespace;
 mod path;
 mod stat;
