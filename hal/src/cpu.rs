@@ -1,4 +1,5 @@
-//! Small CPU primitives: interrupts on/off, halting, the time-stamp counter.
+//! Small CPU primitives: interrupts on/off, halting, the time-stamp
+//! counter, what the processor says it is.
 
 use x86_64::instructions::{self, interrupts};
 
@@ -54,4 +55,60 @@ pub fn read_tsc_ordered() -> u64 {
         core::arch::asm!("lfence", "rdtsc", out("eax") low, out("edx") high, options(nomem, nostack, preserves_flags));
     }
     (u64::from(high) << 32) | u64::from(low)
+}
+
+/// What CPUID says the processor is (for `/proc/cpuinfo`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuIdentity {
+    /// The vendor string (`GenuineIntel`, `AuthenticAMD`).
+    pub vendor: [u8; 12],
+    /// The brand string, NUL-padded (all zeros if the CPU has none).
+    pub brand: [u8; 48],
+    /// Family, with the extended family added as Intel's SDM says (vol. 2A,
+    /// CPUID leaf 1).
+    pub family: u32,
+    /// Model, with the extended model for families 6 and 15.
+    pub model: u32,
+    /// Stepping.
+    pub stepping: u32,
+}
+
+/// The processor's identity, from CPUID leaves 0, 1 and 0x8000_0002..4.
+pub fn identity() -> CpuIdentity {
+    use core::arch::x86_64::__cpuid;
+    let leaf0 = __cpuid(0);
+    let mut vendor = [0u8; 12];
+    for (index, register) in [leaf0.ebx, leaf0.edx, leaf0.ecx].iter().enumerate() {
+        vendor[index * 4..index * 4 + 4].copy_from_slice(&register.to_le_bytes());
+    }
+    let signature = __cpuid(1).eax;
+    let base_family = (signature >> 8) & 0xf;
+    let base_model = (signature >> 4) & 0xf;
+    let family = if base_family == 0xf {
+        base_family + ((signature >> 20) & 0xff)
+    } else {
+        base_family
+    };
+    let model = if base_family == 0x6 || base_family == 0xf {
+        base_model | ((signature >> 16) & 0xf) << 4
+    } else {
+        base_model
+    };
+    let mut brand = [0u8; 48];
+    if __cpuid(0x8000_0000).eax >= 0x8000_0004 {
+        for (index, leaf) in (0x8000_0002u32..=0x8000_0004).enumerate() {
+            let result = __cpuid(leaf);
+            for (word, register) in [result.eax, result.ebx, result.ecx, result.edx].iter().enumerate() {
+                let at = index * 16 + word * 4;
+                brand[at..at + 4].copy_from_slice(&register.to_le_bytes());
+            }
+        }
+    }
+    CpuIdentity {
+        vendor,
+        brand,
+        family,
+        model,
+        stepping: signature & 0xf,
+    }
 }

@@ -3,7 +3,8 @@
 //!
 //! - The file tree is a `vfs::RamFs` filled from the boot archive (the
 //!   initramfs: every file `./x` put in it, `bin/`, `ext/`, ...), with
-//!   `/dev/null`, `zero`, `full`, `random`, `urandom` and `console`.
+//!   `/dev/null`, `zero`, `full`, `random`, `urandom` and `console`, and
+//!   `/proc` mounted (`crate::system`).
 //! - The personality (`personality/linux`) is installed on
 //!   `MachineTrap.Syscall` as a kernel handler guarded by the calling
 //!   process's personality, ordered last so that its result is the call's
@@ -73,9 +74,10 @@ pub fn init(archive: &'static [u8]) {
                 log::error!("linux: {}: {error}", core::str::from_utf8(path).unwrap_or("a device"));
             }
         }
-        for directory in [&b"/tmp"[..], b"/proc", b"/root", b"/home"] {
+        for directory in [&b"/tmp"[..], b"/root", b"/home"] {
             let _ = vfs.mkdir(&root, directory, 0o755);
         }
+        crate::system::mount_proc(&vfs);
         let console = vfs
             .open(&root, b"/dev/console", vfs::flags::O_RDWR, 0)
             .unwrap_or_else(|_| {
@@ -84,7 +86,7 @@ pub fn init(archive: &'static [u8]) {
                 Arc::new(OpenFile::new(vfs.root(), vfs::flags::O_RDWR, Some(crate::terminal::terminal().clone())))
             });
         linux::set_interrupted_check(crate::signals::interrupted);
-        Personality::new(vfs, console, Arc::new(now))
+        Personality::new(vfs, console, Arc::new(now), crate::system::facts())
     });
     bind(personality);
 }

@@ -47,6 +47,7 @@ mod strands;
 mod process;
 mod syscalls;
 mod sysfuzz;
+mod system;
 mod translation;
 mod user;
 

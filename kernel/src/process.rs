@@ -144,12 +144,71 @@ impl Change {
     }
 }
 
+/// What a process runs, as `/proc` shows it: set when the kernel starts
+/// a program and at each `execve`, inherited by `fork`.
+#[derive(Clone, Default)]
+pub struct Program {
+    /// The command name (Linux's `comm`): the program file's base name, at
+    /// most 15 bytes.
+    pub command: Vec<u8>,
+    /// The arguments, each followed by a NUL (`/proc/PID/cmdline`).
+    pub arguments: Vec<u8>,
+    /// The program file's absolute path, if it is a file of the tree.
+    pub executable: Option<Vec<u8>>,
+}
+
+/// Bytes of a command name (`TASK_COMM_LEN` less its NUL).
+const COMMAND_BYTES: usize = 15;
+
+impl Program {
+    /// The program started as `path` (the path it was asked for: its base
+    /// name is the command) with `arguments`, from file `executable`.
+    pub fn new(path: &[u8], arguments: &[&[u8]], executable: Option<Vec<u8>>) -> Program {
+        let base = path.rsplit(|&byte| byte == b'/').next().unwrap_or(path);
+        let mut joined = Vec::new();
+        for argument in arguments {
+            joined.extend_from_slice(argument);
+            joined.push(0);
+        }
+        Program {
+            command: base[..base.len().min(COMMAND_BYTES)].to_vec(),
+            arguments: joined,
+            executable,
+        }
+    }
+}
+
+/// Processor time and memory a process and its children used, for
+/// `times`, `getrusage` and `/proc/PID/stat`.
+#[derive(Clone, Copy, Default)]
+pub struct Usage {
+    /// Timer ticks run by its threads that have ended.
+    pub ended_threads_ticks: u64,
+    /// Timer ticks of its children that ended and were waited for (theirs
+    /// and their own children's).
+    pub children_ticks: u64,
+    /// Minor faults of those children.
+    pub children_minor_faults: u64,
+    /// The most pages any of those children had mapped when it ended.
+    pub children_max_resident_pages: u64,
+    /// Pages it had mapped when it ended.
+    pub final_resident_pages: u64,
+    /// Minor faults it had when it ended.
+    pub final_minor_faults: u64,
+}
+
 /// A process.
 pub struct Process {
     id: u64,
+    /// When it was made, in nanoseconds since boot.
+    started_ns: u64,
     /// The memory; `None` once the process has ended.
     memory: IrqMutex<Option<AddressMap>>,
     state: spin::Mutex<State>,
+    /// What it runs.
+    program: spin::Mutex<Program>,
+    /// What it has used.
+    usage: spin::Mutex<Usage>,
 }
 
 impl Process {
@@ -180,6 +239,51 @@ impl Process {
     /// one, for the caller to drop once the thread runs in the new one.
     pub fn replace_memory(&self, memory: AddressMap) -> Option<AddressMap> {
         self.memory.lock().replace(memory)
+    }
+
+    /// When it was made, in nanoseconds since boot.
+    pub fn started_ns(&self) -> u64 {
+        self.started_ns
+    }
+
+    /// What it runs.
+    pub fn program(&self) -> Program {
+        self.program.lock().clone()
+    }
+
+    /// It runs `program` now (`execve`, or the kernel started it).
+    pub fn set_program(&self, program: Program) {
+        *self.program.lock() = program;
+    }
+
+    /// What it and its waited-for children have used.
+    pub fn usage(&self) -> Usage {
+        *self.usage.lock()
+    }
+
+    /// Threads running its program.
+    pub fn threads(&self) -> usize {
+        self.state.lock().threads
+    }
+
+    /// Timer ticks its threads have run, ended ones included.
+    pub fn cpu_ticks(&self) -> u64 {
+        let running: u64 = strands_of(self.id)
+            .into_iter()
+            .filter_map(|strand| sched::thread_usage(sched::ThreadId(strand)))
+            .map(|(_, ticks)| ticks)
+            .sum();
+        self.usage.lock().ended_threads_ticks + running
+    }
+
+    /// Whether one of its threads is on the processor or ready for it.
+    pub fn is_running(&self) -> bool {
+        strands_of(self.id).into_iter().any(|strand| {
+            matches!(
+                sched::thread_usage(sched::ThreadId(strand)),
+                Some((sched::ThreadState::Running | sched::ThreadState::Ready, _))
+            )
+        })
     }
 
     /// Runs `f` on the process's memory, unless it has ended. `f` must not
@@ -224,8 +328,13 @@ pub fn reserve_id() -> u64 {
 /// `parent` (0: the kernel).
 pub fn create(id: u64, parent: u64, memory: AddressMap) -> Arc<Process> {
     let parent_id = parent;
+    // A forked child runs its parent's program.
+    let program = get(parent).map(|parent| parent.program()).unwrap_or_default();
     let process = Arc::new(Process {
         id,
+        started_ns: hal::timer::uptime_ns(),
+        program: spin::Mutex::new(program),
+        usage: spin::Mutex::new(Usage::default()),
         memory: IrqMutex::new(Some(memory)),
         state: spin::Mutex::new(State {
             parent,
@@ -256,6 +365,11 @@ pub fn create(id: u64, parent: u64, memory: AddressMap) -> Arc<Process> {
 /// Processes not yet waited for (running or zombies).
 pub fn count() -> usize {
     TABLE.lock().len()
+}
+
+/// The identifiers of the processes not yet waited for, lowest first.
+pub fn ids() -> Vec<u64> {
+    TABLE.lock().keys().copied().collect()
 }
 
 /// The process `id`, if it exists and has not been waited for.
@@ -390,6 +504,10 @@ pub fn set_end(process: &Process, end: End) {
 /// whether it was.
 pub fn thread_ended(strand: u64, process: &Arc<Process>) -> bool {
     crate::linux::strand_ended(strand);
+    // Its processor time stays counted in the process's.
+    if let Some((_, ticks)) = sched::thread_usage(sched::ThreadId(strand)) {
+        process.usage.lock().ended_threads_ticks += ticks;
+    }
     let exit_status = BY_STRAND
         .lock()
         .remove(&strand)
@@ -410,6 +528,11 @@ pub fn thread_ended(strand: u64, process: &Arc<Process>) -> bool {
     // Dropped outside the lock: freeing an address space takes the frame
     // lock.
     let memory = process.memory.lock().take();
+    if let Some(memory) = &memory {
+        let mut usage = process.usage.lock();
+        usage.final_resident_pages = memory.space().pages();
+        usage.final_minor_faults = memory.faults_resolved();
+    }
     drop(memory);
     // Its descriptors close with its memory, when the last thread ends.
     process.state.lock().group_at_end = crate::linux::personality()
@@ -560,6 +683,7 @@ pub fn wait(
                 if let (Change::Ended(_), false) = (change, reporting.keep) {
                     parent.state.lock().children.remove(&child.id);
                     TABLE.lock().remove(&child.id);
+                    add_child_usage(parent, &child);
                 }
                 return Ok(Some((child.id, change)));
             }
@@ -642,6 +766,19 @@ pub fn continue_stopped(process: &Process) {
     if parent != 0 {
         crate::signals::child_stopped(parent, process.id, CLD_CONTINUED, linux::signal::number::SIGCONT);
     }
+}
+
+/// `child` was waited for: what it and its own children used counts in
+/// `parent`'s children's usage (Linux's `cutime`, `cstime`, ...).
+fn add_child_usage(parent: &Process, child: &Process) {
+    let child = child.usage();
+    let mut usage = parent.usage.lock();
+    usage.children_ticks += child.ended_threads_ticks + child.children_ticks;
+    usage.children_minor_faults += child.final_minor_faults + child.children_minor_faults;
+    usage.children_max_resident_pages = usage
+        .children_max_resident_pages
+        .max(child.final_resident_pages)
+        .max(child.children_max_resident_pages);
 }
 
 /// Why `kill` failed.

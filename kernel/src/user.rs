@@ -173,6 +173,7 @@ fn memory_for(code: &[u8]) -> Result<AddressMap, String> {
 pub fn spawn(name: &str, code: &[u8]) -> Result<UserThread, String> {
     let memory = memory_for(code)?;
     let process = process::create(new_process(), 0, memory);
+    process.set_program(process::Program::new(name.as_bytes(), &[], None));
     let entry = UserEntry {
         rip: CODE_BASE,
         // 16-byte aligned minus 8, as after a `call` (System V).
@@ -200,6 +201,7 @@ pub fn spawn_program_in(
     let (memory, rsp) = program_memory(image, &arguments, &[])?;
     let entry = UserEntry { rip, rsp };
     let process = process::create(process, 0, memory);
+    crate::system::program_started(&process, name, &arguments);
     start_kernel_child(process, name, entry)
 }
 

@@ -360,6 +360,7 @@ pub(super) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
     drop(old);
     crate::appel_li::forget(process.id());
     personality.process_executed(process.id());
+    crate::system::program_executed(&process, &path, &arguments);
     let _ = hal::user::set_fs_base(0);
     super::record_exec(strand, entry, rsp);
     0

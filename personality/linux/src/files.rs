@@ -1,6 +1,7 @@
 //! The calls on descriptors: `read`, `write`, their vector and
 //! positioned forms, `lseek`, `close`, `dup`/`dup2`/`dup3`, `fcntl`,
-//! `ioctl`, `fstat`, `fchmod`, `ftruncate`, `getdents64`, `sendfile`.
+//! `ioctl`, `fstat`, `fchmod`, `fchown`, `ftruncate`, `getdents64`,
+//! `sendfile`.
 //!
 //! Data moves through a kernel buffer of at most [`CHUNK`] bytes at a
 //! time; a fault part-way through a transfer ends it with what was done
@@ -327,6 +328,12 @@ pub fn fchmod(vfs: &Vfs, files: &LinuxProcess, fd: u64, mode: u64) -> Result<i64
     };
     vfs.set_attributes(&files.context(), file.inode(), &changes)?;
     Ok(0)
+}
+
+/// `fchown(fd, uid, gid)`: as `chown` on the descriptor's file.
+pub fn fchown(vfs: &Vfs, files: &LinuxProcess, fd: u64, uid: u64, gid: u64) -> Result<i64, Errno> {
+    let file = files.fds.get(fd as i64)?;
+    crate::fs::change_owner(vfs, files, file.inode(), uid, gid)
 }
 
 /// `ftruncate(fd, length)`.

@@ -1,7 +1,8 @@
 //! The calls on paths: `openat` (and `open`, `creat`), the `stat` family
 //! and `statx`, `faccessat`, `mkdirat`, `unlinkat` (`unlink`, `rmdir`),
 //! `renameat2`, `linkat`, `symlinkat`, `readlinkat`, `truncate`,
-//! `fchmodat`, `getcwd`, `chdir`, `fchdir`.
+//! `fchmodat`, `fchownat` (`chown`, `lchown`), `utimensat` (`utimes`,
+//! `futimesat`, `utime`), `getcwd`, `chdir`, `fchdir`.
 //!
 //! A relative path starts at the directory a descriptor names (`dirfd`),
 //! or at the current directory for `AT_FDCWD`; an absolute one ignores
@@ -9,7 +10,10 @@
 
 use alloc::{sync::Arc, vec::Vec};
 
-use vfs::{same_inode, stat::Stat, Errno, FileType, Inode, PathContext, SetAttributes, Vfs};
+use vfs::{
+    same_inode, stat::Stat, Errno, FileType, Inode, PathContext, SetAttributes, TimeChange, Timespec,
+    Vfs,
+};
 
 use crate::{number::*, user, LinuxProcess};
 
@@ -272,6 +276,182 @@ pub fn fchmodat(vfs: &Vfs, files: &LinuxProcess, dirfd: u64, path: u64, mode: u6
         ..SetAttributes::default()
     };
     vfs.set_attributes(&files.context(), &inode, &changes).map(|()| 0)
+}
+
+/// `S_ISUID`, `S_ISGID` and `S_IXGRP`: what a change of owner clears.
+const S_ISUID: u32 = 0o4000;
+const S_ISGID: u32 = 0o2000;
+const S_IXGRP: u32 = 0o010;
+
+/// An owner argument of the `chown` family: a `uid_t`/`gid_t`, where -1
+/// leaves the owner as it is.
+fn owner_argument(id: u64) -> Option<u32> {
+    let id = id as u32;
+    (id != u32::MAX).then_some(id)
+}
+
+/// Changes `inode`'s owner and group (`None`: unchanged). As on Linux, a
+/// non-directory loses its set-user-id bit, and its set-group-id bit if
+/// group-executable, whoever asks and even when neither id changes;
+/// `ctime` moves.
+pub(crate) fn change_owner(
+    vfs: &Vfs,
+    files: &LinuxProcess,
+    inode: &Arc<dyn Inode>,
+    uid: u64,
+    gid: u64,
+) -> Result<i64, Errno> {
+    let mut changes = SetAttributes {
+        uid: owner_argument(uid),
+        gid: owner_argument(gid),
+        ..SetAttributes::default()
+    };
+    let mode = inode.metadata().mode;
+    if inode.file_type() != FileType::Directory {
+        let mut kept = mode & 0o7777 & !S_ISUID;
+        if mode & S_IXGRP != 0 {
+            kept &= !S_ISGID;
+        }
+        if kept != mode & 0o7777 {
+            changes.mode = Some(kept);
+        }
+    }
+    vfs.set_attributes(&files.context(), inode, &changes).map(|()| 0)
+}
+
+/// `fchownat(dirfd, path, uid, gid, flags)` (and `chown`, `lchown`).
+pub fn fchownat(
+    vfs: &Vfs,
+    files: &LinuxProcess,
+    dirfd: u64,
+    path: u64,
+    uid: u64,
+    gid: u64,
+    at_flags: u64,
+) -> Result<i64, Errno> {
+    if at_flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let inode = inode_at(vfs, files, dirfd, path, at_flags)?;
+    change_owner(vfs, files, &inode, uid, gid)
+}
+
+/// `UTIME_NOW` and `UTIME_OMIT`: the `tv_nsec` values of `utimensat` that
+/// mean "the current time" and "leave it".
+const UTIME_NOW: i64 = (1 << 30) - 1;
+const UTIME_OMIT: i64 = (1 << 30) - 2;
+
+/// New access and modification times: `None` leaves one as it is.
+type Times = [Option<TimeChange>; 2];
+
+/// Sets the times of what `(dirfd, path, flags)` names, or (for a null
+/// `path`, Linux's `futimens`) of the file `dirfd` names itself: `times`
+/// `None` means both now. `EFAULT` for a null path with `AT_FDCWD`.
+fn set_times(
+    vfs: &Vfs,
+    files: &LinuxProcess,
+    dirfd: u64,
+    path: u64,
+    times: Option<Times>,
+    at_flags: u64,
+) -> Result<i64, Errno> {
+    if at_flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let inode = if path == 0 && !is_cwd(dirfd) {
+        if at_flags != 0 {
+            return Err(Errno::EINVAL);
+        }
+        files.fds.get(dirfd as i64)?.inode().clone()
+    } else {
+        inode_at(vfs, files, dirfd, path, at_flags)?
+    };
+    let [atime, mtime] = times.unwrap_or([Some(TimeChange::Now); 2]);
+    let changes = SetAttributes {
+        atime,
+        mtime,
+        ..SetAttributes::default()
+    };
+    vfs.set_attributes(&files.context(), &inode, &changes).map(|()| 0)
+}
+
+/// Reads two `struct timespec` of `utimensat`: each a time, `UTIME_NOW`
+/// or `UTIME_OMIT` in `tv_nsec`; `EINVAL` for other nanoseconds outside
+/// 0..1e9.
+fn read_timespecs(address: u64) -> Result<Times, Errno> {
+    let mut times = [None; 2];
+    for (index, time) in times.iter_mut().enumerate() {
+        let at = address + index as u64 * 16;
+        let seconds = user::read_u64(at)? as i64;
+        let nanoseconds = user::read_u64(at + 8)? as i64;
+        *time = match nanoseconds {
+            UTIME_OMIT => None,
+            UTIME_NOW => Some(TimeChange::Now),
+            0..=999_999_999 => Some(TimeChange::At(Timespec {
+                sec: seconds,
+                nsec: nanoseconds as u32,
+            })),
+            _ => return Err(Errno::EINVAL),
+        };
+    }
+    Ok(times)
+}
+
+/// `utimensat(dirfd, path, times, flags)`: both times `UTIME_OMIT` does
+/// nothing, without even looking the path up (as Linux).
+pub fn utimensat(
+    vfs: &Vfs,
+    files: &LinuxProcess,
+    dirfd: u64,
+    path: u64,
+    times: u64,
+    at_flags: u64,
+) -> Result<i64, Errno> {
+    let times = if times == 0 { None } else { Some(read_timespecs(times)?) };
+    if times == Some([None, None]) {
+        return Ok(0);
+    }
+    set_times(vfs, files, dirfd, path, times, at_flags)
+}
+
+/// `futimesat(dirfd, path, times)` (and `utimes`): `times` are two
+/// `struct timeval` (microseconds outside 0..1e6 are `EINVAL`), or null
+/// for now.
+pub fn futimesat(vfs: &Vfs, files: &LinuxProcess, dirfd: u64, path: u64, times: u64) -> Result<i64, Errno> {
+    let times = if times == 0 {
+        None
+    } else {
+        let mut read = [None; 2];
+        for (index, time) in read.iter_mut().enumerate() {
+            let at = times + index as u64 * 16;
+            let seconds = user::read_u64(at)? as i64;
+            let microseconds = user::read_u64(at + 8)? as i64;
+            if !(0..1_000_000).contains(&microseconds) {
+                return Err(Errno::EINVAL);
+            }
+            *time = Some(TimeChange::At(Timespec {
+                sec: seconds,
+                nsec: microseconds as u32 * 1000,
+            }));
+        }
+        Some(read)
+    };
+    set_times(vfs, files, dirfd, path, times, 0)
+}
+
+/// `utime(path, times)`: `times` is a `struct utimbuf` (access and
+/// modification seconds), or null for now.
+pub fn utime(vfs: &Vfs, files: &LinuxProcess, path: u64, times: u64) -> Result<i64, Errno> {
+    let times = if times == 0 {
+        None
+    } else {
+        let at = |offset: u64| -> Result<Option<TimeChange>, Errno> {
+            let seconds = user::read_u64(times + offset)? as i64;
+            Ok(Some(TimeChange::At(Timespec::from_secs(seconds))))
+        };
+        Some([at(0)?, at(8)?])
+    };
+    set_times(vfs, files, AT_FDCWD, path, times, 0)
 }
 
 /// `getcwd(buf, size)`: the path with its NUL; `ERANGE` if it does not

@@ -13,7 +13,10 @@
 //!   `fcntl`, `fstat`, `getdents64`, ...);
 //! - `fs`: calls on paths (`openat`, `stat`, `mkdir`, `rename`,
 //!   `getcwd`, `chdir`, ...);
-//! - `info`: `uname`.
+//! - `info`: `uname`, `sysinfo`;
+//! - `poll`: `poll`, `ppoll`, `select`, `pselect6`;
+//! - `identity`: ids, groups, sessions; `resource`: limits and usage
+//!   (`times`, `getrusage`), `getrandom`, `prctl`.
 //!
 //! Each process has a [`LinuxProcess`]: its descriptor table (open files
 //! are capabilities in the process's `domain::HandleTable`), its current
@@ -42,6 +45,7 @@ use dispatch::Principal;
 use vfs::{Errno, Inode, OpenFile, PathContext, Vfs};
 
 pub use fdtable::{FdTable, MAX_DESCRIPTORS};
+pub use info::{RELEASE, VERSION};
 pub use pipe::set_interrupted_check;
 pub use signal::{signals_may_be_pending, Disposition, SignalInfo, SignalState, Source};
 
@@ -58,8 +62,13 @@ pub struct LinuxProcess {
     groups: spin::Mutex<(u64, u64)>,
     /// `set_robust_list`'s head.
     robust_list: spin::Mutex<u64>,
-    /// `prctl(PR_SET_NAME)`'s name.
+    /// Its command name (Linux's `comm`, NUL-padded): its program file's
+    /// base name, set by the kernel when it starts or `execve`s a program,
+    /// changed by `prctl(PR_SET_NAME)` (busybox names itself after the
+    /// applet it runs), inherited by `fork`.
     name: spin::Mutex<[u8; 16]>,
+    /// Supplementary groups (`setgroups`), sorted as Linux keeps them.
+    supplementary: spin::Mutex<alloc::vec::Vec<u32>>,
 }
 
 impl LinuxProcess {
@@ -74,6 +83,28 @@ impl LinuxProcess {
 
     fn set_umask(&self, umask: u32) -> u32 {
         core::mem::replace(&mut self.paths.lock().umask, umask & 0o777)
+    }
+
+    /// Its process group.
+    pub fn process_group(&self) -> u64 {
+        self.groups.lock().0
+    }
+
+    /// Its session.
+    pub fn session(&self) -> u64 {
+        self.groups.lock().1
+    }
+
+    /// Its supplementary groups.
+    pub fn supplementary_groups(&self) -> alloc::vec::Vec<u32> {
+        self.supplementary.lock().clone()
+    }
+
+    /// Its command name (Linux's `comm`), if it has one.
+    pub fn command_name(&self) -> Option<alloc::vec::Vec<u8>> {
+        let name = *self.name.lock();
+        let length = name.iter().position(|&byte| byte == 0).unwrap_or(name.len());
+        (length > 0).then(|| name[..length].to_vec())
     }
 }
 
@@ -122,13 +153,22 @@ pub struct Personality {
     /// The root and current directory new processes start in (`None`:
     /// the tree's root).
     start_directory: spin::Mutex<Option<Arc<dyn Inode>>>,
+    /// What the kernel says of processes, memory and time (`sysinfo`,
+    /// `times`, `getrusage`; the same source `/proc` reads).
+    system: Arc<dyn procfs::Source>,
 }
 
 impl Personality {
     /// A personality over `vfs`; new processes get `/dev/console` (or
     /// `console` if the tree has none) as standard input, output and
-    /// error.
-    pub fn new(vfs: Arc<Vfs>, console: Arc<OpenFile>, clock: vfs::Clock) -> Personality {
+    /// error; `system` tells it what the kernel knows of processes,
+    /// memory and time.
+    pub fn new(
+        vfs: Arc<Vfs>,
+        console: Arc<OpenFile>,
+        clock: vfs::Clock,
+        system: Arc<dyn procfs::Source>,
+    ) -> Personality {
         let pipefs: Arc<dyn vfs::FileSystem> = vfs::RamFs::new(PIPEFS_DEVICE, clock);
         let urandom = vfs
             .devices()
@@ -141,6 +181,7 @@ impl Personality {
             urandom,
             processes: spin::Mutex::new(BTreeMap::new()),
             start_directory: spin::Mutex::new(None),
+            system,
         }
     }
 
@@ -176,6 +217,7 @@ impl Personality {
             groups: spin::Mutex::new((pid, pid)),
             robust_list: spin::Mutex::new(0),
             name: spin::Mutex::new([0; 16]),
+            supplementary: spin::Mutex::new(alloc::vec::Vec::new()),
         };
         self.processes.lock().insert(pid, Arc::new(files));
     }
@@ -203,6 +245,7 @@ impl Personality {
             groups: spin::Mutex::new(*parent_files.groups.lock()),
             robust_list: spin::Mutex::new(0),
             name: spin::Mutex::new(*parent_files.name.lock()),
+            supplementary: spin::Mutex::new(parent_files.supplementary.lock().clone()),
         };
         self.processes.lock().insert(child, Arc::new(files));
     }
@@ -212,6 +255,25 @@ impl Personality {
     pub fn read_executable(&self, pid: u64, path: &[u8]) -> Result<alloc::vec::Vec<u8>, Errno> {
         let files = self.files(pid).ok_or(Errno::ESRCH)?;
         read_whole_file(&self.vfs, &files.context(), path)
+    }
+
+    /// The absolute path of the file `path` names for process `pid` (as
+    /// its `/proc/PID/exe` says it: links followed), if it is there.
+    pub fn executable_path(&self, pid: u64, path: &[u8]) -> Option<alloc::vec::Vec<u8>> {
+        let context = self.files(pid)?.context();
+        let file = self.vfs.open(&context, path, vfs::flags::O_RDONLY, 0).ok()?;
+        Some(self.vfs.open_file_path(&context, &file))
+    }
+
+    /// Process `pid` is now called `name` (cut to 15 bytes): the kernel
+    /// started or `execve`d a program of that base name.
+    pub fn set_command_name(&self, pid: u64, name: &[u8]) {
+        if let Some(files) = self.files(pid) {
+            let mut stored = [0u8; 16];
+            let length = name.len().min(15);
+            stored[..length].copy_from_slice(&name[..length]);
+            *files.name.lock() = stored;
+        }
     }
 
     /// Process `pid` replaced its program (`execve`): descriptors marked
@@ -329,6 +391,7 @@ fn table(number: u64) -> Option<Implementation> {
         FTRUNCATE => |c, [fd, length, ..]| files::ftruncate(c.files, fd, length),
         SENDFILE => |c, [out, input, offset, count, ..]| files::sendfile(c.files, out, input, offset, count),
         FCHMOD => |c, [fd, mode, ..]| files::fchmod(c.vfs, c.files, fd, mode),
+        FCHOWN => |c, [fd, uid, gid, ..]| files::fchown(c.vfs, c.files, fd, uid, gid),
         OPEN => |c, [path, flags, mode, ..]| fs::openat(c.vfs, c.files, AT_FDCWD, path, flags, mode),
         CREAT => |c, [path, mode, ..]| fs::openat(c.vfs, c.files, AT_FDCWD, path, CREAT_FLAGS, mode),
         OPENAT => |c, [dir, path, flags, mode, ..]| fs::openat(c.vfs, c.files, dir, path, flags, mode),
@@ -364,13 +427,27 @@ fn table(number: u64) -> Option<Implementation> {
         TRUNCATE => |c, [path, length, ..]| fs::truncate(c.vfs, c.files, path, length),
         CHMOD => |c, [path, mode, ..]| fs::fchmodat(c.vfs, c.files, AT_FDCWD, path, mode),
         FCHMODAT => |c, [dir, path, mode, ..]| fs::fchmodat(c.vfs, c.files, dir, path, mode),
+        CHOWN => |c, [path, uid, gid, ..]| fs::fchownat(c.vfs, c.files, AT_FDCWD, path, uid, gid, 0),
+        LCHOWN => |c, [path, uid, gid, ..]| {
+            fs::fchownat(c.vfs, c.files, AT_FDCWD, path, uid, gid, AT_SYMLINK_NOFOLLOW)
+        },
+        FCHOWNAT => |c, [dir, path, uid, gid, flags, _]| fs::fchownat(c.vfs, c.files, dir, path, uid, gid, flags),
+        UTIMENSAT => |c, [dir, path, times, flags, ..]| fs::utimensat(c.vfs, c.files, dir, path, times, flags),
+        FUTIMESAT => |c, [dir, path, times, ..]| fs::futimesat(c.vfs, c.files, dir, path, times),
+        UTIMES => |c, [path, times, ..]| fs::futimesat(c.vfs, c.files, AT_FDCWD, path, times),
+        UTIME => |c, [path, times, ..]| fs::utime(c.vfs, c.files, path, times),
         GETCWD => |c, [buf, size, ..]| fs::getcwd(c.vfs, c.files, buf, size),
         CHDIR => |c, [path, ..]| fs::chdir(c.vfs, c.files, path),
         FCHDIR => |c, [fd, ..]| fs::fchdir(c.files, fd),
         UMASK => |c, [mask, ..]| Ok(i64::from(c.files.set_umask(mask as u32))),
         UNAME => |_, [buf, ..]| info::uname(buf),
+        SYSINFO => |c, [buf, ..]| info::sysinfo(&*c.personality.system, buf),
         POLL => |c, [fds, count, timeout, ..]| poll::poll(c.files, fds, count, poll::timeout_argument(timeout)),
-        PPOLL => |c, [fds, count, timeout, ..]| poll::poll(c.files, fds, count, poll::timespec_ms(timeout)?),
+        PPOLL => |c, [fds, count, timeout, ..]| poll::poll(c.files, fds, count, poll::timespec_ns(timeout)?),
+        SELECT => |c, [count, read, write, except, timeout, _]| poll::select(c.files, count, [read, write, except], timeout),
+        PSELECT6 => |c, [count, read, write, except, timeout, mask]| {
+            poll::pselect6(c.files, count, [read, write, except], timeout, mask)
+        },
         PIPE => |c, [fds, ..]| pipe::pipe2(&c.personality.pipes, c.files, fds, 0),
         PIPE2 => |c, [fds, flags, ..]| pipe::pipe2(&c.personality.pipes, c.files, fds, flags),
         RT_SIGACTION => |c, [signal, act, old, size, ..]| signal::rt_sigaction(c.files, signal, act, old, size),
@@ -382,9 +459,11 @@ fn table(number: u64) -> Option<Implementation> {
         GETUID | GETEUID | GETGID | GETEGID => |_, _| identity::root_id(),
         SETUID | SETGID => |_, [id, ..]| identity::set_id(id),
         GETRESUID | GETRESGID => |_, [r, e, s, ..]| identity::getres_ids(r, e, s),
-        GETPGRP => |c, _| Ok(c.files.groups.lock().0 as i64),
-        GETPGID => |c, [pid, ..]| Ok(c.process(pid)?.groups.lock().0 as i64),
-        GETSID => |c, [pid, ..]| Ok(c.process(pid)?.groups.lock().1 as i64),
+        GETGROUPS => |c, [size, list, ..]| identity::getgroups(c.files, size, list),
+        SETGROUPS => |c, [size, list, ..]| identity::setgroups(c.files, size, list),
+        GETPGRP => |c, _| Ok(c.files.process_group() as i64),
+        GETPGID => |c, [pid, ..]| Ok(c.process(pid)?.process_group() as i64),
+        GETSID => |c, [pid, ..]| Ok(c.process(pid)?.session() as i64),
         SETPGID => |c, [pid, pgid, ..]| {
             let target = if pid == 0 { c.pid } else { pid };
             identity::setpgid(&*c.process(pid)?, target, pgid)
@@ -396,6 +475,8 @@ fn table(number: u64) -> Option<Implementation> {
         },
         GETRLIMIT => |_, [resource, old, ..]| resource::prlimit64(resource, 0, old),
         SETRLIMIT => |_, [resource, new, ..]| resource::prlimit64(resource, new, 0),
+        TIMES => |c, [buf, ..]| resource::times(&*c.personality.system, c.pid, buf),
+        GETRUSAGE => |c, [who, usage, ..]| resource::getrusage(&*c.personality.system, c.pid, who, usage),
         GETRANDOM => |c, [buf, count, flags, ..]| resource::getrandom(&*c.personality.urandom, buf, count, flags),
         SET_ROBUST_LIST => |c, [head, length, ..]| resource::set_robust_list(c.files, head, length),
         PRCTL => |c, [option, argument, ..]| resource::prctl(c.files, option, argument),

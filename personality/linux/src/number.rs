@@ -86,6 +86,21 @@ pub const PRLIMIT64: u64 = 302;
 pub const GETRANDOM: u64 = 318;
 pub const SET_ROBUST_LIST: u64 = 273;
 pub const PRCTL: u64 = 157;
+pub const SELECT: u64 = 23;
+pub const PSELECT6: u64 = 270;
+pub const GETRUSAGE: u64 = 98;
+pub const SYSINFO: u64 = 99;
+pub const TIMES: u64 = 100;
+pub const GETGROUPS: u64 = 115;
+pub const SETGROUPS: u64 = 116;
+pub const CHOWN: u64 = 92;
+pub const FCHOWN: u64 = 93;
+pub const LCHOWN: u64 = 94;
+pub const FCHOWNAT: u64 = 260;
+pub const UTIME: u64 = 132;
+pub const UTIMES: u64 = 235;
+pub const FUTIMESAT: u64 = 261;
+pub const UTIMENSAT: u64 = 280;
 
 /// `AT_FDCWD`: "relative to the current directory" (-100 as a register).
 pub const AT_FDCWD: u64 = -100i64 as u64;

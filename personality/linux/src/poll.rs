@@ -1,9 +1,14 @@
-//! Waiting for descriptors: `poll` and `ppoll`.
+//! Waiting for descriptors: `poll`, `ppoll`, `select` and `pselect6`.
 //!
 //! Each descriptor's open file says whether it is ready (`readiness`:
 //! regular files always, pipes and the terminal for themselves). With
-//! nothing ready the call waits, looking again every millisecond, until
-//! something is, the timeout passes, or the caller is interrupted.
+//! nothing ready the call waits, looking again after yielding and then
+//! every millisecond, until something is, the timeout passes, or the
+//! caller is interrupted.
+//!
+//! `select` is `poll` over the descriptors its sets name, as Linux's
+//! `do_select` is: readable means `POLLIN`, `POLLHUP` or `POLLERR`;
+//! writable `POLLOUT` or `POLLERR`; exceptional `POLLPRI`.
 
 use alloc::vec::Vec;
 
@@ -20,8 +25,18 @@ const POLLNVAL: u16 = 0x20;
 /// `POLLRDNORM` and `POLLWRNORM` (what `select` asks, as Linux maps it).
 const POLLRDNORM: u16 = 0x40;
 const POLLWRNORM: u16 = 0x100;
+/// What makes a descriptor count as readable, writable, exceptional for
+/// `select` (Linux's `POLLIN_SET`, `POLLOUT_SET`, `POLLEX_SET`).
+const SELECT_READ: u16 = POLLIN | POLLRDNORM | POLLHUP | POLLERR;
+const SELECT_WRITE: u16 = POLLOUT | POLLWRNORM | POLLERR;
+const SELECT_EXCEPT: u16 = POLLPRI;
 /// Most descriptors one call may watch (`RLIMIT_NOFILE`).
 const MAX_WATCHED: u64 = crate::MAX_DESCRIPTORS as u64;
+/// Nanoseconds in a second.
+const NS_PER_SECOND: u64 = 1_000_000_000;
+/// Bytes of an `fd_set` word (`unsigned long`): sets are read and written
+/// whole words at a time, as Linux does.
+const FD_SET_WORD_BYTES: u64 = 8;
 
 /// The events ready for `fd` among `wanted` (and the ones always
 /// reported: errors, hang-up, a bad descriptor).
@@ -46,58 +61,235 @@ fn ready(process: &LinuxProcess, fd: i32, wanted: u16) -> u16 {
     events & (wanted | POLLERR | POLLHUP) & !POLLPRI
 }
 
-/// `poll(fds, nfds, timeout_ms)` with the timeout in milliseconds (`None`:
-/// forever).
-pub fn poll(process: &LinuxProcess, fds: u64, count: u64, timeout_ms: Option<u64>) -> Result<i64, Errno> {
-    if count > MAX_WATCHED {
-        return Err(Errno::EINVAL);
-    }
-    let mut entries: Vec<[u8; 8]> = Vec::with_capacity(count as usize);
-    for index in 0..count {
-        let mut entry = [0u8; 8];
-        user::read(fds + index * 8, &mut entry)?;
-        entries.push(entry);
-    }
+/// One descriptor a wait watches: what it wants and what it got.
+struct Watch {
+    fd: i32,
+    wanted: u16,
+    /// The events that count: all for `poll` (errors and hang-ups are
+    /// reported unasked), only those of the sets asked for `select`.
+    counted: u16,
+    got: u16,
+}
+
+/// Looks at `watches` until one is ready (each one's `got` says what),
+/// until uptime `deadline` (ns; `None`: no end), or until the caller is
+/// interrupted (`EINTR`). The number of ready watches (0: the deadline
+/// passed).
+fn wait_for(process: &LinuxProcess, watches: &mut [Watch], deadline: Option<u64>) -> Result<usize, Errno> {
     let mut round = 0;
-    let deadline = timeout_ms.map(|ms| hal::timer::uptime_ns().saturating_add(ms.saturating_mul(1_000_000)));
     loop {
         let mut ready_count = 0;
-        for entry in &mut entries {
-            let fd = i32::from_le_bytes([entry[0], entry[1], entry[2], entry[3]]);
-            let wanted = u16::from_le_bytes([entry[4], entry[5]]);
-            let revents = ready(process, fd, wanted);
-            entry[6..8].copy_from_slice(&revents.to_le_bytes());
-            if revents != 0 {
+        for watch in watches.iter_mut() {
+            watch.got = ready(process, watch.fd, watch.wanted) & watch.counted;
+            if watch.got != 0 {
                 ready_count += 1;
             }
         }
         let expired = deadline.is_some_and(|deadline| hal::timer::uptime_ns() >= deadline);
         if ready_count > 0 || expired {
-            for (index, entry) in entries.iter().enumerate() {
-                user::write(fds + index as u64 * 8 + 6, &entry[6..8])?;
-            }
             return Ok(ready_count);
         }
         crate::pipe::wait_a_little(&mut round)?;
     }
 }
 
-/// A `struct timespec` argument as milliseconds (rounded up); `None` for a
-/// null pointer (forever). `EINVAL` for a negative or malformed one.
-pub fn timespec_ms(address: u64) -> Result<Option<u64>, Errno> {
+/// The uptime `timeout_ns` from now.
+fn deadline_after(timeout_ns: Option<u64>) -> Option<u64> {
+    timeout_ns.map(|ns| hal::timer::uptime_ns().saturating_add(ns))
+}
+
+/// `poll(fds, nfds, timeout_ms)` with the timeout in nanoseconds (`None`:
+/// forever).
+pub fn poll(process: &LinuxProcess, fds: u64, count: u64, timeout_ns: Option<u64>) -> Result<i64, Errno> {
+    if count > MAX_WATCHED {
+        return Err(Errno::EINVAL);
+    }
+    let mut watches: Vec<Watch> = Vec::with_capacity(count as usize);
+    for index in 0..count {
+        let mut entry = [0u8; 8];
+        user::read(fds + index * 8, &mut entry)?;
+        watches.push(Watch {
+            fd: i32::from_le_bytes([entry[0], entry[1], entry[2], entry[3]]),
+            wanted: u16::from_le_bytes([entry[4], entry[5]]),
+            counted: u16::MAX,
+            got: 0,
+        });
+    }
+    let ready_count = wait_for(process, &mut watches, deadline_after(timeout_ns))?;
+    for (index, watch) in watches.iter().enumerate() {
+        user::write(fds + index as u64 * 8 + 6, &watch.got.to_le_bytes())?;
+    }
+    Ok(ready_count as i64)
+}
+
+/// Reads a `struct timespec` (`ppoll`, `pselect6`) as nanoseconds; `None`
+/// for a null pointer (forever). `EINVAL` for a negative or malformed one.
+pub fn timespec_ns(address: u64) -> Result<Option<u64>, Errno> {
     if address == 0 {
         return Ok(None);
     }
     let seconds = user::read_u64(address)? as i64;
     let nanoseconds = user::read_u64(address + 8)? as i64;
-    if seconds < 0 || !(0..1_000_000_000).contains(&nanoseconds) {
+    if seconds < 0 || !(0..NS_PER_SECOND as i64).contains(&nanoseconds) {
         return Err(Errno::EINVAL);
     }
-    Ok(Some((seconds as u64).saturating_mul(1000) + (nanoseconds as u64).div_ceil(1_000_000)))
+    Ok(Some((seconds as u64).saturating_mul(NS_PER_SECOND).saturating_add(nanoseconds as u64)))
 }
 
-/// `poll`'s `int timeout`: negative is forever.
-pub fn timeout_argument(timeout: u64) -> Option<u64> {
-    let timeout = timeout as i32;
-    (timeout >= 0).then_some(timeout as u64)
+/// Reads a `struct timeval` (`select`) as nanoseconds; `None` for a null
+/// pointer. Microseconds beyond a second carry into the seconds (Linux
+/// normalises them); a negative time is `EINVAL`.
+fn timeval_ns(address: u64) -> Result<Option<u64>, Errno> {
+    if address == 0 {
+        return Ok(None);
+    }
+    let seconds = user::read_u64(address)? as i64;
+    let microseconds = user::read_u64(address + 8)? as i64;
+    if seconds < 0 || microseconds < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let ns = (seconds as u64)
+        .saturating_add(microseconds as u64 / 1_000_000)
+        .saturating_mul(NS_PER_SECOND)
+        .saturating_add(microseconds as u64 % 1_000_000 * 1000);
+    Ok(Some(ns))
+}
+
+/// `poll`'s `int timeout` in milliseconds as nanoseconds: negative is
+/// forever.
+pub fn timeout_argument(timeout_ms: u64) -> Option<u64> {
+    let timeout_ms = timeout_ms as i32;
+    (timeout_ms >= 0).then_some(timeout_ms as u64 * 1_000_000)
+}
+
+/// How `select` and `pselect6` write back the time left.
+#[derive(Clone, Copy)]
+enum TimeLayout {
+    /// `struct timeval`: seconds, microseconds.
+    Timeval,
+    /// `struct timespec`: seconds, nanoseconds.
+    Timespec,
+}
+
+/// `select(nfds, readfds, writefds, exceptfds, timeout)`.
+pub fn select(
+    process: &LinuxProcess,
+    count: u64,
+    sets: [u64; 3],
+    timeout: u64,
+) -> Result<i64, Errno> {
+    let timeout_ns = timeval_ns(timeout)?;
+    select_sets(process, count, sets, (timeout, timeout_ns, TimeLayout::Timeval))
+}
+
+/// `pselect6(nfds, readfds, writefds, exceptfds, timeout, sigmask)`:
+/// `sigmask` points to the mask's address and size (8). The mask is
+/// checked (`EFAULT`, `EINVAL` for another size) but not put in force
+/// during the wait: no signal is delivered to a handler yet, so it could
+/// change nothing the caller sees.
+pub fn pselect6(
+    process: &LinuxProcess,
+    count: u64,
+    sets: [u64; 3],
+    timeout: u64,
+    sigmask: u64,
+) -> Result<i64, Errno> {
+    let timeout_ns = timespec_ns(timeout)?;
+    if sigmask != 0 {
+        let mask = user::read_u64(sigmask)?;
+        let size = user::read_u64(sigmask + 8)?;
+        if mask != 0 {
+            if size != 8 {
+                return Err(Errno::EINVAL);
+            }
+            user::read_u64(mask)?;
+        }
+    }
+    select_sets(process, count, sets, (timeout, timeout_ns, TimeLayout::Timespec))
+}
+
+/// The common part of `select` and `pselect6`: read the sets (bits of
+/// descriptors below `count`), wait, write back the ready bits (all
+/// clear when the time ran out) and the time left.
+fn select_sets(
+    process: &LinuxProcess,
+    count: u64,
+    sets: [u64; 3],
+    (timeout, timeout_ns, layout): (u64, Option<u64>, TimeLayout),
+) -> Result<i64, Errno> {
+    // `nfds` is an int: negative, or beyond the descriptors a process may
+    // have, is EINVAL (select(2); Linux itself cuts a large one down to
+    // its table's size).
+    let count = count as i32;
+    if count < 0 || count as u64 > MAX_WATCHED {
+        return Err(Errno::EINVAL);
+    }
+    let count = count as u64;
+    let set_bytes = count.div_ceil(64) * FD_SET_WORD_BYTES;
+    let mut bits: [Vec<u8>; 3] = Default::default();
+    for (set, address) in bits.iter_mut().zip(sets) {
+        if address != 0 {
+            set.resize(set_bytes as usize, 0);
+            user::read(address, set)?;
+        }
+    }
+    let is_set = |set: &Vec<u8>, fd: u64| set.get(fd as usize / 8).is_some_and(|byte| byte >> (fd % 8) & 1 != 0);
+    let mut watches = Vec::new();
+    for fd in 0..count {
+        let mut wanted = 0;
+        for (set, events) in bits.iter().zip([SELECT_READ, SELECT_WRITE, SELECT_EXCEPT]) {
+            if is_set(set, fd) {
+                wanted |= events;
+            }
+        }
+        if wanted == 0 {
+            continue;
+        }
+        // Every descriptor named must be open (Linux's `max_select_fd`).
+        process.fds.get(fd as i64)?;
+        watches.push(Watch {
+            fd: fd as i32,
+            wanted,
+            counted: wanted,
+            got: 0,
+        });
+    }
+    let deadline = deadline_after(timeout_ns);
+    wait_for(process, &mut watches, deadline)?;
+    for set in bits.iter_mut() {
+        set.fill(0);
+    }
+    let mut ready_bits = 0;
+    for watch in &watches {
+        for (set, events) in bits.iter_mut().zip([SELECT_READ, SELECT_WRITE, SELECT_EXCEPT]) {
+            // Only sets that asked about this descriptor answer for it.
+            if watch.wanted & events != 0 && watch.got & events != 0 {
+                set[watch.fd as usize / 8] |= 1 << (watch.fd % 8);
+                ready_bits += 1;
+            }
+        }
+    }
+    for (set, address) in bits.iter().zip(sets) {
+        if address != 0 {
+            user::write(address, set)?;
+        }
+    }
+    if let Some(deadline) = deadline {
+        write_time_left(timeout, deadline.saturating_sub(hal::timer::uptime_ns()), layout);
+    }
+    Ok(ready_bits)
+}
+
+/// Writes the time left before the deadline over the caller's timeout, as
+/// Linux does for `select` and `pselect6`. A timeout that cannot be
+/// written back is not an error (the call's result stands, as on Linux).
+fn write_time_left(address: u64, left_ns: u64, layout: TimeLayout) {
+    let fraction = match layout {
+        TimeLayout::Timeval => left_ns % NS_PER_SECOND / 1000,
+        TimeLayout::Timespec => left_ns % NS_PER_SECOND,
+    };
+    let mut value = [0u8; 16];
+    value[..8].copy_from_slice(&(left_ns / NS_PER_SECOND).to_le_bytes());
+    value[8..].copy_from_slice(&fraction.to_le_bytes());
+    let _ = user::write(address, &value);
 }

@@ -1,6 +1,12 @@
-//! Limits and system facts: `prlimit64`, `getrlimit`, `setrlimit`,
-//! `getrandom`, `set_robust_list`, `prctl`.
+//! Limits and what a process has used: `prlimit64`, `getrlimit`,
+//! `setrlimit`, `times`, `getrusage`, `getrandom`, `set_robust_list`,
+//! `prctl`.
+//!
+//! Processor time comes from the kernel's accounting (timer ticks while a
+//! thread runs, so 1 ms granularity). The kernel does not tell user time
+//! from system time yet: all of it is reported as user time.
 
+use procfs::{clock_ticks, Source};
 use vfs::Errno;
 
 use crate::{user, LinuxProcess};
@@ -103,4 +109,55 @@ pub fn prctl(process: &LinuxProcess, option: u64, argument: u64) -> Result<i64, 
         PR_SET_DUMPABLE if argument <= 1 => Ok(0),
         _ => Err(Errno::EINVAL),
     }
+}
+
+/// `times(buf)`: the caller's processor time and its waited-for
+/// children's, in clock ticks (`USER_HZ`), written to `buf` unless it is
+/// null; returns the clock ticks since boot.
+pub fn times(system: &dyn Source, pid: u64, buffer: u64) -> Result<i64, Errno> {
+    if buffer != 0 {
+        let process = system.process(pid).ok_or(Errno::ESRCH)?;
+        let mut record = [0u8; 32];
+        // tms_utime, tms_stime, tms_cutime, tms_cstime.
+        record[..8].copy_from_slice(&clock_ticks(process.cpu_ns).to_le_bytes());
+        record[16..24].copy_from_slice(&clock_ticks(process.children_cpu_ns).to_le_bytes());
+        user::write(buffer, &record)?;
+    }
+    Ok(clock_ticks(system.uptime_ns()) as i64)
+}
+
+/// `getrusage(who, usage)`'s `who`.
+const RUSAGE_SELF: i32 = 0;
+const RUSAGE_CHILDREN: i32 = -1;
+const RUSAGE_THREAD: i32 = 1;
+/// Bytes of `struct rusage`.
+const RUSAGE_BYTES: usize = 144;
+/// Bytes of a page, the unit of resident sizes.
+const PAGE_BYTES: u64 = 4096;
+
+/// `getrusage(who, usage)` for the caller (`RUSAGE_SELF`), its waited-for
+/// children (`RUSAGE_CHILDREN`) or the calling thread (`RUSAGE_THREAD`):
+/// processor time, `ru_maxrss` (for the caller its resident size now, a
+/// lower bound of its peak; for children the largest any had when it
+/// ended) and minor faults; the rest is 0. `EINVAL` for another `who`.
+pub fn getrusage(system: &dyn Source, pid: u64, who: u64, usage: u64) -> Result<i64, Errno> {
+    let process = system.process(pid).ok_or(Errno::ESRCH)?;
+    let (cpu_ns, resident_pages, minor_faults) = match who as i32 {
+        RUSAGE_SELF => (process.cpu_ns, process.resident_pages, process.minor_faults),
+        RUSAGE_THREAD => (system.caller_thread_cpu_ns(), process.resident_pages, 0),
+        RUSAGE_CHILDREN => (
+            process.children_cpu_ns,
+            process.children_max_resident_pages,
+            process.children_minor_faults,
+        ),
+        _ => return Err(Errno::EINVAL),
+    };
+    let mut record = [0u8; RUSAGE_BYTES];
+    // ru_utime (a timeval), ru_stime (0), ru_maxrss in kB, ru_minflt.
+    record[..8].copy_from_slice(&(cpu_ns / 1_000_000_000).to_le_bytes());
+    record[8..16].copy_from_slice(&(cpu_ns % 1_000_000_000 / 1000).to_le_bytes());
+    record[32..40].copy_from_slice(&(resident_pages * PAGE_BYTES / 1024).to_le_bytes());
+    record[64..72].copy_from_slice(&minor_faults.to_le_bytes());
+    user::write(usage, &record)?;
+    Ok(0)
 }

@@ -57,8 +57,9 @@ pub fn process_stat(process: &ProcessInfo) -> Vec<u8> {
     // the two apart yet).
     let _ = write!(
         rest,
-        " {} 0 0 0 {} 0 {} 0",
+        " {} {} 0 0 {} 0 {} 0",
         process.minor_faults,
+        process.children_minor_faults,
         clock_ticks(process.cpu_ns),
         clock_ticks(process.children_cpu_ns)
     );

@@ -71,6 +71,10 @@ pub struct ProcessInfo {
     /// Page faults resolved without I/O (demand-zero pages, private
     /// copies).
     pub minor_faults: u64,
+    /// Minor faults of its children that ended and were waited for.
+    pub children_minor_faults: u64,
+    /// The most pages any of those children had mapped when it ended.
+    pub children_max_resident_pages: u64,
     /// Processor time its threads have had, in nanoseconds.
     pub cpu_ns: u64,
     /// Processor time of its children that ended and were waited for, in

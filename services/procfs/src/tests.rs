@@ -39,6 +39,8 @@ fn process(pid: u64, parent: u64, command: &str, arguments: &[&str]) -> ProcessI
         virtual_bytes: 8 << 20,
         resident_pages: 100,
         minor_faults: 42,
+        children_minor_faults: 7,
+        children_max_resident_pages: 3,
         cpu_ns: 1_230_000_000,
         children_cpu_ns: 50_000_000,
         start_ns: 2_500_000_000,
@@ -237,7 +239,7 @@ fn stat_has_linuxs_52_fields() {
     assert_eq!(&fields[..8], ["5", "(ps)", "S", "1", "5", "1", "0", "-1"]);
     // minflt, utime (1.23 s at 100 Hz), cutime, threads, starttime,
     // vsize, rss, exit_signal.
-    assert_eq!(fields[9], "42");
+    assert_eq!((fields[9], fields[10]), ("42", "7"));
     assert_eq!(fields[13], "123");
     assert_eq!(fields[15], "5");
     assert_eq!(fields[19], "1");

@@ -641,6 +641,27 @@ pub fn threads() -> Vec<ThreadInfo> {
     })
 }
 
+/// Thread `id`'s state and the timer ticks it has run, if it exists (the
+/// figures `/proc` and `times` report, without copying the name as
+/// [`threads`] does).
+pub fn thread_usage(id: ThreadId) -> Option<(ThreadState, u64)> {
+    with_scheduler(|scheduler| {
+        scheduler
+            .threads
+            .get(&id)
+            .map(|thread| (thread.state, thread.cpu_ticks))
+    })
+}
+
+/// Timer ticks the idle thread has run: the time the processor had
+/// nothing to do.
+pub fn idle_ticks() -> u64 {
+    with_scheduler(|scheduler| {
+        let idle = scheduler.idle;
+        scheduler.threads.get(&idle).map_or(0, |thread| thread.cpu_ticks)
+    })
+}
+
 /// Context switches since [`init`].
 pub fn context_switches() -> u64 {
     with_scheduler(|scheduler| scheduler.context_switches)

@@ -1,0 +1,246 @@
+//! What the kernel tells `/proc` and the Linux personality's `sysinfo`,
+//! `times` and `getrusage`: [`KernelFacts`], the kernel's
+//! `procfs::Source`. Only the composition root sees both halves of a
+//! process, so the answers are put together here:
+//! - from the process table (`crate::process`): parent, state, program,
+//!   memory, processor time;
+//! - from the personality: process group and session, supplementary
+//!   groups, the command name (which `prctl` changes), descriptors and
+//!   the current directory (as paths of the file tree);
+//! - from hal and the scheduler: frames, uptime, idle time, the CPU.
+//!
+//! [`mount_proc`] mounts `/proc` on the file tree; [`program_started`]
+//! records what the kernel itself started a process with.
+
+use alloc::{format, sync::Arc, vec::Vec};
+
+use procfs::{Access, Cpu, Descriptor, MemoryInfo, Mount, ProcessInfo, ProcessState, Source};
+use vfs::Vfs;
+
+use crate::process::{self, Program};
+
+/// Device number of `/proc` (an anonymous device, as Linux gives it).
+const PROC_DEV: u64 = vfs::makedev(0, 21);
+/// Nanoseconds in a scheduler tick.
+const NS_PER_TICK: u64 = 1_000_000_000 / hal::timer::TICK_HZ;
+/// Bytes of a frame.
+const FRAME_BYTES: u64 = hal::memory::PAGE_SIZE;
+
+/// The kernel as a [`Source`].
+pub struct KernelFacts;
+
+/// The kernel's facts, for the personality and `/proc`.
+pub fn facts() -> Arc<dyn Source> {
+    Arc::new(KernelFacts)
+}
+
+/// Mounts `/proc` (made if missing) on `vfs`; logs what went wrong.
+pub fn mount_proc(vfs: &Vfs) {
+    let root = vfs.context(0, 0);
+    let _ = vfs.mkdir(&root, b"/proc", 0o555);
+    let mounted = vfs
+        .directory(&root, b"/proc")
+        .and_then(|directory| vfs.mount(directory, procfs::ProcFs::new(PROC_DEV, facts())));
+    if let Err(error) = mounted {
+        log::error!("linux: mounting /proc: {error}");
+    }
+}
+
+/// The kernel started `process` from program `name` of the boot archive
+/// (`bin/NAME`, which is `/bin/NAME` of the tree) with `arguments`: its
+/// command is `name`, its program file `/bin/NAME` if the tree has it (a
+/// link followed: `sh` is busybox's).
+pub fn program_started(process: &process::Process, name: &str, arguments: &[&[u8]]) {
+    let path = format!("/bin/{name}");
+    record_program(process, path.as_bytes(), arguments);
+}
+
+/// Process `process` `execve`d the file `path` with `arguments`.
+pub fn program_executed(process: &process::Process, path: &[u8], arguments: &[&[u8]]) {
+    record_program(process, path, arguments);
+}
+
+/// Records that `process` runs the file `path` with `arguments`: what
+/// `/proc` and `prctl(PR_GET_NAME)` say of it (the command is the path's
+/// base name, as Linux sets `comm` at `execve`).
+fn record_program(process: &process::Process, path: &[u8], arguments: &[&[u8]]) {
+    let personality = crate::linux::personality();
+    let executable = personality.and_then(|personality| personality.executable_path(process.id(), path));
+    let program = Program::new(path, arguments, executable);
+    if let Some(personality) = personality {
+        personality.set_command_name(process.id(), &program.command);
+    }
+    process.set_program(program);
+}
+
+fn access_of(flags: u32) -> Access {
+    match flags & vfs::flags::O_ACCMODE {
+        vfs::flags::O_WRONLY => Access::Write,
+        vfs::flags::O_RDWR => Access::ReadWrite,
+        _ => Access::Read,
+    }
+}
+
+impl Source for KernelFacts {
+    fn caller(&self) -> Option<u64> {
+        crate::user::process_of(sched::current().0)
+    }
+
+    fn caller_thread_cpu_ns(&self) -> u64 {
+        sched::thread_usage(sched::current()).map_or(0, |(_, ticks)| ticks * NS_PER_TICK)
+    }
+
+    fn processes(&self) -> Vec<u64> {
+        process::ids()
+    }
+
+    fn process(&self, pid: u64) -> Option<ProcessInfo> {
+        let process = process::get(pid)?;
+        let program = process.program();
+        let usage = process.usage();
+        let memory = process.with_memory(|memory| {
+            let virtual_bytes: u64 = memory.regions().map(|region| region.end - region.start).sum();
+            (virtual_bytes, memory.space().pages(), memory.faults_resolved())
+        });
+        let state = match memory {
+            None => ProcessState::Zombie,
+            Some(_) if process.is_running() => ProcessState::Running,
+            Some(_) => ProcessState::Sleeping,
+        };
+        let (virtual_bytes, resident_pages, minor_faults) =
+            memory.unwrap_or((0, 0, usage.final_minor_faults));
+        let linux = crate::linux::personality().and_then(|personality| personality.files(pid));
+        // A zombie's personality state is gone: its group is its own.
+        let (process_group, session, groups, umask, command_name) = match &linux {
+            Some(files) => (
+                files.process_group(),
+                files.session(),
+                files.supplementary_groups(),
+                Some(files.context().umask),
+                files.command_name(),
+            ),
+            None => (pid, pid, Vec::new(), None, None),
+        };
+        Some(ProcessInfo {
+            pid,
+            parent: process.parent(),
+            process_group,
+            session,
+            state,
+            command: command_name.unwrap_or(program.command),
+            arguments: program.arguments,
+            executable: program.executable,
+            // Every process is root (see the personality's identity.rs).
+            uid: 0,
+            gid: 0,
+            groups,
+            umask,
+            threads: process.threads() as u64,
+            virtual_bytes,
+            resident_pages,
+            minor_faults,
+            children_minor_faults: usage.children_minor_faults,
+            children_max_resident_pages: usage.children_max_resident_pages,
+            cpu_ns: process.cpu_ticks() * NS_PER_TICK,
+            children_cpu_ns: usage.children_ticks * NS_PER_TICK,
+            start_ns: process.started_ns(),
+        })
+    }
+
+    fn current_directory(&self, pid: u64) -> Option<Vec<u8>> {
+        let personality = crate::linux::personality()?;
+        let context = personality.files(pid)?.context();
+        personality.vfs().path_of(&context, &context.cwd).ok()
+    }
+
+    fn descriptors(&self, pid: u64) -> Option<Vec<Descriptor>> {
+        let files = crate::linux::personality()?.files(pid)?;
+        let descriptors = files
+            .fds
+            .descriptors()
+            .into_iter()
+            .filter_map(|fd| {
+                let file = files.fds.get(i64::from(fd)).ok()?;
+                Some(Descriptor {
+                    fd: fd as u32,
+                    access: access_of(file.flags()),
+                })
+            })
+            .collect();
+        Some(descriptors)
+    }
+
+    fn descriptor_path(&self, pid: u64, fd: u32) -> Option<Vec<u8>> {
+        let personality = crate::linux::personality()?;
+        let files = personality.files(pid)?;
+        let file = files.fds.get(i64::from(fd)).ok()?;
+        Some(personality.vfs().open_file_path(&files.context(), &file))
+    }
+
+    fn memory(&self) -> MemoryInfo {
+        let frames = hal::memory::frame_stats();
+        let free_bytes = frames.free as u64 * FRAME_BYTES;
+        MemoryInfo {
+            total_bytes: frames.total as u64 * FRAME_BYTES,
+            free_bytes,
+            // Nothing is cached that could be given back: what is free is
+            // what is available.
+            available_bytes: free_bytes,
+        }
+    }
+
+    fn uptime_ns(&self) -> u64 {
+        hal::timer::uptime_ns()
+    }
+
+    fn idle_ns(&self) -> u64 {
+        sched::idle_ticks() * NS_PER_TICK
+    }
+
+    fn mounts(&self) -> Vec<Mount> {
+        let Some(personality) = crate::linux::personality() else {
+            return Vec::new();
+        };
+        let vfs = personality.vfs();
+        let root = vfs.context(0, 0);
+        vfs.mounts()
+            .into_iter()
+            .filter_map(|mount| {
+                let path = match &mount.mountpoint {
+                    None => b"/".to_vec(),
+                    Some(mountpoint) => vfs.path_of(&root, mountpoint).ok()?,
+                };
+                let fs_type = mount.fs.type_name().as_bytes().to_vec();
+                Some(Mount {
+                    // Virtual file systems have no device: Linux shows
+                    // the type's name.
+                    device: fs_type.clone(),
+                    path,
+                    fs_type,
+                    is_read_only: mount.fs.is_read_only(),
+                })
+            })
+            .collect()
+    }
+
+    fn cpus(&self) -> Vec<Cpu> {
+        let identity = hal::cpu::identity();
+        let brand_length = identity.brand.iter().position(|&byte| byte == 0).unwrap_or(48);
+        alloc::vec![Cpu {
+            vendor: identity.vendor.to_vec(),
+            family: identity.family,
+            model: identity.model,
+            stepping: identity.stepping,
+            model_name: identity.brand[..brand_length].trim_ascii().to_vec(),
+            khz: hal::timer::tsc_hz() / 1000,
+        }]
+    }
+
+    fn version(&self) -> Vec<u8> {
+        let mut line = b"Linux version ".to_vec();
+        line.extend_from_slice(linux::RELEASE);
+        line.extend_from_slice(b" (spindle) ");
+        line.extend_from_slice(linux::VERSION);
+        line
+    }
+}
