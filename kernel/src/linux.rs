@@ -196,6 +196,7 @@ pub fn process_created(pid: u64, parent: u64) {
 /// A process ended (its last thread, or it never started).
 pub fn process_ended(pid: u64) {
     if let Some(personality) = PERSONALITY.get() {
+        crate::system::process_ending(pid);
         personality.process_ended(pid);
     }
 }

@@ -73,6 +73,20 @@ fn record_program(process: &process::Process, path: &[u8], arguments: &[&[u8]]) 
     process.set_program(program);
 }
 
+/// Process `pid` is ending and its personality state goes: its command
+/// name (which `prctl` may have changed) is kept with the process, so
+/// that `/proc` still names the zombie as Linux does.
+pub fn process_ending(pid: u64) {
+    let name = crate::linux::personality()
+        .and_then(|personality| personality.files(pid))
+        .and_then(|files| files.command_name());
+    if let (Some(name), Some(process)) = (name, process::get(pid)) {
+        let mut program = process.program();
+        program.command = name;
+        process.set_program(program);
+    }
+}
+
 fn access_of(flags: u32) -> Access {
     match flags & vfs::flags::O_ACCMODE {
         vfs::flags::O_WRONLY => Access::Write,

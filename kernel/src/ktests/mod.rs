@@ -9,6 +9,7 @@ use alloc::string::String;
 
 mod extensions;
 mod memory;
+mod procfs;
 mod services;
 mod signals;
 mod strands;
@@ -40,7 +41,7 @@ pub(crate) use ensure;
 
 /// Runs every test; returns whether all passed.
 pub fn run_all() -> bool {
-    let groups: [&[KernelTest]; 9] = [
+    let groups: [&[KernelTest]; 10] = [
         memory::TESTS,
         services::TESTS,
         traps::TESTS,
@@ -50,6 +51,7 @@ pub fn run_all() -> bool {
         user::TESTS,
         signals::TESTS,
         tracing::TESTS,
+        procfs::TESTS,
     ];
     let (mut passed, mut failed) = (0, 0);
     // The harness checks that this many passed: a runner that stopped

@@ -107,10 +107,12 @@ pub fn process_status(process: &ProcessInfo) -> Vec<u8> {
     let _ = writeln!(rest, "Uid:\t{uid}\t{uid}\t{uid}\t{uid}");
     let _ = writeln!(rest, "Gid:\t{gid}\t{gid}\t{gid}\t{gid}");
     rest.push_str("Groups:\t");
-    for group in &process.groups {
-        let _ = write!(rest, "{group} ");
+    for (index, group) in process.groups.iter().enumerate() {
+        let separator = if index == 0 { "" } else { " " };
+        let _ = write!(rest, "{separator}{group}");
     }
-    rest.push('\n');
+    // Linux ends the list with a space, kept for programs that expect it.
+    rest.push_str(" \n");
     if process.state != ProcessState::Zombie {
         let size = kilobytes(process.virtual_bytes);
         let resident = kilobytes(process.resident_pages * PAGE_BYTES);

@@ -16,8 +16,7 @@ use alloc::{format, sync::Arc, vec::Vec};
 use core::any::Any;
 
 use vfs::{
-    DirEntry, Errno, FileSystem, FileType, Inode, Metadata, NewNode, NodeKind, SetAttributes,
-    Timespec,
+    DirEntry, Errno, FileSystem, FileType, Inode, Metadata, NewNode, SetAttributes, Timespec,
 };
 
 use crate::{
@@ -388,17 +387,14 @@ impl Inode for ProcInode {
         }
     }
 
-    /// Nothing can be made here: `EACCES` for a file (Linux's answer when
-    /// a directory has no `create`), `EPERM` for the rest (`mkdir`,
-    /// `mknod`, `symlink`).
-    fn create(&self, _name: &[u8], node: NewNode<'_>) -> Result<Arc<dyn Inode>, Errno> {
-        if self.file_type() != FileType::Directory {
-            return Err(Errno::ENOTDIR);
+    /// Nothing can be made here. Linux's `/proc` directories answer a
+    /// lookup of a name they do not have with `ENOENT`, so that is what
+    /// making one says; `EEXIST` for a name they have.
+    fn create(&self, name: &[u8], _node: NewNode<'_>) -> Result<Arc<dyn Inode>, Errno> {
+        match self.lookup(name) {
+            Ok(_) => Err(Errno::EEXIST),
+            Err(error) => Err(error),
         }
-        Err(match node.kind {
-            NodeKind::Regular => Errno::EACCES,
-            _ => Errno::EPERM,
-        })
     }
 
     fn link(&self, _name: &[u8], _target: &Arc<dyn Inode>) -> Result<(), Errno> {

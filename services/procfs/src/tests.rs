@@ -336,8 +336,10 @@ fn nothing_can_be_written_made_or_removed() {
     let (vfs, context) = setup(Arc::new(FakeSource::new()));
     let meminfo = vfs.open(&context, b"/proc/meminfo", O_WRONLY, 0).unwrap();
     assert_eq!(meminfo.write(b"x"), Err(Errno::EACCES));
-    assert_eq!(vfs.open(&context, b"/proc/new", O_CREAT | O_WRONLY, 0o644).err(), Some(Errno::EACCES));
-    assert_eq!(vfs.mkdir(&context, b"/proc/d", 0o755).err(), Some(Errno::EPERM));
+    assert_eq!(vfs.open(&context, b"/proc/new", O_CREAT | O_WRONLY, 0o644).err(), Some(Errno::ENOENT));
+    assert_eq!(vfs.mkdir(&context, b"/proc/d", 0o755).err(), Some(Errno::ENOENT));
+    assert_eq!(vfs.mkdir(&context, b"/proc/self", 0o755).err(), Some(Errno::EEXIST));
+    assert_eq!(vfs.symlink(&context, b"x", b"/proc/5/x").err(), Some(Errno::ENOENT));
     assert_eq!(vfs.unlink(&context, b"/proc/meminfo"), Err(Errno::EPERM));
     let root = vfs.resolve(&context, b"/proc/meminfo", true).unwrap();
     let chmod = vfs::SetAttributes {
