@@ -379,11 +379,10 @@ fn set_times(
 /// or `UTIME_OMIT` in `tv_nsec`; `EINVAL` for other nanoseconds outside
 /// 0..1e9.
 fn read_timespecs(address: u64) -> Result<Times, Errno> {
+    let values = user::read_u64s::<4>(address)?.map(|value| value as i64);
     let mut times = [None; 2];
-    for (index, time) in times.iter_mut().enumerate() {
-        let at = address + index as u64 * 16;
-        let seconds = user::read_u64(at)? as i64;
-        let nanoseconds = user::read_u64(at + 8)? as i64;
+    for (time, pair) in times.iter_mut().zip(values.chunks_exact(2)) {
+        let (seconds, nanoseconds) = (pair[0], pair[1]);
         *time = match nanoseconds {
             UTIME_OMIT => None,
             UTIME_NOW => Some(TimeChange::Now),
@@ -421,11 +420,10 @@ pub fn futimesat(vfs: &Vfs, files: &LinuxProcess, dirfd: u64, path: u64, times: 
     let times = if times == 0 {
         None
     } else {
+        let values = user::read_u64s::<4>(times)?.map(|value| value as i64);
         let mut read = [None; 2];
-        for (index, time) in read.iter_mut().enumerate() {
-            let at = times + index as u64 * 16;
-            let seconds = user::read_u64(at)? as i64;
-            let microseconds = user::read_u64(at + 8)? as i64;
+        for (time, pair) in read.iter_mut().zip(values.chunks_exact(2)) {
+            let (seconds, microseconds) = (pair[0], pair[1]);
             if !(0..1_000_000).contains(&microseconds) {
                 return Err(Errno::EINVAL);
             }
@@ -445,11 +443,8 @@ pub fn utime(vfs: &Vfs, files: &LinuxProcess, path: u64, times: u64) -> Result<i
     let times = if times == 0 {
         None
     } else {
-        let at = |offset: u64| -> Result<Option<TimeChange>, Errno> {
-            let seconds = user::read_u64(times + offset)? as i64;
-            Ok(Some(TimeChange::At(Timespec::from_secs(seconds))))
-        };
-        Some([at(0)?, at(8)?])
+        let seconds = user::read_u64s::<2>(times)?;
+        Some(seconds.map(|seconds| Some(TimeChange::At(Timespec::from_secs(seconds as i64)))))
     };
     set_times(vfs, files, AT_FDCWD, path, times, 0)
 }

@@ -104,21 +104,23 @@ pub fn poll(process: &LinuxProcess, fds: u64, count: u64, timeout_ns: Option<u64
     if count > MAX_WATCHED {
         return Err(Errno::EINVAL);
     }
-    let mut watches: Vec<Watch> = Vec::with_capacity(count as usize);
-    for index in 0..count {
-        let mut entry = [0u8; 8];
-        user::read(fds + index * 8, &mut entry)?;
-        watches.push(Watch {
+    // `struct pollfd`: int fd, short events, short revents.
+    let mut entries = alloc::vec![0u8; count as usize * 8];
+    user::read(fds, &mut entries)?;
+    let mut watches: Vec<Watch> = entries
+        .chunks_exact(8)
+        .map(|entry| Watch {
             fd: i32::from_le_bytes([entry[0], entry[1], entry[2], entry[3]]),
             wanted: u16::from_le_bytes([entry[4], entry[5]]),
             counted: u16::MAX,
             got: 0,
-        });
-    }
+        })
+        .collect();
     let ready_count = wait_for(process, &mut watches, deadline_after(timeout_ns))?;
-    for (index, watch) in watches.iter().enumerate() {
-        user::write(fds + index as u64 * 8 + 6, &watch.got.to_le_bytes())?;
+    for (entry, watch) in entries.chunks_exact_mut(8).zip(&watches) {
+        entry[6..8].copy_from_slice(&watch.got.to_le_bytes());
     }
+    user::write(fds, &entries)?;
     Ok(ready_count as i64)
 }
 
@@ -128,8 +130,7 @@ pub fn timespec_ns(address: u64) -> Result<Option<u64>, Errno> {
     if address == 0 {
         return Ok(None);
     }
-    let seconds = user::read_u64(address)? as i64;
-    let nanoseconds = user::read_u64(address + 8)? as i64;
+    let [seconds, nanoseconds] = user::read_u64s::<2>(address)?.map(|value| value as i64);
     if seconds < 0 || !(0..NS_PER_SECOND as i64).contains(&nanoseconds) {
         return Err(Errno::EINVAL);
     }
@@ -143,8 +144,7 @@ fn timeval_ns(address: u64) -> Result<Option<u64>, Errno> {
     if address == 0 {
         return Ok(None);
     }
-    let seconds = user::read_u64(address)? as i64;
-    let microseconds = user::read_u64(address + 8)? as i64;
+    let [seconds, microseconds] = user::read_u64s::<2>(address)?.map(|value| value as i64);
     if seconds < 0 || microseconds < 0 {
         return Err(Errno::EINVAL);
     }
@@ -196,8 +196,7 @@ pub fn pselect6(
 ) -> Result<i64, Errno> {
     let timeout_ns = timespec_ns(timeout)?;
     if sigmask != 0 {
-        let mask = user::read_u64(sigmask)?;
-        let size = user::read_u64(sigmask + 8)?;
+        let [mask, size] = user::read_u64s::<2>(sigmask)?;
         if mask != 0 {
             if size != 8 {
                 return Err(Errno::EINVAL);

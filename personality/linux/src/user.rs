@@ -23,6 +23,21 @@ pub fn read_u64(address: u64) -> Result<u64, Errno> {
     Ok(u64::from_le_bytes(bytes))
 }
 
+/// Reads `N` little-endian `u64`s in a row at `address` (a `timespec`, a
+/// pair of them, ...), in one copy: no address arithmetic that a pointer
+/// near the top of the address space could overflow.
+pub fn read_u64s<const N: usize>(address: u64) -> Result<[u64; N], Errno> {
+    let mut bytes = alloc::vec![0u8; N * 8];
+    read(address, &mut bytes)?;
+    let mut values = [0u64; N];
+    for (value, chunk) in values.iter_mut().zip(bytes.chunks_exact(8)) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        *value = u64::from_le_bytes(word);
+    }
+    Ok(values)
+}
+
 /// Reads a NUL-terminated path: `ENAMETOOLONG` past `PATH_MAX` bytes
 /// (with its NUL), `EFAULT` where it leaves mapped memory, `ENOENT` for
 /// an empty one (Linux's answer for `""` without `AT_EMPTY_PATH`).
