@@ -318,6 +318,19 @@ static CHANGED: Condvar = Condvar::new();
 /// The mutex `CHANGED` is waited on with.
 static CHANGED_LOCK: sched::sync::Mutex<()> = sched::sync::Mutex::new(());
 
+/// Processes made since boot.
+static CREATED: AtomicU64 = AtomicU64::new(0);
+
+/// Processes made since boot (forks and programs the kernel started).
+pub fn created() -> u64 {
+    CREATED.load(Ordering::Relaxed)
+}
+
+/// The last process or thread identifier handed out.
+pub fn last_id() -> u64 {
+    LAST_ID.load(Ordering::Relaxed)
+}
+
 /// A new process identifier, for a process made later by [`create`] (so
 /// extensions can be attached to it before it runs).
 pub fn reserve_id() -> u64 {
@@ -328,6 +341,7 @@ pub fn reserve_id() -> u64 {
 /// `parent` (0: the kernel).
 pub fn create(id: u64, parent: u64, memory: AddressMap) -> Arc<Process> {
     let parent_id = parent;
+    CREATED.fetch_add(1, Ordering::Relaxed);
     // A forked child runs its parent's program.
     let program = get(parent).map(|parent| parent.program()).unwrap_or_default();
     let process = Arc::new(Process {

@@ -14,7 +14,9 @@
 
 use alloc::{format, sync::Arc, vec::Vec};
 
-use procfs::{Access, Cpu, Descriptor, MemoryInfo, Mount, ProcessInfo, ProcessState, Source};
+use procfs::{
+    Access, Counters, Cpu, Descriptor, MemoryInfo, Mount, ProcessInfo, ProcessState, Source,
+};
 use vfs::Vfs;
 
 use crate::process::{self, Program};
@@ -209,6 +211,14 @@ impl Source for KernelFacts {
 
     fn idle_ns(&self) -> u64 {
         sched::idle_ticks() * NS_PER_TICK
+    }
+
+    fn counters(&self) -> Counters {
+        Counters {
+            context_switches: sched::context_switches(),
+            processes_made: process::created(),
+            last_pid: process::last_id(),
+        }
     }
 
     fn mounts(&self) -> Vec<Mount> {

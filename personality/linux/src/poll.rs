@@ -159,7 +159,7 @@ fn timeval_ns(address: u64) -> Result<Option<u64>, Errno> {
 /// forever.
 pub fn timeout_argument(timeout_ms: u64) -> Option<u64> {
     let timeout_ms = timeout_ms as i32;
-    (timeout_ms >= 0).then_some(timeout_ms as u64 * 1_000_000)
+    (timeout_ms >= 0).then(|| timeout_ms as u64 * 1_000_000)
 }
 
 /// How `select` and `pselect6` write back the time left.

@@ -7,7 +7,7 @@
 use alloc::{format, string::String, vec::Vec};
 use core::fmt::Write;
 
-use crate::source::{Cpu, MemoryInfo, Mount, ProcessInfo, ProcessState};
+use crate::source::{Counters, Cpu, MemoryInfo, Mount, ProcessInfo, ProcessState};
 
 /// `USER_HZ`: the unit of the `clock_t` times in `stat` and of `times`.
 pub const CLOCK_TICKS_PER_SECOND: u64 = 100;
@@ -229,4 +229,43 @@ pub fn cpuinfo(cpus: &[Cpu]) -> Vec<u8> {
         );
     }
     text
+}
+
+/// `/proc/stat`: processor time (all of it user or idle: the kernel does
+/// not tell user from system time yet), context switches, processes made,
+/// and the ones running (Linux's `show_stat`; `btime` is 0, as the clock
+/// starts at boot).
+pub fn system_stat(
+    uptime_ns: u64,
+    idle_ns: u64,
+    counters: &Counters,
+    processes: &[ProcessInfo],
+) -> Vec<u8> {
+    let busy = clock_ticks(uptime_ns.saturating_sub(idle_ns));
+    let idle = clock_ticks(idle_ns);
+    let times = format!("{busy} 0 0 {idle} 0 0 0 0 0 0");
+    let running = processes
+        .iter()
+        .filter(|process| process.state == ProcessState::Running)
+        .count();
+    format!(
+        "cpu  {times}\ncpu0 {times}\nintr 0\nctxt {}\nbtime 0\nprocesses {}\nprocs_running {running}\nprocs_blocked 0\n",
+        counters.context_switches, counters.processes_made
+    )
+    .into_bytes()
+}
+
+/// `/proc/loadavg`: the load averages (not measured yet: 0.00), the
+/// processes running and all of them, and the last process id.
+pub fn loadavg(counters: &Counters, processes: &[ProcessInfo]) -> Vec<u8> {
+    let running = processes
+        .iter()
+        .filter(|process| process.state == ProcessState::Running)
+        .count();
+    format!(
+        "0.00 0.00 0.00 {running}/{} {}\n",
+        processes.len(),
+        counters.last_pid
+    )
+    .into_bytes()
 }

@@ -28,16 +28,20 @@ use crate::{
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum SystemFile {
     CpuInfo,
+    LoadAverage,
     MemInfo,
     Mounts,
+    Stat,
     Uptime,
     Version,
 }
 
-const SYSTEM_FILES: [(&[u8], SystemFile); 5] = [
+const SYSTEM_FILES: [(&[u8], SystemFile); 7] = [
     (b"cpuinfo", SystemFile::CpuInfo),
+    (b"loadavg", SystemFile::LoadAverage),
     (b"meminfo", SystemFile::MemInfo),
     (b"mounts", SystemFile::Mounts),
+    (b"stat", SystemFile::Stat),
     (b"uptime", SystemFile::Uptime),
     (b"version", SystemFile::Version),
 ];
@@ -191,6 +195,16 @@ impl ProcInode {
         ProcInode::new(&self.shared, node)
     }
 
+    /// What the source says of each of its processes.
+    fn every_process(&self) -> Vec<crate::source::ProcessInfo> {
+        let source = self.source();
+        source
+            .processes()
+            .into_iter()
+            .filter_map(|pid| source.process(pid))
+            .collect()
+    }
+
     /// Whether process `pid` exists.
     fn process_exists(&self, pid: u64) -> bool {
         self.source().process(pid).is_some()
@@ -230,6 +244,11 @@ impl ProcInode {
             Node::System(SystemFile::MemInfo) => format::meminfo(&source.memory()),
             Node::System(SystemFile::Mounts) => format::mounts(&source.mounts()),
             Node::System(SystemFile::Uptime) => format::uptime(source.uptime_ns(), source.idle_ns()),
+            Node::System(SystemFile::Stat) => {
+                let processes = self.every_process();
+                format::system_stat(source.uptime_ns(), source.idle_ns(), &source.counters(), &processes)
+            }
+            Node::System(SystemFile::LoadAverage) => format::loadavg(&source.counters(), &self.every_process()),
             Node::System(SystemFile::Version) => {
                 let mut line = source.version();
                 line.push(b'\n');

@@ -10,7 +10,8 @@
 //!   `sysinfo`, `times` and `getrusage`, so the calls and the files agree.
 //! - [`ProcFs`]: the file system, mounted at `/proc`. Its tree:
 //!   - `self`: a link to the caller's `PID` directory;
-//!   - `cpuinfo`, `meminfo`, `mounts`, `uptime`, `version`;
+//!   - `cpuinfo`, `loadavg`, `meminfo`, `mounts`, `stat`, `uptime`,
+//!     `version`;
 //!   - `PID/`: `cmdline`, `comm`, `cwd`, `exe`, `fd/`, `stat`, `statm`,
 //!     `status`; `fd/N` links to what descriptor `N` names.
 //! - `format`: the text of each file, in Linux's layouts (`fs/proc/array.c`,
@@ -32,11 +33,8 @@ mod source;
 #[cfg(test)]
 mod tests;
 
-pub use format::{
-    clock_ticks, command_line, cpuinfo, meminfo, mounts, process_stat, process_statm,
-    process_status, uptime, CLOCK_TICKS_PER_SECOND,
-};
+pub use format::{clock_ticks, CLOCK_TICKS_PER_SECOND};
 pub use inode::ProcFs;
 pub use source::{
-    Access, Cpu, Descriptor, MemoryInfo, Mount, ProcessInfo, ProcessState, Source,
+    Access, Counters, Cpu, Descriptor, MemoryInfo, Mount, ProcessInfo, ProcessState, Source,
 };

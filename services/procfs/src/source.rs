@@ -147,6 +147,17 @@ pub struct Cpu {
     pub khz: u64,
 }
 
+/// Counts since boot, for `/proc/stat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counters {
+    /// Context switches.
+    pub context_switches: u64,
+    /// Processes made (forks and programs the kernel started).
+    pub processes_made: u64,
+    /// The highest process id handed out.
+    pub last_pid: u64,
+}
+
 /// What the kernel tells `/proc` (and the personality's `sysinfo`,
 /// `times`, `getrusage`). Calls come from the thread reading the file or
 /// making the call, so [`Source::caller`] is that thread's process.
@@ -175,6 +186,8 @@ pub trait Source: Send + Sync {
     /// Time the processors have been idle since boot, in nanoseconds
     /// (summed over processors, as `/proc/uptime`'s second figure).
     fn idle_ns(&self) -> u64;
+    /// Counts since boot.
+    fn counters(&self) -> Counters;
     /// The mounted file systems, in the order they were mounted.
     fn mounts(&self) -> Vec<Mount>;
     /// The processors.

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use vfs::{flags::*, Clock, Errno, FileSystem, PathContext, RamFs, Timespec, Vfs};
 
 use crate::{
-    Access, Cpu, Descriptor, MemoryInfo, Mount, ProcFs, ProcessInfo, ProcessState, Source,
+    Access, Counters, Cpu, Descriptor, MemoryInfo, Mount, ProcFs, ProcessInfo, ProcessState, Source,
 };
 
 /// A source with processes that a test can change.
@@ -108,6 +108,13 @@ impl Source for FakeSource {
     fn idle_ns(&self) -> u64 {
         10_009_000_000
     }
+    fn counters(&self) -> Counters {
+        Counters {
+            context_switches: 1234,
+            processes_made: 20,
+            last_pid: 9,
+        }
+    }
     fn mounts(&self) -> Vec<Mount> {
         vec![
             Mount {
@@ -182,7 +189,7 @@ fn the_root_lists_self_the_system_files_and_each_process() {
     let (vfs, context) = setup(Arc::new(FakeSource::new()));
     assert_eq!(
         names(&vfs, &context, "/proc"),
-        [".", "..", "self", "cpuinfo", "meminfo", "mounts", "uptime", "version", "1", "5", "9"]
+        [".", "..", "self", "cpuinfo", "loadavg", "meminfo", "mounts", "stat", "uptime", "version", "1", "5", "9"]
     );
     assert_eq!(
         names(&vfs, &context, "/proc/5"),
@@ -287,6 +294,13 @@ fn system_files_have_linuxs_layouts() {
     ));
     assert!(meminfo.contains("SwapTotal:             0 kB\n"));
     assert_eq!(read(&vfs, &context, "/proc/uptime").unwrap(), "12.34 10.00\n");
+    // 2.33 s busy, 10.00 s idle; one process of three running.
+    assert_eq!(
+        read(&vfs, &context, "/proc/stat").unwrap(),
+        "cpu  233 0 0 1000 0 0 0 0 0 0\ncpu0 233 0 0 1000 0 0 0 0 0 0\nintr 0\nctxt 1234\nbtime 0\n\
+         processes 20\nprocs_running 0\nprocs_blocked 0\n"
+    );
+    assert_eq!(read(&vfs, &context, "/proc/loadavg").unwrap(), "0.00 0.00 0.00 0/3 9\n");
     assert_eq!(
         read(&vfs, &context, "/proc/mounts").unwrap(),
         "rootfs / ramfs rw 0 0\nproc /my\\040proc proc ro 0 0\n"
