@@ -184,9 +184,10 @@ pub fn select(
 
 /// `pselect6(nfds, readfds, writefds, exceptfds, timeout, sigmask)`:
 /// `sigmask` points to the mask's address and size (8). The mask is
-/// checked (`EFAULT`, `EINVAL` for another size) but not put in force
-/// during the wait: no signal is delivered to a handler yet, so it could
-/// change nothing the caller sees.
+/// checked (`EFAULT`, `EINVAL` for another size) but not yet put in force
+/// during the wait: that needs the signal state's way of suspending with
+/// a mask (what `rt_sigsuspend` uses, private to `signal.rs`), so the
+/// caller's own mask applies throughout.
 pub fn pselect6(
     process: &LinuxProcess,
     count: u64,
@@ -254,7 +255,12 @@ fn select_sets(
         });
     }
     let deadline = deadline_after(timeout_ns);
-    wait_for(process, &mut watches, deadline)?;
+    let waited = wait_for(process, &mut watches, deadline);
+    if let Some(deadline) = deadline {
+        // Also when a signal cut the wait short (Linux writes it then too).
+        write_time_left(timeout, deadline.saturating_sub(hal::timer::uptime_ns()), layout);
+    }
+    waited?;
     for set in bits.iter_mut() {
         set.fill(0);
     }
@@ -272,9 +278,6 @@ fn select_sets(
         if address != 0 {
             user::write(address, set)?;
         }
-    }
-    if let Some(deadline) = deadline {
-        write_time_left(timeout, deadline.saturating_sub(hal::timer::uptime_ns()), layout);
     }
     Ok(ready_bits)
 }
