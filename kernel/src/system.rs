@@ -67,7 +67,8 @@ pub fn program_executed(process: &process::Process, path: &[u8], arguments: &[&[
 /// base name, as Linux sets `comm` at `execve`).
 fn record_program(process: &process::Process, path: &[u8], arguments: &[&[u8]]) {
     let personality = crate::linux::personality();
-    let executable = personality.and_then(|personality| personality.executable_path(process.id(), path));
+    let executable =
+        personality.and_then(|personality| personality.executable_path(process.id(), path));
     let program = Program::new(path, arguments, executable);
     if let Some(personality) = personality {
         personality.set_command_name(process.id(), &program.command);
@@ -115,8 +116,15 @@ impl Source for KernelFacts {
         let program = process.program();
         let usage = process.usage();
         let memory = process.with_memory(|memory| {
-            let virtual_bytes: u64 = memory.regions().map(|region| region.end - region.start).sum();
-            (virtual_bytes, memory.space().pages(), memory.faults_resolved())
+            let virtual_bytes: u64 = memory
+                .regions()
+                .map(|region| region.end - region.start)
+                .sum();
+            (
+                virtual_bytes,
+                memory.space().pages(),
+                memory.faults_resolved(),
+            )
         });
         let state = match memory {
             None => ProcessState::Zombie,
@@ -249,7 +257,11 @@ impl Source for KernelFacts {
 
     fn cpus(&self) -> Vec<Cpu> {
         let identity = hal::cpu::identity();
-        let brand_length = identity.brand.iter().position(|&byte| byte == 0).unwrap_or(48);
+        let brand_length = identity
+            .brand
+            .iter()
+            .position(|&byte| byte == 0)
+            .unwrap_or(48);
         alloc::vec![Cpu {
             vendor: identity.vendor.to_vec(),
             family: identity.family,

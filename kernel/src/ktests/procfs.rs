@@ -84,7 +84,9 @@ fn read_file(path: &str) -> Result<String, String> {
     let mut contents = Vec::new();
     let mut buffer = [0u8; 512];
     loop {
-        let count = file.read(&mut buffer).map_err(|error| format!("reading {path}: {error}"))?;
+        let count = file
+            .read(&mut buffer)
+            .map_err(|error| format!("reading {path}: {error}"))?;
         if count == 0 {
             return Ok(String::from_utf8_lossy(&contents).into_owned());
         }
@@ -120,7 +122,10 @@ fn busybox_ps_lists_each_process() -> TestResult {
     let result = run("busybox", &["sh", "/tmp/ps.sh"]);
     remove_file("/tmp/ps.sh");
     let (shell, end, output) = result?;
-    ensure!(end == UserExit::Exited(0), "the ps script {end}; it printed:\n{output}");
+    ensure!(
+        end == UserExit::Exited(0),
+        "the ps script {end}; it printed:\n{output}"
+    );
     // The ids of `sleep` and `ps` are the kernel's to choose: read from
     // the lines that name them, then every line is compared.
     let pid_of = |command: &str| {
@@ -148,7 +153,10 @@ fn busybox_ps_lists_each_process() -> TestResult {
         line(sleep, shell, "sleep", "sleep 9"),
         line(ps, shell, "ps", "{ps} busybox sh /tmp/ps.sh"),
     );
-    ensure!(output == expected, "ps printed:\n{output}\ninstead of:\n{expected}");
+    ensure!(
+        output == expected,
+        "ps printed:\n{output}\ninstead of:\n{expected}"
+    );
     ensure!(
         sleep > shell && ps > sleep,
         "process ids were not handed out in order: shell {shell}, sleep {sleep}, ps {ps}"
@@ -180,11 +188,17 @@ fn proc_self_names_the_caller() -> TestResult {
     let listing = read_file("/tmp/fd.txt");
     remove_file("/tmp/fd.txt");
     let (shell, end, output) = result?;
-    ensure!(end == UserExit::Exited(0), "the script {end}; it printed:\n{output}");
+    ensure!(
+        end == UserExit::Exited(0),
+        "the script {end}; it printed:\n{output}"
+    );
     let expected = format!(
         "cat /proc/self/cmdline \n/bin/busybox\ncat\n0\n1\n2\n3\n{shell} (busybox) R 0 {shell}\n/\n/tmp\n"
     );
-    ensure!(output == expected, "the script printed:\n{output}\ninstead of:\n{expected}");
+    ensure!(
+        output == expected,
+        "the script printed:\n{output}\ninstead of:\n{expected}"
+    );
     // `ls -l` without its date columns (month, day, time or year).
     let listing: String = listing?
         .lines()
@@ -240,7 +254,8 @@ fn proc_system_files_agree_with_the_kernel() -> TestResult {
         "MemTotal is {total} kB, the kernel manages {} frames of {page_kb} kB",
         before.total
     );
-    let free_range = before.free.min(after.free) as u64 * page_kb..=before.free.max(after.free) as u64 * page_kb;
+    let free_range =
+        before.free.min(after.free) as u64 * page_kb..=before.free.max(after.free) as u64 * page_kb;
     for label in ["MemFree:", "MemAvailable:"] {
         let figure = meminfo_kb(&meminfo, label)?;
         ensure!(
@@ -255,7 +270,9 @@ fn proc_system_files_agree_with_the_kernel() -> TestResult {
         .split_whitespace()
         .next()
         .and_then(|figure| figure.split_once('.'))
-        .and_then(|(whole, hundredths)| Some(whole.parse::<u64>().ok()? * 100 + hundredths.parse::<u64>().ok()?))
+        .and_then(|(whole, hundredths)| {
+            Some(whole.parse::<u64>().ok()? * 100 + hundredths.parse::<u64>().ok()?)
+        })
         .ok_or_else(|| format!("/proc/uptime says {uptime}"))?;
     ensure!(
         (uptime_before / 10_000_000..=uptime_after / 10_000_000).contains(&seconds),

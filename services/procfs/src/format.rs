@@ -78,7 +78,10 @@ pub fn process_stat(process: &ProcessInfo) -> Vec<u8> {
     // rt_priority policy delayacct_blkio_ticks guest_time cguest_time
     // start_data end_data start_brk arg_start arg_end env_start env_end
     // exit_code
-    let _ = write!(rest, " 0 0 0 0 0 0 0 0 0 0 0 0 {SIGCHLD} 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
+    let _ = write!(
+        rest,
+        " 0 0 0 0 0 0 0 0 0 0 0 0 {SIGCHLD} 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+    );
     line.extend_from_slice(rest.as_bytes());
     line
 }
@@ -198,7 +201,11 @@ pub fn mounts(mounts: &[Mount]) -> Vec<u8> {
         escaped(&mount.path, &mut text);
         text.push(b' ');
         escaped(&mount.fs_type, &mut text);
-        text.extend_from_slice(if mount.is_read_only { b" ro 0 0\n" } else { b" rw 0 0\n" });
+        text.extend_from_slice(if mount.is_read_only {
+            b" ro 0 0\n"
+        } else {
+            b" rw 0 0\n"
+        });
     }
     text
 }

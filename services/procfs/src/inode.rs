@@ -105,12 +105,18 @@ impl Node {
             Node::Root => 1,
             Node::SelfLink => 2,
             Node::System(file) => {
-                let index = SYSTEM_FILES.iter().position(|(_, f)| *f == file).unwrap_or(0);
+                let index = SYSTEM_FILES
+                    .iter()
+                    .position(|(_, f)| *f == file)
+                    .unwrap_or(0);
                 FIRST_SYSTEM_INO + index as u64
             }
             Node::Process(pid) => of_process(pid, PROCESS_DIRECTORY_INDEX),
             Node::OfProcess(pid, node) => {
-                let index = PROCESS_NODES.iter().position(|(_, n)| *n == node).unwrap_or(0);
+                let index = PROCESS_NODES
+                    .iter()
+                    .position(|(_, n)| *n == node)
+                    .unwrap_or(0);
                 of_process(pid, FIRST_PROCESS_NODE_INDEX + index as u64)
             }
             Node::Descriptor(pid, fd) => of_process(pid, FIRST_DESCRIPTOR_INDEX + u64::from(fd)),
@@ -243,12 +249,21 @@ impl ProcInode {
             Node::System(SystemFile::CpuInfo) => format::cpuinfo(&source.cpus()),
             Node::System(SystemFile::MemInfo) => format::meminfo(&source.memory()),
             Node::System(SystemFile::Mounts) => format::mounts(&source.mounts()),
-            Node::System(SystemFile::Uptime) => format::uptime(source.uptime_ns(), source.idle_ns()),
+            Node::System(SystemFile::Uptime) => {
+                format::uptime(source.uptime_ns(), source.idle_ns())
+            }
             Node::System(SystemFile::Stat) => {
                 let processes = self.every_process();
-                format::system_stat(source.uptime_ns(), source.idle_ns(), &source.counters(), &processes)
+                format::system_stat(
+                    source.uptime_ns(),
+                    source.idle_ns(),
+                    &source.counters(),
+                    &processes,
+                )
             }
-            Node::System(SystemFile::LoadAverage) => format::loadavg(&source.counters(), &self.every_process()),
+            Node::System(SystemFile::LoadAverage) => {
+                format::loadavg(&source.counters(), &self.every_process())
+            }
             Node::System(SystemFile::Version) => {
                 let mut line = source.version();
                 line.push(b'\n');
@@ -311,7 +326,8 @@ fn parse_number(name: &[u8]) -> Option<u64> {
         return None;
     }
     name.iter().try_fold(0u64, |value, &byte| {
-        byte.is_ascii_digit().then(|| value * 10 + u64::from(byte - b'0'))
+        byte.is_ascii_digit()
+            .then(|| value * 10 + u64::from(byte - b'0'))
     })
 }
 
@@ -331,10 +347,14 @@ impl Inode for ProcInode {
     fn metadata(&self) -> Metadata {
         let source = self.source();
         let process = self.node.pid().and_then(|pid| source.process(pid));
-        let (uid, gid) = process.as_ref().map_or((0, 0), |process| (process.uid, process.gid));
+        let (uid, gid) = process
+            .as_ref()
+            .map_or((0, 0), |process| (process.uid, process.gid));
         // Process nodes date from the process's start; the rest from now
         // (Linux: when the inode was made, which is on first look).
-        let ns = process.as_ref().map_or_else(|| source.uptime_ns(), |process| process.start_ns);
+        let ns = process
+            .as_ref()
+            .map_or_else(|| source.uptime_ns(), |process| process.start_ns);
         let time = Timespec {
             sec: (ns / 1_000_000_000) as i64,
             nsec: (ns % 1_000_000_000) as u32,
@@ -348,7 +368,11 @@ impl Inode for ProcInode {
             dev: self.shared.dev,
             ino: self.ino(),
             mode: file_type.mode_bits() | self.permissions(),
-            nlink: if file_type == FileType::Directory { 2 } else { 1 },
+            nlink: if file_type == FileType::Directory {
+                2
+            } else {
+                1
+            },
             uid,
             gid,
             rdev: 0,
@@ -367,11 +391,14 @@ impl Inode for ProcInode {
 
     fn lookup(&self, name: &[u8]) -> Result<Arc<dyn Inode>, Errno> {
         match (self.node, name) {
-            (Node::Root | Node::Process(_) | Node::OfProcess(_, ProcessNode::Descriptors), b".") => {
-                Ok(self.child(self.node))
-            }
+            (
+                Node::Root | Node::Process(_) | Node::OfProcess(_, ProcessNode::Descriptors),
+                b".",
+            ) => Ok(self.child(self.node)),
             (Node::Root | Node::Process(_), b"..") => Ok(self.child(Node::Root)),
-            (Node::OfProcess(pid, ProcessNode::Descriptors), b"..") => Ok(self.child(Node::Process(pid))),
+            (Node::OfProcess(pid, ProcessNode::Descriptors), b"..") => {
+                Ok(self.child(Node::Process(pid)))
+            }
             (Node::Root, b"self") => Ok(self.child(Node::SelfLink)),
             (Node::Root, _) => {
                 if let Some((_, file)) = SYSTEM_FILES.iter().find(|(entry, _)| *entry == name) {
@@ -440,8 +467,13 @@ impl Inode for ProcInode {
         match self.node {
             Node::Root => {
                 if offset < PID_POSITIONS {
-                    let mut entries: Vec<(&[u8], Node)> = alloc::vec![(&b"self"[..], Node::SelfLink)];
-                    entries.extend(SYSTEM_FILES.iter().map(|(name, file)| (*name, Node::System(*file))));
+                    let mut entries: Vec<(&[u8], Node)> =
+                        alloc::vec![(&b"self"[..], Node::SelfLink)];
+                    entries.extend(
+                        SYSTEM_FILES
+                            .iter()
+                            .map(|(name, file)| (*name, Node::System(*file))),
+                    );
                     if !self.list(Node::Root.ino(), &entries, offset, sink) {
                         return Ok(());
                     }
@@ -529,7 +561,10 @@ impl Inode for ProcInode {
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
         let contents = self.contents()?;
-        let Some(available) = usize::try_from(offset).ok().and_then(|start| contents.get(start..)) else {
+        let Some(available) = usize::try_from(offset)
+            .ok()
+            .and_then(|start| contents.get(start..))
+        else {
             return Ok(0);
         };
         let count = available.len().min(buf.len());

@@ -70,10 +70,20 @@ impl Source for FakeSource {
         0
     }
     fn processes(&self) -> Vec<u64> {
-        self.processes.lock().unwrap().iter().map(|p| p.pid).collect()
+        self.processes
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|p| p.pid)
+            .collect()
     }
     fn process(&self, pid: u64) -> Option<ProcessInfo> {
-        self.processes.lock().unwrap().iter().find(|p| p.pid == pid).cloned()
+        self.processes
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|p| p.pid == pid)
+            .cloned()
     }
     fn current_directory(&self, pid: u64) -> Option<Vec<u8>> {
         self.process(pid).map(|_| b"/tmp".to_vec())
@@ -84,9 +94,18 @@ impl Source for FakeSource {
             return None;
         }
         Some(vec![
-            Descriptor { fd: 0, access: Access::ReadWrite },
-            Descriptor { fd: 1, access: Access::Write },
-            Descriptor { fd: 10, access: Access::Read },
+            Descriptor {
+                fd: 0,
+                access: Access::ReadWrite,
+            },
+            Descriptor {
+                fd: 1,
+                access: Access::Write,
+            },
+            Descriptor {
+                fd: 10,
+                access: Access::Read,
+            },
         ])
     }
     fn descriptor_path(&self, pid: u64, fd: u32) -> Option<Vec<u8>> {
@@ -189,13 +208,19 @@ fn the_root_lists_self_the_system_files_and_each_process() {
     let (vfs, context) = setup(Arc::new(FakeSource::new()));
     assert_eq!(
         names(&vfs, &context, "/proc"),
-        [".", "..", "self", "cpuinfo", "loadavg", "meminfo", "mounts", "stat", "uptime", "version", "1", "5", "9"]
+        [
+            ".", "..", "self", "cpuinfo", "loadavg", "meminfo", "mounts", "stat", "uptime",
+            "version", "1", "5", "9"
+        ]
     );
     assert_eq!(
         names(&vfs, &context, "/proc/5"),
         [".", "..", "cmdline", "comm", "cwd", "exe", "fd", "stat", "statm", "status"]
     );
-    assert_eq!(names(&vfs, &context, "/proc/self/fd"), [".", "..", "0", "1", "10"]);
+    assert_eq!(
+        names(&vfs, &context, "/proc/self/fd"),
+        [".", "..", "0", "1", "10"]
+    );
 }
 
 #[test]
@@ -223,11 +248,20 @@ fn a_listing_resumes_where_it_stopped() {
 fn self_names_the_caller_and_links_resolve() {
     let (vfs, context) = setup(Arc::new(FakeSource::new()));
     assert_eq!(vfs.readlink(&context, b"/proc/self").unwrap(), b"5");
-    assert_eq!(vfs.readlink(&context, b"/proc/self/exe").unwrap(), b"/bin/busybox");
+    assert_eq!(
+        vfs.readlink(&context, b"/proc/self/exe").unwrap(),
+        b"/bin/busybox"
+    );
     assert_eq!(vfs.readlink(&context, b"/proc/1/cwd").unwrap(), b"/tmp");
-    assert_eq!(vfs.readlink(&context, b"/proc/self/fd/10").unwrap(), b"/dev/fd10");
+    assert_eq!(
+        vfs.readlink(&context, b"/proc/self/fd/10").unwrap(),
+        b"/dev/fd10"
+    );
     assert_eq!(read(&vfs, &context, "/proc/self/comm").unwrap(), "ps\n");
-    assert_eq!(read(&vfs, &context, "/proc/self/cmdline").unwrap(), "ps\0-o\0pid\0");
+    assert_eq!(
+        read(&vfs, &context, "/proc/self/cmdline").unwrap(),
+        "ps\0-o\0pid\0"
+    );
     let source = Arc::new(FakeSource {
         caller: None,
         ..FakeSource::new()
@@ -281,8 +315,13 @@ fn status_and_statm_say_ids_state_and_memory() {
         assert!(status.contains(line), "no {line:?} in:\n{status}");
     }
     assert!(status.starts_with("Name:"));
-    assert_eq!(read(&vfs, &context, "/proc/1/statm").unwrap(), "2048 100 0 0 0 0 0\n");
-    assert!(!read(&vfs, &context, "/proc/9/status").unwrap().contains("VmRSS"));
+    assert_eq!(
+        read(&vfs, &context, "/proc/1/statm").unwrap(),
+        "2048 100 0 0 0 0 0\n"
+    );
+    assert!(!read(&vfs, &context, "/proc/9/status")
+        .unwrap()
+        .contains("VmRSS"));
 }
 
 #[test]
@@ -293,19 +332,28 @@ fn system_files_have_linuxs_layouts() {
         "MemTotal:         131072 kB\nMemFree:          102400 kB\nMemAvailable:     102400 kB\n"
     ));
     assert!(meminfo.contains("SwapTotal:             0 kB\n"));
-    assert_eq!(read(&vfs, &context, "/proc/uptime").unwrap(), "12.34 10.00\n");
+    assert_eq!(
+        read(&vfs, &context, "/proc/uptime").unwrap(),
+        "12.34 10.00\n"
+    );
     // 2.33 s busy, 10.00 s idle; one process of three running.
     assert_eq!(
         read(&vfs, &context, "/proc/stat").unwrap(),
         "cpu  233 0 0 1000 0 0 0 0 0 0\ncpu0 233 0 0 1000 0 0 0 0 0 0\nintr 0\nctxt 1234\nbtime 0\n\
          processes 20\nprocs_running 0\nprocs_blocked 0\n"
     );
-    assert_eq!(read(&vfs, &context, "/proc/loadavg").unwrap(), "0.00 0.00 0.00 0/3 9\n");
+    assert_eq!(
+        read(&vfs, &context, "/proc/loadavg").unwrap(),
+        "0.00 0.00 0.00 0/3 9\n"
+    );
     assert_eq!(
         read(&vfs, &context, "/proc/mounts").unwrap(),
         "rootfs / ramfs rw 0 0\nproc /my\\040proc proc ro 0 0\n"
     );
-    assert_eq!(read(&vfs, &context, "/proc/version").unwrap(), "Linux version 6.1.0-spindle\n");
+    assert_eq!(
+        read(&vfs, &context, "/proc/version").unwrap(),
+        "Linux version 6.1.0-spindle\n"
+    );
     let cpuinfo = read(&vfs, &context, "/proc/cpuinfo").unwrap();
     assert!(cpuinfo.starts_with("processor\t: 0\nvendor_id\t: GenuineIntel\n"));
     assert!(cpuinfo.contains("model name\t: Test CPU\n"));
@@ -326,7 +374,10 @@ fn modes_owners_and_numbers_are_linuxs() {
     assert_eq!(stat("/proc/5/fd/10", false).size, 64);
     assert_eq!(stat("/proc/5/stat", true).mode, vfs::S_IFREG | 0o444);
     // Through "self" it is the same inode as by number.
-    assert_eq!(stat("/proc/self/stat", true).ino, stat("/proc/5/stat", true).ino);
+    assert_eq!(
+        stat("/proc/self/stat", true).ino,
+        stat("/proc/5/stat", true).ino
+    );
     // A directory's path is found back by inode numbers, across the mount.
     let fd = vfs.resolve(&context, b"/proc/self/fd", true).unwrap();
     assert_eq!(vfs.path_of(&context, &fd).unwrap(), b"/proc/5/fd");
@@ -336,13 +387,31 @@ fn modes_owners_and_numbers_are_linuxs() {
 fn missing_processes_and_descriptors_are_enoent_and_a_vanished_one_esrch() {
     let source = Arc::new(FakeSource::new());
     let (vfs, context) = setup(source.clone());
-    for path in ["/proc/7", "/proc/7/stat", "/proc/5/fd/3", "/proc/05", "/proc/5/nothing", "/proc/x"] {
-        assert_eq!(vfs.resolve(&context, path.as_bytes(), true).err(), Some(Errno::ENOENT), "{path}");
+    for path in [
+        "/proc/7",
+        "/proc/7/stat",
+        "/proc/5/fd/3",
+        "/proc/05",
+        "/proc/5/nothing",
+        "/proc/x",
+    ] {
+        assert_eq!(
+            vfs.resolve(&context, path.as_bytes(), true).err(),
+            Some(Errno::ENOENT),
+            "{path}"
+        );
     }
     let file = vfs.open(&context, b"/proc/1/stat", O_RDONLY, 0).unwrap();
-    source.processes.lock().unwrap().retain(|process| process.pid != 1);
+    source
+        .processes
+        .lock()
+        .unwrap()
+        .retain(|process| process.pid != 1);
     assert_eq!(file.read(&mut [0u8; 64]), Err(Errno::ESRCH));
-    assert_eq!(vfs.resolve(&context, b"/proc/1", true).err(), Some(Errno::ENOENT));
+    assert_eq!(
+        vfs.resolve(&context, b"/proc/1", true).err(),
+        Some(Errno::ENOENT)
+    );
 }
 
 #[test]
@@ -350,16 +419,35 @@ fn nothing_can_be_written_made_or_removed() {
     let (vfs, context) = setup(Arc::new(FakeSource::new()));
     let meminfo = vfs.open(&context, b"/proc/meminfo", O_WRONLY, 0).unwrap();
     assert_eq!(meminfo.write(b"x"), Err(Errno::EACCES));
-    assert_eq!(vfs.open(&context, b"/proc/new", O_CREAT | O_WRONLY, 0o644).err(), Some(Errno::ENOENT));
-    assert_eq!(vfs.mkdir(&context, b"/proc/d", 0o755).err(), Some(Errno::ENOENT));
-    assert_eq!(vfs.mkdir(&context, b"/proc/self", 0o755).err(), Some(Errno::EEXIST));
-    assert_eq!(vfs.symlink(&context, b"x", b"/proc/5/x").err(), Some(Errno::ENOENT));
+    assert_eq!(
+        vfs.open(&context, b"/proc/new", O_CREAT | O_WRONLY, 0o644)
+            .err(),
+        Some(Errno::ENOENT)
+    );
+    assert_eq!(
+        vfs.mkdir(&context, b"/proc/d", 0o755).err(),
+        Some(Errno::ENOENT)
+    );
+    assert_eq!(
+        vfs.mkdir(&context, b"/proc/self", 0o755).err(),
+        Some(Errno::EEXIST)
+    );
+    assert_eq!(
+        vfs.symlink(&context, b"x", b"/proc/5/x").err(),
+        Some(Errno::ENOENT)
+    );
     assert_eq!(vfs.unlink(&context, b"/proc/meminfo"), Err(Errno::EPERM));
     let root = vfs.resolve(&context, b"/proc/meminfo", true).unwrap();
     let chmod = vfs::SetAttributes {
         mode: Some(0o600),
         ..Default::default()
     };
-    assert_eq!(vfs.set_attributes(&context, &root, &chmod), Err(Errno::EPERM));
-    assert_eq!(ProcFs::new(3, Arc::new(FakeSource::new())).type_name(), "proc");
+    assert_eq!(
+        vfs.set_attributes(&context, &root, &chmod),
+        Err(Errno::EPERM)
+    );
+    assert_eq!(
+        ProcFs::new(3, Arc::new(FakeSource::new())).type_name(),
+        "proc"
+    );
 }

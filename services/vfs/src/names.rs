@@ -34,7 +34,11 @@ impl Vfs {
     /// mount point's. `ENOENT` if a directory on the way was removed. A
     /// directory outside the context's root is named from the tree's
     /// root.
-    pub fn path_of(&self, context: &PathContext, directory: &Arc<dyn Inode>) -> Result<Vec<u8>, Errno> {
+    pub fn path_of(
+        &self,
+        context: &PathContext,
+        directory: &Arc<dyn Inode>,
+    ) -> Result<Vec<u8>, Errno> {
         let mut names: Vec<Vec<u8>> = Vec::new();
         let mut current = directory.clone();
         let mut start = context.clone();
@@ -51,7 +55,9 @@ impl Vfs {
             }
             // A mounted file system's root is listed in the parent under
             // the inode it covers.
-            let listed = self.mounted_on(&*current).unwrap_or_else(|| current.clone());
+            let listed = self
+                .mounted_on(&*current)
+                .unwrap_or_else(|| current.clone());
             let wanted = listed.ino();
             let mut found = None;
             parent.readdir(0, &mut |entry, _| {

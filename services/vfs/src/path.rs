@@ -121,13 +121,7 @@ impl Vfs {
         if start.file_type() != FileType::Directory && path.first() != Some(&b'/') {
             return Err(Errno::ENOTDIR);
         }
-        self.walk(
-            context,
-            start.clone(),
-            path,
-            follow_last,
-            &mut Walk::new(),
-        )
+        self.walk(context, start.clone(), path, follow_last, &mut Walk::new())
     }
 
     /// As [`Vfs::resolve_at`], also giving the directory the inode was

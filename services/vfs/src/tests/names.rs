@@ -36,7 +36,11 @@ fn open_files_say_the_path_they_were_opened_by() {
     let mut in_d = context.clone();
     in_d.cwd = vfs.resolve(&context, b"/d", true).unwrap();
     // Relative, through a symbolic link, with "." and "//" on the way.
-    for (cwd, path) in [(&in_d, &b"f"[..]), (&context, b"/link"), (&context, b"/d/.//f")] {
+    for (cwd, path) in [
+        (&in_d, &b"f"[..]),
+        (&context, b"/link"),
+        (&context, b"/d/.//f"),
+    ] {
         let file = vfs.open(cwd, path, O_RDONLY, 0).unwrap();
         assert_eq!(vfs.open_file_path(&context, &file), b"/d/f");
     }
@@ -44,7 +48,9 @@ fn open_files_say_the_path_they_were_opened_by() {
     assert_eq!(vfs.open_file_path(&context, &made), b"/d/new");
     let directory = vfs.open(&in_d, b"..", O_RDONLY, 0).unwrap();
     assert_eq!(vfs.open_file_path(&context, &directory), b"/");
-    let directory = vfs.open(&context, b"/d/", O_RDONLY | O_DIRECTORY, 0).unwrap();
+    let directory = vfs
+        .open(&context, b"/d/", O_RDONLY | O_DIRECTORY, 0)
+        .unwrap();
     assert_eq!(vfs.open_file_path(&context, &directory), b"/d");
     // Removed: Linux's suffix.
     vfs.unlink(&context, b"/d/new").unwrap();
@@ -61,7 +67,9 @@ fn files_without_a_name_say_what_they_are() {
         uid: 0,
         gid: 0,
     };
-    let fifo = crate::FileSystem::root(&*hidden).create(b"p", node).unwrap();
+    let fifo = crate::FileSystem::root(&*hidden)
+        .create(b"p", node)
+        .unwrap();
     let ino = fifo.ino();
     let pipe = OpenFile::new(fifo as Arc<dyn Inode>, O_RDONLY, None);
     assert_eq!(
