@@ -134,7 +134,8 @@ impl Source for KernelFacts {
         let (virtual_bytes, resident_pages, minor_faults) =
             memory.unwrap_or((0, 0, usage.final_minor_faults));
         let linux = crate::linux::personality().and_then(|personality| personality.files(pid));
-        // A zombie's personality state is gone: its group is its own.
+        // A zombie's personality state is gone: its group is the one the
+        // process table kept, its session unknown (its own id).
         let (process_group, session, groups, umask, command_name) = match &linux {
             Some(files) => (
                 files.process_group(),
@@ -143,7 +144,7 @@ impl Source for KernelFacts {
                 Some(files.context().umask),
                 files.command_name(),
             ),
-            None => (pid, pid, Vec::new(), None, None),
+            None => (process.group().unwrap_or(pid), pid, Vec::new(), None, None),
         };
         Some(ProcessInfo {
             pid,

@@ -312,10 +312,10 @@ fn linux_calls_from_a_musl_program() -> TestResult {
         end == UserExit::Exited(0) && output.ends_with("linuxcalls: ok\n"),
         "linuxcalls {end}; it printed:\n{output}"
     );
+    let after = personality.processes();
     ensure!(
-        personality.processes() == processes,
-        "{} processes still have descriptors after linuxcalls ended",
-        personality.processes() - processes
+        after == processes,
+        "{after} processes have descriptors after linuxcalls ended, {processes} before"
     );
     Ok(())
 }
