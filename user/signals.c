@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -203,6 +204,21 @@ static void children(void) {
     }
     check(waitpid(child, &status, 0) == child && WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV,
           "a fault with no handler ends the child by SIGSEGV");
+}
+
+/* wait4's rusage: what the child used (its page faults at least). */
+static void child_usage(void) {
+    pid_t child = fork();
+    if (child == 0) {
+        char *pages = mmap(0, 64 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        for (int i = 0; i < 64; i++) pages[i * 4096] = 1;
+        _exit(0);
+    }
+    struct rusage usage = {0};
+    int status = 0;
+    check(wait4(child, &status, 0, &usage) == child && WIFEXITED(status), "wait4 with rusage");
+    check(usage.ru_minflt >= 64, "rusage counts the child's 64 page faults");
+    check(usage.ru_maxrss >= 64 * 4, "rusage's largest size covers the child's 64 pages");
 }
 
 static void waitid_reports(void) {
@@ -406,6 +422,7 @@ int main(void) {
     fpu_kept();
     children();
     waitid_reports();
+    child_usage();
     broken_pipe();
     interrupted_calls();
     alternate_stack();

@@ -197,6 +197,23 @@ pub struct Usage {
     pub final_minor_faults: u64,
 }
 
+impl Usage {
+    /// As `struct rusage` (144 bytes): the processor time as user time,
+    /// the largest resident size in KiB, the minor faults; of the process
+    /// and the children it waited for (what a parent's `wait4` reports).
+    pub fn rusage_with_children(&self) -> [u8; 144] {
+        let ns = (self.ended_threads_ticks + self.children_ticks) * (1_000_000_000 / hal::timer::TICK_HZ);
+        let resident = self.final_resident_pages.max(self.children_max_resident_pages);
+        let faults = self.final_minor_faults + self.children_minor_faults;
+        let mut record = [0u8; 144];
+        record[..8].copy_from_slice(&(ns / 1_000_000_000).to_le_bytes());
+        record[8..16].copy_from_slice(&(ns % 1_000_000_000 / 1000).to_le_bytes());
+        record[32..40].copy_from_slice(&(resident * 4).to_le_bytes());
+        record[64..72].copy_from_slice(&faults.to_le_bytes());
+        record
+    }
+}
+
 /// A process.
 pub struct Process {
     id: u64,
@@ -653,7 +670,7 @@ pub struct Reporting {
 
 /// Waits for a child of `parent` to change (end, or stop and continue if
 /// `reporting` asks), and takes the change: the child's id and what
-/// happened (an ended child's record goes). With `block` false, returns
+/// happened and what it used (an ended child's record goes). With `block` false, returns
 /// `Ok(None)` at once if none has changed yet. A signal to take
 /// interrupts the wait.
 pub fn wait(
@@ -661,7 +678,7 @@ pub fn wait(
     which: Children,
     reporting: Reporting,
     block: bool,
-) -> Result<Option<(u64, Change)>, WaitError> {
+) -> Result<Option<(u64, Change, Usage)>, WaitError> {
     let mut guard = CHANGED_LOCK.lock();
     loop {
         let children: Vec<u64> = parent.state.lock().children.iter().copied().collect();
@@ -699,7 +716,7 @@ pub fn wait(
                     TABLE.lock().remove(&child.id);
                     add_child_usage(parent, &child);
                 }
-                return Ok(Some((child.id, change)));
+                return Ok(Some((child.id, change, child.usage())));
             }
         }
         if !block {

@@ -7,6 +7,7 @@
 
 use alloc::string::String;
 
+mod busybox;
 mod extensions;
 mod memory;
 mod procfs;
@@ -41,7 +42,7 @@ pub(crate) use ensure;
 
 /// Runs every test; returns whether all passed.
 pub fn run_all() -> bool {
-    let groups: [&[KernelTest]; 10] = [
+    let groups: [&[KernelTest]; 11] = [
         memory::TESTS,
         services::TESTS,
         traps::TESTS,
@@ -52,6 +53,7 @@ pub fn run_all() -> bool {
         signals::TESTS,
         tracing::TESTS,
         procfs::TESTS,
+        busybox::TESTS,
     ];
     let (mut passed, mut failed) = (0, 0);
     // The harness checks that this many passed: a runner that stopped

@@ -139,8 +139,9 @@ pub(super) fn fork(
 /// (`pid` > 0: that child; -1: any; 0: any in the caller's process group;
 /// below -1: any in group `-pid`), writes its wait status, and returns
 /// its id (0 with `WNOHANG` if none has changed). `WUNTRACED` and
-/// `WCONTINUED` report stops and continues too. Resource usage is not
-/// measured: `rusage` is zeroed.
+/// `WCONTINUED` report stops and continues too. `rusage` gets the
+/// child's processor time, largest size and minor faults (its own and
+/// its waited-for children's).
 pub(super) fn wait4(strand: u64, pid: u64, status: u64, options: u64, rusage: u64) -> i64 {
     let Some(parent) = process::of_strand(strand) else {
         return -errno::ESRCH;
@@ -166,13 +167,13 @@ pub(super) fn wait4(strand: u64, pid: u64, status: u64, options: u64, rusage: u6
         keep: false,
     };
     match process::wait(&parent, which, reporting, options & WNOHANG == 0) {
-        Ok(Some((child, change))) => {
+        Ok(Some((child, change, usage))) => {
             if status != 0
                 && hal::user::copy_to_user(status, &change.wait_status().to_le_bytes()).is_err()
             {
                 return -errno::EFAULT;
             }
-            if rusage != 0 && hal::user::copy_to_user(rusage, &[0; RUSAGE_BYTES]).is_err() {
+            if rusage != 0 && hal::user::copy_to_user(rusage, &usage.rusage_with_children()).is_err() {
                 return -errno::EFAULT;
             }
             child as i64
@@ -222,8 +223,10 @@ pub(super) fn waitid(strand: u64, idtype: u64, id: u64, infop: u64, options: u64
         keep: options & WNOWAIT != 0,
     };
     let mut info = [0u8; SIGINFO_BYTES];
+    let mut used = [0u8; RUSAGE_BYTES];
     match process::wait(&parent, which, reporting, options & WNOHANG == 0) {
-        Ok(Some((child, change))) => {
+        Ok(Some((child, change, usage))) => {
+            used = usage.rusage_with_children();
             const CLD_EXITED: i32 = 1;
             const CLD_KILLED: i32 = 2;
             const CLD_STOPPED: i32 = 5;
@@ -246,7 +249,7 @@ pub(super) fn waitid(strand: u64, idtype: u64, id: u64, infop: u64, options: u64
     if infop != 0 && hal::user::copy_to_user(infop, &info).is_err() {
         return -errno::EFAULT;
     }
-    if rusage != 0 && hal::user::copy_to_user(rusage, &[0; RUSAGE_BYTES]).is_err() {
+    if rusage != 0 && hal::user::copy_to_user(rusage, &used).is_err() {
         return -errno::EFAULT;
     }
     0

@@ -443,7 +443,7 @@ fn table(number: u64) -> Option<Implementation> {
         UNAME => |_, [buf, ..]| info::uname(buf),
         SYSINFO => |c, [buf, ..]| info::sysinfo(&*c.personality.system, buf),
         POLL => |c, [fds, count, timeout, ..]| poll::poll(c.files, fds, count, poll::timeout_argument(timeout)),
-        PPOLL => |c, [fds, count, timeout, ..]| poll::poll(c.files, fds, count, poll::timespec_ns(timeout)?),
+        PPOLL => |c, [fds, count, timeout, mask, size, _]| poll::ppoll(c.files, fds, count, timeout, mask, size),
         SELECT => |c, [count, read, write, except, timeout, _]| poll::select(c.files, count, [read, write, except], timeout),
         PSELECT6 => |c, [count, read, write, except, timeout, mask]| {
             poll::pselect6(c.files, count, [read, write, except], timeout, mask)

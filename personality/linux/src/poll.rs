@@ -183,11 +183,8 @@ pub fn select(
 }
 
 /// `pselect6(nfds, readfds, writefds, exceptfds, timeout, sigmask)`:
-/// `sigmask` points to the mask's address and size (8). The mask is
-/// checked (`EFAULT`, `EINVAL` for another size) but not yet put in force
-/// during the wait: that needs the signal state's way of suspending with
-/// a mask (what `rt_sigsuspend` uses, private to `signal.rs`), so the
-/// caller's own mask applies throughout.
+/// `sigmask` points to the mask's address and size (8); that mask is in
+/// force during the wait (`EFAULT`, `EINVAL` for another size).
 pub fn pselect6(
     process: &LinuxProcess,
     count: u64,
@@ -196,16 +193,55 @@ pub fn pselect6(
     sigmask: u64,
 ) -> Result<i64, Errno> {
     let timeout_ns = timespec_ns(timeout)?;
+    let mut mask = None;
     if sigmask != 0 {
-        let [mask, size] = user::read_u64s::<2>(sigmask)?;
-        if mask != 0 {
+        let [address, size] = user::read_u64s::<2>(sigmask)?;
+        if address != 0 {
             if size != 8 {
                 return Err(Errno::EINVAL);
             }
-            user::read_u64(mask)?;
+            mask = Some(user::read_u64(address)?);
         }
     }
-    select_sets(process, count, sets, (timeout, timeout_ns, TimeLayout::Timespec))
+    with_mask(process, mask, || {
+        select_sets(process, count, sets, (timeout, timeout_ns, TimeLayout::Timespec))
+    })
+}
+
+/// Runs a wait with signal mask `mask` in force (`pselect6`, `ppoll`).
+/// Interrupted (`EINTR`), the mask stays until the handler the kernel is
+/// about to enter returns (it restores the caller's); otherwise the
+/// caller's comes back at once.
+fn with_mask(
+    process: &LinuxProcess,
+    mask: Option<u64>,
+    wait: impl FnOnce() -> Result<i64, Errno>,
+) -> Result<i64, Errno> {
+    let Some(mask) = mask else {
+        return wait();
+    };
+    process.signals.lock().suspend_with(mask);
+    let result = wait();
+    if result != Err(Errno::EINTR) {
+        process.signals.lock().end_suspend();
+    }
+    result
+}
+
+/// `ppoll(fds, nfds, timeout, sigmask, sigsetsize)`: `poll` with a
+/// `struct timespec` timeout and, if `sigmask` is not null, that mask in
+/// force during the wait.
+pub fn ppoll(process: &LinuxProcess, fds: u64, count: u64, timeout: u64, sigmask: u64, size: u64) -> Result<i64, Errno> {
+    let timeout_ns = timespec_ns(timeout)?;
+    let mask = if sigmask == 0 {
+        None
+    } else {
+        if size != 8 {
+            return Err(Errno::EINVAL);
+        }
+        Some(user::read_u64(sigmask)?)
+    };
+    with_mask(process, mask, || poll(process, fds, count, timeout_ns))
 }
 
 /// The common part of `select` and `pselect6`: read the sets (bits of

@@ -404,6 +404,17 @@ impl SignalState {
         self.suspended_mask.take().unwrap_or(self.mask)
     }
 
+    /// Puts `mask` in force for a wait (`rt_sigsuspend`, `pselect6`,
+    /// `ppoll`), keeping the current one to come back: when the wait ends
+    /// with `EINTR`, the handler that runs returns to it (see
+    /// [`SignalState::take_mask_to_restore`]); otherwise the caller ends
+    /// the suspension with [`SignalState::end_suspend`].
+    pub fn suspend_with(&mut self, mask: u64) {
+        let previous = self.mask;
+        self.suspended_mask = Some(previous);
+        self.set_mask(mask);
+    }
+
     /// Ends an `rt_sigsuspend` no handler ran for: its mask comes back.
     pub fn end_suspend(&mut self) {
         if let Some(mask) = self.suspended_mask.take() {
@@ -525,12 +536,7 @@ pub fn rt_sigsuspend(process: &LinuxProcess, mask: u64, size: u64) -> Result<i64
         return Err(Errno::EINVAL);
     }
     let mask = user::read_u64(mask)?;
-    {
-        let mut state = process.signals.lock();
-        let previous = state.mask;
-        state.suspended_mask = Some(previous);
-        state.set_mask(mask);
-    }
+    process.signals.lock().suspend_with(mask);
     wait_for_signal(process);
     Err(Errno::EINTR)
 }
