@@ -1,12 +1,25 @@
-//! Loading static ELF64 executables into a user address space.
+//! Loading ELF64 executables into a user address space, as Linux's
+//! `binfmt_elf` does.
 //!
-//! The file is untrusted: `object` reads it with checked bounds, and every
-//! value that places memory (segment addresses and sizes, the entry point)
-//! is checked here before anything is mapped. A bad file is a clear error,
-//! never a panic. Supported: x86-64 `ET_EXEC` files (static, not
-//! position-independent, as `musl-gcc -static` makes them) with no
-//! interpreter; each `PT_LOAD` segment is mapped with its own permissions
-//! (W^X: a segment both writable and executable is refused).
+//! The files are untrusted: `object` reads them with checked bounds, and
+//! every value that places memory (segment addresses and sizes, the entry
+//! point, the interpreter's path) is checked here before anything is
+//! mapped. A bad file is a clear error, never a panic.
+//!
+//! What is loaded:
+//! - `ET_EXEC` programs at their own addresses (static, as `musl-gcc
+//!   -static` and Debian's `bash-static` are built);
+//! - `ET_DYN` programs (position-independent: Debian's programs, and
+//!   static-PIE ones) at [`PROGRAM_BASE`];
+//! - a program with `PT_INTERP` (dynamically linked) together with its
+//!   interpreter, Debian's `ld-linux-x86-64.so.2`, an `ET_DYN` file placed
+//!   at [`INTERPRETER_BASE`]. The thread starts in the interpreter, which
+//!   finds the program through the auxiliary vector ([`initial_stack`])
+//!   and maps its libraries itself, with `mmap` on their files.
+//!
+//! Each `PT_LOAD` segment is mapped with its own permissions (W^X: a
+//! segment both writable and executable is refused). Neither base is
+//! randomized; there is no vDSO.
 
 use alloc::{format, string::String, vec::Vec};
 
@@ -20,10 +33,62 @@ use object::{
     LittleEndian,
 };
 
-/// Segments may not reach above this (the stack lives higher).
-const LOAD_LIMIT: u64 = 0x0000_7000_0000_0000;
-/// Largest total of mapped segment memory accepted.
+/// Where a position-independent program's lowest segment is placed
+/// (Linux puts them near two thirds of the user half too:
+/// `ELF_ET_DYN_BASE`). The break follows the program.
+pub const PROGRAM_BASE: u64 = 0x5555_5555_4000;
+/// Where the interpreter (`ld.so`) is placed: above `mmap`'s ceiling
+/// (`vm::MMAP_CEILING`), so the mappings it makes go below it, and far
+/// below the stack.
+pub const INTERPRETER_BASE: u64 = 0x7f00_0000_0000;
+/// An `ET_EXEC` program's segments stay below this, clear of the
+/// interpreter and of the stack.
+const EXEC_LIMIT: u64 = 0x7000_0000_0000;
+/// The interpreter's segments stay below this (the stack region's
+/// bottom is far higher).
+const INTERPRETER_LIMIT: u64 = INTERPRETER_BASE + (1 << 32);
+/// Largest total of mapped segment memory accepted, per file.
 const MAX_IMAGE_BYTES: u64 = 256 << 20;
+/// Longest interpreter path (`PATH_MAX`).
+const MAX_INTERPRETER_PATH: usize = 4096;
+
+/// Why a program could not be loaded.
+#[derive(Clone, PartialEq, Eq)]
+pub enum LoadError {
+    /// The file is not a program this loader runs, and why (`ENOEXEC`).
+    NotExecutable(String),
+    /// No memory for its pages or page tables (`ENOMEM`).
+    NoMemory,
+}
+
+impl core::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            LoadError::NotExecutable(why) => f.write_str(why),
+            LoadError::NoMemory => f.write_str("out of memory"),
+        }
+    }
+}
+
+impl From<LoadError> for String {
+    fn from(error: LoadError) -> String {
+        format!("{error}")
+    }
+}
+
+fn not_executable(why: impl Into<String>) -> LoadError {
+    LoadError::NotExecutable(why.into())
+}
+
+fn mapping_error(error: MapError) -> LoadError {
+    match error {
+        MapError::OutOfFrames => LoadError::NoMemory,
+        MapError::AlreadyMapped(at) => not_executable(format!("page {at:#x} mapped twice")),
+        MapError::OutsideRegion(at) | MapError::Unaligned(at) | MapError::NotMapped(at) => {
+            not_executable(format!("bad address {at:#x}"))
+        }
+    }
+}
 
 /// What the loader placed.
 pub struct Image {
@@ -33,197 +98,387 @@ pub struct Image {
     pub layout: Layout,
 }
 
-/// Where the loader put the program.
-#[derive(Clone, Debug)]
+/// Where the loader put the program (and its interpreter).
+#[derive(Clone)]
 pub struct Layout {
-    /// The loaded segments: first page, end of the last page, protection
-    /// (the regions of the program's address map).
+    /// The loaded segments of both files: first page, end of the last
+    /// page, protection (the regions of the program's address map).
     pub segments: Vec<(u64, u64, UserProtection)>,
-    /// The first page above every segment (where the break starts).
+    /// The first page above the program's segments (where the break
+    /// starts).
     pub image_end: u64,
-    /// The entry point.
+    /// Where the thread starts: the interpreter's entry point if there is
+    /// one, else the program's.
     pub entry: u64,
-    /// Where the program headers are in the image (for `AT_PHDR`), if
-    /// inside a loaded segment.
+    /// The program's own entry point (`AT_ENTRY`).
+    pub program_entry: u64,
+    /// Where the program's headers are in memory (`AT_PHDR`), if inside a
+    /// loaded segment.
     pub program_headers: Option<u64>,
     /// Number of program headers (`AT_PHNUM`).
     pub program_header_count: u64,
+    /// Where the interpreter was placed (`AT_BASE`); 0 without one.
+    pub interpreter_base: u64,
 }
 
-fn mapping_error(error: MapError) -> String {
-    match error {
-        MapError::OutOfFrames => String::from("out of memory"),
-        MapError::AlreadyMapped(at) => format!("page {at:#x} mapped twice"),
-        MapError::OutsideRegion(at) | MapError::Unaligned(at) | MapError::NotMapped(at) => {
-            format!("bad address {at:#x}")
-        }
-    }
+/// A file's header, checked: a little-endian x86-64 ELF64 of a type this
+/// loader runs.
+struct Parsed<'a> {
+    bytes: &'a [u8],
+    header: &'a FileHeader64<LittleEndian>,
+    endian: LittleEndian,
+    /// `ET_DYN` (placed at a base) rather than `ET_EXEC`.
+    is_position_independent: bool,
 }
 
-/// Reads `bytes` as an executable and maps its segments into a new address
-/// space.
-pub fn load(bytes: &[u8]) -> Result<Image, String> {
+fn parse(bytes: &[u8]) -> Result<Parsed<'_>, LoadError> {
     let header = FileHeader64::<LittleEndian>::parse(bytes)
-        .map_err(|error| format!("not an ELF64 file: {error}"))?;
+        .map_err(|error| not_executable(format!("not an ELF64 file: {error}")))?;
     let endian = header
         .endian()
-        .map_err(|_| String::from("not a little-endian ELF file"))?;
+        .map_err(|_| not_executable("not a little-endian ELF file"))?;
     if header.e_machine(endian) != elf::EM_X86_64 {
-        return Err(format!(
+        return Err(not_executable(format!(
             "built for machine {}, not x86-64",
             header.e_machine(endian)
-        ));
+        )));
     }
-    if header.e_type(endian) != elf::ET_EXEC {
-        return Err(String::from(
-            "not a static executable (position-independent and shared files are not supported yet)",
-        ));
-    }
-    let segments = header
-        .program_headers(endian, bytes)
-        .map_err(|error| format!("bad program headers: {error}"))?;
-    let entry = header.e_entry(endian);
-    let program_header_offset = header.e_phoff(endian);
+    let is_position_independent = match header.e_type(endian) {
+        elf::ET_EXEC => false,
+        elf::ET_DYN => true,
+        other => return Err(not_executable(format!("ELF type {other} is not a program"))),
+    };
+    Ok(Parsed {
+        bytes,
+        header,
+        endian,
+        is_position_independent,
+    })
+}
 
+impl<'a> Parsed<'a> {
+    fn segments(&self) -> Result<&'a [elf::ProgramHeader64<LittleEndian>], LoadError> {
+        self.header
+            .program_headers(self.endian, self.bytes)
+            .map_err(|error| not_executable(format!("bad program headers: {error}")))
+    }
+}
+
+/// The interpreter a program asks for (its `PT_INTERP` path, without the
+/// terminating NUL), or `None` for a program that needs none.
+pub fn interpreter_path(bytes: &[u8]) -> Result<Option<Vec<u8>>, LoadError> {
+    let parsed = parse(bytes)?;
+    let mut found = None;
+    for segment in parsed.segments()? {
+        if segment.p_type(parsed.endian) != elf::PT_INTERP {
+            continue;
+        }
+        if found.is_some() {
+            return Err(not_executable("more than one interpreter (PT_INTERP)"));
+        }
+        let data = segment
+            .data(parsed.endian, bytes)
+            .map_err(|_| not_executable("the interpreter's path lies outside the file"))?;
+        // The path ends at its NUL, which must be there.
+        let path = data
+            .iter()
+            .position(|&byte| byte == 0)
+            .map(|end| &data[..end])
+            .ok_or_else(|| not_executable("the interpreter's path is not terminated"))?;
+        if path.is_empty() || path.len() > MAX_INTERPRETER_PATH {
+            return Err(not_executable("the interpreter's path is empty or too long"));
+        }
+        found = Some(Vec::from(path));
+    }
+    Ok(found)
+}
+
+/// Maps `program` (and `interpreter`, the file its `PT_INTERP` names,
+/// which the caller read) into a new address space. A program that asks
+/// for an interpreter must be given one, and one that does not must not.
+pub fn load(program: &[u8], interpreter: Option<&[u8]>) -> Result<Image, LoadError> {
+    let parsed = parse(program)?;
+    match (interpreter_path(program)?, interpreter) {
+        (Some(_), None) => {
+            return Err(not_executable(
+                "dynamically linked (PT_INTERP): its interpreter must be loaded with it",
+            ))
+        }
+        (None, Some(_)) => return Err(not_executable("a static program given an interpreter")),
+        _ => {}
+    }
     let space = AddressSpace::new().map_err(mapping_error)?;
+    let mut segments = Vec::new();
+    let (program_base, program_limit) = if parsed.is_position_independent {
+        (PROGRAM_BASE, INTERPRETER_BASE)
+    } else {
+        (0, EXEC_LIMIT)
+    };
+    let main = place(&space, &parsed, program_base, program_limit, &mut segments)?;
+    let (entry, interpreter_base) = match interpreter {
+        Some(bytes) => {
+            let interpreter = parse(bytes)
+                .map_err(|error| not_executable(format!("the interpreter: {error}")))?;
+            if !interpreter.is_position_independent {
+                return Err(not_executable(
+                    "the interpreter is not position-independent (ET_DYN)",
+                ));
+            }
+            if interpreter_path(bytes)?.is_some() {
+                return Err(not_executable("the interpreter asks for an interpreter"));
+            }
+            let placed = place(
+                &space,
+                &interpreter,
+                INTERPRETER_BASE,
+                INTERPRETER_LIMIT,
+                &mut segments,
+            )
+            .map_err(|error| match error {
+                LoadError::NotExecutable(why) => not_executable(format!("the interpreter: {why}")),
+                other => other,
+            })?;
+            (placed.entry, placed.base)
+        }
+        None => (main.entry, 0),
+    };
+    Ok(Image {
+        space,
+        layout: Layout {
+            segments,
+            image_end: main.end,
+            entry,
+            program_entry: main.entry,
+            program_headers: main.program_headers,
+            program_header_count: u64::from(parsed.header.e_phnum(parsed.endian)),
+            interpreter_base,
+        },
+    })
+}
+
+/// Where one file's segments went.
+struct Placed {
+    /// What was added to its virtual addresses (0 for `ET_EXEC`).
+    base: u64,
+    /// The first page above its segments.
+    end: u64,
+    /// Its entry point, in memory.
+    entry: u64,
+    /// Its program headers, in memory.
+    program_headers: Option<u64>,
+}
+
+fn page_down(address: u64) -> u64 {
+    address - address % PAGE_SIZE
+}
+
+/// Maps the `PT_LOAD` segments of `file` into `space`: an `ET_DYN` file
+/// with its lowest segment at `base`, an `ET_EXEC` file where it says;
+/// every segment between `vm::MMAP_MIN_ADDRESS` and `limit`. Adds each
+/// segment's pages to `segments`.
+fn place(
+    space: &AddressSpace,
+    file: &Parsed<'_>,
+    base: u64,
+    limit: u64,
+    segments: &mut Vec<(u64, u64, UserProtection)>,
+) -> Result<Placed, LoadError> {
+    let endian = file.endian;
+    let headers = file.segments()?;
+    let loads = || headers.iter().filter(|segment| segment.p_type(endian) == elf::PT_LOAD);
+    // ELF lists loadable segments in ascending order (System V ABI, ch. 5).
+    let lowest = loads()
+        .map(|segment| segment.p_vaddr(endian))
+        .next()
+        .ok_or_else(|| not_executable("no loadable segment"))?;
+    let bias = if file.is_position_independent {
+        base.wrapping_sub(page_down(lowest))
+    } else {
+        0
+    };
+    let entry = file.header.e_entry(endian).wrapping_add(bias);
+    let program_header_offset = file.header.e_phoff(endian);
     let mut total = 0u64;
     let mut entry_is_executable = false;
     let mut program_headers = None;
-    let mut placed: Vec<(u64, u64, UserProtection)> = Vec::new();
-    for segment in segments {
-        match segment.p_type(endian) {
-            elf::PT_LOAD => {}
-            elf::PT_INTERP => {
-                return Err(String::from(
-                    "dynamically linked (PT_INTERP): not supported yet",
-                ))
-            }
-            _ => continue,
-        }
-        let address = segment.p_vaddr(endian);
+    let mut previous_end = 0u64;
+    let first_segment = segments.len();
+    for segment in loads() {
+        let virtual_address = segment.p_vaddr(endian);
         let memory_size = segment.p_memsz(endian);
         let file_size = segment.p_filesz(endian);
         let flags = segment.p_flags(endian);
+        let address = virtual_address
+            .checked_add(bias)
+            .filter(|&address| address >= vm::MMAP_MIN_ADDRESS && address >= previous_end)
+            .ok_or_else(|| {
+                not_executable(format!(
+                    "segment at {virtual_address:#x} is out of order or below the lowest address allowed"
+                ))
+            })?;
         let segment_end = address
             .checked_add(memory_size)
-            .filter(|&end| end <= LOAD_LIMIT)
-            .ok_or_else(|| format!("segment at {address:#x} reaches outside user memory"))?;
+            .filter(|&end| end <= limit)
+            .ok_or_else(|| not_executable(format!("segment at {address:#x} reaches outside user memory")))?;
+        previous_end = segment_end;
         if file_size > memory_size {
-            return Err(format!(
+            return Err(not_executable(format!(
                 "segment at {address:#x} has more file bytes than memory"
-            ));
+            )));
         }
         total = total.saturating_add(memory_size);
         if total > MAX_IMAGE_BYTES {
-            return Err(String::from("segments larger than 256 MiB in all"));
+            return Err(not_executable("segments larger than 256 MiB in all"));
         }
         let (writable, executable) = (flags & elf::PF_W != 0, flags & elf::PF_X != 0);
         let protection = match (writable, executable) {
             (true, true) => {
-                return Err(format!(
+                return Err(not_executable(format!(
                     "segment at {address:#x} is both writable and executable"
-                ))
+                )))
             }
             (true, false) => UserProtection::ReadWrite,
             (false, true) => UserProtection::ReadExecute,
             (false, false) => UserProtection::Read,
         };
         let data = segment
-            .data(endian, bytes)
-            .map_err(|_| format!("segment at {address:#x} lies outside the file"))?;
-        let first_page = address - address % PAGE_SIZE;
+            .data(endian, file.bytes)
+            .map_err(|_| not_executable(format!("segment at {address:#x} lies outside the file")))?;
+        let first_page = page_down(address);
         let mut page = first_page;
+        let mut first_page_is_new = true;
         while page < segment_end {
             match space.map(page, protection) {
+                Ok(()) => {}
                 // A page shared with the previous segment keeps its first
                 // protection (linkers align segments to pages; musl's do).
-                Ok(()) | Err(MapError::AlreadyMapped(_)) => {}
+                Err(MapError::AlreadyMapped(_)) if page == first_page => first_page_is_new = false,
                 Err(error) => return Err(mapping_error(error)),
             }
             page += PAGE_SIZE;
         }
+        // Linux maps whole pages of the file: the bytes before the
+        // segment in its first page are the file's too.
+        let file_offset = segment.p_offset(endian);
+        let lead = address - first_page;
+        let lead_bytes = file_offset
+            .checked_sub(lead)
+            .filter(|_| first_page_is_new && file_offset % PAGE_SIZE == address % PAGE_SIZE)
+            .and_then(|start| file.bytes.get(start as usize..file_offset as usize));
+        if let Some(lead_bytes) = lead_bytes {
+            space.write(first_page, lead_bytes).map_err(mapping_error)?;
+        }
         space.write(address, data).map_err(mapping_error)?;
         // A page shared with the previous segment stays in that region.
-        let region_start = placed
+        let region_start = segments[first_segment..]
             .last()
             .map_or(first_page, |&(_, end, _)| first_page.max(end));
         let region_end = segment_end.div_ceil(PAGE_SIZE) * PAGE_SIZE;
         if region_start < region_end {
-            placed.push((region_start, region_end, protection));
+            segments.push((region_start, region_end, protection));
         }
         if executable && (address..segment_end).contains(&entry) {
             entry_is_executable = true;
         }
-        let file_offset = segment.p_offset(endian);
-        if (file_offset..file_offset + file_size).contains(&program_header_offset) {
+        if (file_offset..file_offset.saturating_add(file_size)).contains(&program_header_offset) {
             program_headers = Some(address + (program_header_offset - file_offset));
         }
     }
     if !entry_is_executable {
-        return Err(format!(
+        return Err(not_executable(format!(
             "entry point {entry:#x} is not in an executable segment"
-        ));
+        )));
     }
-    let image_end = placed.iter().map(|&(_, end, _)| end).max().unwrap_or(0);
-    Ok(Image {
-        space,
-        layout: Layout {
-            segments: placed,
-            image_end,
-            entry,
-            program_headers,
-            program_header_count: u64::from(header.e_phnum(endian)),
-        },
+    let end = segments[first_segment..]
+        .iter()
+        .map(|&(_, end, _)| end)
+        .max()
+        .unwrap_or(base);
+    Ok(Placed {
+        base: bias,
+        end,
+        entry,
+        program_headers,
     })
 }
 
-/// The auxiliary-vector keys the initial stack carries.
+/// The auxiliary-vector keys the initial stack carries (Linux's
+/// `include/uapi/linux/auxvec.h`), what glibc's `ld.so` and libc read.
 mod auxv {
     pub const NULL: u64 = 0;
     pub const PHDR: u64 = 3;
     pub const PHENT: u64 = 4;
     pub const PHNUM: u64 = 5;
     pub const PAGESZ: u64 = 6;
+    pub const BASE: u64 = 7;
+    pub const FLAGS: u64 = 8;
     pub const ENTRY: u64 = 9;
+    pub const UID: u64 = 11;
+    pub const EUID: u64 = 12;
+    pub const GID: u64 = 13;
+    pub const EGID: u64 = 14;
+    pub const PLATFORM: u64 = 15;
+    pub const HWCAP: u64 = 16;
+    pub const CLKTCK: u64 = 17;
+    pub const SECURE: u64 = 23;
     pub const RANDOM: u64 = 25;
+    pub const HWCAP2: u64 = 26;
+    pub const EXECFN: u64 = 31;
+}
+
+/// Clock ticks per second that `times` counts in (`AT_CLKTCK`, Linux's
+/// `USER_HZ`).
+const CLOCK_TICKS_PER_SECOND: u64 = 100;
+/// What `AT_PLATFORM` names.
+const PLATFORM: &[u8] = b"x86_64";
+
+/// What the initial stack tells the program besides its arguments and
+/// environment.
+pub struct StartInfo<'a> {
+    /// The path the program was started by (`AT_EXECFN`).
+    pub path: &'a [u8],
+    /// 16 random bytes (`AT_RANDOM`: glibc seeds its stack protector and
+    /// pointer guard from them).
+    pub random: [u8; 16],
 }
 
 /// Builds the System V initial stack (argc, argv, envp, auxiliary vector,
 /// and the strings they point to) ending below `top`; returns the stack
 /// pointer to start with (16-byte aligned, pointing at argc).
 /// The strings are bytes, as Linux passes them (`execve`'s `argv` and
-/// `envp`).
-pub fn initial_stack_with_environment(
+/// `envp`). Every process is root, so the ids are 0 and `AT_SECURE` is 0.
+pub fn initial_stack(
     space: &AddressSpace,
     top: u64,
     image: &Layout,
     arguments: &[&[u8]],
     environment: &[&[u8]],
-) -> Result<u64, String> {
-    // Strings and the 16 random bytes at the top, then the vectors.
+    start: &StartInfo<'_>,
+) -> Result<u64, LoadError> {
+    // The strings and the random bytes at the top, then the vectors.
     let mut cursor = top;
-    let mut place = |string: &[u8]| -> Result<u64, String> {
-        let mut bytes = Vec::from(string);
-        bytes.push(0);
-        cursor -= bytes.len() as u64;
-        space.write(cursor, &bytes).map_err(mapping_error)?;
+    let mut place = |bytes: &[u8], terminated: bool| -> Result<u64, LoadError> {
+        let length = bytes.len() as u64 + u64::from(terminated);
+        cursor = cursor
+            .checked_sub(length)
+            .ok_or_else(|| not_executable("arguments too large"))?;
+        space.write(cursor, bytes).map_err(mapping_error)?;
+        if terminated {
+            space.write(cursor + bytes.len() as u64, &[0]).map_err(mapping_error)?;
+        }
         Ok(cursor)
     };
+    let execfn = place(start.path, true)?;
     let mut argv = Vec::with_capacity(arguments.len());
     for argument in arguments {
-        argv.push(place(argument)?);
+        argv.push(place(argument, true)?);
     }
     let mut envp = Vec::with_capacity(environment.len());
     for variable in environment {
-        envp.push(place(variable)?);
+        envp.push(place(variable, true)?);
     }
-    cursor -= 16;
-    let random = cursor;
-    let seed = hal::cpu::read_tsc();
-    let mut random_bytes = [0u8; 16];
-    random_bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    random_bytes[8..].copy_from_slice(&seed.rotate_left(29).wrapping_mul(0x9e37_79b9_7f4a_7c15).to_le_bytes());
-    space.write(random, &random_bytes).map_err(mapping_error)?;
+    let platform = place(PLATFORM, true)?;
+    let random = place(&start.random, false)?;
 
     let mut words: Vec<u64> = Vec::new();
     words.push(arguments.len() as u64);
@@ -231,17 +486,34 @@ pub fn initial_stack_with_environment(
     words.push(0); // end of argv
     words.extend(&envp);
     words.push(0); // end of the environment
+    // CPUID leaf 1's EDX, as Linux's `ELF_HWCAP` is.
+    let hardware_capabilities = u64::from(core::arch::x86_64::__cpuid(1).edx);
+    words.extend([auxv::HWCAP, hardware_capabilities]);
+    words.extend([auxv::PAGESZ, PAGE_SIZE]);
+    words.extend([auxv::CLKTCK, CLOCK_TICKS_PER_SECOND]);
     if let Some(program_headers) = image.program_headers {
         words.extend([auxv::PHDR, program_headers]);
-        words.extend([auxv::PHENT, core::mem::size_of::<elf::ProgramHeader64<LittleEndian>>() as u64]);
+        words.extend([
+            auxv::PHENT,
+            core::mem::size_of::<elf::ProgramHeader64<LittleEndian>>() as u64,
+        ]);
         words.extend([auxv::PHNUM, image.program_header_count]);
     }
-    words.extend([auxv::PAGESZ, PAGE_SIZE]);
-    words.extend([auxv::ENTRY, image.entry]);
+    words.extend([auxv::BASE, image.interpreter_base]);
+    words.extend([auxv::FLAGS, 0]);
+    words.extend([auxv::ENTRY, image.program_entry]);
+    words.extend([auxv::UID, 0, auxv::EUID, 0, auxv::GID, 0, auxv::EGID, 0]);
+    words.extend([auxv::SECURE, 0]);
     words.extend([auxv::RANDOM, random]);
+    words.extend([auxv::HWCAP2, 0]);
+    words.extend([auxv::EXECFN, execfn]);
+    words.extend([auxv::PLATFORM, platform]);
     words.extend([auxv::NULL, 0]);
     let bytes: Vec<u8> = words.iter().flat_map(|word| word.to_le_bytes()).collect();
-    let rsp = (cursor - bytes.len() as u64) & !0xf;
+    let rsp = cursor
+        .checked_sub(bytes.len() as u64)
+        .ok_or_else(|| not_executable("arguments too large"))?
+        & !0xf;
     space.write(rsp, &bytes).map_err(mapping_error)?;
     Ok(rsp)
 }

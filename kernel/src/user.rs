@@ -105,15 +105,15 @@ impl UserThread {
     }
 }
 
-/// Adds the stack region below [`STACK_TOP`] and maps its top
-/// [`STACK_PAGES`] (what the loader writes the arguments into).
 /// A loaded program's address map and initial stack pointer: its
-/// segments as regions, the stack, and `arguments` and `environment` on
-/// it (for `execve`).
+/// segments (and its interpreter's) as regions, the stack, and
+/// `arguments` and `environment` on it, with the auxiliary vector
+/// (`path` is what it was started as: `AT_EXECFN`).
 pub fn program_memory(
     image: crate::elf::Image,
     arguments: &[&[u8]],
     environment: &[&[u8]],
+    path: &[u8],
 ) -> Result<(AddressMap, u64), String> {
     let crate::elf::Image { space, layout } = image;
     let mut memory = AddressMap::new(Arc::new(space), layout.image_end);
@@ -123,16 +123,38 @@ pub fn program_memory(
             .map_err(|error| alloc::format!("cannot place a segment at {start:#x}: {error}"))?;
     }
     map_stack(&mut memory)?;
-    let rsp = crate::elf::initial_stack_with_environment(
+    let start = crate::elf::StartInfo {
+        path,
+        random: random_bytes(),
+    };
+    let rsp = crate::elf::initial_stack(
         memory.space(),
         STACK_TOP,
         &layout,
         arguments,
         environment,
+        &start,
     )?;
     Ok((memory, rsp))
 }
 
+/// 16 bytes for `AT_RANDOM`: from the personality's `/dev/urandom`
+/// generator, or (before it is set up) from the time-stamp counter.
+fn random_bytes() -> [u8; 16] {
+    let mut bytes = [0u8; 16];
+    let generator = crate::linux::personality()
+        .and_then(|personality| personality.vfs().devices().get(vfs::devices::URANDOM_DEV).ok());
+    if generator.is_some_and(|device| device.read(0, &mut bytes, true) == Ok(bytes.len())) {
+        return bytes;
+    }
+    let seed = hal::cpu::read_tsc();
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    bytes[8..].copy_from_slice(&seed.rotate_left(29).wrapping_mul(0x9e37_79b9_7f4a_7c15).to_le_bytes());
+    bytes
+}
+
+/// Adds the stack region below [`STACK_TOP`] and maps its top
+/// [`STACK_PAGES`] (what the loader writes the arguments into).
 fn map_stack(memory: &mut AddressMap) -> Result<(), String> {
     memory
         .add_region(STACK_TOP - STACK_LIMIT, STACK_TOP, UserProtection::ReadWrite)
@@ -183,7 +205,9 @@ pub fn spawn(name: &str, code: &[u8]) -> Result<UserThread, String> {
 }
 
 /// Starts the static ELF executable `file` as a user thread named `name`,
-/// with `arguments` as its argv (argv[0] first), in a new process.
+/// with `arguments` as its argv (argv[0] first), in a new process. A
+/// dynamically linked program needs its interpreter: [`spawn_path`]
+/// starts one.
 pub fn spawn_program(name: &str, file: &[u8], arguments: &[&str]) -> Result<UserThread, String> {
     spawn_program_in(new_process(), name, file, arguments)
 }
@@ -195,14 +219,57 @@ pub fn spawn_program_in(
     file: &[u8],
     arguments: &[&str],
 ) -> Result<UserThread, String> {
-    let image = crate::elf::load(file)?;
-    let rip = image.layout.entry;
+    let image = crate::elf::load(file, None)?;
     let arguments: Vec<&[u8]> = arguments.iter().map(|argument| argument.as_bytes()).collect();
-    let (memory, rsp) = program_memory(image, &arguments, &[])?;
-    let entry = UserEntry { rip, rsp };
-    let process = process::create(process, 0, memory);
+    // The kernel's programs are `bin/NAME` of the boot archive, which is
+    // `/bin/NAME` of the tree.
+    let path = alloc::format!("/bin/{name}");
+    let (process, entry) = prepare(process, image, &arguments, &[], path.as_bytes())?;
     crate::system::program_started(&process, name, &arguments);
     start_kernel_child(process, name, entry)
+}
+
+/// Starts the program at `path` in the Linux personality's file tree
+/// (static or dynamically linked: its interpreter is read from the tree
+/// too) as a user thread named `name`, with `arguments` (argv[0] first)
+/// and `environment`, in a new process.
+pub fn spawn_path(
+    name: &str,
+    path: &[u8],
+    arguments: &[&[u8]],
+    environment: &[&[u8]],
+) -> Result<UserThread, String> {
+    let personality =
+        crate::linux::personality().ok_or_else(|| String::from("the Linux personality is not set up"))?;
+    let context = personality.vfs().context(0, 0);
+    let read = |path: &[u8]| {
+        linux::read_whole_file(personality.vfs(), &context, path).map_err(|error| {
+            alloc::format!("reading {}: {error}", String::from_utf8_lossy(path))
+        })
+    };
+    let file = read(path)?;
+    let interpreter = match crate::elf::interpreter_path(&file)? {
+        Some(interpreter) => Some(read(&interpreter)?),
+        None => None,
+    };
+    let image = crate::elf::load(&file, interpreter.as_deref())?;
+    let (process, entry) = prepare(new_process(), image, arguments, environment, path)?;
+    crate::system::program_executed(&process, path, arguments);
+    start_kernel_child(process, name, entry)
+}
+
+/// Makes process `process` (from [`new_process`]) for `image`, the
+/// program at `path`: its memory, and where its first thread starts.
+fn prepare(
+    process: u64,
+    image: crate::elf::Image,
+    arguments: &[&[u8]],
+    environment: &[&[u8]],
+    path: &[u8],
+) -> Result<(Arc<Process>, UserEntry), String> {
+    let rip = image.layout.entry;
+    let (memory, rsp) = program_memory(image, arguments, environment, path)?;
+    Ok((process::create(process, 0, memory), UserEntry { rip, rsp }))
 }
 
 /// Starts `process`'s program (a child of the kernel) at `entry`.

@@ -3,6 +3,9 @@
 //! `target/debian/downloads/` once, then unpack it with `dpkg-deb -x`
 //! into `target/debian/<package>/`. No binary is committed; a package
 //! that cannot be fetched is an error that says so, never a silent skip.
+//!
+//! [`IMAGE_FILES`] lists what of those packages goes into the boot image
+//! and where; [`image_files`] collects them.
 
 use std::{
     fs,
@@ -81,4 +84,88 @@ pub fn package(package: &str) -> Result<PathBuf> {
         fs::write(&stamp, &source)?;
     }
     Ok(unpacked)
+}
+
+/// What the boot image takes from Debian: (package, path in the package,
+/// path in the image). The shared libraries keep their Debian paths, so
+/// Debian's own `ld.so` finds them where it looks without a cache
+/// (`/lib/x86_64-linux-gnu`, `/usr/lib/x86_64-linux-gnu`); a symbolic
+/// link brings what it points to. Debian's dynamically linked programs go
+/// under `/opt/debian/bin`, clear of busybox's applet links in `/bin` and
+/// `/usr/bin`.
+pub const IMAGE_FILES: &[(&str, &str, &str)] = &[
+    ("busybox-static", "bin/busybox", "bin/busybox"),
+    ("bash-static", "bin/bash-static", "bin/bash"),
+    // The dynamic loader, at the path programs name (`PT_INTERP`), and C
+    // library.
+    ("libc6", "lib64/ld-linux-x86-64.so.2", "lib64/ld-linux-x86-64.so.2"),
+    ("libc6", "lib/x86_64-linux-gnu/libc.so.6", "lib/x86_64-linux-gnu/libc.so.6"),
+    // What coreutils' `ls` needs besides libc (`readelf -d`).
+    ("libselinux1", "lib/x86_64-linux-gnu/libselinux.so.1", "lib/x86_64-linux-gnu/libselinux.so.1"),
+    ("libpcre2-8-0", "usr/lib/x86_64-linux-gnu/libpcre2-8.so.0", "usr/lib/x86_64-linux-gnu/libpcre2-8.so.0"),
+    ("coreutils", "bin/ls", "opt/debian/bin/ls"),
+    ("coreutils", "usr/bin/sort", "opt/debian/bin/sort"),
+    ("coreutils", "usr/bin/env", "opt/debian/bin/env"),
+    ("dash", "bin/dash", "opt/debian/bin/dash"),
+];
+
+/// A file of the image taken from a package.
+pub enum ImageFile {
+    /// A regular file: its path in the image and its bytes.
+    Regular(String, Vec<u8>),
+    /// A symbolic link: its path in the image and its target, as in the
+    /// package.
+    Link(String, String),
+}
+
+/// The files of [`IMAGE_FILES`], fetching the packages as needed. A link
+/// comes with what it points to (inside the same package), once.
+pub fn image_files() -> Result<Vec<ImageFile>> {
+    let mut files = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for &(name, inside, guest) in IMAGE_FILES {
+        let root = package(name)?;
+        collect(&root, name, Path::new(inside), Path::new(guest), &mut seen, &mut files)?;
+    }
+    Ok(files)
+}
+
+/// Adds `inside` (a path in the package unpacked at `root`) to `files` as
+/// `guest`, following a symbolic link to its target in the package.
+fn collect(
+    root: &Path,
+    package: &str,
+    inside: &Path,
+    guest: &Path,
+    seen: &mut std::collections::BTreeSet<PathBuf>,
+    files: &mut Vec<ImageFile>,
+) -> Result<()> {
+    if !seen.insert(guest.to_path_buf()) {
+        return Ok(());
+    }
+    // A chain of links longer than this is a loop.
+    if seen.len() > 1000 {
+        return Err(format!("{package}: too many links from {}", inside.display()).into());
+    }
+    let host = root.join(inside);
+    let guest_name = guest.to_string_lossy().into_owned();
+    let metadata = fs::symlink_metadata(&host)
+        .map_err(|error| format!("{package} has no {}: {error}", inside.display()))?;
+    if metadata.file_type().is_symlink() {
+        let target = fs::read_link(&host)?;
+        files.push(ImageFile::Link(guest_name, target.to_string_lossy().into_owned()));
+        // Absolute targets are paths in the package and in the image
+        // alike; relative ones are beside the link in both.
+        let (inside, guest) = match target.strip_prefix("/") {
+            Ok(absolute) => (absolute.to_path_buf(), absolute.to_path_buf()),
+            Err(_) => (
+                inside.parent().unwrap_or(Path::new("")).join(&target),
+                guest.parent().unwrap_or(Path::new("")).join(&target),
+            ),
+        };
+        return collect(root, package, &inside, &guest, seen, files);
+    }
+    let bytes = fs::read(&host).map_err(|error| format!("{}: {error}", host.display()))?;
+    files.push(ImageFile::Regular(guest_name, bytes));
+    Ok(())
 }

@@ -3,9 +3,13 @@
 //! every built extension as `ext/<name>.wasm`, every regression module of
 //! `wasm/fuzz/regressions/` as `ext/regress-<name>.wasm` (so the kernel
 //! tests and the shell can load them), and every user program of `user/`
-//! (C, built with `musl-gcc -static`) as `bin/<name>`, and Debian's
-//! `busybox-static` as `bin/busybox` (fetched by `debian.rs`). The fuzz archive adds generated
-//! modules as `fuzz/<case>.wasm` and the seed as `fuzz/seed`.
+//! (C, built with `musl-gcc -static`) as `bin/<name>`, and the programs
+//! and libraries taken from Debian's packages (fetched by `debian.rs`,
+//! listed in `debian::IMAGE_FILES`): `busybox-static` as `bin/busybox`
+//! with its applet links, `bash-static` as `bin/bash`, glibc's `ld.so`
+//! and `libc.so.6` at their Debian paths, and dynamically linked
+//! coreutils and `dash` under `opt/debian/bin/`. The fuzz archive adds
+//! generated modules as `fuzz/<case>.wasm` and the seed as `fuzz/seed`.
 
 use std::{
     fs,
@@ -22,6 +26,8 @@ pub const REGRESSIONS_DIRECTORY: &str = "wasm/fuzz/regressions";
 
 /// A file of an archive: its path inside and its bytes.
 type ArchiveFile = (String, Vec<u8>);
+/// A symbolic link of an archive: its path inside and its target.
+type ArchiveLink = (String, String);
 
 /// Where the user programs are built, relative to the repository root.
 pub const USER_OUTPUT_DIR: &str = "target/user";
@@ -56,19 +62,22 @@ pub fn build_user_programs() -> Result<Vec<PathBuf>> {
     Ok(built)
 }
 
-/// The extensions and user programs (built now) and the regression
-/// modules.
-fn boot_files() -> Result<Vec<ArchiveFile>> {
+/// The extensions and user programs (built now), the regression
+/// modules, and Debian's files with their links.
+fn boot_files() -> Result<(Vec<ArchiveFile>, Vec<ArchiveLink>)> {
     let mut files = Vec::new();
+    let mut links = Vec::new();
     for program in build_user_programs()? {
         files.push((format!("bin/{}", file_name(&program)?), fs::read(&program)?));
     }
     // Programs written by others that the Linux personality runs
-    // unchanged: Debian's static busybox.
-    let busybox = crate::debian::package("busybox-static")?.join("bin/busybox");
-    files.push(("bin/busybox".to_string(), fs::read(&busybox).map_err(|error| {
-        format!("{}: {error}", busybox.display())
-    })?));
+    // unchanged, and the libraries they load.
+    for file in crate::debian::image_files()? {
+        match file {
+            crate::debian::ImageFile::Regular(path, bytes) => files.push((path, bytes)),
+            crate::debian::ImageFile::Link(path, target) => links.push((path, target)),
+        }
+    }
     for wasm in extensions::build_extensions()? {
         files.push((format!("ext/{}", file_name(&wasm)?), fs::read(&wasm)?));
     }
@@ -78,7 +87,7 @@ fn boot_files() -> Result<Vec<ArchiveFile>> {
             files.push((format!("ext/regress-{}", file_name(&path)?), fs::read(&path)?));
         }
     }
-    Ok(files)
+    Ok((files, links))
 }
 
 fn file_name(path: &Path) -> Result<String> {
@@ -120,15 +129,13 @@ fn file_mode(bytes: &[u8]) -> u32 {
     }
 }
 
-/// Writes `files`, sorted by name, as an archive at `path`, with
-/// busybox's applet links when busybox is among them.
-fn write_archive(path: &Path, mut files: Vec<ArchiveFile>) -> Result<()> {
+/// Writes `files`, sorted by name, and `links` as an archive at `path`,
+/// with busybox's applet links when busybox is among the files.
+fn write_archive(path: &Path, mut files: Vec<ArchiveFile>, mut links: Vec<ArchiveLink>) -> Result<()> {
     files.sort();
-    let links = if files.iter().any(|(name, _)| name == "bin/busybox") {
-        busybox_links()?
-    } else {
-        Vec::new()
-    };
+    if files.iter().any(|(name, _)| name == "bin/busybox") {
+        links.extend(busybox_links()?);
+    }
     let mut entries: Vec<initrd::Entry<'_>> = files
         .iter()
         .map(|(name, bytes)| initrd::Entry {
@@ -154,10 +161,10 @@ fn write_archive(path: &Path, mut files: Vec<ArchiveFile>) -> Result<()> {
 
 /// Builds the extensions and writes the boot archive; returns its path.
 pub fn build_boot_archive() -> Result<PathBuf> {
-    let files = boot_files()?;
+    let (files, links) = boot_files()?;
     let count = files.len();
     let path = repo_root().join(BOOT_ARCHIVE);
-    write_archive(&path, files)?;
+    write_archive(&path, files, links)?;
     eprintln!("x: boot archive {} ({count} modules)", path.display());
     Ok(path)
 }
@@ -179,9 +186,9 @@ pub fn build_fuzz_archive(cases: &Path, destination: &Path) -> Result<PathBuf> {
 /// Writes at `destination` a boot archive holding the usual files and
 /// `extra` (paths inside the archive, contents); returns its path.
 pub fn build_archive_with(extra: Vec<ArchiveFile>, destination: &Path) -> Result<PathBuf> {
-    let mut files = boot_files()?;
+    let (mut files, links) = boot_files()?;
     files.extend(extra);
-    write_archive(destination, files)?;
+    write_archive(destination, files, links)?;
     Ok(destination.to_path_buf())
 }
 
@@ -189,7 +196,7 @@ pub fn build_archive_with(extra: Vec<ArchiveFile>, destination: &Path) -> Result
 /// kernel's initramfs: `./x bench linux` adds a program to the Linux
 /// baseline's).
 pub fn write_files_archive(files: Vec<ArchiveFile>, destination: &Path) -> Result<PathBuf> {
-    write_archive(destination, files)?;
+    write_archive(destination, files, Vec::new())?;
     Ok(destination.to_path_buf())
 }
 

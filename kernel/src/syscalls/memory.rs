@@ -1,8 +1,19 @@
-//! Memory: `brk`, anonymous `mmap`, `munmap`, `mprotect`, on the calling
+//! Memory: `brk`, `mmap`, `munmap`, `mprotect`, on the calling
 //! process's address map (`vm`): regions whose pages are mapped on first
 //! touch.
+//!
+//! A mapping of a file (what `ld.so` makes of every library) is filled
+//! when it is made: the personality says what the descriptor maps
+//! (`Personality::mapping_source`), and the file's bytes are copied into
+//! fresh frames, which the region then maps; pages past the end of the
+//! file are demand-zero. A private mapping is private from the start, so
+//! later writes to the file do not show in it (Linux shows them until the
+//! page is first written); a shared one is the same copy, read-only for
+//! good (`mprotect` cannot make it writable), and a shared writable
+//! mapping of a file is refused (`ENODEV`): its writes would have to
+//! reach the file.
 
-use hal::address_space::UserProtection;
+use hal::{address_space::UserProtection, memory::PAGE_SIZE};
 use vm::VmError;
 
 use super::errno;
@@ -12,6 +23,12 @@ use crate::process;
 mod flag {
     /// Changes are shared with other mappings of the object.
     pub const MAP_SHARED: u64 = 0x01;
+    /// Changes are private to the mapping.
+    pub const MAP_PRIVATE: u64 = 0x02;
+    /// Shared, and unknown flags are an error (both type bits).
+    pub const MAP_SHARED_VALIDATE: u64 = 0x03;
+    /// The bits that say shared or private.
+    pub const MAP_TYPE: u64 = 0x03;
     /// Place exactly at the address given, replacing what was there.
     pub const MAP_FIXED: u64 = 0x10;
     /// Not backed by a file: zero-filled.
@@ -46,6 +63,7 @@ fn vm_errno(error: VmError) -> i64 {
         VmError::NoMemory => -errno::ENOMEM,
         VmError::Overlaps => -errno::EEXIST,
         VmError::BelowMinimum => -errno::EPERM,
+        VmError::NotWritable => -errno::EACCES,
     }
 }
 
@@ -61,20 +79,94 @@ pub(super) fn brk(strand: u64, address: u64) -> i64 {
     with_memory(strand, |memory| memory.set_break(address) as i64)
 }
 
-/// `mmap(address, len, prot, flags, fd, offset)`, anonymous and private
-/// only (file and shared mappings come with the personality's files).
-pub(super) fn mmap(strand: u64, address: u64, len: u64, prot: u64, flags: u64) -> i64 {
-    if flags & flag::MAP_ANONYMOUS == 0 || flags & flag::MAP_SHARED != 0 {
-        return -errno::ENODEV;
-    }
+/// `mmap(address, len, prot, flags, fd, offset)`: anonymous private
+/// memory, or a file's bytes (see the module's comment).
+pub(super) fn mmap(
+    strand: u64,
+    address: u64,
+    len: u64,
+    prot: u64,
+    flags: u64,
+    fd: u64,
+    offset: u64,
+) -> i64 {
+    let shared = match flags & flag::MAP_TYPE {
+        flag::MAP_PRIVATE => false,
+        flag::MAP_SHARED | flag::MAP_SHARED_VALIDATE => true,
+        _ => return -errno::EINVAL,
+    };
     let protection = match protection(prot) {
         Ok(protection) => protection,
         Err(error) => return error,
     };
+    if len == 0 {
+        return -errno::EINVAL;
+    }
     let no_replace = flags & flag::MAP_FIXED_NOREPLACE != 0;
     let fixed = flags & flag::MAP_FIXED != 0 || no_replace;
+    if flags & flag::MAP_ANONYMOUS != 0 {
+        if shared {
+            // Shared anonymous memory (between a parent and the children
+            // it forks) is not offered yet.
+            return -errno::ENODEV;
+        }
+        return map_anonymous(strand, address, len, protection, fixed, no_replace);
+    }
+    let Some(process) = process::of_strand(strand) else {
+        return -errno::ESRCH;
+    };
+    let Some(personality) = crate::linux::personality() else {
+        return -errno::ENODEV;
+    };
+    let writable = prot & PROT_WRITE != 0;
+    let inode = match personality.mapping_source(process.id(), fd, shared, writable) {
+        Ok(linux::MapSource::File(inode)) => inode,
+        Ok(linux::MapSource::Zeros) => {
+            return map_anonymous(strand, address, len, protection, fixed, no_replace)
+        }
+        Err(error) => return -i64::from(error.as_i32()),
+    };
+    if offset % PAGE_SIZE != 0 || offset.checked_add(len).is_none_or(|end| end > i64::MAX as u64) {
+        return -errno::EINVAL;
+    }
+    // Pages that hold file bytes (the rest of the mapping is demand-zero).
+    let file_size = inode.metadata().size;
+    let pages = len
+        .div_ceil(PAGE_SIZE)
+        .min(file_size.saturating_sub(offset).div_ceil(PAGE_SIZE));
+    let frames = match read_pages(&*inode, offset, pages) {
+        Ok(frames) => frames,
+        Err(error) => return error,
+    };
+    let result = process
+        .with_memory(|memory| {
+            if no_replace && overlaps(memory, address, len) {
+                return -errno::EEXIST;
+            }
+            match memory.map_pages(address, len, protection, fixed, !shared, &frames) {
+                Ok(start) => start as i64,
+                Err(error) => vm_errno(error),
+            }
+        })
+        .unwrap_or(-errno::ESRCH);
+    // The page tables hold their own share of each frame they map.
+    for frame in frames {
+        hal::memory::free_frame(frame);
+    }
+    result
+}
+
+/// An anonymous private mapping.
+fn map_anonymous(
+    strand: u64,
+    address: u64,
+    len: u64,
+    protection: UserProtection,
+    fixed: bool,
+    no_replace: bool,
+) -> i64 {
     with_memory(strand, |memory| {
-        if no_replace && memory.region_at(address).is_some() {
+        if no_replace && overlaps(memory, address, len) {
             return -errno::EEXIST;
         }
         match memory.map_anonymous(address, len, protection, fixed) {
@@ -82,6 +174,69 @@ pub(super) fn mmap(strand: u64, address: u64, len: u64, prot: u64, flags: u64) -
             Err(error) => vm_errno(error),
         }
     })
+}
+
+/// Whether any page of `[address, address + len)` is in a region
+/// (`MAP_FIXED_NOREPLACE` refuses to replace it).
+fn overlaps(memory: &vm::AddressMap, address: u64, len: u64) -> bool {
+    let end = address.saturating_add(len);
+    memory
+        .regions()
+        .any(|region| region.start < end && region.end > address)
+}
+
+/// `pages` fresh frames holding the file's bytes from `offset` on (the
+/// part of the last page past the end of the file stays zero). Read
+/// before the address map is locked: reading a file may wait.
+fn read_pages(
+    inode: &dyn vfs::Inode,
+    offset: u64,
+    pages: u64,
+) -> Result<alloc::vec::Vec<hal::memory::Frame>, i64> {
+    let mut frames = alloc::vec::Vec::new();
+    if frames.try_reserve_exact(pages as usize).is_err() {
+        return Err(-errno::ENOMEM);
+    }
+    let mut buffer = [0u8; PAGE_SIZE as usize];
+    for page in 0..pages {
+        let read = hal::memory::allocate_frame()
+            .ok_or(-errno::ENOMEM)
+            .and_then(|frame| {
+                let filled = fill(inode, offset + page * PAGE_SIZE, &mut buffer)
+                    .and_then(|count| frame.write(0, &buffer[..count]).map_err(|_| -errno::EFAULT));
+                match filled {
+                    Ok(()) => Ok(frame),
+                    Err(error) => {
+                        hal::memory::free_frame(frame);
+                        Err(error)
+                    }
+                }
+            });
+        match read {
+            Ok(frame) => frames.push(frame),
+            Err(error) => {
+                for frame in frames {
+                    hal::memory::free_frame(frame);
+                }
+                return Err(error);
+            }
+        }
+    }
+    Ok(frames)
+}
+
+/// Reads up to a page of the file at `offset` into `buffer`; returns how
+/// many bytes there were (fewer at the end of the file).
+fn fill(inode: &dyn vfs::Inode, offset: u64, buffer: &mut [u8]) -> Result<usize, i64> {
+    let mut done = 0;
+    while done < buffer.len() {
+        match inode.read_at(offset + done as u64, &mut buffer[done..]) {
+            Ok(0) => break,
+            Ok(count) => done += count,
+            Err(error) => return Err(-i64::from(error.as_i32())),
+        }
+    }
+    Ok(done)
 }
 
 /// `munmap(address, len)`.

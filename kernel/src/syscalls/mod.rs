@@ -102,6 +102,8 @@ pub mod number {
     pub const EXECVE: u64 = 59;
     /// `exit_group(status)`.
     pub const EXIT_GROUP: u64 = 231;
+    /// `gettimeofday(tv, tz)`.
+    pub const GETTIMEOFDAY: u64 = 96;
 }
 
 /// Linux errno values the intrinsic handler returns (negated).
@@ -490,7 +492,7 @@ pub fn core_table(args: &SyscallArgs) -> i64 {
         // No terminal yet (the personality brings the tty).
         number::IOCTL => -errno::ENOTTY,
         number::BRK => memory::brk(strand, a0),
-        number::MMAP => memory::mmap(strand, a0, a1, a2, a3),
+        number::MMAP => memory::mmap(strand, a0, a1, a2, a3, a4, a5),
         number::MUNMAP => memory::munmap(strand, a0, a1),
         number::MPROTECT => memory::mprotect(strand, a0, a1, a2),
         number::MINCORE => memory::mincore(strand, a0, a1, a2),
@@ -509,6 +511,7 @@ pub fn core_table(args: &SyscallArgs) -> i64 {
         number::ALARM => time::alarm(strand, a0),
         number::GETITIMER => time::getitimer(strand, a0, a1),
         number::SETITIMER => time::setitimer(strand, a0, a1, a2),
+        number::GETTIMEOFDAY => time::gettimeofday(a0, a1),
         number::NANOSLEEP => time::nanosleep(a0, a1),
         number::CLOCK_NANOSLEEP => time::clock_nanosleep(a0, a1, a2, a3),
         // Restartable sequences are not offered; glibc asks at start and

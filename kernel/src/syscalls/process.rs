@@ -321,12 +321,13 @@ fn errno_of(error: vfs::Errno) -> i64 {
 }
 
 /// `execve(path, argv, envp)`: replaces the calling process's program.
-/// Everything that can fail is done first (reading the strings and the
-/// file, loading it into a new address space); then the thread switches
-/// to the new space, the old one is dropped, close-on-exec descriptors
-/// close, and the call "returns" at the new program's entry (the entry
-/// stub finds it in [`super::take_exec`]). A static ELF only so far: a
-/// script or a program with an interpreter is `ENOEXEC`.
+/// Everything that can fail is done first (reading the strings, the file
+/// and its interpreter, loading them into a new address space); then the
+/// thread switches to the new space, the old one is dropped,
+/// close-on-exec descriptors close, and the call "returns" at the new
+/// program's entry (the entry stub finds it in [`super::take_exec`]).
+/// A static or dynamically linked ELF program; a script is `ENOEXEC`
+/// (the shells then run it themselves).
 pub(super) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
     let (Some(process), Some(personality)) = (process::of_strand(strand), crate::linux::personality())
     else {
@@ -345,14 +346,28 @@ pub(super) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
         Ok(bytes) => bytes,
         Err(error) => return errno_of(error),
     };
-    let Ok(image) = crate::elf::load(&bytes) else {
-        return errno_of(vfs::Errno::ENOEXEC);
+    // A dynamically linked program's interpreter is read as the program
+    // was: a missing one is `ENOENT`, as on Linux.
+    let interpreter = match crate::elf::interpreter_path(&bytes) {
+        Ok(Some(interpreter)) => match personality.read_executable(process.id(), &interpreter) {
+            Ok(interpreter) => Some(interpreter),
+            Err(error) => return errno_of(error),
+        },
+        Ok(None) => None,
+        Err(_) => return errno_of(vfs::Errno::ENOEXEC),
     };
-    // A dynamically linked program (PT_INTERP) is refused by the loader.
+    let image = match crate::elf::load(&bytes, interpreter.as_deref()) {
+        Ok(image) => image,
+        Err(crate::elf::LoadError::NoMemory) => return -errno::ENOMEM,
+        Err(crate::elf::LoadError::NotExecutable(_)) => return errno_of(vfs::Errno::ENOEXEC),
+    };
+    // The file bytes are not needed any more: give the heap back before
+    // the new program's pages are taken.
+    drop((bytes, interpreter));
     let entry = image.layout.entry;
     let arguments: alloc::vec::Vec<&[u8]> = arguments.iter().map(|a| a.as_slice()).collect();
     let environment: alloc::vec::Vec<&[u8]> = environment.iter().map(|v| v.as_slice()).collect();
-    let (memory, rsp) = match crate::user::program_memory(image, &arguments, &environment) {
+    let (memory, rsp) = match crate::user::program_memory(image, &arguments, &environment, &path) {
         Ok(loaded) => loaded,
         Err(_) => return -errno::ENOMEM,
     };

@@ -1,5 +1,6 @@
-//! Time: `clock_gettime`, `time`, `nanosleep`, `clock_nanosleep`, and
-//! the real-time interval timer (`alarm`, `setitimer`, `getitimer`).
+//! Time: `clock_gettime`, `gettimeofday`, `time`, `nanosleep`,
+//! `clock_nanosleep`, and the real-time interval timer (`alarm`,
+//! `setitimer`, `getitimer`).
 
 use super::errno;
 
@@ -195,4 +196,16 @@ pub(super) fn alarm(strand: u64, seconds: u64) -> i64 {
         let left = timer.deadline_ns.saturating_sub(hal::timer::uptime_ns());
         left.div_ceil(1_000_000_000).max(1) as i64
     })
+}
+
+/// `gettimeofday(tv, tz)`: the time since boot (as `clock_gettime`) in
+/// a `struct timeval`; the time zone, if asked, is UTC (zeros).
+pub(super) fn gettimeofday(timeval: u64, timezone: u64) -> i64 {
+    if timeval != 0 && hal::user::copy_to_user(timeval, &timeval_of(hal::timer::uptime_ns())).is_err() {
+        return -errno::EFAULT;
+    }
+    if timezone != 0 && hal::user::copy_to_user(timezone, &[0u8; 8]).is_err() {
+        return -errno::EFAULT;
+    }
+    0
 }

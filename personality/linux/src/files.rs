@@ -1,7 +1,7 @@
 //! The calls on descriptors: `read`, `write`, their vector and
 //! positioned forms, `lseek`, `close`, `dup`/`dup2`/`dup3`, `fcntl`,
 //! `ioctl`, `fstat`, `fchmod`, `fchown`, `ftruncate`, `getdents64`,
-//! `sendfile`.
+//! `sendfile`, `fadvise64`.
 //!
 //! Data moves through a kernel buffer of at most [`CHUNK`] bytes at a
 //! time; a fault part-way through a transfer ends it with what was done
@@ -402,4 +402,21 @@ pub fn sendfile(files: &LinuxProcess, out: u64, input: u64, offset: u64, count: 
         user::write(offset, &position.to_le_bytes())?;
     }
     Ok(done as i64)
+}
+
+/// `fadvise64(fd, offset, len, advice)`: advice is taken and ignored
+/// (every file is in memory already), after Linux's checks: `EBADF`,
+/// `ESPIPE` for a pipe, `EINVAL` for unknown advice.
+pub fn fadvise64(files: &LinuxProcess, fd: u64, advice: u64) -> Result<i64, Errno> {
+    /// `POSIX_FADV_NORMAL` .. `POSIX_FADV_NOREUSE`.
+    const LAST_ADVICE: u64 = 5;
+    let file = files.fds.get(fd as i64)?;
+    if file.inode().file_type() == vfs::FileType::Fifo {
+        return Err(Errno::ESPIPE);
+    }
+    // An `int`: a negative one reads as a large unsigned value here.
+    if u64::from(advice as u32) > LAST_ADVICE {
+        return Err(Errno::EINVAL);
+    }
+    Ok(0)
 }

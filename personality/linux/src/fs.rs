@@ -77,7 +77,7 @@ pub fn openat(
 }
 
 /// The inode `(dirfd, path, flags)` names, for the `stat` family.
-fn inode_at(
+pub(crate) fn inode_at(
     vfs: &Vfs,
     files: &LinuxProcess,
     dirfd: u64,

@@ -16,7 +16,12 @@
 //! - `info`: `uname`, `sysinfo`;
 //! - `poll`: `poll`, `ppoll`, `select`, `pselect6`;
 //! - `identity`: ids, groups, sessions; `resource`: limits and usage
-//!   (`times`, `getrusage`), `getrandom`, `prctl`.
+//!   (`times`, `getrusage`), `getrandom`, `prctl`;
+//! - `mapping`: what `mmap` of a descriptor maps (the kernel's core maps
+//!   it);
+//! - `statfs`, `xattr`, `socket`, `sched`: what dynamically linked
+//!   programs and bash ask of file systems, extended attributes, sockets
+//!   (there are none yet) and CPUs.
 //!
 //! Each process has a [`LinuxProcess`]: its descriptor table (open files
 //! are capabilities in the process's `domain::HandleTable`), its current
@@ -31,13 +36,18 @@ mod files;
 mod fs;
 mod identity;
 mod info;
+mod mapping;
 pub mod number;
 mod pipe;
 mod poll;
 mod resource;
+mod sched;
 pub mod signal;
 pub mod signal_frame;
+mod socket;
+mod statfs;
 pub mod user;
+mod xattr;
 
 use alloc::{collections::BTreeMap, sync::Arc};
 
@@ -46,6 +56,7 @@ use vfs::{Errno, Inode, OpenFile, PathContext, Vfs};
 
 pub use fdtable::{FdTable, MAX_DESCRIPTORS};
 pub use info::{RELEASE, VERSION};
+pub use mapping::MapSource;
 pub use pipe::set_interrupted_check;
 pub use signal::{signals_may_be_pending, Disposition, SignalInfo, SignalState, Source};
 
@@ -480,6 +491,27 @@ fn table(number: u64) -> Option<Implementation> {
         GETRANDOM => |c, [buf, count, flags, ..]| resource::getrandom(&*c.personality.urandom, buf, count, flags),
         SET_ROBUST_LIST => |c, [head, length, ..]| resource::set_robust_list(c.files, head, length),
         PRCTL => |c, [option, argument, ..]| resource::prctl(c.files, option, argument),
+        STATFS => |c, [path, buf, ..]| statfs::statfs(c.vfs, c.files, path, buf),
+        FSTATFS => |c, [fd, buf, ..]| statfs::fstatfs(c.files, fd, buf),
+        GETXATTR => |c, [path, name, ..]| xattr::get(c.vfs, c.files, xattr::Target::Path(path), name),
+        LGETXATTR => |c, [path, name, ..]| xattr::get(c.vfs, c.files, xattr::Target::Link(path), name),
+        FGETXATTR => |c, [fd, name, ..]| xattr::get(c.vfs, c.files, xattr::Target::Descriptor(fd), name),
+        LISTXATTR => |c, [path, ..]| xattr::list(c.vfs, c.files, xattr::Target::Path(path)),
+        LLISTXATTR => |c, [path, ..]| xattr::list(c.vfs, c.files, xattr::Target::Link(path)),
+        FLISTXATTR => |c, [fd, ..]| xattr::list(c.vfs, c.files, xattr::Target::Descriptor(fd)),
+        SETXATTR => |c, [path, name, ..]| xattr::set(c.vfs, c.files, xattr::Target::Path(path), name),
+        LSETXATTR => |c, [path, name, ..]| xattr::set(c.vfs, c.files, xattr::Target::Link(path), name),
+        FSETXATTR => |c, [fd, name, ..]| xattr::set(c.vfs, c.files, xattr::Target::Descriptor(fd), name),
+        REMOVEXATTR => |c, [path, name, ..]| xattr::remove(c.vfs, c.files, xattr::Target::Path(path), name),
+        LREMOVEXATTR => |c, [path, name, ..]| xattr::remove(c.vfs, c.files, xattr::Target::Link(path), name),
+        FREMOVEXATTR => |c, [fd, name, ..]| xattr::remove(c.vfs, c.files, xattr::Target::Descriptor(fd), name),
+        FADVISE64 => |c, [fd, _offset, _len, advice, ..]| files::fadvise64(c.files, fd, advice),
+        SOCKET => |_, _| socket::socket(),
+        GETSOCKNAME | GETPEERNAME => |c, [fd, ..]| socket::not_a_socket(c.files, fd),
+        SCHED_GETAFFINITY => |c, [pid, size, mask, ..]| {
+            c.process(pid)?;
+            sched::sched_getaffinity(size, mask)
+        },
         _ => return None,
     })
 }

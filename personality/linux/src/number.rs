@@ -101,6 +101,26 @@ pub const UTIME: u64 = 132;
 pub const UTIMES: u64 = 235;
 pub const FUTIMESAT: u64 = 261;
 pub const UTIMENSAT: u64 = 280;
+// Dynamically linked programs and bash (docs/design/0007).
+pub const STATFS: u64 = 137;
+pub const FSTATFS: u64 = 138;
+pub const SETXATTR: u64 = 188;
+pub const LSETXATTR: u64 = 189;
+pub const FSETXATTR: u64 = 190;
+pub const GETXATTR: u64 = 191;
+pub const LGETXATTR: u64 = 192;
+pub const FGETXATTR: u64 = 193;
+pub const LISTXATTR: u64 = 194;
+pub const LLISTXATTR: u64 = 195;
+pub const FLISTXATTR: u64 = 196;
+pub const REMOVEXATTR: u64 = 197;
+pub const LREMOVEXATTR: u64 = 198;
+pub const FREMOVEXATTR: u64 = 199;
+pub const FADVISE64: u64 = 221;
+pub const SCHED_GETAFFINITY: u64 = 204;
+pub const SOCKET: u64 = 41;
+pub const GETSOCKNAME: u64 = 51;
+pub const GETPEERNAME: u64 = 52;
 
 /// `AT_FDCWD`: "relative to the current directory" (-100 as a register).
 pub const AT_FDCWD: u64 = -100i64 as u64;

@@ -56,7 +56,9 @@ const TABLE: &[(i32, &str, &str)] = &[
     (40, "ELOOP", "Too many levels of symbolic links"),
     (61, "ENODATA", "No data available"),
     (75, "EOVERFLOW", "Value too large for defined data type"),
+    (88, "ENOTSOCK", "Socket operation on non-socket"),
     (95, "EOPNOTSUPP", "Operation not supported"),
+    (97, "EAFNOSUPPORT", "Address family not supported by protocol"),
 ];
 
 macro_rules! errno_constants {
@@ -113,7 +115,9 @@ errno_constants! {
     ELOOP = 40,
     ENODATA = 61,
     EOVERFLOW = 75,
+    ENOTSOCK = 88,
     EOPNOTSUPP = 95,
+    EAFNOSUPPORT = 97,
 }
 
 impl Errno {

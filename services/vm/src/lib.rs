@@ -8,7 +8,10 @@
 //! `Translation.ProtectionFault`, and the same handler gives the writer a
 //! private copy. `brk`, `mmap`, `munmap` and `mprotect` grow, make, remove
 //! and change regions ([`AddressMap::set_break`], [`AddressMap::map_anonymous`],
-//! [`AddressMap::unmap`], [`AddressMap::protect`]).
+//! [`AddressMap::unmap`], [`AddressMap::protect`]). A mapping of a file
+//! ([`AddressMap::map_pages`]) is a region whose first pages are frames
+//! the caller filled with the file's bytes, mapped at once; the rest of
+//! it is demand-zero like any other.
 //!
 //! The mechanism (page tables, shared frames, private copies) is `hal`'s
 //! [`AddressSpace`]; this crate is policy only, and has no `unsafe`.
@@ -53,6 +56,10 @@ pub struct Region {
     pub end: u64,
     /// How the program may access it.
     pub protection: UserProtection,
+    /// Whether `mprotect` may make it writable: false for a shared
+    /// mapping of a file, whose writes would not reach the file
+    /// (Linux's `VM_MAYWRITE`).
+    pub may_write: bool,
 }
 
 impl Region {
@@ -78,6 +85,9 @@ pub enum VmError {
     Overlaps,
     /// A fixed mapping below [`MMAP_MIN_ADDRESS`] (`EPERM`).
     BelowMinimum,
+    /// Write access asked for a region that may not be written
+    /// (`EACCES`).
+    NotWritable,
 }
 
 impl From<MapError> for VmError {
@@ -96,6 +106,7 @@ impl core::fmt::Display for VmError {
             VmError::NoMemory => "out of memory",
             VmError::Overlaps => "range overlaps an existing mapping",
             VmError::BelowMinimum => "a mapping below the lowest address allowed",
+            VmError::NotWritable => "the mapping may not be made writable",
         })
     }
 }
@@ -200,6 +211,7 @@ impl AddressMap {
                 start,
                 end,
                 protection,
+                may_write: true,
             },
         );
         Ok(())
@@ -329,6 +341,51 @@ impl AddressMap {
         protection: UserProtection,
         fixed: bool,
     ) -> Result<u64, VmError> {
+        let (start, size) = self.place(hint, len, fixed)?;
+        self.add_region(start, start + size, protection)?;
+        Ok(start)
+    }
+
+    /// `mmap` of a file: a region of `len` bytes with `protection`,
+    /// placed as [`Self::map_anonymous`] places one, whose first pages are
+    /// `pages` (frames the caller filled with the file's bytes, in order),
+    /// mapped now; the rest of the region is demand-zero. The page tables
+    /// become co-owners of the frames: the caller frees its own hold on
+    /// them after. `may_write` false keeps `mprotect` from making the
+    /// region writable (a shared mapping whose writes could not reach the
+    /// file). Returns the start.
+    pub fn map_pages(
+        &mut self,
+        hint: u64,
+        len: u64,
+        protection: UserProtection,
+        fixed: bool,
+        may_write: bool,
+        pages: &[hal::memory::Frame],
+    ) -> Result<u64, VmError> {
+        let (start, size) = self.place(hint, len, fixed)?;
+        if pages.len() as u64 > size / PAGE_SIZE {
+            return Err(VmError::BadRange);
+        }
+        self.add_region(start, start + size, protection)?;
+        if let Some(region) = self.regions.get_mut(&start) {
+            region.may_write = may_write;
+        }
+        for (index, frame) in pages.iter().enumerate() {
+            let page = start + index as u64 * PAGE_SIZE;
+            if let Err(error) = self.space.map_frame(page, frame, protection) {
+                // Nothing of a failed mapping stays.
+                self.remove_range(start, start + size);
+                return Err(error.into());
+            }
+        }
+        Ok(start)
+    }
+
+    /// Where a new mapping of `len` bytes goes: at `hint` if `fixed`
+    /// (whatever was there is removed first), else in the highest gap
+    /// that fits. Returns the start and the size in whole pages.
+    fn place(&mut self, hint: u64, len: u64, fixed: bool) -> Result<(u64, u64), VmError> {
         let size = page_up(len).filter(|&size| size > 0).ok_or(VmError::BadRange)?;
         let start = if fixed {
             if hint < MMAP_MIN_ADDRESS {
@@ -340,8 +397,7 @@ impl AddressMap {
         } else {
             self.find_gap(size).ok_or(VmError::NoMemory)?
         };
-        self.add_region(start, start + size, protection)?;
-        Ok(start)
+        Ok((start, size))
     }
 
     /// The highest free page-aligned gap of `size` bytes between
@@ -410,6 +466,16 @@ impl AddressMap {
         protection: UserProtection,
     ) -> Result<(), VmError> {
         let (start, end) = user_range(start, len)?;
+        if protection == UserProtection::ReadWrite
+            && self
+                .regions
+                .range(..end)
+                .rev()
+                .take_while(|(_, region)| region.end > start)
+                .any(|(_, region)| !region.may_write)
+        {
+            return Err(VmError::NotWritable);
+        }
         if end - start == PAGE_SIZE && self.protect_boundary_page(start, protection) {
             self.space.protect_range(start, end, protection);
             return Ok(());
@@ -452,7 +518,11 @@ impl AddressMap {
                 .regions
                 .range(..page)
                 .next_back()
-                .is_some_and(|(_, left)| left.end == page && left.protection == protection);
+                .is_some_and(|(_, left)| {
+                    left.end == page
+                        && left.protection == protection
+                        && left.may_write == region.may_write
+                });
             if !joins_left {
                 return false;
             }
@@ -475,7 +545,7 @@ impl AddressMap {
             let Some(right) = self.regions.get(&region.end).copied() else {
                 return false;
             };
-            if right.protection != protection {
+            if right.protection != protection || right.may_write != region.may_write {
                 return false;
             }
             if let Some(shrunk) = self.regions.get_mut(&region.start) {
@@ -517,7 +587,10 @@ impl AddressMap {
             if next_key > end {
                 return;
             }
-            if region.end == next.start && region.protection == next.protection {
+            if region.end == next.start
+                && region.protection == next.protection
+                && region.may_write == next.may_write
+            {
                 self.regions.remove(&next_key);
                 if let Some(joined) = self.regions.get_mut(&key) {
                     joined.end = next.end;
