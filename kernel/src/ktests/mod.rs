@@ -8,6 +8,7 @@
 use alloc::string::String;
 
 mod busybox;
+mod dynamic;
 mod extensions;
 mod memory;
 mod procfs;
@@ -42,7 +43,7 @@ pub(crate) use ensure;
 
 /// Runs every test; returns whether all passed.
 pub fn run_all() -> bool {
-    let groups: [&[KernelTest]; 11] = [
+    let groups: [&[KernelTest]; 12] = [
         memory::TESTS,
         services::TESTS,
         traps::TESTS,
@@ -54,6 +55,7 @@ pub fn run_all() -> bool {
         tracing::TESTS,
         procfs::TESTS,
         busybox::TESTS,
+        dynamic::TESTS,
     ];
     let (mut passed, mut failed) = (0, 0);
     // The harness checks that this many passed: a runner that stopped
