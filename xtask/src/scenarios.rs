@@ -85,6 +85,12 @@ pub const SCENARIOS: &[Scenario] = &[
         archive: Archive::Boot,
     },
     Scenario {
+        name: "bash_static_starts_interactively_from_busybox_sh",
+        mode: "linux",
+        check: bash_starts_interactively,
+        archive: Archive::Boot,
+    },
+    Scenario {
         name: "ctrl_c_and_ctrl_z_reach_the_foreground_job_of_busybox_sh",
         mode: "linux",
         check: ctrl_c_and_ctrl_z_reach_the_foreground_job,
@@ -376,6 +382,43 @@ fn run_boots_into_busybox_sh(guest: &mut Guest) -> Result<()> {
     }
     if parse::parse_milliseconds(reply).is_none() {
         return Err(format!("`spindle uptime` printed no `<number> ms`: {reply:?}").into());
+    }
+    guest.send("exit\n")?;
+    match guest.wait_exit(None)? {
+        GuestExit::Success => Ok(()),
+        other => Err(format!("`exit` did not halt the machine cleanly: {other}").into()),
+    }
+}
+
+/// Debian's `bash-static`, started from busybox's prompt, is an
+/// interactive shell on the terminal: its own prompt, line editing by
+/// readline (which waits for keys in `pselect6`), a function called with
+/// arithmetic, and `exit 4`, whose status busybox then reports.
+fn bash_starts_interactively(guest: &mut Guest) -> Result<()> {
+    const BUSYBOX_PROMPT: &str = "/ # ";
+    const BASH_PROMPT: &str = "bash-5.2# ";
+    let prompt = guest.wait_for(BUSYBOX_PROMPT, 0, None)?;
+    let start = guest.serial_len().max(prompt);
+    guest.send("bash\n")?;
+    let at = guest.wait_for(BASH_PROMPT, start, None)?;
+    let start = guest.serial_len().max(at);
+    guest.send("f() { echo \"in f $1\"; }; f $((6 * 7))\n")?;
+    guest.wait_for(BASH_PROMPT, start + 1, None)?;
+    let log = guest.serial_log();
+    let reply = &log[start.min(log.len())..];
+    if !reply.contains("in f 42") {
+        return Err(format!("bash's function did not print `in f 42`: {reply:?}").into());
+    }
+    let start = guest.serial_len();
+    guest.send("exit 4\n")?;
+    let at = guest.wait_for(BUSYBOX_PROMPT, start, None)?;
+    let start = guest.serial_len().max(at);
+    guest.send("echo status=$?\n")?;
+    guest.wait_for(BUSYBOX_PROMPT, start + 1, None)?;
+    let log = guest.serial_log();
+    let reply = &log[start.min(log.len())..];
+    if !reply.contains("status=4") {
+        return Err(format!("busybox did not see bash's exit status 4: {reply:?}").into());
     }
     guest.send("exit\n")?;
     match guest.wait_exit(None)? {
