@@ -71,6 +71,8 @@ int main(int argc, char **argv) {
        never waits: a random dup may still put it where reads go. */
     if (fcntl(1, F_SETFL, fcntl(1, F_GETFL) | O_NONBLOCK) != 0) return 1;
     static const struct { long seconds, nanos; } short_wait = {0, 1000};
+    /* select and pselect6 may write back what is left of their timeout. */
+    static struct { long seconds, fraction; } short_timeout;
     for (long i = 0; i < count; i++) {
         long number;
         uint64_t choice = next() % 10;
@@ -123,7 +125,12 @@ int main(int argc, char **argv) {
         case SYS_ppoll:
             a[2] = (long)&short_wait;
             break;
-        case SYS_pause: case SYS_rt_sigsuspend: case SYS_select: case SYS_pselect6:
+        case SYS_select: case SYS_pselect6:
+            short_timeout.seconds = 0;
+            short_timeout.fraction = 1;
+            a[4] = (long)&short_timeout;
+            break;
+        case SYS_pause: case SYS_rt_sigsuspend:
         case SYS_epoll_wait: case SYS_epoll_pwait:
             continue;
         /* Pipes never block (a read of its own pipe would wait for good),
