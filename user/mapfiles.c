@@ -3,7 +3,8 @@
    its last page past the end of the file reads as zero, writes to it stay
    private, MAP_FIXED replaces part of an existing mapping, mprotect and
    munmap take access away (checked in children, which must die of
-   SIGSEGV), a fork shares the bytes copy-on-write. A shared mapping reads
+   SIGSEGV), a PROT_NONE mapping keeps the bytes for a later mprotect,
+   a fork shares the bytes copy-on-write. A shared mapping reads
    the file and may not become writable; shared writable mappings,
    unaligned offsets, pipes, directories and descriptors not open for
    reading are refused with Linux's errors; /dev/zero maps zeros.
@@ -117,6 +118,16 @@ int main(void) {
         part[1] = 7;
         check(part[1] == 7, "the page is writable again");
         check(munmap(part, 2 * PAGE) == 0, "munmap the part");
+    }
+
+    /* PROT_NONE keeps the bytes for a later mprotect. */
+    unsigned char *hidden = mmap(0, PAGE, PROT_NONE, MAP_PRIVATE, fd, 3 * PAGE);
+    check(hidden != MAP_FAILED, "map a file page PROT_NONE");
+    if (hidden != MAP_FAILED) {
+        check(segfaults(read_byte, hidden), "a read of a PROT_NONE file page faults");
+        check(mprotect(hidden, PAGE, PROT_READ) == 0 && holds_file(hidden, 3 * PAGE, PAGE),
+              "mprotect PROT_READ shows the file's bytes");
+        munmap(hidden, PAGE);
     }
 
     /* MAP_FIXED over the middle of an anonymous mapping. */

@@ -186,7 +186,9 @@ pub fn interpreter_path(bytes: &[u8]) -> Result<Option<Vec<u8>>, LoadError> {
             .map(|end| &data[..end])
             .ok_or_else(|| not_executable("the interpreter's path is not terminated"))?;
         if path.is_empty() || path.len() > MAX_INTERPRETER_PATH {
-            return Err(not_executable("the interpreter's path is empty or too long"));
+            return Err(not_executable(
+                "the interpreter's path is empty or too long",
+            ));
         }
         found = Some(Vec::from(path));
     }
@@ -285,7 +287,11 @@ fn place(
 ) -> Result<Placed, LoadError> {
     let endian = file.endian;
     let headers = file.segments()?;
-    let loads = || headers.iter().filter(|segment| segment.p_type(endian) == elf::PT_LOAD);
+    let loads = || {
+        headers
+            .iter()
+            .filter(|segment| segment.p_type(endian) == elf::PT_LOAD)
+    };
     // ELF lists loadable segments in ascending order (System V ABI, ch. 5).
     let lowest = loads()
         .map(|segment| segment.p_vaddr(endian))
@@ -319,7 +325,11 @@ fn place(
         let segment_end = address
             .checked_add(memory_size)
             .filter(|&end| end <= limit)
-            .ok_or_else(|| not_executable(format!("segment at {address:#x} reaches outside user memory")))?;
+            .ok_or_else(|| {
+                not_executable(format!(
+                    "segment at {address:#x} reaches outside user memory"
+                ))
+            })?;
         previous_end = segment_end;
         if file_size > memory_size {
             return Err(not_executable(format!(
@@ -341,9 +351,9 @@ fn place(
             (false, true) => UserProtection::ReadExecute,
             (false, false) => UserProtection::Read,
         };
-        let data = segment
-            .data(endian, file.bytes)
-            .map_err(|_| not_executable(format!("segment at {address:#x} lies outside the file")))?;
+        let data = segment.data(endian, file.bytes).map_err(|_| {
+            not_executable(format!("segment at {address:#x} lies outside the file"))
+        })?;
         let first_page = page_down(address);
         let mut page = first_page;
         let mut first_page_is_new = true;
@@ -464,7 +474,9 @@ pub fn initial_stack(
             .ok_or_else(|| not_executable("arguments too large"))?;
         space.write(cursor, bytes).map_err(mapping_error)?;
         if terminated {
-            space.write(cursor + bytes.len() as u64, &[0]).map_err(mapping_error)?;
+            space
+                .write(cursor + bytes.len() as u64, &[0])
+                .map_err(mapping_error)?;
         }
         Ok(cursor)
     };
@@ -486,7 +498,7 @@ pub fn initial_stack(
     words.push(0); // end of argv
     words.extend(&envp);
     words.push(0); // end of the environment
-    // CPUID leaf 1's EDX, as Linux's `ELF_HWCAP` is.
+                   // CPUID leaf 1's EDX, as Linux's `ELF_HWCAP` is.
     let hardware_capabilities = u64::from(core::arch::x86_64::__cpuid(1).edx);
     words.extend([auxv::HWCAP, hardware_capabilities]);
     words.extend([auxv::PAGESZ, PAGE_SIZE]);

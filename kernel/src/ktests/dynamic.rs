@@ -60,8 +60,14 @@ const DEBIAN_BIN: &str = "/opt/debian/bin";
 /// and what it printed.
 fn run(path: &str, arguments: &[&str], environment: &[&str]) -> Result<(UserExit, String), String> {
     let (_, mark) = user::recent_console_output(u64::MAX);
-    let arguments: Vec<&[u8]> = arguments.iter().map(|argument| argument.as_bytes()).collect();
-    let environment: Vec<&[u8]> = environment.iter().map(|variable| variable.as_bytes()).collect();
+    let arguments: Vec<&[u8]> = arguments
+        .iter()
+        .map(|argument| argument.as_bytes())
+        .collect();
+    let environment: Vec<&[u8]> = environment
+        .iter()
+        .map(|variable| variable.as_bytes())
+        .collect();
     let name = path.rsplit('/').next().unwrap_or(path);
     let end = user::spawn_path(name, path.as_bytes(), &arguments, &environment)?.join();
     let (output, _) = user::recent_console_output(mark);
@@ -99,23 +105,36 @@ fn write_file(path: &str, bytes: &[u8], mode: u32) -> TestResult {
     use vfs::flags::{O_CREAT, O_TRUNC, O_WRONLY};
     let (vfs, context) = tree()?;
     let file = vfs
-        .open(&context, path.as_bytes(), O_CREAT | O_WRONLY | O_TRUNC, mode)
+        .open(
+            &context,
+            path.as_bytes(),
+            O_CREAT | O_WRONLY | O_TRUNC,
+            mode,
+        )
         .map_err(|error| format!("creating {path}: {error}"))?;
-    let written = file.write(bytes).map_err(|error| format!("writing {path}: {error}"))?;
-    ensure!(written == bytes.len(), "wrote {written} of {} bytes to {path}", bytes.len());
+    let written = file
+        .write(bytes)
+        .map_err(|error| format!("writing {path}: {error}"))?;
+    ensure!(
+        written == bytes.len(),
+        "wrote {written} of {} bytes to {path}",
+        bytes.len()
+    );
     Ok(())
 }
 
 /// The bytes of the file `path`.
 fn read_file(path: &str) -> Result<Vec<u8>, String> {
     let (vfs, context) = tree()?;
-    linux::read_whole_file(vfs, &context, path.as_bytes()).map_err(|error| format!("reading {path}: {error}"))
+    linux::read_whole_file(vfs, &context, path.as_bytes())
+        .map_err(|error| format!("reading {path}: {error}"))
 }
 
 /// Removes `path` and what is under it.
 fn remove(path: &str) -> TestResult {
     let (vfs, context) = tree()?;
-    crate::linux::remove_tree(vfs, &context, path.as_bytes()).map_err(|error| format!("removing {path}: {error}"))
+    crate::linux::remove_tree(vfs, &context, path.as_bytes())
+        .map_err(|error| format!("removing {path}: {error}"))
 }
 
 /// A directory whose listing is known: sizes, modes, a link, a
@@ -139,10 +158,19 @@ drwxr-xr-x 2 0 0 40 Feb  3  2001 sub
 fn dynamic_ls_lists_a_known_directory() -> TestResult {
     expect("the setup", sh(LS_SETUP)?, UserExit::Exited(0), "")?;
     let ls = format!("{DEBIAN_BIN}/ls");
-    expect("ls -l", run(&ls, &["ls", "-l", "/tmp/dynamic-ls"], &[])?, UserExit::Exited(0), LS_EXPECTED)?;
+    expect(
+        "ls -l",
+        run(&ls, &["ls", "-l", "/tmp/dynamic-ls"], &[])?,
+        UserExit::Exited(0),
+        LS_EXPECTED,
+    )?;
     expect(
         "ls -a1 --indicator-style=classify",
-        run(&ls, &["ls", "-a1", "--indicator-style=classify", "/tmp/dynamic-ls"], &[])?,
+        run(
+            &ls,
+            &["ls", "-a1", "--indicator-style=classify", "/tmp/dynamic-ls"],
+            &[],
+        )?,
         UserExit::Exited(0),
         "./\n../\na.txt\nb.bin*\nlink@\nsub/\n",
     )?;
@@ -189,7 +217,11 @@ printf 'x\\n' | {DEBIAN_BIN}/sort - /no/such/file; echo \"status=$?\""
     // ld.so run as a program, loading env itself.
     expect(
         "ld.so env",
-        run("/lib64/ld-linux-x86-64.so.2", &["ld.so", &env, "-i", "Z=9", &env], &[])?,
+        run(
+            "/lib64/ld-linux-x86-64.so.2",
+            &["ld.so", &env, "-i", "Z=9", &env],
+            &[],
+        )?,
         UserExit::Exited(0),
         "Z=9\n",
     )
@@ -259,13 +291,21 @@ fn bash_runs_a_script() -> TestResult {
     write_file("/tmp/dynamic-script.sh", BASH_SCRIPT.as_bytes(), 0o644)?;
     expect(
         "bash script.sh",
-        run("/bin/bash", &["bash", "/tmp/dynamic-script.sh", "one", "two"], &[])?,
+        run(
+            "/bin/bash",
+            &["bash", "/tmp/dynamic-script.sh", "one", "two"],
+            &[],
+        )?,
         UserExit::Exited(3),
         BASH_EXPECTED,
     )?;
     expect(
         "bash -c",
-        run("/bin/bash", &["bash", "-c", "a=(x y); echo ${a[@]} $((${#a[@]} * 21))"], &[])?,
+        run(
+            "/bin/bash",
+            &["bash", "-c", "a=(x y); echo ${a[@]} $((${#a[@]} * 21))"],
+            &[],
+        )?,
         UserExit::Exited(0),
         "x y 42\n",
     )?;
@@ -292,7 +332,10 @@ fn with_interpreter(program: &[u8], interpreter: &[u8]) -> Result<Vec<u8>, Strin
         .windows(INTERPRETER.len())
         .position(|window| window == INTERPRETER)
         .ok_or("the program names no /lib64/ld-linux-x86-64.so.2")?;
-    ensure!(interpreter.len() < INTERPRETER.len(), "the new interpreter path is too long");
+    ensure!(
+        interpreter.len() < INTERPRETER.len(),
+        "the new interpreter path is too long"
+    );
     let mut patched = Vec::from(program);
     patched[at..at + INTERPRETER.len()].fill(0);
     patched[at..at + interpreter.len()].copy_from_slice(interpreter);
@@ -324,9 +367,18 @@ fn bad_interpreters_and_corrupt_programs() -> TestResult {
     let mut corrupt = env.clone();
     corrupt[56..58].copy_from_slice(&0xffffu16.to_le_bytes()); // e_phnum
     let programs: [(&str, Vec<u8>); 5] = [
-        ("no-interpreter", with_interpreter(&env, b"/lib64/ld-nothere.so.2")?),
-        ("text-interpreter", with_interpreter(&env, b"/tmp/dynamic-bad/text")?),
-        ("dynamic-interpreter", with_interpreter(&env, b"/opt/debian/bin/env")?),
+        (
+            "no-interpreter",
+            with_interpreter(&env, b"/lib64/ld-nothere.so.2")?,
+        ),
+        (
+            "text-interpreter",
+            with_interpreter(&env, b"/tmp/dynamic-bad/text")?,
+        ),
+        (
+            "dynamic-interpreter",
+            with_interpreter(&env, b"/opt/debian/bin/env")?,
+        ),
         ("truncated", Vec::from(&env[..env.len().min(3000)])),
         ("corrupt", corrupt),
     ];
@@ -334,8 +386,16 @@ fn bad_interpreters_and_corrupt_programs() -> TestResult {
         write_file(&format!("{directory}/{name}"), bytes, 0o755)?;
     }
     let selinux = read_file("/lib/x86_64-linux-gnu/libselinux.so.1")?;
-    write_file("/tmp/dynamic-bad/short/libselinux.so.1", &selinux[..selinux.len().min(40)], 0o644)?;
-    write_file("/tmp/dynamic-bad/cut/libselinux.so.1", &selinux[..selinux.len().min(1000)], 0o644)?;
+    write_file(
+        "/tmp/dynamic-bad/short/libselinux.so.1",
+        &selinux[..selinux.len().min(40)],
+        0o644,
+    )?;
+    write_file(
+        "/tmp/dynamic-bad/cut/libselinux.so.1",
+        &selinux[..selinux.len().min(1000)],
+        0o644,
+    )?;
     let script = "cd /tmp/dynamic-bad
 for p in no-interpreter text-interpreter dynamic-interpreter truncated corrupt; do ./$p; echo \"$p $?\"; done 2>&1
 LD_LIBRARY_PATH=/tmp/dynamic-bad/short /opt/debian/bin/ls / 2>&1; echo \"ls $?\"
@@ -354,7 +414,12 @@ corrupt 126
 ls 127
 OK=1
 ";
-    expect("bash running bad programs", run("/bin/bash", &["bash", "-c", script], &[])?, UserExit::Exited(0), expected)?;
+    expect(
+        "bash running bad programs",
+        run("/bin/bash", &["bash", "-c", script], &[])?,
+        UserExit::Exited(0),
+        expected,
+    )?;
     let (end, _) = run(
         &format!("{DEBIAN_BIN}/ls"),
         &["ls", "/"],
@@ -391,7 +456,9 @@ fn corrupt_elf_files_never_harm_the_loader() -> TestResult {
         }
     };
     // Cut short: every length through the headers, then every 4 KiB.
-    let lengths = (0..1024).step_by(7).chain((1024..program.len()).step_by(4096));
+    let lengths = (0..1024)
+        .step_by(7)
+        .chain((1024..program.len()).step_by(4096));
     for length in lengths {
         attempt(&program[..length], &interpreter);
         attempt(&program, &interpreter[..length.min(interpreter.len())]);
@@ -438,7 +505,11 @@ fn dynamic_programs_give_every_frame_back() -> TestResult {
     file_mappings()?;
     let frames_after = hal::memory::frame_stats().free;
     let heap_after = hal::heap::stats().allocated_bytes;
-    ensure!(frames_after >= frames, "the programs kept {} frames", frames - frames_after);
+    ensure!(
+        frames_after >= frames,
+        "the programs kept {} frames",
+        frames - frames_after
+    );
     ensure!(
         heap_after <= heap + 1024,
         "the programs kept {} heap bytes",

@@ -26,7 +26,7 @@ fn record(inode: &dyn Inode) -> [u8; STATFS_BYTES] {
         // f_blocks .. f_ffree stay 0; f_fsid is the device number.
         (56, dev),
         (64, vfs::NAME_MAX as u64), // f_namelen
-        (72, 4096), // f_frsize
+        (72, 4096),                 // f_frsize
         (80, ST_VALID),
     ];
     let mut bytes = [0u8; STATFS_BYTES];

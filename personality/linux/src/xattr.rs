@@ -32,7 +32,9 @@ pub enum Target {
 fn check(vfs: &Vfs, files: &LinuxProcess, target: Target, name: Option<u64>) -> Result<(), Errno> {
     match target {
         Target::Path(path) => fs::inode_at(vfs, files, AT_FDCWD, path, 0).map(drop)?,
-        Target::Link(path) => fs::inode_at(vfs, files, AT_FDCWD, path, AT_SYMLINK_NOFOLLOW).map(drop)?,
+        Target::Link(path) => {
+            fs::inode_at(vfs, files, AT_FDCWD, path, AT_SYMLINK_NOFOLLOW).map(drop)?
+        }
         Target::Descriptor(fd) => files.fds.get(fd as i64).map(drop)?,
     }
     if let Some(name) = name {
