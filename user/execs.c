@@ -59,6 +59,27 @@ int main(void) {
     check(write(text, "plain text\n", 11) == 11, "write a text file");
     close(text);
     check(execve("/tmp/not-a-program", echo, 0) == -1 && errno == ENOEXEC, "a text file is ENOEXEC");
+    /* Scripts: the interpreter named on the first line runs, with its one
+       argument, then the script's path, then the script's arguments. */
+    static const char body[] = "#!/bin/sh -e\n[ \"$0\" = /tmp/script ] && [ \"$1\" = one ] || exit 1\nexit 7\n";
+    int file = open("/tmp/script", O_CREAT | O_WRONLY | O_TRUNC, 0755);
+    check(write(file, body, sizeof body - 1) == (ssize_t)(sizeof body - 1), "write a script");
+    close(file);
+    char *const script_argv[] = {"/tmp/script", "one", 0};
+    status = run(script_argv, (char *const[]){0});
+    check(WIFEXITED(status) && WEXITSTATUS(status) == 7, "a #! script runs under its interpreter with its path and arguments");
+    file = open("/tmp/orphan-script", O_CREAT | O_WRONLY | O_TRUNC, 0755);
+    check(write(file, "#!/no/such/shell\n", 17) == 17, "write a script with a missing interpreter");
+    close(file);
+    check(execve("/tmp/orphan-script", echo, 0) == -1 && errno == ENOENT, "a script's missing interpreter is ENOENT");
+    file = open("/tmp/self-script", O_CREAT | O_WRONLY | O_TRUNC, 0755);
+    check(write(file, "#!/tmp/self-script\n", 19) == 19, "write a script that names itself");
+    close(file);
+    check(execve("/tmp/self-script", echo, 0) == -1 && errno == ELOOP, "a script naming itself is ELOOP");
+    unlink("/tmp/script");
+    unlink("/tmp/orphan-script");
+    unlink("/tmp/self-script");
+
     /* Bad pointers, hidden from the compiler's checks by a volatile. */
     volatile unsigned long bad = 16;
     check(execve((const char *)bad, echo, 0) == -1 && errno == EFAULT, "a bad path pointer is EFAULT");

@@ -392,6 +392,9 @@ fn with_our_programs(
     files.push(("benchmarks.txt".to_string(), list.into_bytes()));
     let added = crate::image::write_files_archive(files, &out.join("added.cpio"))?;
     let mut initramfs = std::fs::read(linux_out.join("initramfs.cpio.gz"))?;
+    // Linux reads an uncompressed archive only at a 4-byte boundary; the
+    // zeros before it are skipped.
+    initramfs.resize(initramfs.len().next_multiple_of(4), 0);
     initramfs.extend(std::fs::read(added)?);
     std::fs::write(out.join("initramfs.cpio.gz"), initramfs)?;
     Ok(out)

@@ -138,6 +138,8 @@ pub mod errno {
     pub const EPIPE: i64 = 32;
     /// Function not implemented.
     pub const ENOSYS: i64 = 38;
+    /// Too many levels of scripts naming interpreters.
+    pub const ELOOP: i64 = 40;
 }
 
 /// Raise caches of the system-call entry (calls blocked at once before

@@ -320,14 +320,44 @@ fn errno_of(error: vfs::Errno) -> i64 {
     -i64::from(error.as_i32())
 }
 
+/// How many scripts may name each other's interpreter in a row (Linux's
+/// limit, after which `ELOOP`).
+const MAX_SCRIPT_DEPTH: usize = 4;
+/// The longest first line of a script the kernel reads (Linux's
+/// `BINPRM_BUF_SIZE`).
+const SCRIPT_LINE_BYTES: usize = 256;
+
+/// The interpreter a script names on its first line (`#!/bin/sh -e`):
+/// its path and the one optional argument (the rest of the line, as
+/// Linux takes it). `None` for a file that is not a script, or whose
+/// first line names no interpreter.
+fn script_interpreter(bytes: &[u8]) -> Option<(alloc::vec::Vec<u8>, Option<alloc::vec::Vec<u8>>)> {
+    let line = bytes.strip_prefix(b"#!")?;
+    let line = &line[..line.len().min(SCRIPT_LINE_BYTES - 2)];
+    let line = line.split(|&byte| byte == b'\n').next().unwrap_or(line);
+    let blank = |byte: &u8| *byte == b' ' || *byte == b'\t' || *byte == b'\r';
+    let start = line.iter().position(|byte| !blank(byte))?;
+    let line = &line[start..];
+    let end = line.iter().position(blank).unwrap_or(line.len());
+    let (interpreter, rest) = line.split_at(end);
+    let rest_start = rest.iter().position(|byte| !blank(byte));
+    let argument = rest_start.map(|at| {
+        let rest = &rest[at..];
+        let end = rest.iter().rposition(|byte| !blank(byte)).map_or(0, |last| last + 1);
+        rest[..end].to_vec()
+    });
+    Some((interpreter.to_vec(), argument.filter(|argument| !argument.is_empty())))
+}
+
 /// `execve(path, argv, envp)`: replaces the calling process's program.
 /// Everything that can fail is done first (reading the strings, the file
 /// and its interpreter, loading them into a new address space); then the
 /// thread switches to the new space, the old one is dropped,
 /// close-on-exec descriptors close, and the call "returns" at the new
 /// program's entry (the entry stub finds it in [`super::take_exec`]).
-/// A static or dynamically linked ELF program; a script is `ENOEXEC`
-/// (the shells then run it themselves).
+/// A static or dynamically linked ELF program, or a script whose first
+/// line names its interpreter (`#!`), which then runs with the script's
+/// path as an argument.
 pub(super) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
     let (Some(process), Some(personality)) = (process::of_strand(strand), crate::linux::personality())
     else {
@@ -342,10 +372,33 @@ pub(super) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
             (Ok(arguments), Ok(environment)) => (arguments, environment),
             (Err(error), _) | (_, Err(error)) => return errno_of(error),
         };
-    let bytes = match personality.read_executable(process.id(), &path) {
+    let mut arguments = arguments;
+    let mut program = path.clone();
+    let mut bytes = match personality.read_executable(process.id(), &program) {
         Ok(bytes) => bytes,
         Err(error) => return errno_of(error),
     };
+    // A script (`#!interpreter [argument]`) runs its interpreter with the
+    // script's path as an argument; an interpreter may be a script too,
+    // as far as Linux allows.
+    for depth in 0.. {
+        let Some((interpreter, argument)) = script_interpreter(&bytes) else {
+            break;
+        };
+        if depth == MAX_SCRIPT_DEPTH {
+            return -errno::ELOOP;
+        }
+        let mut replaced = alloc::vec![interpreter.clone()];
+        replaced.extend(argument);
+        replaced.push(program);
+        replaced.extend(arguments.into_iter().skip(1));
+        arguments = replaced;
+        program = interpreter;
+        bytes = match personality.read_executable(process.id(), &program) {
+            Ok(bytes) => bytes,
+            Err(error) => return errno_of(error),
+        };
+    }
     // A dynamically linked program's interpreter is read as the program
     // was: a missing one is `ENOENT`, as on Linux.
     let interpreter = match crate::elf::interpreter_path(&bytes) {
@@ -378,7 +431,7 @@ pub(super) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
     drop(old);
     crate::appel_li::forget(process.id());
     personality.process_executed(process.id());
-    crate::system::program_executed(&process, &path, &arguments);
+    crate::system::program_executed(&process, &program, &arguments);
     let _ = hal::user::set_fs_base(0);
     super::record_exec(strand, entry, rsp);
     0
