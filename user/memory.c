@@ -1,12 +1,14 @@
 /* A user program for the tests: anonymous mmap gives zeroed pages on first
    touch (also to a system call writing into them), munmap and mprotect
    take access away (checked in children, which must die of SIGSEGV), brk
-   grows and shrinks. Prints "memory: ok" and exits 0, or says what was
+   grows and shrinks, madvise drops pages, mremap shrinks and grows. Prints "memory: ok" and exits 0, or says what was
    wrong and exits 1. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -88,6 +90,34 @@ int main(void) {
     check(syscall(SYS_brk, start) == (long)start, "brk shrinks the break");
     check(segfaults(read_byte, start + 4096), "memory beyond a shrunk break is gone");
     check(syscall(SYS_brk, start - (1 << 30)) == (long)start, "brk below its start keeps the break");
+
+    /* madvise: MADV_DONTNEED drops pages (zeros on the next touch); hints
+       are accepted; an unaligned address or unknown advice is EINVAL, a
+       range not mapped ENOMEM. */
+    char *advised = mmap(0, 4 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    memset(advised, 7, 4 * 4096);
+    check(madvise(advised, 4096, MADV_DONTNEED) == 0 && advised[0] == 0 && advised[4096] == 7,
+          "MADV_DONTNEED zeroes only its range");
+    check(madvise(advised, 4 * 4096, MADV_WILLNEED) == 0, "MADV_WILLNEED is accepted");
+    check(madvise(advised + 1, 4096, MADV_DONTNEED) == -1 && errno == EINVAL, "an unaligned madvise is EINVAL");
+    check(madvise(advised, 4096, 12345) == -1 && errno == EINVAL, "an unknown advice is EINVAL");
+    munmap(advised, 4 * 4096);
+    check(madvise(advised, 4096, MADV_DONTNEED) == -1 && errno == ENOMEM, "madvise of unmapped memory is ENOMEM");
+
+    /* mremap: shrink; grow in place when the pages after are free (the new
+       part zero); ENOMEM when they are not. */
+    char *resized = mmap(0, 8 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    resized[0] = 1;
+    resized[7 * 4096] = 2;
+    check(mremap(resized, 8 * 4096, 4 * 4096, 0) == resized, "mremap shrinks");
+    check(segfaults(read_byte, resized + 7 * 4096), "the shrunk tail is gone");
+    check(mremap(resized, 4 * 4096, 8 * 4096, 0) == resized && resized[0] == 1 && resized[7 * 4096] == 0,
+          "mremap grows in place, the new part zero");
+    char *blocker = mmap(resized + 8 * 4096, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    check(blocker == resized + 8 * 4096, "a mapping right after");
+    check(mremap(resized, 8 * 4096, 9 * 4096, 0) == MAP_FAILED && errno == ENOMEM,
+          "mremap cannot grow into another mapping: ENOMEM");
+    munmap(resized, 9 * 4096);
 
     if (failures) return 1;
     printf("memory: ok\n");

@@ -292,3 +292,56 @@ pub(super) fn mincore(strand: u64, address: u64, len: u64, vector: u64) -> i64 {
     }
     0
 }
+
+/// `madvise(address, len, advice)`: `MADV_DONTNEED` and `MADV_FREE` drop
+/// the range's pages (they read as zeros when touched again); the hints
+/// (`NORMAL`, `RANDOM`, `SEQUENTIAL`, `WILLNEED`, the huge-page and
+/// fork ones) are accepted and change nothing. `EINVAL` for an unaligned
+/// address or another advice, `ENOMEM` for a range not all mapped.
+pub(super) fn madvise(strand: u64, address: u64, len: u64, advice: u64) -> i64 {
+    const MADV_DONTNEED: u64 = 4;
+    const MADV_FREE: u64 = 8;
+    const HINTS: [u64; 10] = [0, 1, 2, 3, 10, 11, 12, 13, 14, 15];
+    if address % 4096 != 0 {
+        return -errno::EINVAL;
+    }
+    if len == 0 {
+        return 0;
+    }
+    let advice = advice as u32 as u64;
+    with_memory(strand, |memory| match advice {
+        MADV_DONTNEED | MADV_FREE => match memory.discard(address, len) {
+            Ok(()) => 0,
+            Err(error) => vm_errno(error),
+        },
+        hint if HINTS.contains(&hint) => match memory.residency(address, len, &mut []) {
+            Ok(()) => 0,
+            Err(error) => vm_errno(error),
+        },
+        _ => -errno::EINVAL,
+    })
+}
+
+/// `mremap(address, old_len, new_len, flags, new_address)`: shrinks a
+/// mapping, or grows it where it is if the pages after it are free.
+/// Moving it (`MREMAP_MAYMOVE` when it cannot grow in place,
+/// `MREMAP_FIXED`) is not offered: `ENOMEM`, and musl's and glibc's
+/// `realloc` then allocate and copy. `EINVAL` for an unaligned address,
+/// a zero new length or unknown flags; `EFAULT` if `address` starts no
+/// mapping.
+pub(super) fn mremap(strand: u64, address: u64, old_len: u64, new_len: u64, flags: u64) -> i64 {
+    const MREMAP_MAYMOVE: u64 = 1;
+    const MREMAP_FIXED: u64 = 2;
+    const MREMAP_DONTUNMAP: u64 = 4;
+    if address % 4096 != 0 || new_len == 0 || flags & !(MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP) != 0 {
+        return -errno::EINVAL;
+    }
+    if flags & (MREMAP_FIXED | MREMAP_DONTUNMAP) != 0 {
+        return -errno::ENOMEM;
+    }
+    with_memory(strand, |memory| match memory.resize(address, old_len.max(1), new_len) {
+        Ok(start) => start as i64,
+        Err(vm::VmError::BadRange) => -errno::EFAULT,
+        Err(error) => vm_errno(error),
+    })
+}

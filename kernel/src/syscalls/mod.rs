@@ -44,6 +44,10 @@ pub mod number {
     pub const BRK: u64 = 12;
     /// `mincore(addr, len, vec)`.
     pub const MINCORE: u64 = 27;
+    /// `mremap(addr, old_len, new_len, flags, new_addr)`.
+    pub const MREMAP: u64 = 25;
+    /// `madvise(addr, len, advice)`.
+    pub const MADVISE: u64 = 28;
     /// `clone(flags, stack, ...)`.
     pub const CLONE: u64 = 56;
     /// `fork()`.
@@ -498,6 +502,8 @@ pub fn core_table(args: &SyscallArgs) -> i64 {
         number::MUNMAP => memory::munmap(strand, a0, a1),
         number::MPROTECT => memory::mprotect(strand, a0, a1, a2),
         number::MINCORE => memory::mincore(strand, a0, a1, a2),
+        number::MADVISE => memory::madvise(strand, a0, a1, a2),
+        number::MREMAP => memory::mremap(strand, a0, a1, a2, a3),
         number::FORK | number::VFORK => process::fork(strand, 0, 0, forking(strand)),
         number::EXECVE => process::execve(strand, a0, a1, a2),
         number::CLONE => process::clone(strand, [a0, a1, a2, a3, a4], forking(strand)),

@@ -442,6 +442,59 @@ impl AddressMap {
         Ok(())
     }
 
+    /// `madvise(start, len, MADV_DONTNEED)`: the range's pages are
+    /// dropped; touched again, they read as zeros (demand-zero). Every
+    /// page must be in a region (else [`VmError::NoMemory`], Linux's
+    /// `ENOMEM`). A private file mapping also reads as zeros afterwards,
+    /// where Linux would read the file again.
+    pub fn discard(&mut self, start: u64, len: u64) -> Result<(), VmError> {
+        let (start, end) = user_range(start, len)?;
+        self.check_covered(start, end)?;
+        self.space.unmap_range(start, end);
+        Ok(())
+    }
+
+    /// [`VmError::NoMemory`] unless every page of `[start, end)` is in a
+    /// region.
+    fn check_covered(&self, start: u64, end: u64) -> Result<(), VmError> {
+        let mut at = start;
+        while at < end {
+            let region = self.region_at(at).ok_or(VmError::NoMemory)?;
+            at = region.end;
+        }
+        Ok(())
+    }
+
+    /// `mremap(start, old_len, new_len)` without moving: the mapping at
+    /// `start` (one region's pages) shrinks, its tail unmapped, or grows
+    /// in place if the pages after it are free (the new part demand-zero,
+    /// with the region's protection). Returns `start`. A mapping that
+    /// cannot grow in place is [`VmError::NoMemory`], as Linux answers
+    /// without `MREMAP_MAYMOVE`; programs then allocate and copy.
+    pub fn resize(&mut self, start: u64, old_len: u64, new_len: u64) -> Result<u64, VmError> {
+        let (start, old_end) = user_range(start, old_len)?;
+        let (_, new_end) = user_range(start, new_len)?;
+        let region = *self.region_at(start).ok_or(VmError::BadRange)?;
+        if old_end > region.end {
+            // The old range spans more than one mapping.
+            return Err(VmError::BadRange);
+        }
+        if new_end <= old_end {
+            self.remove_range(new_end, old_end);
+            return Ok(start);
+        }
+        // Growing: the old range must end where its mapping ends, and
+        // the pages after it be free (Linux's rule for growing in place).
+        if old_end != region.end || self.overlaps(old_end, new_end) {
+            return Err(VmError::NoMemory);
+        }
+        // The region itself grows (one mapping, as Linux merges it).
+        if let Some(grown) = self.regions.get_mut(&region.start) {
+            grown.end = new_end;
+        }
+        Ok(start)
+    }
+
     fn remove_range(&mut self, start: u64, end: u64) {
         self.split_at(start);
         self.split_at(end);
