@@ -8,7 +8,9 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -79,6 +81,19 @@ int main(void) {
     unlink("/tmp/script");
     unlink("/tmp/orphan-script");
     unlink("/tmp/self-script");
+
+    /* posix_spawn and system: musl starts them with clone(CLONE_VM |
+       CLONE_VFORK); a failed execve comes back as posix_spawn's error. */
+    pid_t spawned = -1;
+    char *const spawn_true[] = {"busybox", "true", 0};
+    check(posix_spawn(&spawned, "/bin/busybox", 0, 0, spawn_true, (char *const[]){0}) == 0 && spawned > 0,
+          "posix_spawn starts a program");
+    check(waitpid(spawned, &status, 0) == spawned && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "the spawned program exits 0");
+    check(posix_spawn(&spawned, "/no/such/program", 0, 0, spawn_true, (char *const[]){0}) == ENOENT,
+          "posix_spawn of a missing program says ENOENT");
+    status = system("exit 3");
+    check(WIFEXITED(status) && WEXITSTATUS(status) == 3, "system runs the shell and gives its status");
 
     /* Bad pointers, hidden from the compiler's checks by a volatile. */
     volatile unsigned long bad = 16;

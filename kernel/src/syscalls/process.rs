@@ -20,6 +20,8 @@ const RUSAGE_BYTES: usize = 144;
 mod clone_flag {
     /// Share the address space (a thread).
     pub const VM: u64 = 0x100;
+    /// The parent waits until the child calls `execve` or exits.
+    pub const VFORK: u64 = 0x4000;
     /// Be a thread of the caller's process.
     pub const THREAD: u64 = 0x1_0000;
     /// Set the new thread's FS base (TLS) to the fifth argument.
@@ -53,8 +55,14 @@ pub(super) fn set_tid_address(strand: u64, address: u64) -> i64 {
 /// `clone(flags, stack, parent_tid, child_tid, tls)`: without `CLONE_VM`,
 /// a `fork` (on `stack` if given); with `CLONE_VM | CLONE_THREAD`, a new
 /// thread of the caller's process, resuming from the same call with
-/// result 0 on `stack`. `CLONE_VM` without `CLONE_THREAD` (`vfork`-style
-/// sharing by another process) is not supported (`ENOSYS`).
+/// result 0 on `stack`. `CLONE_VM | CLONE_VFORK` without `CLONE_THREAD`
+/// (how musl's and glibc's `posix_spawn`, and so `system`, start a
+/// program) is a `fork` on `stack`: the child gets a copy of the memory
+/// instead of sharing it, which those callers cannot tell apart (the
+/// child only prepares and calls `execve`; musl learns of a failed
+/// `execve` through a close-on-exec pipe, glibc through the exit
+/// status). Other `CLONE_VM` sharing by another process is not supported
+/// (`ENOSYS`).
 pub(super) fn clone(
     strand: u64,
     [flags, stack, parent_tid, child_tid, tls]: [u64; 5],
@@ -64,6 +72,9 @@ pub(super) fn clone(
         return fork(strand, flags, stack, saved);
     }
     if flags & clone_flag::THREAD == 0 {
+        if flags & clone_flag::VFORK != 0 {
+            return fork(strand, flags & !clone_flag::VM, stack, saved);
+        }
         return -errno::ENOSYS;
     }
     let (Some(process), Some((mut registers, fs_base))) = (process::of_strand(strand), saved) else {
