@@ -389,7 +389,9 @@ hal_copy_user:
        Eight-byte moves, 64 bytes a round: string instructions (`rep
        movsb`) run one element per step under QEMU's TCG, which made a
        1 KiB read cost twice Linux's (Linux copies with such a loop on a
-       CPU without fast strings, as QEMU's is). */
+       CPU without fast strings, as QEMU's is). A loop of its own rather
+       than a call of `memcpy` (`mem.rs`): the fix-up covers only faults
+       between `hal_copy_user_start` and `hal_copy_user_end`. */
     stac
     .global hal_copy_user_start
 hal_copy_user_start:
@@ -894,10 +896,9 @@ pub fn restore_fpu(state: &FpuState) -> Result<(), BadFpuState> {
     if mxcsr & !supported_mxcsr_bits() != 0 {
         return Err(BadFpuState);
     }
-    // SAFETY: `fxrstor64` reads 512 bytes at a 16-byte aligned address,
-    // which `state` is; the one field that can make it fault (MXCSR's
-    // reserved bits) was checked above. It changes only user-visible
-    // x87/SSE registers, which the kernel does not use.
+    // The kernel uses no x87/SSE register: only the user's state changes.
+    // SAFETY: `fxrstor64` reads 512 bytes at a 16-byte aligned address (as
+    // `state` is); its one fault, MXCSR's reserved bits, was ruled out above.
     unsafe {
         core::arch::asm!(
             "fxrstor64 [{}]",
