@@ -12,8 +12,8 @@ use x86_64::{
     registers::control::{Cr3, Cr3Flags},
     structures::paging::{
         mapper::{MapToError, TranslateResult},
-        FrameAllocator, Mapper, OffsetPageTable, Page, PageTable, PageTableFlags,
-        page_table::PageTableEntry, PhysFrame,
+        page_table::PageTableEntry,
+        FrameAllocator, Mapper, OffsetPageTable, Page, PageTable, PageTableFlags, PhysFrame,
         Size4KiB, Translate,
     },
     PhysAddr, VirtAddr,
@@ -149,9 +149,7 @@ impl AddressSpace {
         let mut frames = FRAMES.lock();
         let mut table_frames = TableFrames(&mut frames);
         // Zeroed by the allocator: no kernel data reaches user mode.
-        let frame = table_frames
-            .allocate_frame()
-            .ok_or(MapError::OutOfFrames)?;
+        let frame = table_frames.allocate_frame().ok_or(MapError::OutOfFrames)?;
         let parent_flags =
             PageTableFlags::PRESENT | PageTableFlags::WRITABLE | PageTableFlags::USER_ACCESSIBLE;
         // SAFETY: a user page of this address space mapped to a fresh frame:
@@ -259,17 +257,34 @@ impl AddressSpace {
 
     /// Copies `bytes` to user address `virt` through the kernel's window
     /// (whatever the pages' protection: for loading programs); every page
-    /// touched must be mapped.
+    /// touched must be mapped, to a frame this address space alone owns
+    /// (else [`MapError::SharedFrame`]: a page shared by `fork` or from
+    /// the page cache is another owner's too). Pages before a failing one
+    /// are written.
     pub fn write(&self, virt: u64, bytes: &[u8]) -> Result<(), MapError> {
+        // Held throughout, so that no page written is shared meanwhile.
+        let lock = self.tables.lock();
         let mut done = 0;
         while done < bytes.len() {
             let at = virt + done as u64;
-            let physical = self.translate(at).ok_or(MapError::NotMapped(at))?;
+            if at >= USER_END {
+                return Err(MapError::NotMapped(at));
+            }
+            let physical = match self.mapper(&lock).translate(VirtAddr::new(at)) {
+                TranslateResult::Mapped { frame, offset, .. } => {
+                    frame.start_address().as_u64() + offset
+                }
+                _ => return Err(MapError::NotMapped(at)),
+            };
+            if FRAMES.lock().is_shared(physical & !(PAGE_SIZE - 1)) {
+                return Err(MapError::SharedFrame(at));
+            }
             let room = (PAGE_SIZE - at % PAGE_SIZE) as usize;
             let chunk = room.min(bytes.len() - done);
-            // SAFETY: `physical` is in a user frame this address space owns,
-            // reached through the window; the chunk stays inside it; no Rust
-            // reference points into user frames.
+            // SAFETY: `physical` is in a user frame this address space
+            // alone owns (checked above, under the table lock, which keeps
+            // it so), reached through the window; the chunk stays inside
+            // it; no Rust reference points into user frames.
             unsafe {
                 core::ptr::copy_nonoverlapping(
                     bytes[done..].as_ptr(),
@@ -301,13 +316,20 @@ impl AddressSpace {
         self.pages.load(Ordering::Relaxed)
     }
 
-    /// Changes the protection of mapped user page `virt`.
+    /// Changes the protection of mapped user page `virt`; a page whose
+    /// frame has another owner (another address space, or the page
+    /// cache) stays read-only, as under [`Self::protect_range`]: a write
+    /// must first get a private copy.
     pub fn protect(&self, virt: u64, protection: UserProtection) -> Result<(), MapError> {
         user_page(virt)?;
         let lock = self.tables.lock();
         let entry = self.leaf(&lock, virt).ok_or(MapError::NotMapped(virt))?;
         let frame = entry.addr();
-        entry.set_addr(frame, protection.flags());
+        let mut flags = protection.flags();
+        if FRAMES.lock().is_shared(frame.as_u64()) {
+            flags.remove(PageTableFlags::WRITABLE);
+        }
+        entry.set_addr(frame, flags);
         self.flush(virt);
         Ok(())
     }

@@ -198,7 +198,10 @@ pub fn boot_module_bytes(module: &crate::boot::BootModule) -> &'static [u8] {
     );
     // SAFETY: see above; the window maps all physical memory below 4 GiB.
     unsafe {
-        core::slice::from_raw_parts(phys_to_virt(module.start()) as *const u8, module.len() as usize)
+        core::slice::from_raw_parts(
+            phys_to_virt(module.start()) as *const u8,
+            module.len() as usize,
+        )
     }
 }
 
@@ -216,14 +219,16 @@ pub struct FrameStats {
 
 /// Page-table frames the kernel mapper has made since boot (they are
 /// never freed: an emptied table stays for the next mapping there).
-static KERNEL_TABLE_FRAMES: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+static KERNEL_TABLE_FRAMES: core::sync::atomic::AtomicUsize =
+    core::sync::atomic::AtomicUsize::new(0);
 
 /// Frames free, or kept by the kernel for good once used: the heap (which
 /// never shrinks) and the kernel's page tables. This count falling across
 /// some work means the work kept frames it should have given back.
 pub fn frames_free_or_kept() -> u64 {
     let stats = frame_stats();
-    (stats.free + stats.kernel_tables) as u64 + crate::heap::stats().mapped_bytes / crate::frames::FRAME_SIZE
+    (stats.free + stats.kernel_tables) as u64
+        + crate::heap::stats().mapped_bytes / crate::frames::FRAME_SIZE
 }
 
 /// Current frame allocator counters.
@@ -431,10 +436,8 @@ fn build_kernel_tables(window_bytes: u64) {
             let table = table_frames
                 .allocate_frame()
                 .expect("no frame for a kernel PDPT");
-            mapper.level_4_table_mut()[index].set_frame(
-                table,
-                PageTableFlags::PRESENT | PageTableFlags::WRITABLE,
-            );
+            mapper.level_4_table_mut()[index]
+                .set_frame(table, PageTableFlags::PRESENT | PageTableFlags::WRITABLE);
         }
     }
     KERNEL_ROOT.store(
@@ -484,6 +487,28 @@ pub enum MapError {
     NotMapped(u64),
     /// No physical frame was free.
     OutOfFrames,
+    /// The page's frame has another owner (a process it was shared with
+    /// by `fork`, or the page cache): writing to it through the kernel's
+    /// window would change their page too.
+    SharedFrame(u64),
+}
+
+/// As a person reads it: what failed, and at which address.
+impl core::fmt::Display for MapError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            MapError::Unaligned(address) => write!(f, "{address:#x} is not page aligned"),
+            MapError::OutsideRegion(address) => {
+                write!(f, "{address:#x} is outside the region allowed")
+            }
+            MapError::AlreadyMapped(address) => write!(f, "{address:#x} is mapped already"),
+            MapError::NotMapped(address) => write!(f, "{address:#x} is not mapped"),
+            MapError::OutOfFrames => f.write_str("no physical frame is free"),
+            MapError::SharedFrame(address) => {
+                write!(f, "the frame at {address:#x} is shared with another owner")
+            }
+        }
+    }
 }
 
 fn check_general(virt: u64) -> Result<Page<Size4KiB>, MapError> {

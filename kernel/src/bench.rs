@@ -124,7 +124,7 @@ fn core_programs() -> Result<(), String> {
     }
     for (path, file) in programs {
         let name = path.trim_start_matches("bench/");
-        match crate::user::spawn_program(name, file, &[name])?.join() {
+        match crate::user::spawn_program(name, crate::elf::FileBytes::Lent(file), &[name])?.join() {
             crate::user::UserExit::Exited(0) => {}
             other => return Err(format!("{name} {other}")),
         }
@@ -141,7 +141,9 @@ fn kernel_threads() -> Result<(), String> {
     let runs = measure_n("fork_join_kernel", FORK_JOIN_ITERATIONS, |i| {
         let value = alloc::sync::Arc::new(core::sync::atomic::AtomicU64::new(0));
         let seen = value.clone();
-        match sched::spawn("fork-join", move || seen.store(i + 1, core::sync::atomic::Ordering::Relaxed)) {
+        match sched::spawn("fork-join", move || {
+            seen.store(i + 1, core::sync::atomic::Ordering::Relaxed)
+        }) {
             Ok(handle) => {
                 handle.join() == sched::ExitReason::Finished
                     && value.load(core::sync::atomic::Ordering::Relaxed) == i + 1

@@ -84,9 +84,10 @@ fn mapping_error(error: MapError) -> LoadError {
     match error {
         MapError::OutOfFrames => LoadError::NoMemory,
         MapError::AlreadyMapped(at) => not_executable(format!("page {at:#x} mapped twice")),
-        MapError::OutsideRegion(at) | MapError::Unaligned(at) | MapError::NotMapped(at) => {
-            not_executable(format!("bad address {at:#x}"))
-        }
+        MapError::OutsideRegion(at)
+        | MapError::Unaligned(at)
+        | MapError::NotMapped(at)
+        | MapError::SharedFrame(at) => not_executable(format!("bad address {at:#x}")),
     }
 }
 
@@ -121,17 +122,55 @@ pub struct Layout {
     pub interpreter_base: u64,
 }
 
+/// A file's bytes, as the loader is given them.
+#[derive(Clone, Copy)]
+pub enum FileBytes<'a> {
+    /// Lent by a file whose bytes never change while it lends them (a
+    /// boot-archive file: `vfs::Inode::borrowed_contents`): whole pages
+    /// of its segments are mapped from the page cache, shared by every
+    /// process that runs the file, instead of copied.
+    Lent(&'static [u8]),
+    /// Any other bytes: copied into the process's own pages.
+    Copied(&'a [u8]),
+}
+
+impl<'a> FileBytes<'a> {
+    /// The bytes.
+    pub fn bytes(self) -> &'a [u8] {
+        match self {
+            FileBytes::Lent(bytes) => bytes,
+            FileBytes::Copied(bytes) => bytes,
+        }
+    }
+
+    /// The bytes of a file read for `execve`: lent if the file system
+    /// lent them.
+    pub fn of(file: &'a alloc::borrow::Cow<'static, [u8]>) -> Self {
+        match file {
+            alloc::borrow::Cow::Borrowed(bytes) => FileBytes::Lent(bytes),
+            alloc::borrow::Cow::Owned(bytes) => FileBytes::Copied(bytes),
+        }
+    }
+}
+
 /// A file's header, checked: a little-endian x86-64 ELF64 of a type this
 /// loader runs.
 struct Parsed<'a> {
     bytes: &'a [u8],
+    /// The same bytes, if they may be shared through the page cache.
+    lent: Option<&'static [u8]>,
     header: &'a FileHeader64<LittleEndian>,
     endian: LittleEndian,
     /// `ET_DYN` (placed at a base) rather than `ET_EXEC`.
     is_position_independent: bool,
 }
 
-fn parse(bytes: &[u8]) -> Result<Parsed<'_>, LoadError> {
+fn parse(file: FileBytes<'_>) -> Result<Parsed<'_>, LoadError> {
+    let bytes = file.bytes();
+    let lent = match file {
+        FileBytes::Lent(bytes) => Some(bytes),
+        FileBytes::Copied(_) => None,
+    };
     let header = FileHeader64::<LittleEndian>::parse(bytes)
         .map_err(|error| not_executable(format!("not an ELF64 file: {error}")))?;
     let endian = header
@@ -150,6 +189,7 @@ fn parse(bytes: &[u8]) -> Result<Parsed<'_>, LoadError> {
     };
     Ok(Parsed {
         bytes,
+        lent,
         header,
         endian,
         is_position_independent,
@@ -167,7 +207,7 @@ impl<'a> Parsed<'a> {
 /// The interpreter a program asks for (its `PT_INTERP` path, without the
 /// terminating NUL), or `None` for a program that needs none.
 pub fn interpreter_path(bytes: &[u8]) -> Result<Option<Vec<u8>>, LoadError> {
-    let parsed = parse(bytes)?;
+    let parsed = parse(FileBytes::Copied(bytes))?;
     let mut found = None;
     for segment in parsed.segments()? {
         if segment.p_type(parsed.endian) != elf::PT_INTERP {
@@ -198,9 +238,12 @@ pub fn interpreter_path(bytes: &[u8]) -> Result<Option<Vec<u8>>, LoadError> {
 /// Maps `program` (and `interpreter`, the file its `PT_INTERP` names,
 /// which the caller read) into a new address space. A program that asks
 /// for an interpreter must be given one, and one that does not must not.
-pub fn load(program: &[u8], interpreter: Option<&[u8]>) -> Result<Image, LoadError> {
+pub fn load(
+    program: FileBytes<'_>,
+    interpreter: Option<FileBytes<'_>>,
+) -> Result<Image, LoadError> {
     let parsed = parse(program)?;
-    match (interpreter_path(program)?, interpreter) {
+    match (interpreter_path(program.bytes())?, interpreter) {
         (Some(_), None) => {
             return Err(not_executable(
                 "dynamically linked (PT_INTERP): its interpreter must be loaded with it",
@@ -226,7 +269,7 @@ pub fn load(program: &[u8], interpreter: Option<&[u8]>) -> Result<Image, LoadErr
                     "the interpreter is not position-independent (ET_DYN)",
                 ));
             }
-            if interpreter_path(bytes)?.is_some() {
+            if interpreter_path(bytes.bytes())?.is_some() {
                 return Err(not_executable("the interpreter asks for an interpreter"));
             }
             let placed = place(
@@ -309,7 +352,14 @@ fn place(
     let mut program_headers = None;
     let mut previous_end = 0u64;
     let first_segment = segments.len();
-    for segment in loads() {
+    let all: Vec<&elf::ProgramHeader64<LittleEndian>> = loads().collect();
+    for (index, segment) in all.iter().enumerate() {
+        // Where the next segment starts (its first page may be this
+        // segment's last), if it is placed sensibly; checked when its turn
+        // comes.
+        let next_address = all
+            .get(index + 1)
+            .and_then(|next| next.p_vaddr(endian).checked_add(bias));
         let virtual_address = segment.p_vaddr(endian);
         let memory_size = segment.p_memsz(endian);
         let file_size = segment.p_filesz(endian);
@@ -351,34 +401,94 @@ fn place(
             (false, true) => UserProtection::ReadExecute,
             (false, false) => UserProtection::Read,
         };
-        let data = segment.data(endian, file.bytes).map_err(|_| {
+        // The segment's file bytes must be in the file.
+        segment.data(endian, file.bytes).map_err(|_| {
             not_executable(format!("segment at {address:#x} lies outside the file"))
         })?;
         let first_page = page_down(address);
+        let file_offset = segment.p_offset(endian);
+        // The previous segment's pages end here; a page below is shared
+        // with it (linkers align segments to pages; musl's do) and keeps
+        // its first protection.
+        let previous_pages_end = segments[first_segment..]
+            .last()
+            .map_or(0, |&(_, end, _)| end);
+        let first_page_is_new = first_page >= previous_pages_end;
+        // Linux maps whole pages of the file: the bytes before the segment
+        // in its first page are the file's too, when the file offset and
+        // the address agree within a page.
+        let congruent = file_offset % PAGE_SIZE == address % PAGE_SIZE;
+        let file_backed_start =
+            if first_page_is_new && congruent && file_offset >= address - first_page {
+                first_page
+            } else {
+                address
+            };
+        let file_end = address + file_size;
+        // Pages wholly of the file's bytes, shared with no other segment,
+        // come from the page cache when the file lends its bytes: mapped
+        // read-only (a writable segment's page is copied on its first
+        // write, as after fork).
+        let (shared_start, shared_end) = match file.lent {
+            Some(_) if congruent && file_backed_start == first_page => {
+                let end = page_down(file_end).min(next_address.map_or(u64::MAX, page_down));
+                (first_page, end.max(first_page))
+            }
+            _ => (first_page, first_page),
+        };
+        if let Some(lent) = file.lent.filter(|_| shared_end > shared_start) {
+            let first_file_page = ((file_offset - (address - first_page)) / PAGE_SIZE) as usize;
+            let count = ((shared_end - shared_start) / PAGE_SIZE) as usize;
+            let shared_protection = if writable {
+                UserProtection::Read
+            } else {
+                protection
+            };
+            crate::page_cache::get()
+                .map(
+                    space,
+                    lent,
+                    first_file_page,
+                    shared_start,
+                    count,
+                    shared_protection,
+                )
+                .map_err(|error| match error {
+                    pagecache::CacheError::Map(error) => mapping_error(error),
+                    other => not_executable(format!("segment at {address:#x}: {other}")),
+                })?;
+        }
+        // Every other page is the process's own: zeroed, then given the
+        // file's bytes that fall in it.
         let mut page = first_page;
-        let mut first_page_is_new = true;
         while page < segment_end {
-            match space.map(page, protection) {
-                Ok(()) => {}
-                // A page shared with the previous segment keeps its first
-                // protection (linkers align segments to pages; musl's do).
-                Err(MapError::AlreadyMapped(_)) if page == first_page => first_page_is_new = false,
-                Err(error) => return Err(mapping_error(error)),
+            if (shared_start..shared_end).contains(&page) {
+                page = shared_end;
+                continue;
+            }
+            if page >= previous_pages_end {
+                space.map(page, protection).map_err(mapping_error)?;
+            }
+            let from = page.max(file_backed_start);
+            let to = (page + PAGE_SIZE).min(file_end);
+            if from < to {
+                let offset = file_offset
+                    .checked_add(from)
+                    .and_then(|at| at.checked_sub(address))
+                    .ok_or_else(|| {
+                        not_executable(format!("segment at {address:#x} lies outside the file"))
+                    })?;
+                let bytes = usize::try_from(offset)
+                    .ok()
+                    .and_then(|offset| file.bytes.get(offset..))
+                    .and_then(|rest| rest.get(..(to - from) as usize))
+                    .ok_or_else(|| {
+                        not_executable(format!("segment at {address:#x} lies outside the file"))
+                    })?;
+                space.write(from, bytes).map_err(mapping_error)?;
             }
             page += PAGE_SIZE;
         }
-        // Linux maps whole pages of the file: the bytes before the
-        // segment in its first page are the file's too.
-        let file_offset = segment.p_offset(endian);
-        let lead = address - first_page;
-        let lead_bytes = file_offset
-            .checked_sub(lead)
-            .filter(|_| first_page_is_new && file_offset % PAGE_SIZE == address % PAGE_SIZE)
-            .and_then(|start| file.bytes.get(start as usize..file_offset as usize));
-        if let Some(lead_bytes) = lead_bytes {
-            space.write(first_page, lead_bytes).map_err(mapping_error)?;
-        }
-        space.write(address, data).map_err(mapping_error)?;
         // A page shared with the previous segment stays in that region.
         let region_start = segments[first_segment..]
             .last()

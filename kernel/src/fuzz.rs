@@ -115,7 +115,10 @@ fn run_campaign() -> Result<(), String> {
         report.failures,
     ));
     if report.failures > 0 {
-        return Err(format!("{} cases broke the runtime's contract", report.failures));
+        return Err(format!(
+            "{} cases broke the runtime's contract",
+            report.failures
+        ));
     }
     if heap_late > heap_early + HEAP_SLACK_BYTES as u64 {
         return Err(format!(
@@ -165,7 +168,7 @@ fn run_cases(seed: u64, report: &spin::Mutex<Report>) {
         let mut rng = Rng::for_case(seed, case, Stream::Run);
         let result = exercise(&target, bytes, &mut rng);
         let heap = hal::heap::stats().allocated_bytes as u64;
-        let frames = hal::memory::frames_free_or_kept();
+        let frames = crate::page_cache::frames_free_or_kept();
         let mut report = report.lock();
         match result {
             Ok(outcome) => {

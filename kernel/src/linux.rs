@@ -68,10 +68,16 @@ pub fn init(archive: &'static [u8]) {
         if let Err(error) = devices::make_memory_device_nodes(&vfs, &root, b"/dev") {
             log::error!("linux: /dev: {error}");
         }
-        let nodes = vfs::PathContext { umask: 0, ..root.clone() };
+        let nodes = vfs::PathContext {
+            umask: 0,
+            ..root.clone()
+        };
         for (path, rdev) in [(&b"/dev/console"[..], CONSOLE_DEV), (b"/dev/tty", TTY_DEV)] {
             if let Err(error) = vfs.mknod(&nodes, path, vfs::S_IFCHR | 0o666, rdev) {
-                log::error!("linux: {}: {error}", core::str::from_utf8(path).unwrap_or("a device"));
+                log::error!(
+                    "linux: {}: {error}",
+                    core::str::from_utf8(path).unwrap_or("a device")
+                );
             }
         }
         for directory in [&b"/tmp"[..], b"/root", b"/home"] {
@@ -83,7 +89,11 @@ pub fn init(archive: &'static [u8]) {
             .unwrap_or_else(|_| {
                 // Only if /dev/console could not be made: a console file
                 // that is not in the tree still works.
-                Arc::new(OpenFile::new(vfs.root(), vfs::flags::O_RDWR, Some(crate::terminal::terminal().clone())))
+                Arc::new(OpenFile::new(
+                    vfs.root(),
+                    vfs::flags::O_RDWR,
+                    Some(crate::terminal::terminal().clone()),
+                ))
             });
         linux::set_interrupted_check(crate::signals::interrupted);
         Personality::new(vfs, console, Arc::new(now), crate::system::facts())
@@ -123,7 +133,10 @@ fn is_linux_process(strand: u64) -> bool {
     };
     let linux = PERSONALITY.get().and_then(|p| p.files(pid)).is_some();
     if linux && strand < u64::from(u32::MAX) && pid <= u64::from(u32::MAX) {
-        slot(strand).store((strand + 1) << 32 | pid, core::sync::atomic::Ordering::Relaxed);
+        slot(strand).store(
+            (strand + 1) << 32 | pid,
+            core::sync::atomic::Ordering::Relaxed,
+        );
     }
     linux
 }
@@ -170,7 +183,9 @@ fn bind(_personality: &Personality) {
     // Guard and handler as one call (the dispatcher's fused path).
     // A call a short-circuit answers for its process is left to it.
     let install = Install::guarded(
-        |args: &SyscallArgs| is_linux_process(args.0) && !crate::tracing::is_short_circuited(args.0, args.1),
+        |args: &SyscallArgs| {
+            is_linux_process(args.0) && !crate::tracing::is_short_circuited(args.0, args.1)
+        },
         linux_call,
     )
     .order(Order::Last);
@@ -221,9 +236,13 @@ pub fn run_boot_command() -> Result<u8, alloc::string::String> {
     let command = core::str::from_utf8(&command)
         .map_err(|_| "the command is not UTF-8")?
         .trim_end_matches('\n');
-    let shell = read_file(vfs, b"/bin/busybox")
+    let shell = linux::read_program_file(vfs, &vfs.context(0, 0), b"/bin/busybox")
         .map_err(|error| alloc::format!("reading /bin/busybox: {error}"))?;
-    let thread = crate::user::spawn_program("sh", &shell, &["sh", "-c", command])?;
+    let thread = crate::user::spawn_program(
+        "sh",
+        crate::elf::FileBytes::of(&shell),
+        &["sh", "-c", command],
+    )?;
     Ok(match thread.join() {
         crate::user::UserExit::Exited(status) => status as u8,
         crate::user::UserExit::Killed(signal) => 128u8.saturating_add(signal),
@@ -239,7 +258,8 @@ pub fn run_boot_command() -> Result<u8, alloc::string::String> {
 /// when the shell exits.
 pub fn run_interactive_shell() -> Result<(), alloc::string::String> {
     let personality = personality().ok_or("the Linux personality is not set up")?;
-    let shell = read_file(personality.vfs(), b"/bin/busybox")
+    let vfs = personality.vfs();
+    let shell = linux::read_program_file(vfs, &vfs.context(0, 0), b"/bin/busybox")
         .map_err(|error| alloc::format!("reading /bin/busybox: {error}"))?;
     hal::console::write_str(
         "\nSpindle: Debian's busybox sh on the Linux personality. \
@@ -252,7 +272,8 @@ pub fn run_interactive_shell() -> Result<(), alloc::string::String> {
     // Keys that signal (^C, ^Z, ^\) must work while nobody reads the
     // terminal (a foreground `sleep`).
     crate::terminal::watch_for_signal_keys();
-    let thread = crate::user::spawn_program_in(pid, "sh", &shell, &["-sh"])?;
+    let thread =
+        crate::user::spawn_program_in(pid, "sh", crate::elf::FileBytes::of(&shell), &["-sh"])?;
     let end = thread.join();
     hal::console::write_fmt(format_args!("the shell ended: {end}\n"));
     Ok(())
@@ -283,7 +304,10 @@ pub fn remove_tree(vfs: &Vfs, context: &vfs::PathContext, path: &[u8]) -> Result
 /// directory with whatever they made in it: the system-call fuzzers make
 /// files with random names wherever random pointers lead, and must leave
 /// the heap as they found it.
-pub fn in_scratch_tree<T>(path: &[u8], work: impl FnOnce() -> T) -> Result<T, alloc::string::String> {
+pub fn in_scratch_tree<T>(
+    path: &[u8],
+    work: impl FnOnce() -> T,
+) -> Result<T, alloc::string::String> {
     let personality = personality().ok_or("the Linux personality is not set up")?;
     let vfs = personality.vfs().clone();
     let root = vfs.context(0, 0);

@@ -32,22 +32,23 @@ mod bench;
 mod elf;
 mod exceptions;
 mod extensions;
-mod itimer;
 mod fuzz;
+mod itimer;
 mod ktests;
 mod linux;
 mod logger;
 mod memory_services;
+mod page_cache;
+mod process;
 mod service_domains;
 mod shell;
 mod signals;
-mod terminal;
-mod tracing;
 mod strands;
-mod process;
 mod syscalls;
 mod sysfuzz;
 mod system;
+mod terminal;
+mod tracing;
 mod translation;
 mod user;
 
@@ -61,8 +62,15 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
     hal::console::init();
     // `spindle.quiet` (`./x run --exec`): only errors, so what the program
     // prints is all the output.
-    let quiet = boot_info.cmdline().split_ascii_whitespace().any(|word| word == "spindle.quiet");
-    logger::init(if quiet { log::LevelFilter::Error } else { log::LevelFilter::Info });
+    let quiet = boot_info
+        .cmdline()
+        .split_ascii_whitespace()
+        .any(|word| word == "spindle.quiet");
+    logger::init(if quiet {
+        log::LevelFilter::Error
+    } else {
+        log::LevelFilter::Info
+    });
     log::info!("Spindle booting; command line: {}", boot_info.cmdline());
     hal::gdt::init();
     hal::trap::init();
@@ -75,7 +83,11 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
         frames.total as u64 * hal::frames::FRAME_SIZE >> 20
     );
     for module in boot_info.modules() {
-        log::info!("boot module: {} bytes at {:#x}", module.len(), module.start());
+        log::info!(
+            "boot module: {} bytes at {:#x}",
+            module.len(),
+            module.start()
+        );
     }
     hal::timer::init();
     sched::init("main");
@@ -97,13 +109,16 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
     match boot_info.cmdline_value("spindle.mode").unwrap_or("shell") {
         "test" => exit_with(on_guarded_thread("ktests", ktests::run_all)),
         "fuzz" => exit_with(fuzz::run()),
-        "linux" => exit_with(on_guarded_thread("init", || match linux::run_interactive_shell() {
-            Ok(()) => true,
-            Err(error) => {
-                log::error!("the Linux shell: {error}");
-                false
-            }
-        })),
+        "linux" => exit_with(on_guarded_thread(
+            "init",
+            || match linux::run_interactive_shell() {
+                Ok(()) => true,
+                Err(error) => {
+                    log::error!("the Linux shell: {error}");
+                    false
+                }
+            },
+        )),
         "exec" => {
             let status = alloc::sync::Arc::new(core::sync::atomic::AtomicU8::new(127));
             let slot = status.clone();
@@ -123,16 +138,22 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
             qemu::exit_with_status(status.load(core::sync::atomic::Ordering::SeqCst))
         }
         "sysfuzz" => {
-            let parameters = boot_info.cmdline_value("spindle.sysfuzz").unwrap_or("1,16,2000");
-            exit_with(on_guarded_thread("sysfuzz", move || sysfuzz::run(parameters)))
+            let parameters = boot_info
+                .cmdline_value("spindle.sysfuzz")
+                .unwrap_or("1,16,2000");
+            exit_with(on_guarded_thread("sysfuzz", move || {
+                sysfuzz::run(parameters)
+            }))
         }
         "bench" => {
             let suite = boot_info.cmdline_value("spindle.bench").unwrap_or("all");
-            exit_with(on_guarded_thread("bench", move || match bench::run(suite) {
-                Ok(()) => true,
-                Err(error) => {
-                    log::error!("benchmark suite {suite}: {error}");
-                    false
+            exit_with(on_guarded_thread("bench", move || {
+                match bench::run(suite) {
+                    Ok(()) => true,
+                    Err(error) => {
+                        log::error!("benchmark suite {suite}: {error}");
+                        false
+                    }
                 }
             }))
         }

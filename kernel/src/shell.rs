@@ -247,10 +247,12 @@ fn run_program(arguments: &str) {
         .iter()
         .find(|(entry, _)| *entry == path)
     else {
-        console::write_fmt(format_args!("error: no program {name} in the boot archive (`run` lists them)\n"));
+        console::write_fmt(format_args!(
+            "error: no program {name} in the boot archive (`run` lists them)\n"
+        ));
         return;
     };
-    match crate::user::spawn_program(name, file, &words) {
+    match crate::user::spawn_program(name, crate::elf::FileBytes::Lent(file), &words) {
         Ok(thread) => {
             let end = thread.join();
             console::write_fmt(format_args!("{name} {end}\n"));
@@ -276,7 +278,8 @@ fn trace(arguments: &str) {
             Err(_) => Err(alloc::format!("`{pid}` is not a process id")),
         },
         ["off", pid] => match pid.parse::<u64>() {
-            Ok(pid) => crate::tracing::untrace(pid).map(|()| alloc::format!("process {pid} no longer traced")),
+            Ok(pid) => crate::tracing::untrace(pid)
+                .map(|()| alloc::format!("process {pid} no longer traced")),
             Err(_) => Err(alloc::format!("`{pid}` is not a process id")),
         },
         _ => Err(String::from("usage: trace PID | trace off PID | trace")),
@@ -310,12 +313,14 @@ fn ext(arguments: &str) {
             Some(function) => {
                 let parsed: Result<Vec<u64>, _> = words.map(str::parse::<u64>).collect();
                 match parsed {
-                    Ok(values) => extensions
-                        .call(name, function, &values)
-                        .map(|value| match value {
-                            Some(value) => alloc::format!("{function} returned {value}"),
-                            None => alloc::format!("{function} returned nothing"),
-                        }),
+                    Ok(values) => {
+                        extensions
+                            .call(name, function, &values)
+                            .map(|value| match value {
+                                Some(value) => alloc::format!("{function} returned {value}"),
+                                None => alloc::format!("{function} returned nothing"),
+                            })
+                    }
                     Err(_) => Err(String::from("arguments must be unsigned integers")),
                 }
             }

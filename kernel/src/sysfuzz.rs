@@ -44,14 +44,18 @@ fn campaign(parameters: &str) -> Result<String, String> {
         .collect::<Result<_, _>>()
         .map_err(|_| format!("spindle.sysfuzz needs SEED,PROCESSES,CALLS, not `{parameters}`"))?;
     let [seed, processes, calls] = numbers[..] else {
-        return Err(format!("spindle.sysfuzz needs SEED,PROCESSES,CALLS, not `{parameters}`"));
+        return Err(format!(
+            "spindle.sysfuzz needs SEED,PROCESSES,CALLS, not `{parameters}`"
+        ));
     };
     if processes == 0 {
         return Err(String::from("spindle.sysfuzz needs at least one process"));
     }
     let extensions = crate::extensions::get().ok_or("no boot archive")?;
     let files = extensions.archive_files("bin/sysfuzz");
-    let &(_, program) = files.first().ok_or("bin/sysfuzz is not in the boot archive")?;
+    let &(_, program) = files
+        .first()
+        .ok_or("bin/sysfuzz is not in the boot archive")?;
     let calls_text = format!("{calls}");
     // Warm up what stays, with as many processes at once as a batch (the
     // scheduler's tables, the events' caches, the page tables of the
@@ -59,7 +63,11 @@ fn campaign(parameters: &str) -> Result<String, String> {
     crate::linux::in_scratch_tree(b"/tmp/sysfuzz", || {
         let mut warming = Vec::new();
         for _ in 0..BATCH {
-            warming.push(user::spawn_program("sysfuzz", program, &["sysfuzz", "1", "100"])?);
+            warming.push(user::spawn_program(
+                "sysfuzz",
+                crate::elf::FileBytes::Lent(program),
+                &["sysfuzz", "1", "100"],
+            )?);
         }
         for program in warming {
             let end = program.join();
@@ -69,7 +77,7 @@ fn campaign(parameters: &str) -> Result<String, String> {
         }
         Ok(())
     })??;
-    let frames = hal::memory::frames_free_or_kept();
+    let frames = crate::page_cache::frames_free_or_kept();
     // The heap after each batch: what the dispatcher frees lazily (handler
     // lists replaced by `vm_handler` calls) comes and goes, so leaks are
     // judged on the least heap seen in the first and the last quarter.
@@ -89,7 +97,7 @@ fn campaign(parameters: &str) -> Result<String, String> {
                 let seed_text = format!("{process_seed}");
                 running.push(user::spawn_program(
                     "sysfuzz",
-                    program,
+                    crate::elf::FileBytes::Lent(program),
                     &["sysfuzz", &seed_text, &calls_text],
                 )?);
             }
@@ -106,14 +114,17 @@ fn campaign(parameters: &str) -> Result<String, String> {
         first = last;
     }
     let made = crate::syscalls::count() - calls_before;
-    let frames_after = hal::memory::frames_free_or_kept();
+    let frames_after = crate::page_cache::frames_free_or_kept();
     let quarter = heap_after_batch.len().div_ceil(4);
     let least = |batches: &[usize]| batches.iter().copied().min().unwrap_or(0);
     let heap = least(&heap_after_batch[..quarter]);
     let heap_after = least(&heap_after_batch[heap_after_batch.len() - quarter..]);
     let table_after = crate::process::count();
     if frames_after < frames {
-        return Err(format!("{} frames were not given back", frames - frames_after));
+        return Err(format!(
+            "{} frames were not given back",
+            frames - frames_after
+        ));
     }
     if heap_after > heap + HEAP_SLACK_BYTES {
         return Err(format!(
@@ -122,7 +133,9 @@ fn campaign(parameters: &str) -> Result<String, String> {
         ));
     }
     if table_after != table {
-        return Err(format!("the process table went from {table} to {table_after}"));
+        return Err(format!(
+            "the process table went from {table} to {table_after}"
+        ));
     }
     Ok(format!(
         "sysfuzz: {processes} processes (seeds {seed}..{}), {made} system calls; {exited} exited, {faulted} ended by their own faults, {killed} ended by a signal; frames, heap and process table back where they were",

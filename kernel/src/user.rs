@@ -95,7 +95,12 @@ impl UserThread {
         process::release(&self.process);
         match (end, reason) {
             (Some(End::Exited(status)), _) => UserExit::Exited(status),
-            (Some(End::Killed { fault: Some(fault), .. }), _) => UserExit::Faulted(fault),
+            (
+                Some(End::Killed {
+                    fault: Some(fault), ..
+                }),
+                _,
+            ) => UserExit::Faulted(fault),
             // A fault in the kernel on the program's behalf stops the
             // thread itself.
             (_, ExitReason::Faulted(fault)) => UserExit::Faulted(fault),
@@ -142,14 +147,24 @@ pub fn program_memory(
 /// generator, or (before it is set up) from the time-stamp counter.
 fn random_bytes() -> [u8; 16] {
     let mut bytes = [0u8; 16];
-    let generator = crate::linux::personality()
-        .and_then(|personality| personality.vfs().devices().get(vfs::devices::URANDOM_DEV).ok());
+    let generator = crate::linux::personality().and_then(|personality| {
+        personality
+            .vfs()
+            .devices()
+            .get(vfs::devices::URANDOM_DEV)
+            .ok()
+    });
     if generator.is_some_and(|device| device.read(0, &mut bytes, true) == Ok(bytes.len())) {
         return bytes;
     }
     let seed = hal::cpu::read_tsc();
     bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    bytes[8..].copy_from_slice(&seed.rotate_left(29).wrapping_mul(0x9e37_79b9_7f4a_7c15).to_le_bytes());
+    bytes[8..].copy_from_slice(
+        &seed
+            .rotate_left(29)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .to_le_bytes(),
+    );
     bytes
 }
 
@@ -157,7 +172,11 @@ fn random_bytes() -> [u8; 16] {
 /// [`STACK_PAGES`] (what the loader writes the arguments into).
 fn map_stack(memory: &mut AddressMap) -> Result<(), String> {
     memory
-        .add_region(STACK_TOP - STACK_LIMIT, STACK_TOP, UserProtection::ReadWrite)
+        .add_region(
+            STACK_TOP - STACK_LIMIT,
+            STACK_TOP,
+            UserProtection::ReadWrite,
+        )
         .map_err(|error| alloc::format!("cannot make the stack: {error}"))?;
     for page in 1..=STACK_PAGES {
         memory
@@ -208,7 +227,11 @@ pub fn spawn(name: &str, code: &[u8]) -> Result<UserThread, String> {
 /// with `arguments` as its argv (argv[0] first), in a new process. A
 /// dynamically linked program needs its interpreter: [`spawn_path`]
 /// starts one.
-pub fn spawn_program(name: &str, file: &[u8], arguments: &[&str]) -> Result<UserThread, String> {
+pub fn spawn_program(
+    name: &str,
+    file: crate::elf::FileBytes<'_>,
+    arguments: &[&str],
+) -> Result<UserThread, String> {
     spawn_program_in(new_process(), name, file, arguments)
 }
 
@@ -216,11 +239,14 @@ pub fn spawn_program(name: &str, file: &[u8], arguments: &[&str]) -> Result<User
 pub fn spawn_program_in(
     process: u64,
     name: &str,
-    file: &[u8],
+    file: crate::elf::FileBytes<'_>,
     arguments: &[&str],
 ) -> Result<UserThread, String> {
     let image = crate::elf::load(file, None)?;
-    let arguments: Vec<&[u8]> = arguments.iter().map(|argument| argument.as_bytes()).collect();
+    let arguments: Vec<&[u8]> = arguments
+        .iter()
+        .map(|argument| argument.as_bytes())
+        .collect();
     // The kernel's programs are `bin/NAME` of the boot archive, which is
     // `/bin/NAME` of the tree.
     let path = alloc::format!("/bin/{name}");
@@ -239,20 +265,22 @@ pub fn spawn_path(
     arguments: &[&[u8]],
     environment: &[&[u8]],
 ) -> Result<UserThread, String> {
-    let personality =
-        crate::linux::personality().ok_or_else(|| String::from("the Linux personality is not set up"))?;
+    let personality = crate::linux::personality()
+        .ok_or_else(|| String::from("the Linux personality is not set up"))?;
     let context = personality.vfs().context(0, 0);
     let read = |path: &[u8]| {
-        linux::read_whole_file(personality.vfs(), &context, path).map_err(|error| {
-            alloc::format!("reading {}: {error}", String::from_utf8_lossy(path))
-        })
+        linux::read_program_file(personality.vfs(), &context, path)
+            .map_err(|error| alloc::format!("reading {}: {error}", String::from_utf8_lossy(path)))
     };
     let file = read(path)?;
     let interpreter = match crate::elf::interpreter_path(&file)? {
         Some(interpreter) => Some(read(&interpreter)?),
         None => None,
     };
-    let image = crate::elf::load(&file, interpreter.as_deref())?;
+    let image = crate::elf::load(
+        crate::elf::FileBytes::of(&file),
+        interpreter.as_ref().map(crate::elf::FileBytes::of),
+    )?;
     let (process, entry) = prepare(new_process(), image, arguments, environment, path)?;
     crate::system::program_executed(&process, path, arguments);
     start_kernel_child(process, name, entry)
@@ -314,12 +342,14 @@ pub fn start(
         let strand = sched::current().0;
         process::attach(strand, &process, tid, clear_child_tid);
         hal::context::set_address_space(Some(space));
-        let entered = hal::user::set_fs_base(fs_base).map_err(|_| "a bad FS base").and_then(|()| {
-            hal::user::run_with(registers).map_err(|error| match error {
-                hal::user::EnterError::NotUserAddress => "an entry outside the user half",
-                hal::user::EnterError::NoKernelStack => "no kernel stack of its own",
-            })
-        });
+        let entered = hal::user::set_fs_base(fs_base)
+            .map_err(|_| "a bad FS base")
+            .and_then(|()| {
+                hal::user::run_with(registers).map_err(|error| match error {
+                    hal::user::EnterError::NotUserAddress => "an entry outside the user half",
+                    hal::user::EnterError::NoKernelStack => "no kernel stack of its own",
+                })
+            });
         if let Err(why) = entered {
             log::error!("cannot enter user mode: {why}");
         }

@@ -446,11 +446,14 @@ fn corrupt_elf_files_never_harm_the_loader() -> TestResult {
     use crate::elf;
     let program = read_file(&format!("{DEBIAN_BIN}/env"))?;
     let interpreter = read_file("/lib64/ld-linux-x86-64.so.2")?;
-    let frames = hal::memory::frame_stats().free;
+    let frames = crate::page_cache::frames_free_or_cached();
     let mut refused = 0;
     let mut attempt = |program: &[u8], interpreter: &[u8]| {
         let wanted = elf::interpreter_path(program).ok().flatten();
-        match elf::load(program, wanted.as_ref().map(|_| interpreter)) {
+        match elf::load(
+            elf::FileBytes::Copied(program),
+            wanted.as_ref().map(|_| elf::FileBytes::Copied(interpreter)),
+        ) {
             Ok(image) => drop(image),
             Err(_) => refused += 1,
         }
@@ -481,7 +484,7 @@ fn corrupt_elf_files_never_harm_the_loader() -> TestResult {
         }
     }
     ensure!(refused > 100, "only {refused} corrupt files were refused");
-    let after = hal::memory::frame_stats().free;
+    let after = crate::page_cache::frames_free_or_cached();
     ensure!(after >= frames, "the loads kept {} frames", frames - after);
     // And the untouched files still load and run.
     expect(
@@ -496,14 +499,14 @@ fn corrupt_elf_files_never_harm_the_loader() -> TestResult {
 /// the heap's growth, has grown): running them again leaves free frames
 /// and the heap where they were.
 fn dynamic_programs_give_every_frame_back() -> TestResult {
-    let frames = hal::memory::frame_stats().free;
+    let frames = crate::page_cache::frames_free_or_cached();
     let heap = hal::heap::stats().allocated_bytes;
     dynamic_ls_lists_a_known_directory()?;
     dynamic_sort_and_env()?;
     dash_runs_pipelines()?;
     bash_runs_a_script()?;
     file_mappings()?;
-    let frames_after = hal::memory::frame_stats().free;
+    let frames_after = crate::page_cache::frames_free_or_cached();
     let heap_after = hal::heap::stats().allocated_bytes;
     ensure!(
         frames_after >= frames,

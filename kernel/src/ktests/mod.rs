@@ -11,6 +11,7 @@ mod busybox;
 mod dynamic;
 mod extensions;
 mod memory;
+mod page_cache;
 mod procfs;
 mod services;
 mod signals;
@@ -43,7 +44,7 @@ pub(crate) use ensure;
 
 /// Runs every test; returns whether all passed.
 pub fn run_all() -> bool {
-    let groups: [&[KernelTest]; 12] = [
+    let groups: [&[KernelTest]; 13] = [
         memory::TESTS,
         services::TESTS,
         traps::TESTS,
@@ -56,6 +57,7 @@ pub fn run_all() -> bool {
         procfs::TESTS,
         busybox::TESTS,
         dynamic::TESTS,
+        page_cache::TESTS,
     ];
     let (mut passed, mut failed) = (0, 0);
     // The harness checks that this many passed: a runner that stopped

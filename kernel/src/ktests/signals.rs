@@ -30,7 +30,7 @@ pub const TESTS: &[KernelTest] = &[
 /// signal pending, none kept its descriptors, and no frame is kept.
 fn signal_handlers() -> TestResult {
     let personality = crate::linux::personality().ok_or("the Linux personality is not set up")?;
-    let frames = hal::memory::frames_free_or_kept();
+    let frames = crate::page_cache::frames_free_or_kept();
     let processes = personality.processes();
     let (end, output) = run_and_capture("signals", &[])?;
     ensure!(
@@ -42,11 +42,14 @@ fn signal_handlers() -> TestResult {
         "{} processes outlived the test",
         personality.processes() - processes
     );
-    ensure!(!linux::signals_may_be_pending(), "a signal is still pending after every process ended");
     ensure!(
-        hal::memory::frames_free_or_kept() >= frames,
+        !linux::signals_may_be_pending(),
+        "a signal is still pending after every process ended"
+    );
+    ensure!(
+        crate::page_cache::frames_free_or_kept() >= frames,
         "{} frames were kept after the programs ended",
-        frames - hal::memory::frames_free_or_kept()
+        frames - crate::page_cache::frames_free_or_kept()
     );
     Ok(())
 }
@@ -86,6 +89,9 @@ fn busybox_sh_traps() -> TestResult {
         "sh {end}; it printed:\n{output}\ninstead of:\n{TRAP_EXPECTED}"
     );
     let end = run_program("busybox", &["true"])?;
-    ensure!(end == UserExit::Exited(0), "busybox true {end} after the script");
+    ensure!(
+        end == UserExit::Exited(0),
+        "busybox true {end} after the script"
+    );
     Ok(())
 }

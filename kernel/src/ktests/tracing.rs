@@ -32,12 +32,31 @@ fn tracer_logs_one_process() -> TestResult {
     };
     let (busybox, hello) = (archive("busybox")?, archive("hello")?);
     let (traced, other) = (user::new_process(), user::new_process());
-    ensure!(crate::tracing::trace(traced).is_err(), "a process that does not run yet was traced by `trace`");
+    ensure!(
+        crate::tracing::trace(traced).is_err(),
+        "a process that does not run yet was traced by `trace`"
+    );
     crate::tracing::trace_from_the_start(traced)?;
-    ensure!(crate::tracing::traced() == [traced], "trace did not record process {traced}");
-    let first = user::spawn_program_in(traced, "cat", busybox, &["cat", "/no/such/file"]);
-    let second = user::spawn_program_in(other, "hello", hello, &["hello"]);
-    let ends = (first.map(user::UserThread::join), second.map(user::UserThread::join));
+    ensure!(
+        crate::tracing::traced() == [traced],
+        "trace did not record process {traced}"
+    );
+    let first = user::spawn_program_in(
+        traced,
+        "cat",
+        crate::elf::FileBytes::Lent(busybox),
+        &["cat", "/no/such/file"],
+    );
+    let second = user::spawn_program_in(
+        other,
+        "hello",
+        crate::elf::FileBytes::Lent(hello),
+        &["hello"],
+    );
+    let ends = (
+        first.map(user::UserThread::join),
+        second.map(user::UserThread::join),
+    );
     ensure!(
         ends == (Ok(UserExit::Exited(1)), Ok(UserExit::Exited(3))),
         "cat and hello did not end as expected (1 and 3)"

@@ -12,6 +12,7 @@ use sched::Fault;
 
 use super::{ensure, KernelTest, TestResult};
 use crate::{
+    elf::FileBytes::{Copied, Lent},
     syscalls::{self, errno},
     user::{self, UserExit},
 };
@@ -128,10 +129,9 @@ pub const TESTS: &[KernelTest] = &[
 /// msg: .ascii "hello from ring 3\n"
 /// ```
 const HELLO: &[u8] = &[
-    0x48, 0x8d, 0x35, 0x1c, 0x00, 0x00, 0x00, 0xbf, 0x01, 0x00, 0x00, 0x00,
-    0xba, 0x12, 0x00, 0x00, 0x00, 0xb8, 0x01, 0x00, 0x00, 0x00, 0x0f, 0x05,
-    0x89, 0xc7, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f, 0x05, 0x0f, 0x0b, 0x68,
-    0x65, 0x6c, 0x6c, 0x6f, 0x20, 0x66, 0x72, 0x6f, 0x6d, 0x20, 0x72, 0x69,
+    0x48, 0x8d, 0x35, 0x1c, 0x00, 0x00, 0x00, 0xbf, 0x01, 0x00, 0x00, 0x00, 0xba, 0x12, 0x00, 0x00,
+    0x00, 0xb8, 0x01, 0x00, 0x00, 0x00, 0x0f, 0x05, 0x89, 0xc7, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f,
+    0x05, 0x0f, 0x0b, 0x68, 0x65, 0x6c, 0x6c, 0x6f, 0x20, 0x66, 0x72, 0x6f, 0x6d, 0x20, 0x72, 0x69,
     0x6e, 0x67, 0x20, 0x33, 0x0a,
 ];
 
@@ -147,10 +147,9 @@ const HELLO: &[u8] = &[
 /// ud2
 /// ```
 const WRITE_UNMAPPED: &[u8] = &[
-    0xbf, 0x01, 0x00, 0x00, 0x00, 0x48, 0xbe, 0x00, 0x00, 0xad, 0xde, 0x00,
-    0x00, 0x00, 0x00, 0xba, 0x08, 0x00, 0x00, 0x00, 0xb8, 0x01, 0x00, 0x00,
-    0x00, 0x0f, 0x05, 0x48, 0x89, 0xc7, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f,
-    0x05, 0x0f, 0x0b,
+    0xbf, 0x01, 0x00, 0x00, 0x00, 0x48, 0xbe, 0x00, 0x00, 0xad, 0xde, 0x00, 0x00, 0x00, 0x00, 0xba,
+    0x08, 0x00, 0x00, 0x00, 0xb8, 0x01, 0x00, 0x00, 0x00, 0x0f, 0x05, 0x48, 0x89, 0xc7, 0xb8, 0x3c,
+    0x00, 0x00, 0x00, 0x0f, 0x05, 0x0f, 0x0b,
 ];
 
 /// ```text
@@ -165,9 +164,9 @@ const WRITE_UNMAPPED: &[u8] = &[
 /// ud2
 /// ```
 const WRITE_KERNEL_POINTER: &[u8] = &[
-    0xbf, 0x01, 0x00, 0x00, 0x00, 0x48, 0xc7, 0xc6, 0x00, 0x00, 0x00, 0x80,
-    0xba, 0x08, 0x00, 0x00, 0x00, 0xb8, 0x01, 0x00, 0x00, 0x00, 0x0f, 0x05,
-    0x48, 0x89, 0xc7, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f, 0x05, 0x0f, 0x0b,
+    0xbf, 0x01, 0x00, 0x00, 0x00, 0x48, 0xc7, 0xc6, 0x00, 0x00, 0x00, 0x80, 0xba, 0x08, 0x00, 0x00,
+    0x00, 0xb8, 0x01, 0x00, 0x00, 0x00, 0x0f, 0x05, 0x48, 0x89, 0xc7, 0xb8, 0x3c, 0x00, 0x00, 0x00,
+    0x0f, 0x05, 0x0f, 0x0b,
 ];
 
 /// ```text
@@ -179,8 +178,8 @@ const WRITE_KERNEL_POINTER: &[u8] = &[
 /// ud2
 /// ```
 const GETPID_EXIT: &[u8] = &[
-    0xb8, 0x27, 0x00, 0x00, 0x00, 0x0f, 0x05, 0x48, 0x89, 0xc7, 0xb8, 0x3c,
-    0x00, 0x00, 0x00, 0x0f, 0x05, 0x0f, 0x0b,
+    0xb8, 0x27, 0x00, 0x00, 0x00, 0x0f, 0x05, 0x48, 0x89, 0xc7, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f,
+    0x05, 0x0f, 0x0b,
 ];
 
 /// ```text
@@ -192,16 +191,14 @@ const GETPID_EXIT: &[u8] = &[
 /// ud2
 /// ```
 const UNKNOWN_SYSCALL_EXIT: &[u8] = &[
-    0xb8, 0x88, 0x13, 0x00, 0x00, 0x0f, 0x05, 0x48, 0x89, 0xc7, 0xb8, 0x3c,
-    0x00, 0x00, 0x00, 0x0f, 0x05, 0x0f, 0x0b,
+    0xb8, 0x88, 0x13, 0x00, 0x00, 0x0f, 0x05, 0x48, 0x89, 0xc7, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f,
+    0x05, 0x0f, 0x0b,
 ];
 
 /// ```text
 /// ud2
 /// ```
-const UD2: &[u8] = &[
-    0x0f, 0x0b,
-];
+const UD2: &[u8] = &[0x0f, 0x0b];
 
 /// ```text
 /// xor ecx, ecx
@@ -242,9 +239,7 @@ const WRITE_CODE: &[u8] = &[
 /// 1: push rax
 /// jmp 1b
 /// ```
-const STACK_OVERFLOW: &[u8] = &[
-    0x50, 0xeb, 0xfd,
-];
+const STACK_OVERFLOW: &[u8] = &[0x50, 0xeb, 0xfd];
 
 /// ```text
 /// mov rax, 0x1111222233334444
@@ -268,12 +263,11 @@ const STACK_OVERFLOW: &[u8] = &[
 /// syscall
 /// ```
 const SSE_KEEPS_A: &[u8] = &[
-    0x48, 0xb8, 0x44, 0x44, 0x33, 0x33, 0x22, 0x22, 0x11, 0x11, 0x66, 0x48,
-    0x0f, 0x6e, 0xc0, 0xbb, 0xd0, 0x07, 0x00, 0x00, 0xb8, 0x18, 0x00, 0x00,
-    0x00, 0x0f, 0x05, 0x66, 0x48, 0x0f, 0x7e, 0xc2, 0x48, 0xb9, 0x44, 0x44,
-    0x33, 0x33, 0x22, 0x22, 0x11, 0x11, 0x48, 0x39, 0xca, 0x75, 0x0d, 0xff,
-    0xcb, 0x75, 0xe1, 0x31, 0xff, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f, 0x05,
-    0xbf, 0x01, 0x00, 0x00, 0x00, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f, 0x05,
+    0x48, 0xb8, 0x44, 0x44, 0x33, 0x33, 0x22, 0x22, 0x11, 0x11, 0x66, 0x48, 0x0f, 0x6e, 0xc0, 0xbb,
+    0xd0, 0x07, 0x00, 0x00, 0xb8, 0x18, 0x00, 0x00, 0x00, 0x0f, 0x05, 0x66, 0x48, 0x0f, 0x7e, 0xc2,
+    0x48, 0xb9, 0x44, 0x44, 0x33, 0x33, 0x22, 0x22, 0x11, 0x11, 0x48, 0x39, 0xca, 0x75, 0x0d, 0xff,
+    0xcb, 0x75, 0xe1, 0x31, 0xff, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f, 0x05, 0xbf, 0x01, 0x00, 0x00,
+    0x00, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f, 0x05,
 ];
 
 /// ```text
@@ -298,12 +292,11 @@ const SSE_KEEPS_A: &[u8] = &[
 /// syscall
 /// ```
 const SSE_KEEPS_B: &[u8] = &[
-    0x48, 0xb8, 0x88, 0x88, 0x77, 0x77, 0x66, 0x66, 0x55, 0x55, 0x66, 0x48,
-    0x0f, 0x6e, 0xc0, 0xbb, 0xd0, 0x07, 0x00, 0x00, 0xb8, 0x18, 0x00, 0x00,
-    0x00, 0x0f, 0x05, 0x66, 0x48, 0x0f, 0x7e, 0xc2, 0x48, 0xb9, 0x88, 0x88,
-    0x77, 0x77, 0x66, 0x66, 0x55, 0x55, 0x48, 0x39, 0xca, 0x75, 0x0d, 0xff,
-    0xcb, 0x75, 0xe1, 0x31, 0xff, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f, 0x05,
-    0xbf, 0x01, 0x00, 0x00, 0x00, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f, 0x05,
+    0x48, 0xb8, 0x88, 0x88, 0x77, 0x77, 0x66, 0x66, 0x55, 0x55, 0x66, 0x48, 0x0f, 0x6e, 0xc0, 0xbb,
+    0xd0, 0x07, 0x00, 0x00, 0xb8, 0x18, 0x00, 0x00, 0x00, 0x0f, 0x05, 0x66, 0x48, 0x0f, 0x7e, 0xc2,
+    0x48, 0xb9, 0x88, 0x88, 0x77, 0x77, 0x66, 0x66, 0x55, 0x55, 0x48, 0x39, 0xca, 0x75, 0x0d, 0xff,
+    0xcb, 0x75, 0xe1, 0x31, 0xff, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f, 0x05, 0xbf, 0x01, 0x00, 0x00,
+    0x00, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f, 0x05,
 ];
 
 /// ```text
@@ -315,9 +308,8 @@ const SSE_KEEPS_B: &[u8] = &[
 /// ud2
 /// ```
 const TOUCH_UNMAPPED: &[u8] = &[
-    0x48, 0xc7, 0xc0, 0x00, 0x00, 0x00, 0x10, 0x48, 0xc7, 0x00, 0x2a, 0x00,
-    0x00, 0x00, 0x48, 0x8b, 0x38, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f, 0x05,
-    0x0f, 0x0b,
+    0x48, 0xc7, 0xc0, 0x00, 0x00, 0x00, 0x10, 0x48, 0xc7, 0x00, 0x2a, 0x00, 0x00, 0x00, 0x48, 0x8b,
+    0x38, 0xb8, 0x3c, 0x00, 0x00, 0x00, 0x0f, 0x05, 0x0f, 0x0b,
 ];
 
 fn run(name: &str, code: &[u8]) -> Result<UserExit, alloc::string::String> {
@@ -339,7 +331,10 @@ fn user_program_writes_and_exits() -> TestResult {
     // It exits with what `write` returned: the 18 bytes of its message.
     expect_exit("hello", HELLO, 18)?;
     let calls = syscalls::count() - before;
-    ensure!(calls == 2, "{calls} system calls raised, expected write and exit");
+    ensure!(
+        calls == 2,
+        "{calls} system calls raised, expected write and exit"
+    );
     Ok(())
 }
 
@@ -440,7 +435,7 @@ fn user_thread_cycles_leak_nothing() -> TestResult {
     for _ in 0..5 {
         expect_exit("warm", HELLO, 18)?;
     }
-    let frames = hal::memory::frame_stats().free;
+    let frames = crate::page_cache::frames_free_or_cached();
     let heap = hal::heap::stats().allocated_bytes;
     // 1,000 programs: most exit, one in ten is ended by a fault (each
     // fault prints a register dump, so fewer of those).
@@ -457,7 +452,7 @@ fn user_thread_cycles_leak_nothing() -> TestResult {
             );
         }
     }
-    let frames_after = hal::memory::frame_stats().free;
+    let frames_after = crate::page_cache::frames_free_or_cached();
     let heap_after = hal::heap::stats().allocated_bytes;
     ensure!(
         frames_after >= frames,
@@ -491,8 +486,10 @@ fn two_programs_keep_their_sse_registers() -> TestResult {
 fn elf_loader_runs_a_musl_program_and_refuses_bad_files() -> TestResult {
     let extensions = crate::extensions::get().ok_or("no boot archive")?;
     let files = extensions.archive_files("bin/hello");
-    let &(_, hello) = files.first().ok_or("bin/hello is not in the boot archive")?;
-    let status = user::spawn_program("hello", hello, &["hello", "from", "a", "test"])?.join();
+    let &(_, hello) = files
+        .first()
+        .ok_or("bin/hello is not in the boot archive")?;
+    let status = user::spawn_program("hello", Lent(hello), &["hello", "from", "a", "test"])?.join();
     ensure!(
         status == UserExit::Exited(3),
         "hello ended with {status:?}, expected status 3"
@@ -500,7 +497,7 @@ fn elf_loader_runs_a_musl_program_and_refuses_bad_files() -> TestResult {
     // Files in the boot archive are only 4-byte aligned: so is this copy.
     let mut shifted = alloc::vec![0u8; hello.len() + 4];
     shifted[4..].copy_from_slice(hello);
-    let status = user::spawn_program("hello", &shifted[4..], &["hello"])?.join();
+    let status = user::spawn_program("hello", Copied(&shifted[4..]), &["hello"])?.join();
     ensure!(
         status == UserExit::Exited(3),
         "hello at a 4-byte-aligned address ended with {status:?}"
@@ -517,7 +514,7 @@ fn elf_loader_runs_a_musl_program_and_refuses_bad_files() -> TestResult {
         ("wrong machine", &wrong_machine[..]),
         ("no segments", &no_segments[..]),
     ] {
-        match user::spawn_program("bad", file, &["bad"]) {
+        match user::spawn_program("bad", Copied(file), &["bad"]) {
             Ok(thread) => {
                 let _ = thread.join();
                 return Err(format!("the {what} file was started"));
@@ -545,7 +542,10 @@ fn translation_fault_handlers_resolve_faults() -> TestResult {
     let not_present = crate::translation::page_not_present().ok_or("no PageNotPresent")?;
     let protection = crate::translation::protection_fault().ok_or("no ProtectionFault")?;
     ensure!(
-        matches!(run("unmanaged", TOUCH_UNMAPPED)?, UserExit::Faulted(Fault { vector: 14, .. })),
+        matches!(
+            run("unmanaged", TOUCH_UNMAPPED)?,
+            UserExit::Faulted(Fault { vector: 14, .. })
+        ),
         "a touch of an unmapped page was not a fault without handlers"
     );
     let (mapped, upgraded) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
@@ -591,7 +591,10 @@ fn translation_fault_handlers_resolve_faults() -> TestResult {
         upgraded.load(Ordering::Relaxed)
     );
     ensure!(
-        matches!(run("unmanaged-again", TOUCH_UNMAPPED)?, UserExit::Faulted(_)),
+        matches!(
+            run("unmanaged-again", TOUCH_UNMAPPED)?,
+            UserExit::Faulted(_)
+        ),
         "the handlers outlived their removal"
     );
     Ok(())
@@ -606,12 +609,17 @@ fn translation_fault_handlers_resolve_faults() -> TestResult {
 fn a_wasm_extension_sees_only_its_own_process_system_calls() -> TestResult {
     let extensions = crate::extensions::get().ok_or("no extensions")?;
     let files = extensions.archive_files("bin/hello");
-    let &(_, hello) = files.first().ok_or("bin/hello is not in the boot archive")?;
+    let &(_, hello) = files
+        .first()
+        .ok_or("bin/hello is not in the boot archive")?;
     let (mine, other) = (user::new_process(), user::new_process());
     let counter = extensions.load_for_process("syscall-counter", mine)?;
-    let first = user::spawn_program_in(mine, "hello-mine", hello, &["hello"]);
-    let second = user::spawn_program_in(other, "hello-other", hello, &["hello"]);
-    let ends = (first.map(user::UserThread::join), second.map(user::UserThread::join));
+    let first = user::spawn_program_in(mine, "hello-mine", Lent(hello), &["hello"]);
+    let second = user::spawn_program_in(other, "hello-other", Lent(hello), &["hello"]);
+    let ends = (
+        first.map(user::UserThread::join),
+        second.map(user::UserThread::join),
+    );
     let count = counter.call("count", &[]);
     let last = counter.call("last", &[]);
     let _ = extensions.unload_for_process(&counter);
@@ -637,13 +645,19 @@ fn a_wasm_extension_sees_only_its_own_process_system_calls() -> TestResult {
     let port = extensions.syscall_port().ok_or("no syscall port")?;
     let refused = loose.bind(port, &wasm_runtime::Bind::handler("on_syscall"));
     let _ = loose.unload();
-    ensure!(refused.is_err(), "an extension loaded for no process was allowed to handle system calls");
+    ensure!(
+        refused.is_err(),
+        "an extension loaded for no process was allowed to handle system calls"
+    );
     Ok(())
 }
 
 /// Runs `bin/<name>` from the boot archive with `arguments` (argv[0] is
 /// the name) and returns how it ended.
-pub(super) fn run_program(name: &str, arguments: &[&str]) -> Result<UserExit, alloc::string::String> {
+pub(super) fn run_program(
+    name: &str,
+    arguments: &[&str],
+) -> Result<UserExit, alloc::string::String> {
     let extensions = crate::extensions::get().ok_or("no boot archive")?;
     let path = format!("bin/{name}");
     let files = extensions.archive_files(&path);
@@ -653,7 +667,7 @@ pub(super) fn run_program(name: &str, arguments: &[&str]) -> Result<UserExit, al
         .ok_or_else(|| format!("{path} is not in the boot archive"))?;
     let mut argv = alloc::vec![name];
     argv.extend_from_slice(arguments);
-    Ok(user::spawn_program(name, file, &argv)?.join())
+    Ok(user::spawn_program(name, Lent(file), &argv)?.join())
 }
 
 /// `user/files.c` under the Linux personality: files made, written, read
@@ -672,7 +686,10 @@ fn linux_personality_file_calls() -> TestResult {
     );
     let before = personality.processes();
     let end = run_program("files", &[])?;
-    ensure!(end == UserExit::Exited(0), "files {end} (its output says which check failed)");
+    ensure!(
+        end == UserExit::Exited(0),
+        "files {end} (its output says which check failed)"
+    );
     ensure!(
         personality.processes() == before,
         "{} processes still have descriptors after they ended",
@@ -690,7 +707,10 @@ pub(super) fn run_and_capture(
     let (_, mark) = user::recent_console_output(u64::MAX);
     let end = run_program(name, arguments)?;
     let (output, _) = user::recent_console_output(mark);
-    Ok((end, alloc::string::String::from_utf8_lossy(&output).into_owned()))
+    Ok((
+        end,
+        alloc::string::String::from_utf8_lossy(&output).into_owned(),
+    ))
 }
 
 /// Debian's `busybox-static` (glibc, statically linked, unmodified) runs
@@ -715,16 +735,18 @@ fn debian_busybox_runs_unmodified_applets() -> TestResult {
 /// close-on-exec descriptors close and others stay; the error paths
 /// (`ENOENT`, `EACCES`, `ENOEXEC`, `EFAULT`) leave the caller running.
 fn execve_replaces_programs() -> TestResult {
-    let frames = hal::memory::frame_stats().free;
+    let frames = crate::page_cache::frames_free_or_cached();
     let (end, output) = run_and_capture("execs", &[])?;
     ensure!(
-        end == UserExit::Exited(0) && output.contains("from execve") && output.contains("execs: ok"),
+        end == UserExit::Exited(0)
+            && output.contains("from execve")
+            && output.contains("execs: ok"),
         "execs {end}, printing: {output}"
     );
     ensure!(
-        hal::memory::frame_stats().free >= frames,
+        crate::page_cache::frames_free_or_cached() >= frames,
         "{} frames were kept after the programs ended",
-        frames - hal::memory::frame_stats().free
+        frames - crate::page_cache::frames_free_or_cached()
     );
     Ok(())
 }
@@ -769,7 +791,10 @@ fn busybox_sh_scripts() -> TestResult {
 /// checks each and exits 0 only if all hold.
 fn fork_keeps_parent_and_child_apart() -> TestResult {
     let end = run_program("forks", &[])?;
-    ensure!(end == UserExit::Exited(0), "forks {end} (its output says which check failed)");
+    ensure!(
+        end == UserExit::Exited(0),
+        "forks {end} (its output says which check failed)"
+    );
     Ok(())
 }
 
@@ -779,10 +804,16 @@ fn fork_keeps_parent_and_child_apart() -> TestResult {
 fn demand_zero_regions_mprotect_munmap_and_brk() -> TestResult {
     let resolved_before = crate::process::faults_resolved();
     let end = run_program("memory", &[])?;
-    ensure!(end == UserExit::Exited(0), "memory {end} (its output says which check failed)");
+    ensure!(
+        end == UserExit::Exited(0),
+        "memory {end} (its output says which check failed)"
+    );
     let resolved = crate::process::faults_resolved() - resolved_before;
     // 256 pages of the 1 MiB area, and the break's, at least.
-    ensure!(resolved >= 256, "only {resolved} faults were resolved by the address map");
+    ensure!(
+        resolved >= 256,
+        "only {resolved} faults were resolved by the address map"
+    );
     Ok(())
 }
 
@@ -821,12 +852,12 @@ fn process_cycles_leave_memory_at_baseline() -> TestResult {
     // Warm up what stays (the scheduler's tables, the event's caches).
     let end = run_program("forkloop", &["20"])?;
     ensure!(end == UserExit::Exited(0), "the warm-up forkloop {end}");
-    let frames = hal::memory::frame_stats().free;
+    let frames = crate::page_cache::frames_free_or_cached();
     let heap = hal::heap::stats().allocated_bytes;
     let processes = crate::process::count();
     let end = run_program("forkloop", &["1000"])?;
     ensure!(end == UserExit::Exited(0), "forkloop 1000 {end}");
-    let frames_after = hal::memory::frame_stats().free;
+    let frames_after = crate::page_cache::frames_free_or_cached();
     let heap_after = hal::heap::stats().allocated_bytes;
     let processes_after = crate::process::count();
     ensure!(
@@ -854,11 +885,17 @@ fn process_cycles_leave_memory_at_baseline() -> TestResult {
 /// main thread waits in `pthread_join`; frames come back.
 fn posix_threads_share_memory_and_exit_group_ends_them_all() -> TestResult {
     let end = run_program("threads", &[])?;
-    ensure!(end == UserExit::Exited(0), "threads {end} (its output says which check failed)");
-    let frames = hal::memory::frame_stats().free;
+    ensure!(
+        end == UserExit::Exited(0),
+        "threads {end} (its output says which check failed)"
+    );
+    let frames = crate::page_cache::frames_free_or_cached();
     let end = run_program("threads", &["exit"])?;
-    ensure!(end == UserExit::Exited(7), "threads exit {end}, expected status 7");
-    let frames_after = hal::memory::frame_stats().free;
+    ensure!(
+        end == UserExit::Exited(7),
+        "threads exit {end}, expected status 7"
+    );
+    let frames_after = crate::page_cache::frames_free_or_cached();
     ensure!(
         frames_after >= frames,
         "a process ended by exit_group with a thread blocked kept {} frames",
@@ -874,7 +911,10 @@ fn posix_threads_share_memory_and_exit_group_ends_them_all() -> TestResult {
 /// child with SIGSEGV; bad arguments give EINVAL.
 fn appel_li_extension_handles_protection_faults() -> TestResult {
     let end = run_program("appel", &[])?;
-    ensure!(end == UserExit::Exited(0), "appel {end} (its output says which check failed)");
+    ensure!(
+        end == UserExit::Exited(0),
+        "appel {end} (its output says which check failed)"
+    );
     Ok(())
 }
 
@@ -882,12 +922,15 @@ fn appel_li_extension_handles_protection_faults() -> TestResult {
 /// ymm0 across 2,000 yields; the upper halves are AVX state, kept across
 /// context switches by XSAVE (QEMU offers the CPU `+xsave,+avx`).
 fn two_programs_keep_their_avx_registers() -> TestResult {
-    ensure!(hal::user::avx_enabled(), "AVX state is not enabled (no XSAVE, or no AVX)");
+    ensure!(
+        hal::user::avx_enabled(),
+        "AVX state is not enabled (no XSAVE, or no AVX)"
+    );
     let extensions = crate::extensions::get().ok_or("no boot archive")?;
     let files = extensions.archive_files("bin/avx");
     let &(_, avx) = files.first().ok_or("bin/avx is not in the boot archive")?;
-    let first = user::spawn_program("avx-a", avx, &["avx", "1"])?;
-    let second = user::spawn_program("avx-b", avx, &["avx", "2"])?;
+    let first = user::spawn_program("avx-a", Lent(avx), &["avx", "1"])?;
+    let second = user::spawn_program("avx-b", Lent(avx), &["avx", "2"])?;
     let (a, b) = (first.join(), second.join());
     ensure!(
         a == UserExit::Exited(0) && b == UserExit::Exited(0),
@@ -908,7 +951,10 @@ fn a_bad_address_handler_resolves_a_fault_outside_every_region() -> TestResult {
     let event = crate::translation::bad_address().ok_or("no BadAddress")?;
     let raised_before = crate::translation::raised()[2];
     ensure!(
-        matches!(run("bad-address", TOUCH_UNMAPPED)?, UserExit::Faulted(Fault { vector: 14, .. })),
+        matches!(
+            run("bad-address", TOUCH_UNMAPPED)?,
+            UserExit::Faulted(Fault { vector: 14, .. })
+        ),
         "a touch outside every region was not a fault without a handler"
     );
     ensure!(
@@ -956,7 +1002,7 @@ fn random_system_calls_never_harm_the_kernel() -> TestResult {
     // Confined to a scratch tree, removed before the heap is compared.
     let result = crate::linux::in_scratch_tree(b"/tmp/sysfuzz", fuzz_in_scratch_tree)?;
     let (heap, frames) = result?;
-    let frames_after = hal::memory::frame_stats().free;
+    let frames_after = crate::page_cache::frames_free_or_cached();
     let heap_after = hal::heap::stats().allocated_bytes;
     ensure!(
         frames_after >= frames,
@@ -976,7 +1022,7 @@ fn random_system_calls_never_harm_the_kernel() -> TestResult {
 fn fuzz_in_scratch_tree() -> Result<(usize, usize), alloc::string::String> {
     // Warm up what stays.
     let _ = run_program("sysfuzz", &["100", "200"])?;
-    let frames = hal::memory::frame_stats().free;
+    let frames = crate::page_cache::frames_free_or_cached();
     let heap = hal::heap::stats().allocated_bytes;
     let processes = crate::process::count();
     let calls_before = syscalls::count();

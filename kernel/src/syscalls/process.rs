@@ -77,7 +77,8 @@ pub(super) fn clone(
         }
         return -errno::ENOSYS;
     }
-    let (Some(process), Some((mut registers, fs_base))) = (process::of_strand(strand), saved) else {
+    let (Some(process), Some((mut registers, fs_base))) = (process::of_strand(strand), saved)
+    else {
         return -errno::ESRCH;
     };
     let tid = process::reserve_id();
@@ -85,7 +86,11 @@ pub(super) fn clone(
     if stack != 0 {
         registers.rsp = stack;
     }
-    let fs_base = if flags & clone_flag::SETTLS != 0 { tls } else { fs_base };
+    let fs_base = if flags & clone_flag::SETTLS != 0 {
+        tls
+    } else {
+        fs_base
+    };
     let tid_bytes = (tid as u32).to_le_bytes();
     if flags & clone_flag::PARENT_SETTID != 0
         && hal::user::copy_to_user(parent_tid, &tid_bytes).is_err()
@@ -97,7 +102,11 @@ pub(super) fn clone(
     {
         return -errno::EFAULT;
     }
-    let clear = if flags & clone_flag::CHILD_CLEARTID != 0 { child_tid } else { 0 };
+    let clear = if flags & clone_flag::CHILD_CLEARTID != 0 {
+        child_tid
+    } else {
+        0
+    };
     let name = format!("process {} thread {tid}", process.id());
     match crate::user::start(process, &name, registers, fs_base, tid, clear) {
         Ok(_thread) => tid as i64,
@@ -137,7 +146,14 @@ pub(super) fn fork(
     if child_stack != 0 {
         registers.rsp = child_stack;
     }
-    match crate::user::start(child.clone(), &format!("process {id}"), registers, fs_base, 0, 0) {
+    match crate::user::start(
+        child.clone(),
+        &format!("process {id}"),
+        registers,
+        fs_base,
+        0,
+        0,
+    ) {
         Ok(_thread) => id as i64,
         Err(_) => {
             process::discard(&child);
@@ -184,7 +200,9 @@ pub(super) fn wait4(strand: u64, pid: u64, status: u64, options: u64, rusage: u6
             {
                 return -errno::EFAULT;
             }
-            if rusage != 0 && hal::user::copy_to_user(rusage, &usage.rusage_with_children()).is_err() {
+            if rusage != 0
+                && hal::user::copy_to_user(rusage, &usage.rusage_with_children()).is_err()
+            {
                 return -errno::EFAULT;
             }
             child as i64
@@ -201,7 +219,14 @@ pub(super) fn wait4(strand: u64, pid: u64, status: u64, options: u64, rusage: u6
 /// one), `WNOWAIT` to leave the change waitable, and the answer written
 /// as a `siginfo_t` (`SIGCHLD`, `CLD_*`, the child, its status). Returns
 /// 0; with `WNOHANG` and no change, 0 with the `siginfo_t`'s pid zeroed.
-pub(super) fn waitid(strand: u64, idtype: u64, id: u64, infop: u64, options: u64, rusage: u64) -> i64 {
+pub(super) fn waitid(
+    strand: u64,
+    idtype: u64,
+    id: u64,
+    infop: u64,
+    options: u64,
+    rusage: u64,
+) -> i64 {
     const P_ALL: u64 = 0;
     const P_PID: u64 = 1;
     const P_PGID: u64 = 2;
@@ -243,10 +268,16 @@ pub(super) fn waitid(strand: u64, idtype: u64, id: u64, infop: u64, options: u64
             const CLD_STOPPED: i32 = 5;
             const CLD_CONTINUED: i32 = 6;
             let (code, status) = match change {
-                process::Change::Ended(process::End::Exited(status)) => (CLD_EXITED, (status & 0xff) as i32),
-                process::Change::Ended(process::End::Killed { signal, .. }) => (CLD_KILLED, i32::from(signal)),
+                process::Change::Ended(process::End::Exited(status)) => {
+                    (CLD_EXITED, (status & 0xff) as i32)
+                }
+                process::Change::Ended(process::End::Killed { signal, .. }) => {
+                    (CLD_KILLED, i32::from(signal))
+                }
                 process::Change::Stopped(signal) => (CLD_STOPPED, i32::from(signal)),
-                process::Change::Continued => (CLD_CONTINUED, i32::from(linux::signal::number::SIGCONT)),
+                process::Change::Continued => {
+                    (CLD_CONTINUED, i32::from(linux::signal::number::SIGCONT))
+                }
             };
             info[0..4].copy_from_slice(&i32::from(linux::signal::number::SIGCHLD).to_le_bytes());
             info[8..12].copy_from_slice(&code.to_le_bytes());
@@ -276,7 +307,9 @@ fn kill_errno(error: KillError) -> i64 {
 
 /// A signal number argument: 0..=64.
 fn signal_argument(signal: u64) -> Option<u8> {
-    u8::try_from(signal).ok().filter(|&signal| signal <= process::signal::MAX)
+    u8::try_from(signal)
+        .ok()
+        .filter(|&signal| signal <= process::signal::MAX)
 }
 
 /// `kill(pid, signal)`: to a process, the caller's group (0), everyone
@@ -354,10 +387,16 @@ fn script_interpreter(bytes: &[u8]) -> Option<(alloc::vec::Vec<u8>, Option<alloc
     let rest_start = rest.iter().position(|byte| !blank(byte));
     let argument = rest_start.map(|at| {
         let rest = &rest[at..];
-        let end = rest.iter().rposition(|byte| !blank(byte)).map_or(0, |last| last + 1);
+        let end = rest
+            .iter()
+            .rposition(|byte| !blank(byte))
+            .map_or(0, |last| last + 1);
         rest[..end].to_vec()
     });
-    Some((interpreter.to_vec(), argument.filter(|argument| !argument.is_empty())))
+    Some((
+        interpreter.to_vec(),
+        argument.filter(|argument| !argument.is_empty()),
+    ))
 }
 
 /// `execve(path, argv, envp)`: replaces the calling process's program.
@@ -370,7 +409,8 @@ fn script_interpreter(bytes: &[u8]) -> Option<(alloc::vec::Vec<u8>, Option<alloc
 /// line names its interpreter (`#!`), which then runs with the script's
 /// path as an argument.
 pub(super) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
-    let (Some(process), Some(personality)) = (process::of_strand(strand), crate::linux::personality())
+    let (Some(process), Some(personality)) =
+        (process::of_strand(strand), crate::linux::personality())
     else {
         return -errno::ENOSYS;
     };
@@ -378,11 +418,13 @@ pub(super) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
         Ok(path) => path,
         Err(error) => return errno_of(error),
     };
-    let (arguments, environment) =
-        match (linux::user::read_string_vector(argv), linux::user::read_string_vector(envp)) {
-            (Ok(arguments), Ok(environment)) => (arguments, environment),
-            (Err(error), _) | (_, Err(error)) => return errno_of(error),
-        };
+    let (arguments, environment) = match (
+        linux::user::read_string_vector(argv),
+        linux::user::read_string_vector(envp),
+    ) {
+        (Ok(arguments), Ok(environment)) => (arguments, environment),
+        (Err(error), _) | (_, Err(error)) => return errno_of(error),
+    };
     let mut arguments = arguments;
     let mut program = path.clone();
     let mut bytes = match personality.read_executable(process.id(), &program) {
@@ -420,7 +462,10 @@ pub(super) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
         Ok(None) => None,
         Err(_) => return errno_of(vfs::Errno::ENOEXEC),
     };
-    let image = match crate::elf::load(&bytes, interpreter.as_deref()) {
+    let image = match crate::elf::load(
+        crate::elf::FileBytes::of(&bytes),
+        interpreter.as_ref().map(crate::elf::FileBytes::of),
+    ) {
         Ok(image) => image,
         Err(crate::elf::LoadError::NoMemory) => return -errno::ENOMEM,
         Err(crate::elf::LoadError::NotExecutable(_)) => return errno_of(vfs::Errno::ENOEXEC),

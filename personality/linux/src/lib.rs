@@ -114,14 +114,21 @@ impl LinuxProcess {
     /// Its command name (Linux's `comm`), if it has one.
     pub fn command_name(&self) -> Option<alloc::vec::Vec<u8>> {
         let name = *self.name.lock();
-        let length = name.iter().position(|&byte| byte == 0).unwrap_or(name.len());
+        let length = name
+            .iter()
+            .position(|&byte| byte == 0)
+            .unwrap_or(name.len());
         (length > 0).then(|| name[..length].to_vec())
     }
 }
 
 /// The whole of regular file `path` (resolved in `context`): `EACCES` for
 /// anything but a regular file.
-pub fn read_whole_file(vfs: &Vfs, context: &PathContext, path: &[u8]) -> Result<alloc::vec::Vec<u8>, Errno> {
+pub fn read_whole_file(
+    vfs: &Vfs,
+    context: &PathContext,
+    path: &[u8],
+) -> Result<alloc::vec::Vec<u8>, Errno> {
     let file = vfs.open(context, path, vfs::flags::O_RDONLY, 0)?;
     if file.metadata().file_type() != vfs::FileType::Regular {
         return Err(Errno::EACCES);
@@ -138,6 +145,26 @@ pub fn read_whole_file(vfs: &Vfs, context: &PathContext, path: &[u8]) -> Result<
     }
     bytes.truncate(done);
     Ok(bytes)
+}
+
+/// The whole of regular file `path` (resolved in `context`), lent rather
+/// than copied when the file system lends it (a boot-archive file not
+/// written to: `Inode::borrowed_contents`), so that the loader can share
+/// its pages through the page cache. `EACCES` for anything but a regular
+/// file.
+pub fn read_program_file(
+    vfs: &Vfs,
+    context: &PathContext,
+    path: &[u8],
+) -> Result<alloc::borrow::Cow<'static, [u8]>, Errno> {
+    let file = vfs.open(context, path, vfs::flags::O_RDONLY, 0)?;
+    if file.metadata().file_type() != vfs::FileType::Regular {
+        return Err(Errno::EACCES);
+    }
+    if let Some(bytes) = file.inode().borrowed_contents() {
+        return Ok(alloc::borrow::Cow::Borrowed(bytes));
+    }
+    read_whole_file(vfs, context, path).map(alloc::borrow::Cow::Owned)
 }
 
 /// Device number of the hidden file system pipes live on.
@@ -209,7 +236,12 @@ impl Personality {
         // status flags (`O_NONBLOCK`) are not another process's.
         let console = self
             .vfs
-            .open(&self.vfs.context(0, 0), b"/dev/console", vfs::flags::O_RDWR, 0)
+            .open(
+                &self.vfs.context(0, 0),
+                b"/dev/console",
+                vfs::flags::O_RDWR,
+                0,
+            )
             .unwrap_or_else(|_| self.console.clone());
         for fd in 0..3 {
             // A fresh table has room for three.
@@ -262,17 +294,25 @@ impl Personality {
     }
 
     /// The program file `path` names for process `pid` (`execve`): its
-    /// bytes. `EACCES` for anything but a regular file.
-    pub fn read_executable(&self, pid: u64, path: &[u8]) -> Result<alloc::vec::Vec<u8>, Errno> {
+    /// bytes, lent where the file system lends them
+    /// ([`read_program_file`]). `EACCES` for anything but a regular file.
+    pub fn read_executable(
+        &self,
+        pid: u64,
+        path: &[u8],
+    ) -> Result<alloc::borrow::Cow<'static, [u8]>, Errno> {
         let files = self.files(pid).ok_or(Errno::ESRCH)?;
-        read_whole_file(&self.vfs, &files.context(), path)
+        read_program_file(&self.vfs, &files.context(), path)
     }
 
     /// The absolute path of the file `path` names for process `pid` (as
     /// its `/proc/PID/exe` says it: links followed), if it is there.
     pub fn executable_path(&self, pid: u64, path: &[u8]) -> Option<alloc::vec::Vec<u8>> {
         let context = self.files(pid)?.context();
-        let file = self.vfs.open(&context, path, vfs::flags::O_RDONLY, 0).ok()?;
+        let file = self
+            .vfs
+            .open(&context, path, vfs::flags::O_RDONLY, 0)
+            .ok()?;
         Some(self.vfs.open_file_path(&context, &file))
     }
 
@@ -400,23 +440,35 @@ fn table(number: u64) -> Option<Implementation> {
         FSTAT => |c, [fd, buf, ..]| files::fstat(c.files, fd, buf),
         GETDENTS64 => |c, [fd, buf, count, ..]| files::getdents64(c.files, fd, buf, count),
         FTRUNCATE => |c, [fd, length, ..]| files::ftruncate(c.files, fd, length),
-        SENDFILE => |c, [out, input, offset, count, ..]| files::sendfile(c.files, out, input, offset, count),
+        SENDFILE => {
+            |c, [out, input, offset, count, ..]| files::sendfile(c.files, out, input, offset, count)
+        }
         FCHMOD => |c, [fd, mode, ..]| files::fchmod(c.vfs, c.files, fd, mode),
         FCHOWN => |c, [fd, uid, gid, ..]| files::fchown(c.vfs, c.files, fd, uid, gid),
-        OPEN => |c, [path, flags, mode, ..]| fs::openat(c.vfs, c.files, AT_FDCWD, path, flags, mode),
-        CREAT => |c, [path, mode, ..]| fs::openat(c.vfs, c.files, AT_FDCWD, path, CREAT_FLAGS, mode),
-        OPENAT => |c, [dir, path, flags, mode, ..]| fs::openat(c.vfs, c.files, dir, path, flags, mode),
+        OPEN => {
+            |c, [path, flags, mode, ..]| fs::openat(c.vfs, c.files, AT_FDCWD, path, flags, mode)
+        }
+        CREAT => {
+            |c, [path, mode, ..]| fs::openat(c.vfs, c.files, AT_FDCWD, path, CREAT_FLAGS, mode)
+        }
+        OPENAT => {
+            |c, [dir, path, flags, mode, ..]| fs::openat(c.vfs, c.files, dir, path, flags, mode)
+        }
         STAT => |c, [path, buf, ..]| fs::fstatat(c.vfs, c.files, AT_FDCWD, path, buf, 0),
         LSTAT => |c, [path, buf, ..]| {
             fs::fstatat(c.vfs, c.files, AT_FDCWD, path, buf, AT_SYMLINK_NOFOLLOW)
         },
-        NEWFSTATAT => |c, [dir, path, buf, flags, ..]| fs::fstatat(c.vfs, c.files, dir, path, buf, flags),
-        STATX => |c, [dir, path, flags, _mask, buf, _]| fs::statx(c.vfs, c.files, dir, path, flags, buf),
+        NEWFSTATAT => {
+            |c, [dir, path, buf, flags, ..]| fs::fstatat(c.vfs, c.files, dir, path, buf, flags)
+        }
+        STATX => {
+            |c, [dir, path, flags, _mask, buf, _]| fs::statx(c.vfs, c.files, dir, path, flags, buf)
+        }
         ACCESS => |c, [path, mode, ..]| fs::faccessat(c.vfs, c.files, AT_FDCWD, path, mode, 0),
         FACCESSAT => |c, [dir, path, mode, ..]| fs::faccessat(c.vfs, c.files, dir, path, mode, 0),
-        FACCESSAT2 => |c, [dir, path, mode, flags, ..]| {
-            fs::faccessat(c.vfs, c.files, dir, path, mode, flags)
-        },
+        FACCESSAT2 => {
+            |c, [dir, path, mode, flags, ..]| fs::faccessat(c.vfs, c.files, dir, path, mode, flags)
+        }
         MKDIR => |c, [path, mode, ..]| fs::mkdirat(c.vfs, c.files, AT_FDCWD, path, mode),
         MKDIRAT => |c, [dir, path, mode, ..]| fs::mkdirat(c.vfs, c.files, dir, path, mode),
         RMDIR => |c, [path, ..]| fs::unlinkat(c.vfs, c.files, AT_FDCWD, path, AT_REMOVEDIR),
@@ -424,26 +476,44 @@ fn table(number: u64) -> Option<Implementation> {
         UNLINKAT => |c, [dir, path, flags, ..]| fs::unlinkat(c.vfs, c.files, dir, path, flags),
         RENAME => |c, [old, new, ..]| fs::renameat(c.vfs, c.files, AT_FDCWD, old, AT_FDCWD, new, 0),
         RENAMEAT => |c, [od, old, nd, new, ..]| fs::renameat(c.vfs, c.files, od, old, nd, new, 0),
-        RENAMEAT2 => |c, [od, old, nd, new, flags, _]| {
-            fs::renameat(c.vfs, c.files, od, old, nd, new, flags)
-        },
+        RENAMEAT2 => {
+            |c, [od, old, nd, new, flags, _]| fs::renameat(c.vfs, c.files, od, old, nd, new, flags)
+        }
         LINK => |c, [old, new, ..]| fs::linkat(c.vfs, c.files, AT_FDCWD, old, AT_FDCWD, new, 0),
-        LINKAT => |c, [od, old, nd, new, flags, _]| fs::linkat(c.vfs, c.files, od, old, nd, new, flags),
+        LINKAT => {
+            |c, [od, old, nd, new, flags, _]| fs::linkat(c.vfs, c.files, od, old, nd, new, flags)
+        }
         SYMLINK => |c, [target, path, ..]| fs::symlinkat(c.vfs, c.files, target, AT_FDCWD, path),
         SYMLINKAT => |c, [target, dir, path, ..]| fs::symlinkat(c.vfs, c.files, target, dir, path),
-        READLINK => |c, [path, buf, size, ..]| fs::readlinkat(c.vfs, c.files, AT_FDCWD, path, buf, size),
-        READLINKAT => |c, [dir, path, buf, size, ..]| {
-            fs::readlinkat(c.vfs, c.files, dir, path, buf, size)
-        },
+        READLINK => {
+            |c, [path, buf, size, ..]| fs::readlinkat(c.vfs, c.files, AT_FDCWD, path, buf, size)
+        }
+        READLINKAT => {
+            |c, [dir, path, buf, size, ..]| fs::readlinkat(c.vfs, c.files, dir, path, buf, size)
+        }
         TRUNCATE => |c, [path, length, ..]| fs::truncate(c.vfs, c.files, path, length),
         CHMOD => |c, [path, mode, ..]| fs::fchmodat(c.vfs, c.files, AT_FDCWD, path, mode),
         FCHMODAT => |c, [dir, path, mode, ..]| fs::fchmodat(c.vfs, c.files, dir, path, mode),
-        CHOWN => |c, [path, uid, gid, ..]| fs::fchownat(c.vfs, c.files, AT_FDCWD, path, uid, gid, 0),
+        CHOWN => {
+            |c, [path, uid, gid, ..]| fs::fchownat(c.vfs, c.files, AT_FDCWD, path, uid, gid, 0)
+        }
         LCHOWN => |c, [path, uid, gid, ..]| {
-            fs::fchownat(c.vfs, c.files, AT_FDCWD, path, uid, gid, AT_SYMLINK_NOFOLLOW)
+            fs::fchownat(
+                c.vfs,
+                c.files,
+                AT_FDCWD,
+                path,
+                uid,
+                gid,
+                AT_SYMLINK_NOFOLLOW,
+            )
         },
-        FCHOWNAT => |c, [dir, path, uid, gid, flags, _]| fs::fchownat(c.vfs, c.files, dir, path, uid, gid, flags),
-        UTIMENSAT => |c, [dir, path, times, flags, ..]| fs::utimensat(c.vfs, c.files, dir, path, times, flags),
+        FCHOWNAT => |c, [dir, path, uid, gid, flags, _]| {
+            fs::fchownat(c.vfs, c.files, dir, path, uid, gid, flags)
+        },
+        UTIMENSAT => |c, [dir, path, times, flags, ..]| {
+            fs::utimensat(c.vfs, c.files, dir, path, times, flags)
+        },
         FUTIMESAT => |c, [dir, path, times, ..]| fs::futimesat(c.vfs, c.files, dir, path, times),
         UTIMES => |c, [path, times, ..]| fs::futimesat(c.vfs, c.files, AT_FDCWD, path, times),
         UTIME => |c, [path, times, ..]| fs::utime(c.vfs, c.files, path, times),
@@ -453,16 +523,26 @@ fn table(number: u64) -> Option<Implementation> {
         UMASK => |c, [mask, ..]| Ok(i64::from(c.files.set_umask(mask as u32))),
         UNAME => |_, [buf, ..]| info::uname(buf),
         SYSINFO => |c, [buf, ..]| info::sysinfo(&*c.personality.system, buf),
-        POLL => |c, [fds, count, timeout, ..]| poll::poll(c.files, fds, count, poll::timeout_argument(timeout)),
-        PPOLL => |c, [fds, count, timeout, mask, size, _]| poll::ppoll(c.files, fds, count, timeout, mask, size),
-        SELECT => |c, [count, read, write, except, timeout, _]| poll::select(c.files, count, [read, write, except], timeout),
+        POLL => |c, [fds, count, timeout, ..]| {
+            poll::poll(c.files, fds, count, poll::timeout_argument(timeout))
+        },
+        PPOLL => |c, [fds, count, timeout, mask, size, _]| {
+            poll::ppoll(c.files, fds, count, timeout, mask, size)
+        },
+        SELECT => |c, [count, read, write, except, timeout, _]| {
+            poll::select(c.files, count, [read, write, except], timeout)
+        },
         PSELECT6 => |c, [count, read, write, except, timeout, mask]| {
             poll::pselect6(c.files, count, [read, write, except], timeout, mask)
         },
         PIPE => |c, [fds, ..]| pipe::pipe2(&c.personality.pipes, c.files, fds, 0),
         PIPE2 => |c, [fds, flags, ..]| pipe::pipe2(&c.personality.pipes, c.files, fds, flags),
-        RT_SIGACTION => |c, [signal, act, old, size, ..]| signal::rt_sigaction(c.files, signal, act, old, size),
-        RT_SIGPROCMASK => |c, [how, set, old, size, ..]| signal::rt_sigprocmask(c.files, how, set, old, size),
+        RT_SIGACTION => {
+            |c, [signal, act, old, size, ..]| signal::rt_sigaction(c.files, signal, act, old, size)
+        }
+        RT_SIGPROCMASK => {
+            |c, [how, set, old, size, ..]| signal::rt_sigprocmask(c.files, how, set, old, size)
+        }
         SIGALTSTACK => |c, [new, old, ..]| signal::sigaltstack(c.files, new, old),
         RT_SIGPENDING => |c, [set, size, ..]| signal::rt_sigpending(c.files, set, size),
         RT_SIGSUSPEND => |c, [mask, size, ..]| signal::rt_sigsuspend(c.files, mask, size),
@@ -487,24 +567,46 @@ fn table(number: u64) -> Option<Implementation> {
         GETRLIMIT => |_, [resource, old, ..]| resource::prlimit64(resource, 0, old),
         SETRLIMIT => |_, [resource, new, ..]| resource::prlimit64(resource, new, 0),
         TIMES => |c, [buf, ..]| resource::times(&*c.personality.system, c.pid, buf),
-        GETRUSAGE => |c, [who, usage, ..]| resource::getrusage(&*c.personality.system, c.pid, who, usage),
-        GETRANDOM => |c, [buf, count, flags, ..]| resource::getrandom(&*c.personality.urandom, buf, count, flags),
+        GETRUSAGE => {
+            |c, [who, usage, ..]| resource::getrusage(&*c.personality.system, c.pid, who, usage)
+        }
+        GETRANDOM => |c, [buf, count, flags, ..]| {
+            resource::getrandom(&*c.personality.urandom, buf, count, flags)
+        },
         SET_ROBUST_LIST => |c, [head, length, ..]| resource::set_robust_list(c.files, head, length),
         PRCTL => |c, [option, argument, ..]| resource::prctl(c.files, option, argument),
         STATFS => |c, [path, buf, ..]| statfs::statfs(c.vfs, c.files, path, buf),
         FSTATFS => |c, [fd, buf, ..]| statfs::fstatfs(c.files, fd, buf),
-        GETXATTR => |c, [path, name, ..]| xattr::get(c.vfs, c.files, xattr::Target::Path(path), name),
-        LGETXATTR => |c, [path, name, ..]| xattr::get(c.vfs, c.files, xattr::Target::Link(path), name),
-        FGETXATTR => |c, [fd, name, ..]| xattr::get(c.vfs, c.files, xattr::Target::Descriptor(fd), name),
+        GETXATTR => {
+            |c, [path, name, ..]| xattr::get(c.vfs, c.files, xattr::Target::Path(path), name)
+        }
+        LGETXATTR => {
+            |c, [path, name, ..]| xattr::get(c.vfs, c.files, xattr::Target::Link(path), name)
+        }
+        FGETXATTR => {
+            |c, [fd, name, ..]| xattr::get(c.vfs, c.files, xattr::Target::Descriptor(fd), name)
+        }
         LISTXATTR => |c, [path, ..]| xattr::list(c.vfs, c.files, xattr::Target::Path(path)),
         LLISTXATTR => |c, [path, ..]| xattr::list(c.vfs, c.files, xattr::Target::Link(path)),
         FLISTXATTR => |c, [fd, ..]| xattr::list(c.vfs, c.files, xattr::Target::Descriptor(fd)),
-        SETXATTR => |c, [path, name, ..]| xattr::set(c.vfs, c.files, xattr::Target::Path(path), name),
-        LSETXATTR => |c, [path, name, ..]| xattr::set(c.vfs, c.files, xattr::Target::Link(path), name),
-        FSETXATTR => |c, [fd, name, ..]| xattr::set(c.vfs, c.files, xattr::Target::Descriptor(fd), name),
-        REMOVEXATTR => |c, [path, name, ..]| xattr::remove(c.vfs, c.files, xattr::Target::Path(path), name),
-        LREMOVEXATTR => |c, [path, name, ..]| xattr::remove(c.vfs, c.files, xattr::Target::Link(path), name),
-        FREMOVEXATTR => |c, [fd, name, ..]| xattr::remove(c.vfs, c.files, xattr::Target::Descriptor(fd), name),
+        SETXATTR => {
+            |c, [path, name, ..]| xattr::set(c.vfs, c.files, xattr::Target::Path(path), name)
+        }
+        LSETXATTR => {
+            |c, [path, name, ..]| xattr::set(c.vfs, c.files, xattr::Target::Link(path), name)
+        }
+        FSETXATTR => {
+            |c, [fd, name, ..]| xattr::set(c.vfs, c.files, xattr::Target::Descriptor(fd), name)
+        }
+        REMOVEXATTR => {
+            |c, [path, name, ..]| xattr::remove(c.vfs, c.files, xattr::Target::Path(path), name)
+        }
+        LREMOVEXATTR => {
+            |c, [path, name, ..]| xattr::remove(c.vfs, c.files, xattr::Target::Link(path), name)
+        }
+        FREMOVEXATTR => {
+            |c, [fd, name, ..]| xattr::remove(c.vfs, c.files, xattr::Target::Descriptor(fd), name)
+        }
         FADVISE64 => |c, [fd, _offset, _len, advice, ..]| files::fadvise64(c.files, fd, advice),
         SOCKET => |_, _| socket::socket(),
         GETSOCKNAME | GETPEERNAME => |c, [fd, ..]| socket::not_a_socket(c.files, fd),

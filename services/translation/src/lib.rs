@@ -85,9 +85,10 @@ impl From<MapError> for TranslationError {
     fn from(error: MapError) -> Self {
         match error {
             MapError::AlreadyMapped(at) => TranslationError::AlreadyMapped(at),
-            MapError::NotMapped(at) | MapError::Unaligned(at) | MapError::OutsideRegion(at) => {
-                TranslationError::NotMapped(at)
-            }
+            MapError::NotMapped(at)
+            | MapError::Unaligned(at)
+            | MapError::OutsideRegion(at)
+            | MapError::SharedFrame(at) => TranslationError::NotMapped(at),
             MapError::OutOfFrames => TranslationError::OutOfFrames,
         }
     }
@@ -214,7 +215,10 @@ impl Translation {
                 .unwrap_or(Err(MapError::NotMapped(virt)));
             let result = match mapped {
                 Ok(()) => {
-                    context.mappings.lock().insert(virt, Arc::downgrade(physical));
+                    context
+                        .mappings
+                        .lock()
+                        .insert(virt, Arc::downgrade(physical));
                     physical.record_mapping(holder.clone(), virt);
                     Ok(())
                 }

@@ -110,6 +110,13 @@ pub trait Inode: Send + Sync + Any {
     /// `self` as `Any`, so that a file system can recognise its own inodes
     /// (e.g. the target directory of a rename).
     fn as_any(&self) -> &dyn Any;
+    /// The file's whole contents when they are borrowed from memory that
+    /// never changes while the file borrows it (a file of the boot
+    /// archive not yet written to), else `None`. A cache may key on the
+    /// slice: the same slice always holds the same bytes.
+    fn borrowed_contents(&self) -> Option<&'static [u8]> {
+        None
+    }
 
     /// The child `name`; "." is the directory itself and ".." its parent
     /// (the root's parent is the root).

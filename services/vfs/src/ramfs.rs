@@ -369,6 +369,13 @@ impl Inode for RamInode {
         }
     }
 
+    fn borrowed_contents(&self) -> Option<&'static [u8]> {
+        match self.state.read().body {
+            Body::Regular(Data::Static(bytes)) => Some(bytes),
+            _ => None,
+        }
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }

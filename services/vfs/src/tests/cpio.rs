@@ -119,12 +119,26 @@ fn files_borrow_the_archive_until_written() {
     let inode = vfs.resolve(&context, b"/bin/busybox", true).unwrap();
     let ram = inode.as_any().downcast_ref::<RamInode>().unwrap();
     assert!(ram.is_borrowing());
+    let whole = inode
+        .borrowed_contents()
+        .expect("an archive file lends its bytes");
+    assert!(whole.starts_with(b"\x7fELF busybox"));
     vfs.truncate(&context, b"/bin/busybox", 4).unwrap();
     assert!(ram.is_borrowing(), "shrinking keeps borrowing");
+    assert_eq!(
+        inode.borrowed_contents(),
+        Some(&whole[..4]),
+        "a shrunk file lends the shorter slice"
+    );
     assert_eq!(read_file(&vfs, &context, b"/bin/busybox"), b"\x7fELF");
     let file = vfs.open(&context, b"/bin/busybox", O_WRONLY, 0).unwrap();
     file.write(b"\x7fFLE").unwrap();
     assert!(!ram.is_borrowing(), "the first write copies");
+    assert_eq!(
+        inode.borrowed_contents(),
+        None,
+        "written bytes are not lent"
+    );
     assert_eq!(read_file(&vfs, &context, b"/bin/busybox"), b"\x7fFLE");
     let archive_text = archive
         .windows(12)
