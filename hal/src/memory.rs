@@ -260,6 +260,20 @@ impl Frame {
 }
 
 impl Frame {
+    /// Another hold on this frame, owned like the first: the frame is
+    /// freed when every holder (each with [`free_frame`]) and every
+    /// mapping of it has let go. The page cache hands its frames out this
+    /// way.
+    pub fn share(&self) -> Frame {
+        FRAMES
+            .lock()
+            .share(self.address)
+            .expect("a held frame was free");
+        Frame {
+            address: self.address,
+        }
+    }
+
     /// Copies `bytes` into the frame at `offset` (through the physical
     /// window). Fails, copying nothing, if they would not fit in the frame.
     pub fn write(&self, offset: usize, bytes: &[u8]) -> Result<(), MapError> {

@@ -134,7 +134,15 @@ pub(super) fn mmap(
     let pages = len
         .div_ceil(PAGE_SIZE)
         .min(file_size.saturating_sub(offset).div_ceil(PAGE_SIZE));
-    let frames = match read_pages(&*inode, offset, pages) {
+    // A boot-archive file lends its bytes: its pages come from the page
+    // cache, shared with every other mapping of it.
+    let frames = match inode.borrowed_contents() {
+        Some(bytes) => crate::page_cache::get()
+            .frames(bytes, (offset / PAGE_SIZE) as usize, pages as usize)
+            .map_err(|_| -errno::ENOMEM),
+        None => read_pages(&*inode, offset, pages),
+    };
+    let frames = match frames {
         Ok(frames) => frames,
         Err(error) => return error,
     };

@@ -162,6 +162,72 @@ impl PageCache {
         Ok(())
     }
 
+    /// Holds on `count` pages of `file` from page `first` on, in order:
+    /// each a hold on the cached frame (filled on first use), or a
+    /// private copy when the cache is full. The caller maps them
+    /// read-only (a writable private mapping copies a page on its first
+    /// write) and frees its holds after (`hal::memory::free_frame`).
+    pub fn frames(
+        &self,
+        file: &'static [u8],
+        first: usize,
+        count: usize,
+    ) -> Result<Vec<Frame>, CacheError> {
+        let pages = page_count(file);
+        if first.checked_add(count).is_none_or(|end| end > pages) {
+            return Err(CacheError::BeyondFile);
+        }
+        let mut holds = Vec::new();
+        if holds.try_reserve_exact(count).is_err() {
+            return Err(CacheError::Map(MapError::OutOfFrames));
+        }
+        let mut files = self.files.lock();
+        let key = (file.as_ptr() as usize, file.len());
+        let cached = files.entry(key).or_insert_with(Vec::new);
+        if cached.len() < pages {
+            cached.resize_with(pages, || None);
+        }
+        let mut result = Ok(());
+        for index in first..first + count {
+            if cached[index].is_none() && self.held.load(Ordering::Relaxed) < self.limit {
+                match filled_frame(file, index) {
+                    Ok(frame) => {
+                        cached[index] = Some(frame);
+                        self.held.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(error) => {
+                        result = Err(CacheError::Map(error));
+                        break;
+                    }
+                }
+            }
+            let hold = match &cached[index] {
+                Some(frame) => Ok(frame.share()),
+                None => filled_frame(file, index),
+            };
+            match hold {
+                Ok(frame) => holds.push(frame),
+                Err(error) => {
+                    result = Err(CacheError::Map(error));
+                    break;
+                }
+            }
+        }
+        if cached.iter().all(Option::is_none) {
+            files.remove(&key);
+        }
+        drop(files);
+        match result {
+            Ok(()) => Ok(holds),
+            Err(error) => {
+                for frame in holds {
+                    memory::free_frame(frame);
+                }
+                Err(error)
+            }
+        }
+    }
+
     /// Lets go of every cached frame (pages still mapped stay, owned by
     /// their mappings); returns how many the cache held.
     pub fn clear(&self) -> usize {

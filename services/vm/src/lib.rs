@@ -348,8 +348,12 @@ impl AddressMap {
 
     /// `mmap` of a file: a region of `len` bytes with `protection`,
     /// placed as [`Self::map_anonymous`] places one, whose first pages are
-    /// `pages` (frames the caller filled with the file's bytes, in order),
-    /// mapped now; the rest of the region is demand-zero. The page tables
+    /// `pages` (frames the caller filled with the file's bytes, or the
+    /// page cache's, in order), mapped now; the rest of the region is
+    /// demand-zero. In a writable region they are mapped read-only: the
+    /// first write to each gets a private copy (or, if no one else holds
+    /// the frame any more, the page itself), so a cached page is never
+    /// written. The page tables
     /// become co-owners of the frames: the caller frees its own hold on
     /// them after. `may_write` false keeps `mprotect` from making the
     /// region writable (a shared mapping whose writes could not reach the
@@ -371,9 +375,13 @@ impl AddressMap {
         if let Some(region) = self.regions.get_mut(&start) {
             region.may_write = may_write;
         }
+        let page_protection = match protection {
+            UserProtection::ReadWrite => UserProtection::Read,
+            other => other,
+        };
         for (index, frame) in pages.iter().enumerate() {
             let page = start + index as u64 * PAGE_SIZE;
-            if let Err(error) = self.space.map_frame(page, frame, protection) {
+            if let Err(error) = self.space.map_frame(page, frame, page_protection) {
                 // Nothing of a failed mapping stays.
                 self.remove_range(start, start + size);
                 return Err(error.into());
