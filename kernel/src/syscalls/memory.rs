@@ -48,13 +48,19 @@ fn protection(prot: u64) -> Result<UserProtection, i64> {
     if prot & !(PROT_READ | PROT_WRITE | PROT_EXEC) != 0 {
         return Err(-errno::EINVAL);
     }
-    Ok(match (prot & PROT_WRITE != 0, prot & PROT_EXEC != 0, prot & PROT_READ != 0) {
-        (true, true, _) => return Err(-errno::EACCES),
-        (true, false, _) => UserProtection::ReadWrite,
-        (false, true, _) => UserProtection::ReadExecute,
-        (false, false, true) => UserProtection::Read,
-        (false, false, false) => UserProtection::None,
-    })
+    Ok(
+        match (
+            prot & PROT_WRITE != 0,
+            prot & PROT_EXEC != 0,
+            prot & PROT_READ != 0,
+        ) {
+            (true, true, _) => return Err(-errno::EACCES),
+            (true, false, _) => UserProtection::ReadWrite,
+            (false, true, _) => UserProtection::ReadExecute,
+            (false, false, true) => UserProtection::Read,
+            (false, false, false) => UserProtection::None,
+        },
+    )
 }
 
 fn vm_errno(error: VmError) -> i64 {
@@ -126,7 +132,11 @@ pub(super) fn mmap(
         }
         Err(error) => return -i64::from(error.as_i32()),
     };
-    if offset % PAGE_SIZE != 0 || offset.checked_add(len).is_none_or(|end| end > i64::MAX as u64) {
+    if offset % PAGE_SIZE != 0
+        || offset
+            .checked_add(len)
+            .is_none_or(|end| end > i64::MAX as u64)
+    {
         return -errno::EINVAL;
     }
     // Pages that hold file bytes (the rest of the mapping is demand-zero).
@@ -261,9 +271,11 @@ pub(super) fn mprotect(strand: u64, address: u64, len: u64, prot: u64) -> i64 {
         Ok(protection) => protection,
         Err(error) => return error,
     };
-    with_memory(strand, |memory| match memory.protect(address, len, protection) {
-        Ok(()) => 0,
-        Err(error) => vm_errno(error),
+    with_memory(strand, |memory| {
+        match memory.protect(address, len, protection) {
+            Ok(()) => 0,
+            Err(error) => vm_errno(error),
+        }
     })
 }
 
@@ -341,15 +353,20 @@ pub(super) fn mremap(strand: u64, address: u64, old_len: u64, new_len: u64, flag
     const MREMAP_MAYMOVE: u64 = 1;
     const MREMAP_FIXED: u64 = 2;
     const MREMAP_DONTUNMAP: u64 = 4;
-    if address % 4096 != 0 || new_len == 0 || flags & !(MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP) != 0 {
+    if address % 4096 != 0
+        || new_len == 0
+        || flags & !(MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP) != 0
+    {
         return -errno::EINVAL;
     }
     if flags & (MREMAP_FIXED | MREMAP_DONTUNMAP) != 0 {
         return -errno::ENOMEM;
     }
-    with_memory(strand, |memory| match memory.resize(address, old_len.max(1), new_len) {
-        Ok(start) => start as i64,
-        Err(vm::VmError::BadRange) => -errno::EFAULT,
-        Err(error) => vm_errno(error),
+    with_memory(strand, |memory| {
+        match memory.resize(address, old_len.max(1), new_len) {
+            Ok(start) => start as i64,
+            Err(vm::VmError::BadRange) => -errno::EFAULT,
+            Err(error) => vm_errno(error),
+        }
     })
 }

@@ -298,9 +298,7 @@ impl AddressMap {
     /// lies beyond it) and returns the break, as Linux's `brk` does. Zero
     /// asks for the current break.
     pub fn set_break(&mut self, address: u64) -> u64 {
-        if address < self.break_start
-            || address - self.break_start > MAX_BREAK_BYTES
-        {
+        if address < self.break_start || address - self.break_start > MAX_BREAK_BYTES {
             return self.break_end;
         }
         let (Some(old_top), Some(new_top)) = (page_up(self.break_end), page_up(address)) else {
@@ -394,7 +392,9 @@ impl AddressMap {
     /// (whatever was there is removed first), else in the highest gap
     /// that fits. Returns the start and the size in whole pages.
     fn place(&mut self, hint: u64, len: u64, fixed: bool) -> Result<(u64, u64), VmError> {
-        let size = page_up(len).filter(|&size| size > 0).ok_or(VmError::BadRange)?;
+        let size = page_up(len)
+            .filter(|&size| size > 0)
+            .ok_or(VmError::BadRange)?;
         let start = if fixed {
             if hint < MMAP_MIN_ADDRESS {
                 return Err(VmError::BelowMinimum);
