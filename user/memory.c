@@ -1,7 +1,7 @@
 /* A user program for the tests: anonymous mmap gives zeroed pages on first
    touch (also to a system call writing into them), munmap and mprotect
    take access away (checked in children, which must die of SIGSEGV), brk
-   grows and shrinks, madvise drops pages, mremap shrinks and grows. Prints "memory: ok" and exits 0, or says what was
+   grows and shrinks, madvise drops pages, mremap shrinks, grows and moves. Prints "memory: ok" and exits 0, or says what was
    wrong and exits 1. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -117,6 +117,30 @@ int main(void) {
     check(blocker == resized + 8 * 4096, "a mapping right after");
     check(mremap(resized, 8 * 4096, 9 * 4096, 0) == MAP_FAILED && errno == ENOMEM,
           "mremap cannot grow into another mapping: ENOMEM");
+    /* MREMAP_MAYMOVE: blocked, it moves, its pages with it (contents kept,
+       the old place unmapped, the new part zero). */
+    resized[4096] = 3;
+    char *moved = mremap(resized, 8 * 4096, 16 * 4096, MREMAP_MAYMOVE);
+    check(moved != MAP_FAILED && moved != resized, "mremap with MREMAP_MAYMOVE moves a blocked mapping");
+    if (moved != MAP_FAILED && moved != resized) {
+        check(moved[0] == 1 && moved[4096] == 3 && moved[7 * 4096] == 0 && moved[15 * 4096] == 0,
+              "the moved mapping keeps its bytes, the new part zero");
+        moved[15 * 4096] = 4;
+        check(segfaults(read_byte, resized), "the old place of a moved mapping is unmapped");
+        /* MREMAP_FIXED: to a given address, replacing what was there. */
+        char *target = mmap(0, 4 * 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        char *fixed = mremap(moved, 16 * 4096, 2 * 4096, MREMAP_MAYMOVE | MREMAP_FIXED, target);
+        check(fixed == target && fixed[0] == 1 && fixed[4096] == 3,
+              "mremap with MREMAP_FIXED moves to the address given, bytes kept");
+        check(fixed[0] == 1 && (fixed[4096] = 5) == 5, "the moved pages stay writable");
+        check(segfaults(read_byte, moved), "the old place after MREMAP_FIXED is unmapped");
+        check(mremap(fixed, 2 * 4096, 2 * 4096, MREMAP_FIXED, fixed + 8 * 4096) == MAP_FAILED && errno == EINVAL,
+              "MREMAP_FIXED without MREMAP_MAYMOVE is EINVAL");
+        check(mremap(fixed, 2 * 4096, 4 * 4096, MREMAP_MAYMOVE | MREMAP_FIXED, fixed + 4096) == MAP_FAILED
+                  && errno == EINVAL,
+              "MREMAP_FIXED onto an overlapping range is EINVAL");
+        munmap(fixed, 4 * 4096);
+    }
     munmap(resized, 9 * 4096);
 
     if (failures) return 1;

@@ -381,6 +381,102 @@ impl AddressSpace {
         count
     }
 
+    /// Moves every page mapped in `[from, from + len)` to the same place
+    /// in `[to, to + len)` (`mremap` moving a mapping): each keeps its
+    /// frame, its protection and its owners, and the old addresses are
+    /// left unmapped. Every page of the destination must be unmapped and
+    /// both ranges page aligned, in the user half, and apart; otherwise,
+    /// or if the destination's page tables cannot be made, nothing moves.
+    /// Returns how many pages moved.
+    pub fn move_range(&self, from: u64, to: u64, len: u64) -> Result<u64, MapError> {
+        let in_user_half = |start: u64| {
+            start
+                .checked_add(len)
+                .is_some_and(|end| end <= HIGHEST_MAPPABLE + PAGE_SIZE)
+        };
+        if from % PAGE_SIZE != 0 || to % PAGE_SIZE != 0 || len % PAGE_SIZE != 0 {
+            return Err(MapError::Unaligned(if from % PAGE_SIZE != 0 { from } else { to }));
+        }
+        if !in_user_half(from) || !in_user_half(to) {
+            return Err(MapError::OutsideRegion(to));
+        }
+        if from < to + len && to < from + len {
+            return Err(MapError::AlreadyMapped(to));
+        }
+        let lock = self.tables.lock();
+        // SAFETY: this address space's PML4, under its table lock.
+        let root = unsafe { table_at(self.root) };
+        let mut destination_used = None;
+        for_each_leaf(root, 4, 0, to, to + len, &mut |virt, _| {
+            destination_used = Some(virt);
+            false
+        });
+        if let Some(virt) = destination_used {
+            return Err(MapError::AlreadyMapped(virt));
+        }
+        let mut pages = alloc::vec::Vec::new();
+        for_each_leaf(root, 4, 0, from, from + len, &mut |virt, entry| {
+            pages.push((virt, entry.addr(), entry.flags()));
+            true
+        });
+        let parent_flags =
+            PageTableFlags::PRESENT | PageTableFlags::WRITABLE | PageTableFlags::USER_ACCESSIBLE;
+        let mut frames = FRAMES.lock();
+        let mut table_frames = TableFrames(&mut frames);
+        let mut mapper = self.mapper(&lock);
+        let mut moved = 0;
+        let mut failure = None;
+        for &(virt, frame, flags) in &pages {
+            let page = Page::<Size4KiB>::containing_address(VirtAddr::new(virt - from + to));
+            // SAFETY: maps a user page of this address space to a user
+            // frame it already owns (the old entry's, cleared below, so
+            // ownership moves with it); no kernel memory becomes reachable.
+            let mapped = unsafe {
+                mapper.map_to_with_table_flags(
+                    page,
+                    PhysFrame::containing_address(frame),
+                    flags,
+                    parent_flags,
+                    &mut table_frames,
+                )
+            };
+            match mapped {
+                Ok(flush) => {
+                    flush.ignore();
+                    moved += 1;
+                }
+                Err(error) => {
+                    failure = Some(match error {
+                        MapToError::FrameAllocationFailed => MapError::OutOfFrames,
+                        _ => MapError::AlreadyMapped(virt - from + to),
+                    });
+                    break;
+                }
+            }
+        }
+        if let Some(error) = failure {
+            // Undo: the destination entries made go again; the frames
+            // stay with the source entries, which were not touched.
+            for &(virt, _, _) in &pages[..moved] {
+                if let Some(entry) = self.leaf(&lock, virt - from + to) {
+                    entry.set_unused();
+                }
+            }
+            drop(frames);
+            self.flush_range(to, to + len);
+            return Err(error);
+        }
+        for &(virt, _, _) in &pages {
+            if let Some(entry) = self.leaf(&lock, virt) {
+                entry.set_unused();
+            }
+        }
+        drop(frames);
+        self.flush_range(from, from + len);
+        self.flush_range(to, to + len);
+        Ok(moved as u64)
+    }
+
     /// Gives every page mapped in `[start, end)` `protection`; pages whose
     /// frame another address space shares stay read-only (a write must
     /// first get a private copy). Returns how many pages there were.

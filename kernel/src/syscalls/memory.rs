@@ -343,13 +343,21 @@ pub(super) fn madvise(strand: u64, address: u64, len: u64, advice: u64) -> i64 {
 }
 
 /// `mremap(address, old_len, new_len, flags, new_address)`: shrinks a
-/// mapping, or grows it where it is if the pages after it are free.
-/// Moving it (`MREMAP_MAYMOVE` when it cannot grow in place,
-/// `MREMAP_FIXED`) is not offered: `ENOMEM`, and musl's and glibc's
-/// `realloc` then allocate and copy. `EINVAL` for an unaligned address,
-/// a zero new length or unknown flags; `EFAULT` if `address` starts no
-/// mapping.
-pub(super) fn mremap(strand: u64, address: u64, old_len: u64, new_len: u64, flags: u64) -> i64 {
+/// mapping, or grows it where it is if the pages after it are free, or
+/// moves it with its pages (`MREMAP_MAYMOVE` when it cannot grow in
+/// place; `MREMAP_FIXED` to `new_address`, replacing what was there).
+/// `ENOMEM` when it can neither grow nor move; `EINVAL` for an unaligned
+/// address, a zero length, unknown flags, `MREMAP_FIXED` without
+/// `MREMAP_MAYMOVE`, overlapping ranges or `MREMAP_DONTUNMAP` (not
+/// offered); `EFAULT` if the old range is not one mapping's.
+pub(super) fn mremap(
+    strand: u64,
+    address: u64,
+    old_len: u64,
+    new_len: u64,
+    flags: u64,
+    new_address: u64,
+) -> i64 {
     const MREMAP_MAYMOVE: u64 = 1;
     const MREMAP_FIXED: u64 = 2;
     const MREMAP_DONTUNMAP: u64 = 4;
@@ -359,13 +367,30 @@ pub(super) fn mremap(strand: u64, address: u64, old_len: u64, new_len: u64, flag
     {
         return -errno::EINVAL;
     }
-    if flags & (MREMAP_FIXED | MREMAP_DONTUNMAP) != 0 {
-        return -errno::ENOMEM;
+    // `MREMAP_FIXED` needs `MREMAP_MAYMOVE`; an old length of 0 asks for
+    // a second mapping of shared memory, which private memory has not.
+    if flags & MREMAP_FIXED != 0 && flags & MREMAP_MAYMOVE == 0 || old_len == 0 {
+        return -errno::EINVAL;
     }
+    if flags & MREMAP_DONTUNMAP != 0 {
+        // Leaving the old range mapped (empty) is not offered.
+        return -errno::EINVAL;
+    }
+    let placement = if flags & MREMAP_FIXED != 0 {
+        if new_address % PAGE_SIZE != 0 {
+            return -errno::EINVAL;
+        }
+        vm::Remap::To(new_address)
+    } else if flags & MREMAP_MAYMOVE != 0 {
+        vm::Remap::MayMove
+    } else {
+        vm::Remap::InPlace
+    };
     with_memory(strand, |memory| {
-        match memory.resize(address, old_len.max(1), new_len) {
+        match memory.remap(address, old_len, new_len, placement) {
             Ok(start) => start as i64,
-            Err(vm::VmError::BadRange) => -errno::EFAULT,
+            Err(vm::VmError::BadRange) if memory.region_at(address).is_none() => -errno::EFAULT,
+            Err(vm::VmError::BadRange | vm::VmError::BelowMinimum) => -errno::EINVAL,
             Err(error) => vm_errno(error),
         }
     })

@@ -503,7 +503,7 @@ pub fn core_table(args: &SyscallArgs) -> i64 {
         number::MPROTECT => memory::mprotect(strand, a0, a1, a2),
         number::MINCORE => memory::mincore(strand, a0, a1, a2),
         number::MADVISE => memory::madvise(strand, a0, a1, a2),
-        number::MREMAP => memory::mremap(strand, a0, a1, a2, a3),
+        number::MREMAP => memory::mremap(strand, a0, a1, a2, a3, a4),
         number::FORK | number::VFORK => process::fork(strand, 0, 0, forking(strand)),
         number::EXECVE => process::execve(strand, a0, a1, a2),
         number::CLONE => process::clone(strand, [a0, a1, a2, a3, a4], forking(strand)),

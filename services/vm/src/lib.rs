@@ -111,6 +111,18 @@ impl core::fmt::Display for VmError {
     }
 }
 
+/// Where [`AddressMap::remap`] may put a mapping.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Remap {
+    /// Where it is (no `MREMAP_MAYMOVE`).
+    InPlace,
+    /// Where it is if it can grow there, else wherever there is room
+    /// (`MREMAP_MAYMOVE`).
+    MayMove,
+    /// At this address (`MREMAP_FIXED`).
+    To(u64),
+}
+
 /// A process's memory: its address space and the regions in it.
 pub struct AddressMap {
     space: Arc<AddressSpace>,
@@ -473,34 +485,84 @@ impl AddressMap {
         Ok(())
     }
 
-    /// `mremap(start, old_len, new_len)` without moving: the mapping at
-    /// `start` (one region's pages) shrinks, its tail unmapped, or grows
-    /// in place if the pages after it are free (the new part demand-zero,
-    /// with the region's protection). Returns `start`. A mapping that
-    /// cannot grow in place is [`VmError::NoMemory`], as Linux answers
-    /// without `MREMAP_MAYMOVE`; programs then allocate and copy.
-    pub fn resize(&mut self, start: u64, old_len: u64, new_len: u64) -> Result<u64, VmError> {
+    /// `mremap(start, old_len, new_len, flags, new_address)`: the mapping
+    /// at `start` (`old_len` bytes of one region) shrinks (its tail
+    /// unmapped), or grows in place when the pages after it are free (the
+    /// new part demand-zero, with the region's protection). Where
+    /// `placement` allows, it moves instead: [`Remap::MayMove`] when it
+    /// cannot grow in place, [`Remap::To`] always, to the given address
+    /// (whatever was there unmapped first). Moving keeps every page's
+    /// frame and contents. Returns where the mapping now starts.
+    /// [`VmError::NoMemory`] when it can neither grow in place nor move
+    /// (Linux's `ENOMEM`); [`VmError::BadRange`] for an old range that is
+    /// not one mapping's, or overlapping ranges.
+    pub fn remap(
+        &mut self,
+        start: u64,
+        old_len: u64,
+        new_len: u64,
+        placement: Remap,
+    ) -> Result<u64, VmError> {
         let (start, old_end) = user_range(start, old_len)?;
-        let (_, new_end) = user_range(start, new_len)?;
+        let new_size = page_up(new_len)
+            .filter(|&size| size > 0)
+            .ok_or(VmError::BadRange)?;
         let region = *self.region_at(start).ok_or(VmError::BadRange)?;
         if old_end > region.end {
             // The old range spans more than one mapping.
             return Err(VmError::BadRange);
         }
-        if new_end <= old_end {
-            self.remove_range(new_end, old_end);
-            return Ok(start);
+        let destination = match placement {
+            Remap::To(destination) => {
+                if destination < MMAP_MIN_ADDRESS {
+                    return Err(VmError::BelowMinimum);
+                }
+                let (destination, destination_end) = user_range(destination, new_size)?;
+                if destination < old_end && start < destination_end {
+                    return Err(VmError::BadRange);
+                }
+                destination
+            }
+            Remap::InPlace | Remap::MayMove => {
+                let new_end = start.checked_add(new_size).ok_or(VmError::BadRange)?;
+                if new_end <= old_end {
+                    self.remove_range(new_end, old_end);
+                    return Ok(start);
+                }
+                // Growing in place: the old range must end where its
+                // mapping ends, and the pages after it be free (Linux's
+                // rule); the region itself grows, as Linux merges it.
+                if new_end <= USER_END && old_end == region.end && !self.overlaps(old_end, new_end) {
+                    if let Some(grown) = self.regions.get_mut(&region.start) {
+                        grown.end = new_end;
+                    }
+                    return Ok(start);
+                }
+                if placement == Remap::InPlace {
+                    return Err(VmError::NoMemory);
+                }
+                self.find_gap(new_size).ok_or(VmError::NoMemory)?
+            }
+        };
+        // Moving: what the new range covers of the old one goes with its
+        // pages; the rest of the old range is unmapped.
+        let kept = new_size.min(old_end - start);
+        if let Remap::To(_) = placement {
+            self.remove_range(destination, destination + new_size);
         }
-        // Growing: the old range must end where its mapping ends, and
-        // the pages after it be free (Linux's rule for growing in place).
-        if old_end != region.end || self.overlaps(old_end, new_end) {
-            return Err(VmError::NoMemory);
-        }
-        // The region itself grows (one mapping, as Linux merges it).
-        if let Some(grown) = self.regions.get_mut(&region.start) {
-            grown.end = new_end;
-        }
-        Ok(start)
+        self.space.move_range(start, destination, kept)?;
+        // The old range's regions go (its pages have moved: nothing is
+        // left mapped there to unmap).
+        self.remove_range(start, old_end);
+        self.regions.insert(
+            destination,
+            Region {
+                start: destination,
+                end: destination + new_size,
+                ..region
+            },
+        );
+        Ok(destination)
     }
 
     fn remove_range(&mut self, start: u64, end: u64) {
