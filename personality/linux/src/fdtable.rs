@@ -5,7 +5,11 @@
 //! handles use): a descriptor is a small number mapped to a handle, with
 //! the descriptor's own flag (`FD_CLOEXEC`). Linux wants the lowest free
 //! number for a new descriptor, which the handle table's slot reuse does
-//! not promise, hence the map in front of it.
+//! not promise, hence the map in front of it. The map also keeps a
+//! reference to each open file, so that `read` and `write` find theirs
+//! with one lock and no type check; the capability table stays the
+//! record of what the process holds (descriptors are never revoked, so
+//! the two cannot disagree).
 
 use alloc::{collections::BTreeMap, sync::Arc};
 
@@ -28,10 +32,12 @@ fn descriptor(register: i64) -> Result<i32, Errno> {
 /// limit).
 pub const MAX_DESCRIPTORS: i32 = 1024;
 
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Descriptor {
     handle: Handle,
     close_on_exec: bool,
+    /// The open file the handle names.
+    file: Arc<OpenFile>,
 }
 
 /// A process's descriptor table.
@@ -52,19 +58,20 @@ impl FdTable {
     /// The open file behind `fd`: `EBADF` if there is none.
     pub fn get(&self, fd: i64) -> Result<Arc<OpenFile>, Errno> {
         let fd = descriptor(fd)?;
-        let handle = self
-            .descriptors
+        self.descriptors
             .lock()
             .get(&fd)
-            .map(|descriptor| descriptor.handle)
-            .ok_or(Errno::EBADF)?;
-        self.capabilities
-            .lookup::<OpenFile>(handle)
-            .map_err(|_| Errno::EBADF)
+            .map(|descriptor| descriptor.file.clone())
+            .ok_or(Errno::EBADF)
     }
 
     /// Installs `file` at the lowest free descriptor at or above `lowest`.
-    pub fn install(&self, file: Arc<OpenFile>, lowest: i32, close_on_exec: bool) -> Result<i32, Errno> {
+    pub fn install(
+        &self,
+        file: Arc<OpenFile>,
+        lowest: i32,
+        close_on_exec: bool,
+    ) -> Result<i32, Errno> {
         let mut descriptors = self.descriptors.lock();
         let mut fd = lowest.max(0);
         for (&used, _) in descriptors.range(fd..) {
@@ -78,26 +85,42 @@ impl FdTable {
         }
         let handle = self
             .capabilities
-            .insert(file, Rights::ALL)
+            .insert(file.clone(), Rights::ALL)
             .map_err(|_| Errno::EMFILE)?;
-        descriptors.insert(fd, Descriptor { handle, close_on_exec });
+        descriptors.insert(
+            fd,
+            Descriptor {
+                handle,
+                close_on_exec,
+                file,
+            },
+        );
         Ok(fd)
     }
 
     /// Installs `file` at exactly `fd`, closing what was there (`dup2`).
-    pub fn install_at(&self, file: Arc<OpenFile>, fd: i64, close_on_exec: bool) -> Result<i32, Errno> {
+    pub fn install_at(
+        &self,
+        file: Arc<OpenFile>,
+        fd: i64,
+        close_on_exec: bool,
+    ) -> Result<i32, Errno> {
         let fd = descriptor(fd)?;
         if fd >= MAX_DESCRIPTORS {
             return Err(Errno::EBADF);
         }
         let handle = self
             .capabilities
-            .insert(file, Rights::ALL)
+            .insert(file.clone(), Rights::ALL)
             .map_err(|_| Errno::EMFILE)?;
-        let old = self
-            .descriptors
-            .lock()
-            .insert(fd, Descriptor { handle, close_on_exec });
+        let old = self.descriptors.lock().insert(
+            fd,
+            Descriptor {
+                handle,
+                close_on_exec,
+                file,
+            },
+        );
         if let Some(old) = old {
             let _ = self.capabilities.close(old.handle);
         }
@@ -140,15 +163,17 @@ impl FdTable {
         let descriptors = self.descriptors.lock().clone();
         let mut copied = BTreeMap::new();
         for (fd, descriptor) in descriptors {
-            if let Ok(handle) =
-                self.capabilities
-                    .duplicate_into(descriptor.handle, &table.capabilities, Rights::ALL)
-            {
+            if let Ok(handle) = self.capabilities.duplicate_into(
+                descriptor.handle,
+                &table.capabilities,
+                Rights::ALL,
+            ) {
                 copied.insert(
                     fd,
                     Descriptor {
                         handle,
                         close_on_exec: descriptor.close_on_exec,
+                        file: descriptor.file,
                     },
                 );
             }
@@ -164,7 +189,9 @@ impl FdTable {
 
     /// Closes every descriptor (the process ended).
     pub fn clear(&self) {
-        self.descriptors.lock().clear();
+        // The open files are dropped outside our lock.
+        let descriptors = core::mem::take(&mut *self.descriptors.lock());
+        drop(descriptors);
         self.capabilities.clear();
     }
 }

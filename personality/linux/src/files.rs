@@ -22,6 +22,9 @@ const SMALL: usize = 2048;
 /// one-byte and one-line transfers zeroing 2 KiB cost more than the rest
 /// of the call.
 const TINY: usize = 128;
+/// Transfers up to this size (a byte, a word: the null I/O call) go
+/// through the smallest, whose zeroing is two stores.
+const WORD: usize = 16;
 /// Most vectors `readv`/`writev` take (`IOV_MAX`).
 const IOV_MAX: u64 = 1024;
 
@@ -46,7 +49,11 @@ fn partial(done: usize, error: Errno) -> Result<i64, Errno> {
 /// The kernel buffer a transfer of `count` bytes moves through: `small`
 /// (on the caller's stack: most transfers, no allocation) when it fits,
 /// else `large`, made [`CHUNK`] bytes or fewer.
-fn transfer_buffer<'a>(count: usize, small: &'a mut [u8; SMALL], large: &'a mut Vec<u8>) -> &'a mut [u8] {
+fn transfer_buffer<'a>(
+    count: usize,
+    small: &'a mut [u8; SMALL],
+    large: &'a mut Vec<u8>,
+) -> &'a mut [u8] {
     if count <= SMALL {
         small
     } else {
@@ -63,6 +70,10 @@ fn read_into(
     read_some: impl FnMut(&mut [u8], usize) -> Result<usize, Errno>,
 ) -> Result<i64, Errno> {
     let count = usize::try_from(count).map_err(|_| Errno::EINVAL)?;
+    if count <= WORD {
+        let mut word = [0u8; WORD];
+        return read_through(buffer, count, &mut word, read_some);
+    }
     if count <= TINY {
         let mut tiny = [0u8; TINY];
         return read_through(buffer, count, &mut tiny, read_some);
@@ -108,6 +119,10 @@ fn write_from(
     write_some: impl FnMut(&[u8], usize) -> Result<usize, Errno>,
 ) -> Result<i64, Errno> {
     let count = usize::try_from(count).map_err(|_| Errno::EINVAL)?;
+    if count <= WORD {
+        let mut word = [0u8; WORD];
+        return write_through(buffer, count, &mut word, write_some);
+    }
     if count <= TINY {
         let mut tiny = [0u8; TINY];
         return write_through(buffer, count, &mut tiny, write_some);
@@ -165,17 +180,33 @@ fn offset(value: u64) -> Result<i64, Errno> {
 }
 
 /// `pread64(fd, buf, count, offset)`.
-pub fn pread(files: &LinuxProcess, fd: u64, buffer: u64, count: u64, at: u64) -> Result<i64, Errno> {
+pub fn pread(
+    files: &LinuxProcess,
+    fd: u64,
+    buffer: u64,
+    count: u64,
+    at: u64,
+) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;
     let at = offset(at)?;
-    read_into(buffer, count, |chunk, done| file.pread(chunk, at + done as i64))
+    read_into(buffer, count, |chunk, done| {
+        file.pread(chunk, at + done as i64)
+    })
 }
 
 /// `pwrite64(fd, buf, count, offset)`.
-pub fn pwrite(files: &LinuxProcess, fd: u64, buffer: u64, count: u64, at: u64) -> Result<i64, Errno> {
+pub fn pwrite(
+    files: &LinuxProcess,
+    fd: u64,
+    buffer: u64,
+    count: u64,
+    at: u64,
+) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;
     let at = offset(at)?;
-    write_from(buffer, count, |chunk, done| file.pwrite(chunk, at + done as i64))
+    write_from(buffer, count, |chunk, done| {
+        file.pwrite(chunk, at + done as i64)
+    })
 }
 
 /// The vectors of `readv`/`writev`, checked: `EINVAL` for too many or a
@@ -273,7 +304,10 @@ pub fn dup3(files: &LinuxProcess, old: u64, new: u64, dup_flags: u64) -> Result<
     }
     let file = files.fds.get(old as i64)?;
     let cloexec = dup_flags != 0;
-    files.fds.install_at(file, new as i64, cloexec).map(i64::from)
+    files
+        .fds
+        .install_at(file, new as i64, cloexec)
+        .map(i64::from)
 }
 
 /// `fcntl(fd, cmd, arg)`: duplication, the descriptor flag, the status
@@ -360,7 +394,13 @@ pub fn getdents64(files: &LinuxProcess, fd: u64, buffer: u64, count: u64) -> Res
 /// from `in_fd` (at `*offset`, which is then advanced, or at its own
 /// offset if `offset` is null) to `out_fd`, through a kernel buffer.
 /// Returns the bytes written; a short write ends the copy.
-pub fn sendfile(files: &LinuxProcess, out: u64, input: u64, offset: u64, count: u64) -> Result<i64, Errno> {
+pub fn sendfile(
+    files: &LinuxProcess,
+    out: u64,
+    input: u64,
+    offset: u64,
+    count: u64,
+) -> Result<i64, Errno> {
     let source = files.fds.get(input as i64)?;
     let sink = files.fds.get(out as i64)?;
     let mut at = if offset == 0 {
