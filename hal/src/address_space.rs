@@ -326,7 +326,7 @@ impl AddressSpace {
         let entry = self.leaf(&lock, virt).ok_or(MapError::NotMapped(virt))?;
         let frame = entry.addr();
         let mut flags = protection.flags();
-        if FRAMES.lock().is_shared(frame.as_u64()) {
+        if must_stay_read_only(&FRAMES.lock(), frame.as_u64()) {
             flags.remove(PageTableFlags::WRITABLE);
         }
         entry.set_addr(frame, flags);
@@ -395,7 +395,11 @@ impl AddressSpace {
                 .is_some_and(|end| end <= HIGHEST_MAPPABLE + PAGE_SIZE)
         };
         if from % PAGE_SIZE != 0 || to % PAGE_SIZE != 0 || len % PAGE_SIZE != 0 {
-            return Err(MapError::Unaligned(if from % PAGE_SIZE != 0 { from } else { to }));
+            return Err(MapError::Unaligned(if from % PAGE_SIZE != 0 {
+                from
+            } else {
+                to
+            }));
         }
         if !in_user_half(from) || !in_user_half(to) {
             return Err(MapError::OutsideRegion(to));
@@ -489,7 +493,7 @@ impl AddressSpace {
             let root = unsafe { table_at(self.root) };
             for_each_leaf(root, 4, 0, start, end.min(USER_END), &mut |_, entry| {
                 let mut flags = protection.flags();
-                if frames.is_shared(entry.addr().as_u64()) {
+                if must_stay_read_only(&frames, entry.addr().as_u64()) {
                     flags.remove(PageTableFlags::WRITABLE);
                 }
                 let frame = entry.addr();
@@ -504,14 +508,15 @@ impl AddressSpace {
 
     /// Gives mapped user page `virt` a frame of its own (a copy of the
     /// shared one, if another address space shares it) and `protection`:
-    /// the mechanism under copy-on-write.
+    /// the mechanism under copy-on-write. A frame of shared memory is
+    /// kept, with `protection`: its owners write it together.
     pub fn make_private(&self, virt: u64, protection: UserProtection) -> Result<(), MapError> {
         user_page(virt)?;
         let lock = self.tables.lock();
         let entry = self.leaf(&lock, virt).ok_or(MapError::NotMapped(virt))?;
         let old = entry.addr().as_u64();
         let mut frames = FRAMES.lock();
-        if frames.is_shared(old) {
+        if must_stay_read_only(&frames, old) {
             let new = frames.allocate().ok_or(MapError::OutOfFrames)?;
             // SAFETY: both are user frames of RAM: `old` is mapped by this
             // address space (and others, read-only), `new` was just
@@ -666,6 +671,14 @@ impl AddressSpace {
     pub(crate) fn root(&self) -> u64 {
         self.root.start_address().as_u64()
     }
+}
+
+/// Whether a page of the frame at `address` must stay read-only, so that
+/// a write first gets a private copy: the frame has another owner (an
+/// address space it was shared with by `fork`, or the page cache) and is
+/// not shared memory, which its owners write together.
+fn must_stay_read_only(frames: &crate::frames::FrameBitmap, address: u64) -> bool {
+    frames.is_shared(address) && !frames.is_shared_memory(address)
 }
 
 /// Loads `root` into CR3 unless it is already there.

@@ -13,6 +13,11 @@
 //! owner lets go. Only shared frames have an entry in the count map, so an
 //! unshared frame costs nothing.
 //!
+//! A frame may also be marked as shared memory ([`FrameBitmap::mark_shared_memory`]):
+//! memory its owners are meant to write together (`MAP_SHARED`), which
+//! stays writable while shared instead of being copied on write. The mark
+//! goes when the frame is freed.
+//!
 //! This module is plain safe logic and is unit-tested on the host.
 
 use alloc::collections::BTreeMap;
@@ -45,6 +50,8 @@ pub struct FrameBitmap {
     hint: usize,
     /// Owners beyond the first, for shared frames only.
     extra_owners: BTreeMap<u64, u32>,
+    /// Frames of shared memory: bit set = marked.
+    shared_memory_bits: [u64; WORDS],
 }
 
 impl FrameBitmap {
@@ -56,9 +63,9 @@ impl FrameBitmap {
             free_frames: 0,
             hint: 0,
             extra_owners: BTreeMap::new(),
+            shared_memory_bits: [0; WORDS],
         }
     }
-
 
     /// Adds the whole frames inside `[start, end)` as free memory, minus any
     /// part of `reserved` (e.g. the kernel image). Frames above
@@ -105,6 +112,22 @@ impl FrameBitmap {
         self.check_allocated(address)?;
         *self.extra_owners.entry(address).or_insert(0) += 1;
         Ok(())
+    }
+
+    /// Marks the allocated frame at `address` as shared memory, which its
+    /// owners write together (see the module's doc); the mark lasts until
+    /// the frame is freed.
+    pub fn mark_shared_memory(&mut self, address: u64) -> Result<(), FrameError> {
+        self.check_allocated(address)?;
+        let frame = (address / FRAME_SIZE) as usize;
+        self.shared_memory_bits[frame / 64] |= 1 << (frame % 64);
+        Ok(())
+    }
+
+    /// Whether the frame at `address` is marked as shared memory.
+    pub fn is_shared_memory(&self, address: u64) -> bool {
+        let frame = (address / FRAME_SIZE) as usize;
+        address < MAX_PHYS_BYTES && self.shared_memory_bits[frame / 64] & (1 << (frame % 64)) != 0
     }
 
     /// Whether the allocated frame at `address` has more than one owner.
@@ -157,6 +180,7 @@ impl FrameBitmap {
             return Err(FrameError::AlreadyFree(address));
         }
         self.free_bits[word] |= 1 << bit;
+        self.shared_memory_bits[word] &= !(1 << bit);
         self.free_frames += 1;
         // The search starts at the lowest word with a freed frame: memory
         // is reused from the bottom, warm in the caches (and, under an
@@ -277,5 +301,28 @@ mod tests {
         frames.add_region(0, 0x4000, &[]);
         frames.add_region(0, 0x4000, &[]);
         assert_eq!(frames.managed_frames(), 4);
+    }
+
+    #[test]
+    fn the_shared_memory_mark_lasts_until_the_frame_is_freed() {
+        let mut frames = bitmap();
+        frames.add_region(0, 0x4000, &[]);
+        let frame = frames.allocate().unwrap();
+        assert!(!frames.is_shared_memory(frame));
+        assert_eq!(frames.mark_shared_memory(frame), Ok(()));
+        assert!(frames.is_shared_memory(frame));
+        frames.share(frame).unwrap();
+        assert_eq!(frames.free(frame), Ok(()));
+        assert!(frames.is_shared_memory(frame), "one owner is left");
+        assert_eq!(frames.free(frame), Ok(()));
+        assert!(!frames.is_shared_memory(frame), "freed, the mark goes");
+        assert_eq!(
+            frames.mark_shared_memory(frame),
+            Err(FrameError::AlreadyFree(frame))
+        );
+        assert!(
+            !frames.is_shared_memory(u64::MAX & !0xfff),
+            "beyond managed memory"
+        );
     }
 }

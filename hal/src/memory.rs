@@ -321,6 +321,19 @@ pub fn allocate_frame() -> Option<Frame> {
     Some(Frame { address })
 }
 
+/// Allocates one zeroed physical frame of shared memory: its owners (the
+/// address spaces of processes sharing a `MAP_SHARED` mapping) write it
+/// together, so a mapping of it stays writable while shared instead of
+/// being copied on write (`frames::FrameBitmap::mark_shared_memory`).
+pub fn allocate_shared_memory_frame() -> Option<Frame> {
+    let frame = allocate_frame()?;
+    FRAMES
+        .lock()
+        .mark_shared_memory(frame.address)
+        .expect("a frame just allocated was free");
+    Some(frame)
+}
+
 /// Gives `frame` back to the allocator.
 pub fn free_frame(frame: Frame) {
     // A `Frame` came from `allocate_frame` and was not freed since (it is

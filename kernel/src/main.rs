@@ -32,6 +32,7 @@ mod bench;
 mod elf;
 mod exceptions;
 mod extensions;
+mod file_memory;
 mod fuzz;
 mod itimer;
 mod ktests;

@@ -14,6 +14,7 @@ mod memory;
 mod page_cache;
 mod procfs;
 mod services;
+mod shared_memory;
 mod signals;
 mod strands;
 mod threads;
@@ -44,7 +45,7 @@ pub(crate) use ensure;
 
 /// Runs every test; returns whether all passed.
 pub fn run_all() -> bool {
-    let groups: [&[KernelTest]; 13] = [
+    let groups: [&[KernelTest]; 14] = [
         memory::TESTS,
         services::TESTS,
         traps::TESTS,
@@ -58,6 +59,7 @@ pub fn run_all() -> bool {
         busybox::TESTS,
         dynamic::TESTS,
         page_cache::TESTS,
+        shared_memory::TESTS,
     ];
     let (mut passed, mut failed) = (0, 0);
     // The harness checks that this many passed: a runner that stopped

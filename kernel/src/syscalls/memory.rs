@@ -2,16 +2,19 @@
 //! process's address map (`vm`): regions whose pages are mapped on first
 //! touch.
 //!
-//! A mapping of a file (what `ld.so` makes of every library) is filled
-//! when it is made: the personality says what the descriptor maps
+//! A private mapping of a file (what `ld.so` makes of every library) is
+//! filled when it is made: the personality says what the descriptor maps
 //! (`Personality::mapping_source`), and the file's bytes are copied into
-//! fresh frames, which the region then maps; pages past the end of the
-//! file are demand-zero. A private mapping is private from the start, so
-//! later writes to the file do not show in it (Linux shows them until the
-//! page is first written); a shared one is the same copy, read-only for
-//! good (`mprotect` cannot make it writable), and a shared writable
-//! mapping of a file is refused (`ENODEV`): its writes would have to
-//! reach the file.
+//! fresh frames (or, for a boot-archive file, come from the page cache),
+//! which the region then maps; pages past the end of the file are
+//! demand-zero. It is private from the start, so later writes to the file
+//! do not show in it (Linux shows them until the page is first written).
+//!
+//! Shared mappings (`MAP_SHARED`) map shared memory (`vm::SharedObject`):
+//! anonymous memory their process's children share, or a file's pages
+//! (`crate::file_memory`), shared by every shared mapping of the file and
+//! written back to it by `msync` and when the last mapping goes. A
+//! shared mapping of a file opened read-only cannot be made writable.
 
 use hal::{address_space::UserProtection, memory::PAGE_SIZE};
 use vm::VmError;
@@ -112,9 +115,7 @@ pub(super) fn mmap(
     let fixed = flags & flag::MAP_FIXED != 0 || no_replace;
     if flags & flag::MAP_ANONYMOUS != 0 {
         if shared {
-            // Shared anonymous memory (between a parent and the children
-            // it forks) is not offered yet.
-            return -errno::ENODEV;
+            return map_shared_anonymous(strand, address, len, protection, fixed, no_replace);
         }
         return map_anonymous(strand, address, len, protection, fixed, no_replace);
     }
@@ -125,19 +126,46 @@ pub(super) fn mmap(
         return -errno::ENODEV;
     };
     let writable = prot & PROT_WRITE != 0;
-    let inode = match personality.mapping_source(process.id(), fd, shared, writable) {
-        Ok(linux::MapSource::File(inode)) => inode,
-        Ok(linux::MapSource::Zeros) => {
-            return map_anonymous(strand, address, len, protection, fixed, no_replace)
-        }
-        Err(error) => return -i64::from(error.as_i32()),
-    };
+    let (inode, file_writable) =
+        match personality.mapping_source(process.id(), fd, shared, writable) {
+            Ok(linux::MapSource::File { inode, writable }) => (inode, writable),
+            Ok(linux::MapSource::Zeros) if shared => {
+                return map_shared_anonymous(strand, address, len, protection, fixed, no_replace)
+            }
+            Ok(linux::MapSource::Zeros) => {
+                return map_anonymous(strand, address, len, protection, fixed, no_replace)
+            }
+            Err(error) => return -i64::from(error.as_i32()),
+        };
     if offset % PAGE_SIZE != 0
         || offset
             .checked_add(len)
             .is_none_or(|end| end > i64::MAX as u64)
     {
         return -errno::EINVAL;
+    }
+    if shared {
+        // The file's shared pages, which every shared mapping of it maps.
+        let object = crate::file_memory::of(&inode);
+        return process
+            .with_memory(|memory| {
+                if no_replace && overlaps(memory, address, len) {
+                    return -errno::EEXIST;
+                }
+                match memory.map_shared(
+                    address,
+                    len,
+                    protection,
+                    fixed,
+                    file_writable,
+                    object,
+                    offset / PAGE_SIZE,
+                ) {
+                    Ok(start) => start as i64,
+                    Err(error) => vm_errno(error),
+                }
+            })
+            .unwrap_or(-errno::ESRCH);
     }
     // Pages that hold file bytes (the rest of the mapping is demand-zero).
     let file_size = inode.metadata().size;
@@ -161,7 +189,7 @@ pub(super) fn mmap(
             if no_replace && overlaps(memory, address, len) {
                 return -errno::EEXIST;
             }
-            match memory.map_pages(address, len, protection, fixed, !shared, &frames) {
+            match memory.map_pages(address, len, protection, fixed, true, &frames) {
                 Ok(start) => start as i64,
                 Err(error) => vm_errno(error),
             }
@@ -172,6 +200,32 @@ pub(super) fn mmap(
         hal::memory::free_frame(frame);
     }
     result
+}
+
+/// Anonymous shared memory (`MAP_SHARED | MAP_ANONYMOUS`, or a shared
+/// mapping of `/dev/zero`): its pages are shared with the children the
+/// process forks.
+fn map_shared_anonymous(
+    strand: u64,
+    address: u64,
+    len: u64,
+    protection: UserProtection,
+    fixed: bool,
+    no_replace: bool,
+) -> i64 {
+    let Some(memory_object) = vm::AnonymousMemory::new(len.div_ceil(PAGE_SIZE)) else {
+        return -errno::ENOMEM;
+    };
+    let object = alloc::sync::Arc::new(memory_object);
+    with_memory(strand, |memory| {
+        if no_replace && overlaps(memory, address, len) {
+            return -errno::EEXIST;
+        }
+        match memory.map_shared(address, len, protection, fixed, true, object, 0) {
+            Ok(start) => start as i64,
+            Err(error) => vm_errno(error),
+        }
+    })
 }
 
 /// An anonymous private mapping.
@@ -311,6 +365,30 @@ pub(super) fn mincore(strand: u64, address: u64, len: u64, vector: u64) -> i64 {
         done += count;
     }
     0
+}
+
+/// `msync(address, len, flags)`: shared mappings of files in the range
+/// write their pages back to the files (at once, whether `MS_SYNC` or
+/// `MS_ASYNC` is asked: the files are in memory). `EINVAL` for an
+/// unaligned address, unknown flags, or both `MS_SYNC` and `MS_ASYNC`;
+/// `ENOMEM` for a range not all mapped.
+pub(super) fn msync(strand: u64, address: u64, len: u64, flags: u64) -> i64 {
+    const MS_ASYNC: u64 = 1;
+    const MS_INVALIDATE: u64 = 2;
+    const MS_SYNC: u64 = 4;
+    if address % PAGE_SIZE != 0
+        || flags & !(MS_ASYNC | MS_INVALIDATE | MS_SYNC) != 0
+        || flags & (MS_ASYNC | MS_SYNC) == MS_ASYNC | MS_SYNC
+    {
+        return -errno::EINVAL;
+    }
+    if len == 0 {
+        return 0;
+    }
+    with_memory(strand, |memory| match memory.sync(address, len) {
+        Ok(()) => 0,
+        Err(error) => vm_errno(error),
+    })
 }
 
 /// `madvise(address, len, advice)`: `MADV_DONTNEED` and `MADV_FREE` drop

@@ -48,6 +48,8 @@ pub mod number {
     pub const MREMAP: u64 = 25;
     /// `madvise(addr, len, advice)`.
     pub const MADVISE: u64 = 28;
+    /// `msync(addr, len, flags)`.
+    pub const MSYNC: u64 = 26;
     /// `clone(flags, stack, ...)`.
     pub const CLONE: u64 = 56;
     /// `fork()`.
@@ -503,6 +505,7 @@ pub fn core_table(args: &SyscallArgs) -> i64 {
         number::MPROTECT => memory::mprotect(strand, a0, a1, a2),
         number::MINCORE => memory::mincore(strand, a0, a1, a2),
         number::MADVISE => memory::madvise(strand, a0, a1, a2),
+        number::MSYNC => memory::msync(strand, a0, a1, a2),
         number::MREMAP => memory::mremap(strand, a0, a1, a2, a3, a4),
         number::FORK | number::VFORK => process::fork(strand, 0, 0, forking(strand)),
         number::EXECVE => process::execve(strand, a0, a1, a2),

@@ -6,9 +6,7 @@
 //! - `EACCES` for a file not open for reading, or a shared writable
 //!   mapping of a file not open for writing;
 //! - `ENODEV` for what cannot be mapped (pipes, directories, most
-//!   devices) and for shared writable mappings of files, which this
-//!   kernel does not offer yet (their writes would have to reach the
-//!   file).
+//!   devices).
 
 use alloc::sync::Arc;
 
@@ -18,10 +16,18 @@ use crate::Personality;
 
 /// What a mapping of a descriptor holds.
 pub enum MapSource {
-    /// `/dev/zero`, privately: zero-filled memory, as if anonymous.
+    /// `/dev/zero`: zero-filled memory, as if anonymous (shared or
+    /// private, as asked).
     Zeros,
     /// A regular file's bytes, read with `Inode::read_at`.
-    File(Arc<dyn Inode>),
+    File {
+        /// The file.
+        inode: Arc<dyn Inode>,
+        /// Whether the descriptor was opened for writing: a shared
+        /// mapping may then be made writable (`mprotect`), its writes
+        /// reaching the file.
+        writable: bool,
+    },
 }
 
 impl Personality {
@@ -42,10 +48,11 @@ impl Personality {
         }
         let metadata = file.metadata();
         match metadata.file_type() {
-            FileType::Regular if !(shared && writable) => Ok(MapSource::File(file.inode().clone())),
-            FileType::CharDevice if metadata.rdev == vfs::devices::ZERO_DEV && !shared => {
-                Ok(MapSource::Zeros)
-            }
+            FileType::Regular => Ok(MapSource::File {
+                inode: file.inode().clone(),
+                writable: file.is_writable(),
+            }),
+            FileType::CharDevice if metadata.rdev == vfs::devices::ZERO_DEV => Ok(MapSource::Zeros),
             _ => Err(Errno::ENODEV),
         }
     }

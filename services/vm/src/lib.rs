@@ -13,18 +13,29 @@
 //! the caller filled with the file's bytes, mapped at once; the rest of
 //! it is demand-zero like any other.
 //!
+//! Shared memory (`MAP_SHARED`: anonymous, or of a file) is a region over
+//! a [`SharedObject`], whose pages every mapping of it shares
+//! ([`AddressMap::map_shared`]). A first touch maps the object's frame
+//! for that page; `fork` shares the mapped pages without copy-on-write,
+//! and a page the child touches first comes from the object too, so
+//! parent and child see each other's writes.
+//!
 //! The mechanism (page tables, shared frames, private copies) is `hal`'s
 //! [`AddressSpace`]; this crate is policy only, and has no `unsafe`.
 #![no_std]
 
 extern crate alloc;
 
-use alloc::{collections::BTreeMap, sync::Arc};
+use alloc::{collections::BTreeMap, sync::Arc, vec::Vec};
 
 use hal::{
     address_space::{AddressSpace, UserProtection},
     memory::{MapError, PAGE_SIZE},
 };
+
+mod shared;
+
+pub use shared::{AnonymousMemory, SharedObject};
 
 /// Page-fault error code: the page was present (a protection fault).
 const FAULT_PRESENT: u64 = 1 << 0;
@@ -56,13 +67,50 @@ pub struct Region {
     pub end: u64,
     /// How the program may access it.
     pub protection: UserProtection,
-    /// Whether `mprotect` may make it writable: false for a shared
-    /// mapping of a file, whose writes would not reach the file
-    /// (Linux's `VM_MAYWRITE`).
+    /// Whether `mprotect` may make it writable: false for a mapping of
+    /// a file opened without write access (Linux's `VM_MAYWRITE`).
     pub may_write: bool,
+    /// The shared memory it maps, if any.
+    pub shared: Option<SharedPages>,
+}
+
+/// Which pages of a shared object a region maps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SharedPages {
+    /// The object, by its number in the address map.
+    pub object: u32,
+    /// The object's page at the region's start.
+    pub first_page: u64,
 }
 
 impl Region {
+    /// Whether `next`, which starts where this region ends, can be one
+    /// region with it: the same protection and rights, and the same
+    /// memory (none, or the object's pages that follow).
+    fn joins(&self, next: &Region) -> bool {
+        self.end == next.start
+            && self.protection == next.protection
+            && self.may_write == next.may_write
+            && match (self.shared, next.shared) {
+                (None, None) => true,
+                (Some(low), Some(high)) => {
+                    low.object == high.object
+                        && low.first_page + (self.end - self.start) / PAGE_SIZE == high.first_page
+                }
+                _ => false,
+            }
+    }
+
+    /// The shared object's page for the page at `address` in the region.
+    fn object_page(&self, address: u64) -> Option<(u32, u64)> {
+        self.shared.map(|shared| {
+            (
+                shared.object,
+                shared.first_page + (page_down(address) - self.start) / PAGE_SIZE,
+            )
+        })
+    }
+
     fn allows(&self, error_code: u64) -> bool {
         match self.protection {
             UserProtection::None => false,
@@ -134,6 +182,10 @@ pub struct AddressMap {
     break_end: u64,
     /// Page faults resolved (demand-zero pages and private copies).
     resolved: u64,
+    /// The shared objects regions map, by number.
+    objects: BTreeMap<u32, Arc<dyn SharedObject>>,
+    /// The number the next object gets.
+    next_object: u32,
 }
 
 fn page_down(address: u64) -> u64 {
@@ -169,6 +221,8 @@ impl AddressMap {
             break_start,
             break_end: break_start,
             resolved: 0,
+            objects: BTreeMap::new(),
+            next_object: 0,
         }
     }
 
@@ -224,6 +278,7 @@ impl AddressMap {
                 end,
                 protection,
                 may_write: true,
+                shared: None,
             },
         );
         Ok(())
@@ -245,6 +300,10 @@ impl AddressMap {
             address,
             Region {
                 start: address,
+                shared: region.shared.map(|shared| SharedPages {
+                    first_page: shared.first_page + (address - region.start) / PAGE_SIZE,
+                    ..shared
+                }),
                 ..region
             },
         );
@@ -264,6 +323,8 @@ impl AddressMap {
         }
         let page = page_down(address);
         let resolved = match self.space.protection(page) {
+            // First touch of shared memory: the object's page.
+            None if region.shared.is_some() => self.map_object_page(&region, page),
             // First touch: a zeroed page (a fault on a page another
             // thread has just mapped resolves too: the access is retried).
             None => matches!(
@@ -287,14 +348,32 @@ impl AddressMap {
         resolved
     }
 
+    /// Maps the shared object's page for `page` of `region` (its first
+    /// touch); whether it is mapped now.
+    fn map_object_page(&self, region: &Region, page: u64) -> bool {
+        let Some((object, index)) = region.object_page(page) else {
+            return false;
+        };
+        let Some(frame) = self.objects.get(&object).and_then(|object| object.page(index)) else {
+            // Beyond the object (a file that shrank, a mapping grown past
+            // its memory): the program's fault.
+            return false;
+        };
+        let mapped = self.space.map_frame(page, &frame, region.protection);
+        hal::memory::free_frame(frame);
+        matches!(mapped, Ok(()) | Err(MapError::AlreadyMapped(_)))
+    }
+
     /// A copy of this map in a new address space, every page shared with
-    /// this one, copy-on-write where the region is writable (`fork`).
+    /// this one, copy-on-write where the region is writable and private
+    /// (`fork`); shared memory stays shared.
     pub fn fork(&self) -> Result<AddressMap, VmError> {
         let child = Arc::new(AddressSpace::new()?);
         for region in self.regions.values() {
-            let writable = region.protection == UserProtection::ReadWrite;
+            let copy_on_write =
+                region.protection == UserProtection::ReadWrite && region.shared.is_none();
             self.space
-                .share_range_with(&child, region.start, region.end, writable)?;
+                .share_range_with(&child, region.start, region.end, copy_on_write)?;
         }
         Ok(AddressMap {
             space: child,
@@ -302,7 +381,78 @@ impl AddressMap {
             break_start: self.break_start,
             break_end: self.break_end,
             resolved: 0,
+            objects: self.objects.clone(),
+            next_object: self.next_object,
         })
+    }
+
+    /// `mmap` of shared memory: a region of `len` bytes with `protection`
+    /// over `object`'s pages from `first_page` on, placed as
+    /// [`Self::map_anonymous`] places one. Nothing is mapped yet: each
+    /// page's first touch maps the object's frame. `may_write` false keeps
+    /// `mprotect` from making it writable (a file opened read-only).
+    /// Returns the start.
+    pub fn map_shared(
+        &mut self,
+        hint: u64,
+        len: u64,
+        protection: UserProtection,
+        fixed: bool,
+        may_write: bool,
+        object: Arc<dyn SharedObject>,
+        first_page: u64,
+    ) -> Result<u64, VmError> {
+        let (start, size) = self.place(hint, len, fixed)?;
+        self.add_region(start, start + size, protection)?;
+        let number = self.next_object;
+        self.next_object = self.next_object.wrapping_add(1);
+        self.objects.insert(number, object);
+        if let Some(region) = self.regions.get_mut(&start) {
+            region.may_write = may_write;
+            region.shared = Some(SharedPages {
+                object: number,
+                first_page,
+            });
+        }
+        Ok(start)
+    }
+
+    /// `msync`: every shared object mapped in `[start, start + len)` writes
+    /// its pages back to where they came from (a file). Every page must
+    /// be in a region (else [`VmError::NoMemory`], Linux's `ENOMEM`).
+    pub fn sync(&self, start: u64, len: u64) -> Result<(), VmError> {
+        let (start, end) = user_range(start, len)?;
+        self.check_covered(start, end)?;
+        let mut synced: Vec<u32> = Vec::new();
+        let regions = self
+            .regions
+            .range(..end)
+            .rev()
+            .take_while(|(_, region)| region.end > start);
+        for (_, region) in regions {
+            if let Some(shared) = region.shared {
+                if !synced.contains(&shared.object) {
+                    synced.push(shared.object);
+                    if let Some(object) = self.objects.get(&shared.object) {
+                        object.sync();
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Lets go of the shared objects no region maps any more.
+    fn drop_unmapped_objects(&mut self) {
+        if self.objects.is_empty() {
+            return;
+        }
+        let regions = &self.regions;
+        self.objects.retain(|number, _| {
+            regions
+                .values()
+                .any(|region| region.shared.is_some_and(|shared| shared.object == *number))
+        });
     }
 
     /// `brk(address)`: moves the break to `address` if it can (within 1 GiB
@@ -552,16 +702,22 @@ impl AddressMap {
         }
         self.space.move_range(start, destination, kept)?;
         // The old range's regions go (its pages have moved: nothing is
-        // left mapped there to unmap).
-        self.remove_range(start, old_end);
+        // left mapped there to unmap), after the new one is in, which
+        // keeps a shared object it maps.
+        let moved_shared = region.shared.map(|shared| SharedPages {
+            first_page: shared.first_page + (start - region.start) / PAGE_SIZE,
+            ..shared
+        });
         self.regions.insert(
             destination,
             Region {
                 start: destination,
                 end: destination + new_size,
+                shared: moved_shared,
                 ..region
             },
         );
+        self.remove_range(start, old_end);
         Ok(destination)
     }
 
@@ -577,6 +733,7 @@ impl AddressMap {
             self.regions.remove(&first);
         }
         self.space.unmap_range(start, end);
+        self.drop_unmapped_objects();
     }
 
     /// `mprotect(start, len, protection)`: every page in the range must be
@@ -635,6 +792,11 @@ impl AddressMap {
         if region.protection == protection {
             return true;
         }
+        if region.shared.is_some() {
+            // Its neighbours would need the object's page numbers: the
+            // general path splits and joins it.
+            return false;
+        }
         let last = region.end - PAGE_SIZE;
         if page == region.start {
             let joins_left = self
@@ -645,6 +807,7 @@ impl AddressMap {
                     left.end == page
                         && left.protection == protection
                         && left.may_write == region.may_write
+                        && left.shared.is_none()
                 });
             if !joins_left {
                 return false;
@@ -668,7 +831,10 @@ impl AddressMap {
             let Some(right) = self.regions.get(&region.end).copied() else {
                 return false;
             };
-            if right.protection != protection || right.may_write != region.may_write {
+            if right.protection != protection
+                || right.may_write != region.may_write
+                || right.shared.is_some()
+            {
                 return false;
             }
             if let Some(shrunk) = self.regions.get_mut(&region.start) {
@@ -710,10 +876,7 @@ impl AddressMap {
             if next_key > end {
                 return;
             }
-            if region.end == next.start
-                && region.protection == next.protection
-                && region.may_write == next.may_write
-            {
+            if region.joins(&next) {
                 self.regions.remove(&next_key);
                 if let Some(joined) = self.regions.get_mut(&key) {
                     joined.end = next.end;
