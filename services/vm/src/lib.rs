@@ -354,7 +354,11 @@ impl AddressMap {
         let Some((object, index)) = region.object_page(page) else {
             return false;
         };
-        let Some(frame) = self.objects.get(&object).and_then(|object| object.page(index)) else {
+        let Some(frame) = self
+            .objects
+            .get(&object)
+            .and_then(|object| object.page(index))
+        else {
             // Beyond the object (a file that shrank, a mapping grown past
             // its memory): the program's fault.
             return false;
@@ -682,7 +686,8 @@ impl AddressMap {
                 // Growing in place: the old range must end where its
                 // mapping ends, and the pages after it be free (Linux's
                 // rule); the region itself grows, as Linux merges it.
-                if new_end <= USER_END && old_end == region.end && !self.overlaps(old_end, new_end) {
+                if new_end <= USER_END && old_end == region.end && !self.overlaps(old_end, new_end)
+                {
                     if let Some(grown) = self.regions.get_mut(&region.start) {
                         grown.end = new_end;
                     }
