@@ -38,6 +38,8 @@ pub fn init() {
 /// After an interrupt in user mode: a killed program ends here rather
 /// than running on (a program that never makes a system call still ends).
 fn return_to_user(frame: &mut TrapFrame) {
+    // Another thread stopped the process: this one waits too.
+    crate::process::wait_while_stopped();
     if let Some(signal) = crate::process::pending_kill() {
         crate::user::killed(signal);
     }
@@ -47,7 +49,6 @@ fn return_to_user(frame: &mut TrapFrame) {
 }
 
 fn handle_exception(frame: &mut TrapFrame) {
-
     // A user page fault may be resolved by a handler of the Translation
     // events (mapping the page, or changing its protection): the program
     // retries the access, and nothing is reported.

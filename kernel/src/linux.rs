@@ -96,6 +96,7 @@ pub fn init(archive: &'static [u8]) {
                 ))
             });
         linux::set_interrupted_check(crate::signals::interrupted);
+        linux::set_current_thread(crate::signals::current_thread);
         Personality::new(vfs, console, Arc::new(now), crate::system::facts())
     });
     bind(personality);

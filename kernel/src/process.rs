@@ -18,7 +18,7 @@ use alloc::{
     sync::Arc,
     vec::Vec,
 };
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use hal::sync::IrqMutex;
 use sched::{sync::Condvar, Fault};
@@ -202,8 +202,11 @@ impl Usage {
     /// the largest resident size in KiB, the minor faults; of the process
     /// and the children it waited for (what a parent's `wait4` reports).
     pub fn rusage_with_children(&self) -> [u8; 144] {
-        let ns = (self.ended_threads_ticks + self.children_ticks) * (1_000_000_000 / hal::timer::TICK_HZ);
-        let resident = self.final_resident_pages.max(self.children_max_resident_pages);
+        let ns = (self.ended_threads_ticks + self.children_ticks)
+            * (1_000_000_000 / hal::timer::TICK_HZ);
+        let resident = self
+            .final_resident_pages
+            .max(self.children_max_resident_pages);
         let faults = self.final_minor_faults + self.children_minor_faults;
         let mut record = [0u8; 144];
         record[..8].copy_from_slice(&(ns / 1_000_000_000).to_le_bytes());
@@ -360,7 +363,9 @@ pub fn create(id: u64, parent: u64, memory: AddressMap) -> Arc<Process> {
     let parent_id = parent;
     CREATED.fetch_add(1, Ordering::Relaxed);
     // A forked child runs its parent's program.
-    let program = get(parent).map(|parent| parent.program()).unwrap_or_default();
+    let program = get(parent)
+        .map(|parent| parent.program())
+        .unwrap_or_default();
     let process = Arc::new(Process {
         id,
         started_ns: hal::timer::uptime_ns(),
@@ -450,7 +455,10 @@ pub fn set_thread_exit(strand: u64, status: i64) {
 
 /// The process strand `strand` runs a program of, if any.
 pub fn of_strand(strand: u64) -> Option<Arc<Process>> {
-    BY_STRAND.lock().get(&strand).map(|record| record.process.clone())
+    BY_STRAND
+        .lock()
+        .get(&strand)
+        .map(|record| record.process.clone())
 }
 
 /// The thread id of strand `strand`, if it runs a user program.
@@ -539,16 +547,23 @@ pub fn thread_ended(strand: u64, process: &Arc<Process>) -> bool {
     if let Some((_, ticks)) = sched::thread_usage(sched::ThreadId(strand)) {
         process.usage.lock().ended_threads_ticks += ticks;
     }
-    let exit_status = BY_STRAND
-        .lock()
-        .remove(&strand)
-        .and_then(|record| record.exit_status);
+    let record = BY_STRAND.lock().remove(&strand);
+    let exit_status = record.as_ref().and_then(|record| record.exit_status);
+    // Its own signal state (mask, signals sent to it alone) goes with it.
+    if let (Some(record), Some(personality)) = (&record, crate::linux::personality()) {
+        personality.thread_ended(process.id, record.tid);
+    }
+    drop(record);
     {
         let mut state = process.state.lock();
         state.threads = state.threads.saturating_sub(1);
         if state.threads > 0 {
             // Not the last thread: the process goes on.
             return false;
+        }
+        // Killed while stopped: no longer a stopped process.
+        if state.stopped.take().is_some() {
+            STOPPED_PROCESSES.fetch_sub(1, Ordering::Relaxed);
         }
         if state.end.is_none() {
             if let Some(status) = exit_status {
@@ -566,8 +581,8 @@ pub fn thread_ended(strand: u64, process: &Arc<Process>) -> bool {
     }
     drop(memory);
     // Its descriptors close with its memory, when the last thread ends.
-    process.state.lock().group_at_end = crate::linux::personality()
-        .and_then(|personality| personality.process_group(process.id));
+    process.state.lock().group_at_end =
+        crate::linux::personality().and_then(|personality| personality.process_group(process.id));
     crate::linux::process_ended(process.id);
     crate::itimer::process_ended(process.id);
     crate::tracing::process_ended(process.id);
@@ -702,7 +717,9 @@ pub fn wait(
                     (None, Some(Change::Stopped(signal))) if reporting.stopped => {
                         Some(Change::Stopped(signal))
                     }
-                    (None, Some(Change::Continued)) if reporting.continued => Some(Change::Continued),
+                    (None, Some(Change::Continued)) if reporting.continued => {
+                        Some(Change::Continued)
+                    }
                     _ => None,
                 };
                 if change.is_some() && !reporting.keep && state.end.is_none() {
@@ -740,22 +757,39 @@ pub fn interrupt(process: &Process) {
     CHANGED.notify_all();
 }
 
+/// Processes stopped now: while there are none, the return to user mode
+/// does not look (one load).
+static STOPPED_PROCESSES: AtomicUsize = AtomicUsize::new(0);
+
 /// Stops the calling thread's process `pid` by `signal` until `SIGCONT`
 /// (or a kill): its parent can see the stop with `WUNTRACED` and gets
 /// `SIGCHLD`. Returns false if the process was killed while stopped.
-/// Only the calling thread waits; the process's other threads run on (a
-/// multi-threaded program is not stopped whole).
+/// The whole process stops: the calling thread waits here, and each of
+/// its other threads waits on its next return to user mode
+/// ([`wait_while_stopped`]; one blocked in the kernel stays blocked, as
+/// on Linux).
 pub fn stop_current(pid: u64, signal: u8) -> bool {
-    const CLD_STOPPED: i32 = 5;
     let Some(process) = get(pid) else {
         return true;
     };
     let parent = {
         let mut state = process.state.lock();
-        state.stopped = Some(signal);
+        if state.stopped.replace(signal).is_none() {
+            STOPPED_PROCESSES.fetch_add(1, Ordering::Relaxed);
+        }
         state.unreported = Some(Change::Stopped(signal));
         state.parent
     };
+    // The other threads find the stop on their way back to user mode: at
+    // their next interrupt if they run user code, when their call ends if
+    // they wait in the kernel.
+    wait_until_continued(&process, parent, pid, signal)
+}
+
+/// The rest of [`stop_current`]: tells the waiters and the parent, then
+/// waits until the process is continued (true) or killed (false).
+fn wait_until_continued(process: &Process, parent: u64, pid: u64, signal: u8) -> bool {
+    const CLD_STOPPED: i32 = 5;
     {
         let _lock = CHANGED_LOCK.lock();
         CHANGED.notify_all();
@@ -778,6 +812,28 @@ pub fn stop_current(pid: u64, signal: u8) -> bool {
     }
 }
 
+/// On the calling thread's way back to user mode: if its process is
+/// stopped (another of its threads took a stop signal), waits until it
+/// is continued or killed. One load while no process is stopped.
+pub fn wait_while_stopped() {
+    if STOPPED_PROCESSES.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let Some(process) = current() else {
+        return;
+    };
+    let mut guard = CHANGED_LOCK.lock();
+    loop {
+        {
+            let state = process.state.lock();
+            if state.kill.is_some() || state.stopped.is_none() {
+                return;
+            }
+        }
+        guard = CHANGED.wait(guard);
+    }
+}
+
 /// `SIGCONT` reached `process`: if it was stopped it runs again, and its
 /// parent can see that with `WCONTINUED`.
 pub fn continue_stopped(process: &Process) {
@@ -787,6 +843,7 @@ pub fn continue_stopped(process: &Process) {
         if state.stopped.take().is_none() {
             return;
         }
+        STOPPED_PROCESSES.fetch_sub(1, Ordering::Relaxed);
         state.unreported = Some(Change::Continued);
         state.parent
     };
@@ -795,7 +852,12 @@ pub fn continue_stopped(process: &Process) {
         CHANGED.notify_all();
     }
     if parent != 0 {
-        crate::signals::child_stopped(parent, process.id, CLD_CONTINUED, linux::signal::number::SIGCONT);
+        crate::signals::child_stopped(
+            parent,
+            process.id,
+            CLD_CONTINUED,
+            linux::signal::number::SIGCONT,
+        );
     }
 }
 

@@ -52,6 +52,13 @@ impl UserFrame for TrapFrame {
     }
 }
 
+/// The calling thread's id (its process's id for the first thread; 0
+/// for a kernel thread): how the personality names the thread whose mask
+/// and own signals to use.
+pub fn current_thread() -> u64 {
+    process::tid_of(sched::current().0).unwrap_or(0)
+}
+
 /// The calling thread's process, with its Linux state.
 fn current_linux() -> Option<(u64, Arc<LinuxProcess>)> {
     let pid = crate::user::process_of(sched::current().0)?;
@@ -105,7 +112,9 @@ pub fn kill(sender: u64, pid: i32, signal: u8) -> Result<(), KillError> {
     let personality = crate::linux::personality().ok_or(KillError::NoProcess)?;
     let targets = match pid {
         0 => {
-            let group = personality.process_group(sender).ok_or(KillError::NoProcess)?;
+            let group = personality
+                .process_group(sender)
+                .ok_or(KillError::NoProcess)?;
             personality.group_members(group)
         }
         -1 => personality
@@ -138,7 +147,7 @@ pub fn interrupted() -> bool {
     if !linux::signals_may_be_pending() {
         return false;
     }
-    current_linux().is_some_and(|(_, files)| files.signals.lock().has_deliverable())
+    current_linux().is_some_and(|(_, files)| files.signals.lock().has_deliverable(current_thread()))
 }
 
 /// `SIGCHLD` to `parent`: its child `child` ended with `end`.
@@ -182,8 +191,8 @@ pub fn child_stopped(parent: u64, child: u64, code: i32, signal: u8) {
 }
 
 /// `tgkill(tgid, tid, signal)` and `tkill(tid, signal)` (`tgid` `None`):
-/// the signal goes to the thread's process (one pending set serves all
-/// its threads). `ESRCH` if no such thread runs (in that process).
+/// the signal goes to that thread alone, which takes it when its mask
+/// lets it. `ESRCH` if no such thread runs (in that process).
 pub fn kill_thread(sender: u64, tgid: Option<u64>, tid: u64, signal: u8) -> Result<(), KillError> {
     let pid = process::process_of_thread(tid).ok_or(KillError::NoProcess)?;
     if tgid.is_some_and(|tgid| tgid != pid) {
@@ -196,7 +205,27 @@ pub fn kill_thread(sender: u64, tgid: Option<u64>, tid: u64, signal: u8) -> Resu
             thread: true,
         },
     };
-    send(pid, info)
+    if signal > process::signal::MAX {
+        return Err(KillError::BadSignal);
+    }
+    let target = process::get(pid).ok_or(KillError::NoProcess)?;
+    let files = crate::linux::personality().and_then(|personality| personality.files(pid));
+    let Some(files) = files else {
+        return send(pid, info);
+    };
+    if signal == 0 || target.end().is_some() {
+        return Ok(());
+    }
+    if signal == SIGKILL {
+        return process::kill(pid, SIGKILL);
+    }
+    if signal == SIGCONT {
+        process::continue_stopped(&target);
+    }
+    if files.signals.lock().post_to_thread(tid, info) {
+        process::interrupt(&target);
+    }
+    Ok(())
 }
 
 /// System calls an interrupting signal restarts when its handler asks
@@ -223,9 +252,19 @@ const SYSCALL_INSTRUCTION_BYTES: u64 = 2;
 /// Returns the signal the process must be killed by, if one must end it
 /// (the caller ends it, holding nothing).
 pub fn after_syscall(frame: &mut SyscallFrame, number: u64, result: i64) -> Option<u8> {
-    if result == -EPIPE && matches!(number, linux::number::WRITE | linux::number::WRITEV | linux::number::PWRITE64) {
-        if let Some((pid, _)) = current_linux() {
-            let _ = send(pid, SignalInfo { signal: SIGPIPE, source: Source::Kernel });
+    if result == -EPIPE
+        && matches!(
+            number,
+            linux::number::WRITE | linux::number::WRITEV | linux::number::PWRITE64
+        )
+    {
+        // To the writing thread, as Linux sends it.
+        if let Some((_, files)) = current_linux() {
+            let info = SignalInfo {
+                signal: SIGPIPE,
+                source: Source::Kernel,
+            };
+            files.signals.lock().post_to_thread(current_thread(), info);
         }
     }
     if !linux::signals_may_be_pending() {
@@ -259,23 +298,32 @@ pub fn deliver_fault(frame: &mut TrapFrame, fault: &Fault) -> bool {
     // allowed to (ACCERR), or in none (MAPERR).
     let mapped = || {
         process::get(pid)
-            .and_then(|process| process.with_memory(|memory| memory.region_at(fault.fault_address).is_some()))
+            .and_then(|process| {
+                process.with_memory(|memory| memory.region_at(fault.fault_address).is_some())
+            })
             .unwrap_or(false)
     };
     let (code, address) = match fault.vector {
         PAGE_FAULT if mapped() => (SEGV_ACCERR, fault.fault_address),
         PAGE_FAULT => (SEGV_MAPERR, fault.fault_address),
-        0 => (1, fault.rip),  // FPE_INTDIV
-        6 => (2, fault.rip),  // ILL_ILLOPN
+        0 => (1, fault.rip), // FPE_INTDIV
+        6 => (2, fault.rip), // ILL_ILLOPN
         _ => (SI_KERNEL, 0),
     };
     {
+        let thread = current_thread();
         let mut state = files.signals.lock();
         let handled = matches!(state.disposition(signal), Disposition::Handler(_));
-        if !handled || state.mask() & bit(signal) != 0 {
+        if !handled || state.mask(thread) & bit(signal) != 0 {
             return false;
         }
-        state.post(SignalInfo { signal, source: Source::Fault { code, address } });
+        state.post_to_thread(
+            thread,
+            SignalInfo {
+                signal,
+                source: Source::Fault { code, address },
+            },
+        );
     }
     drop(files);
     let details = FaultDetails {
@@ -300,10 +348,12 @@ fn deliver(
     fault: Option<FaultDetails>,
 ) -> Option<u8> {
     let (pid, files) = current_linux()?;
-    let interrupted_call = syscall.filter(|&(number, result)| result == -EINTR && is_restartable(number));
+    let thread = current_thread();
+    let interrupted_call =
+        syscall.filter(|&(number, result)| result == -EINTR && is_restartable(number));
     let mut resumed_from_stop = false;
     loop {
-        let taken = files.signals.lock().take();
+        let taken = files.signals.lock().take(thread);
         let Some((info, disposition)) = taken else {
             break;
         };
@@ -327,11 +377,21 @@ fn deliver(
                 }
                 let (restore_mask, alternate) = {
                     let mut state = files.signals.lock();
-                    (state.take_mask_to_restore(), state.alternate_stack())
+                    (
+                        state.take_mask_to_restore(thread),
+                        state.alternate_stack(thread),
+                    )
                 };
                 let fpu = hal::user::save_fpu();
-                let entry =
-                    signal_frame::enter_handler(&registers, &fpu, &info, fault, &handler, restore_mask, alternate);
+                let entry = signal_frame::enter_handler(
+                    &registers,
+                    &fpu,
+                    &info,
+                    fault,
+                    &handler,
+                    restore_mask,
+                    alternate,
+                );
                 let Ok(entry) = entry else {
                     return Some(SIGSEGV);
                 };
@@ -339,16 +399,16 @@ fn deliver(
                     return Some(SIGSEGV);
                 }
                 let mut state = files.signals.lock();
-                let mut mask = state.mask() | handler.mask;
+                let mut mask = state.mask(thread) | handler.mask;
                 if handler.flags & flag::SA_NODEFER == 0 {
                     mask |= bit(info.signal);
                 }
-                state.set_mask(mask);
+                state.set_mask(thread, mask);
                 return None;
             }
         }
     }
-    files.signals.lock().end_suspend();
+    files.signals.lock().end_suspend(thread);
     if let (Some((number, _)), true) = (interrupted_call, resumed_from_stop) {
         let mut registers = frame.registers();
         registers.rax = number;
@@ -379,7 +439,10 @@ pub fn sigreturn(frame: &mut SyscallFrame) -> Option<Option<u8>> {
     if frame.set_user_registers(&interrupted.registers).is_err() {
         return Some(Some(SIGSEGV));
     }
-    files.signals.lock().set_mask(interrupted.mask);
+    files
+        .signals
+        .lock()
+        .set_mask(current_thread(), interrupted.mask);
     drop(files);
     if !linux::signals_may_be_pending() {
         return Some(None);

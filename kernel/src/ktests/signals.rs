@@ -19,7 +19,37 @@ pub const TESTS: &[KernelTest] = &[
         name: "busybox_sh_traps_kill_background_jobs_and_wait",
         run: busybox_sh_traps,
     },
+    KernelTest {
+        name: "each_thread_has_its_own_mask_and_a_stop_stops_every_thread",
+        run: thread_signals,
+    },
 ];
+
+/// `user/threadsignals.c`: masks per thread (`pthread_sigmask` in one
+/// thread leaves the others alone, a new thread starts with its
+/// creator's), `tgkill` pending for the named thread alone until it
+/// unblocks, a process's signal taken by a thread not blocking it, and
+/// `SIGSTOP` stopping a thread that spins in user mode. No process
+/// outlives it and no signal stays pending.
+fn thread_signals() -> TestResult {
+    let personality = crate::linux::personality().ok_or("the Linux personality is not set up")?;
+    let processes = personality.processes();
+    let (end, output) = run_and_capture("threadsignals", &[])?;
+    ensure!(
+        end == UserExit::Exited(0) && output.contains("threadsignals: ok"),
+        "threadsignals {end}, printing:\n{output}"
+    );
+    ensure!(
+        personality.processes() == processes,
+        "{} processes outlived the test",
+        personality.processes() - processes
+    );
+    ensure!(
+        !linux::signals_may_be_pending(),
+        "a signal is still pending after every process ended"
+    );
+    Ok(())
+}
 
 /// `user/signals.c`: every check of its own passes (handlers with
 /// siginfo for kill, raise, faults, SIGCHLD and SIGPIPE; FPU state kept;

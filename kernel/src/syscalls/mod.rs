@@ -434,6 +434,8 @@ fn entry(frame: &mut SyscallFrame) {
             return;
         }
     }
+    // Another thread stopped the process: this one waits too.
+    crate::process::wait_while_stopped();
     if let Some(signal) = crate::process::pending_kill() {
         crate::user::killed(signal);
     }

@@ -108,6 +108,12 @@ pub(super) fn clone(
         0
     };
     let name = format!("process {} thread {tid}", process.id());
+    // The new thread's signal mask is its creator's.
+    if let (Some(personality), Some(creator)) =
+        (crate::linux::personality(), process::tid_of(strand))
+    {
+        personality.thread_started(process.id(), creator, tid);
+    }
     match crate::user::start(process, &name, registers, fs_base, tid, clear) {
         Ok(_thread) => tid as i64,
         Err(_) => -errno::EAGAIN,

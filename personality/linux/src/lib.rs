@@ -58,7 +58,10 @@ pub use fdtable::{FdTable, MAX_DESCRIPTORS};
 pub use info::{RELEASE, VERSION};
 pub use mapping::MapSource;
 pub use pipe::set_interrupted_check;
-pub use signal::{signals_may_be_pending, Disposition, SignalInfo, SignalState, Source};
+pub use signal::{
+    current_thread, set_current_thread, signals_may_be_pending, Disposition, SignalInfo, SignalState,
+    Source,
+};
 
 /// What the personality keeps of a process: descriptors, current
 /// directory and umask, signal state, process group and session. Threads
@@ -284,7 +287,7 @@ impl Personality {
         let files = LinuxProcess {
             fds: parent_files.fds.fork(process_principal(child)),
             paths: spin::Mutex::new(parent_files.context()),
-            signals: spin::Mutex::new(parent_files.signals.lock().for_child()),
+            signals: spin::Mutex::new(parent_files.signals.lock().for_child(signal::current_thread())),
             groups: spin::Mutex::new(*parent_files.groups.lock()),
             robust_list: spin::Mutex::new(0),
             name: spin::Mutex::new(*parent_files.name.lock()),
@@ -337,6 +340,22 @@ impl Personality {
                     let _ = files.fds.close(i64::from(fd));
                 }
             }
+        }
+    }
+
+    /// Thread `creator` of process `pid` made thread `thread` (`clone`
+    /// with `CLONE_THREAD`): the new thread's signal state starts from
+    /// its creator's.
+    pub fn thread_started(&self, pid: u64, creator: u64, thread: u64) {
+        if let Some(files) = self.files(pid) {
+            files.signals.lock().thread_started(creator, thread);
+        }
+    }
+
+    /// Thread `thread` of process `pid` ended: its own signal state goes.
+    pub fn thread_ended(&self, pid: u64, thread: u64) {
+        if let Some(files) = self.files(pid) {
+            files.signals.lock().thread_ended(thread);
         }
     }
 

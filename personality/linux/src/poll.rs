@@ -75,7 +75,11 @@ struct Watch {
 /// until uptime `deadline` (ns; `None`: no end), or until the caller is
 /// interrupted (`EINTR`). The number of ready watches (0: the deadline
 /// passed).
-fn wait_for(process: &LinuxProcess, watches: &mut [Watch], deadline: Option<u64>) -> Result<usize, Errno> {
+fn wait_for(
+    process: &LinuxProcess,
+    watches: &mut [Watch],
+    deadline: Option<u64>,
+) -> Result<usize, Errno> {
     let mut round = 0;
     loop {
         let mut ready_count = 0;
@@ -100,7 +104,12 @@ fn deadline_after(timeout_ns: Option<u64>) -> Option<u64> {
 
 /// `poll(fds, nfds, timeout_ms)` with the timeout in nanoseconds (`None`:
 /// forever).
-pub fn poll(process: &LinuxProcess, fds: u64, count: u64, timeout_ns: Option<u64>) -> Result<i64, Errno> {
+pub fn poll(
+    process: &LinuxProcess,
+    fds: u64,
+    count: u64,
+    timeout_ns: Option<u64>,
+) -> Result<i64, Errno> {
     if count > MAX_WATCHED {
         return Err(Errno::EINVAL);
     }
@@ -134,7 +143,11 @@ pub fn timespec_ns(address: u64) -> Result<Option<u64>, Errno> {
     if seconds < 0 || !(0..NS_PER_SECOND as i64).contains(&nanoseconds) {
         return Err(Errno::EINVAL);
     }
-    Ok(Some((seconds as u64).saturating_mul(NS_PER_SECOND).saturating_add(nanoseconds as u64)))
+    Ok(Some(
+        (seconds as u64)
+            .saturating_mul(NS_PER_SECOND)
+            .saturating_add(nanoseconds as u64),
+    ))
 }
 
 /// Reads a `struct timeval` (`select`) as nanoseconds; `None` for a null
@@ -179,7 +192,12 @@ pub fn select(
     timeout: u64,
 ) -> Result<i64, Errno> {
     let timeout_ns = timeval_ns(timeout)?;
-    select_sets(process, count, sets, (timeout, timeout_ns, TimeLayout::Timeval))
+    select_sets(
+        process,
+        count,
+        sets,
+        (timeout, timeout_ns, TimeLayout::Timeval),
+    )
 }
 
 /// `pselect6(nfds, readfds, writefds, exceptfds, timeout, sigmask)`:
@@ -204,7 +222,12 @@ pub fn pselect6(
         }
     }
     with_mask(process, mask, || {
-        select_sets(process, count, sets, (timeout, timeout_ns, TimeLayout::Timespec))
+        select_sets(
+            process,
+            count,
+            sets,
+            (timeout, timeout_ns, TimeLayout::Timespec),
+        )
     })
 }
 
@@ -220,10 +243,16 @@ fn with_mask(
     let Some(mask) = mask else {
         return wait();
     };
-    process.signals.lock().suspend_with(mask);
+    process
+        .signals
+        .lock()
+        .suspend_with(crate::signal::current_thread(), mask);
     let result = wait();
     if result != Err(Errno::EINTR) {
-        process.signals.lock().end_suspend();
+        process
+            .signals
+            .lock()
+            .end_suspend(crate::signal::current_thread());
     }
     result
 }
@@ -231,7 +260,14 @@ fn with_mask(
 /// `ppoll(fds, nfds, timeout, sigmask, sigsetsize)`: `poll` with a
 /// `struct timespec` timeout and, if `sigmask` is not null, that mask in
 /// force during the wait.
-pub fn ppoll(process: &LinuxProcess, fds: u64, count: u64, timeout: u64, sigmask: u64, size: u64) -> Result<i64, Errno> {
+pub fn ppoll(
+    process: &LinuxProcess,
+    fds: u64,
+    count: u64,
+    timeout: u64,
+    sigmask: u64,
+    size: u64,
+) -> Result<i64, Errno> {
     let timeout_ns = timespec_ns(timeout)?;
     let mask = if sigmask == 0 {
         None
@@ -269,7 +305,10 @@ fn select_sets(
             user::read(address, set)?;
         }
     }
-    let is_set = |set: &Vec<u8>, fd: u64| set.get(fd as usize / 8).is_some_and(|byte| byte >> (fd % 8) & 1 != 0);
+    let is_set = |set: &Vec<u8>, fd: u64| {
+        set.get(fd as usize / 8)
+            .is_some_and(|byte| byte >> (fd % 8) & 1 != 0)
+    };
     let mut watches = Vec::new();
     for fd in 0..count {
         let mut wanted = 0;
@@ -294,7 +333,11 @@ fn select_sets(
     let waited = wait_for(process, &mut watches, deadline);
     if let Some(deadline) = deadline {
         // Also when a signal cut the wait short (Linux writes it then too).
-        write_time_left(timeout, deadline.saturating_sub(hal::timer::uptime_ns()), layout);
+        write_time_left(
+            timeout,
+            deadline.saturating_sub(hal::timer::uptime_ns()),
+            layout,
+        );
     }
     waited?;
     for set in bits.iter_mut() {
@@ -302,7 +345,10 @@ fn select_sets(
     }
     let mut ready_bits = 0;
     for watch in &watches {
-        for (set, events) in bits.iter_mut().zip([SELECT_READ, SELECT_WRITE, SELECT_EXCEPT]) {
+        for (set, events) in bits
+            .iter_mut()
+            .zip([SELECT_READ, SELECT_WRITE, SELECT_EXCEPT])
+        {
             // Only sets that asked about this descriptor answer for it.
             if watch.wanted & events != 0 && watch.got & events != 0 {
                 set[watch.fd as usize / 8] |= 1 << (watch.fd % 8);

@@ -10,13 +10,16 @@
 //! acts on its [`Disposition`]: ends or stops the process, or enters the
 //! handler through the frame `signal_frame` builds.
 //!
-//! One mask and one pending set serve all threads of a process (Linux
-//! keeps the mask per thread); the programs we run change masks only from
-//! one thread at a time.
+//! As on Linux, the mask, the alternate stack and the signals sent to
+//! one thread (`tgkill`, a fault) are each thread's own; dispositions and
+//! the signals sent to the process are shared, and a process's signal is
+//! taken by whichever of its threads, not blocking it, returns to user
+//! mode first. Threads are named by their thread ids; the kernel says
+//! which thread is calling ([`set_current_thread`]).
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use alloc::vec::Vec;
+use alloc::{collections::BTreeMap, vec::Vec};
 use vfs::Errno;
 
 use crate::{user, LinuxProcess};
@@ -179,11 +182,19 @@ impl SignalInfo {
     /// The `siginfo_t` a handler with `SA_SIGINFO` reads.
     pub fn to_bytes(&self) -> [u8; SIGINFO_BYTES] {
         let mut bytes = [0u8; SIGINFO_BYTES];
-        let mut put32 = |at: usize, value: i32| bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
+        let mut put32 =
+            |at: usize, value: i32| bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
         put32(0, i32::from(self.signal));
         match self.source {
             Source::User { pid, thread } => {
-                put32(8, if thread { code::SI_TKILL } else { code::SI_USER });
+                put32(
+                    8,
+                    if thread {
+                        code::SI_TKILL
+                    } else {
+                        code::SI_USER
+                    },
+                );
                 put32(16, pid as i32);
             }
             Source::Kernel => put32(8, code::SI_KERNEL),
@@ -211,49 +222,127 @@ pub fn signals_may_be_pending() -> bool {
     PROCESSES_WITH_PENDING.load(Ordering::Relaxed) != 0
 }
 
-/// A process's signal dispositions, mask and pending signals.
+/// The kernel's answer to "which thread is calling?": its thread id.
+static CURRENT_THREAD: spin::Once<fn() -> u64> = spin::Once::new();
+
+/// Tells the personality how to learn the calling thread's id (set by
+/// the kernel once).
+pub fn set_current_thread(current: fn() -> u64) {
+    CURRENT_THREAD.call_once(|| current);
+}
+
+/// The calling thread's id (0 before the kernel said how to learn it).
+pub fn current_thread() -> u64 {
+    CURRENT_THREAD.get().map_or(0, |current| current())
+}
+
+/// `sigaltstack`'s record when none is set: `SS_DISABLE`.
+const NO_ALTERNATE_STACK: [u8; 24] = [
+    0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+];
+
+/// One thread's own signal state.
+#[derive(Clone)]
+struct ThreadSignals {
+    mask: u64,
+    /// The mask `rt_sigsuspend` replaced, put back when the signal that
+    /// ends the wait has been taken.
+    suspended_mask: Option<u64>,
+    alternate_stack: [u8; 24],
+    /// Signals sent to this thread and not yet taken.
+    pending: u64,
+    /// Where each came from.
+    origins: Vec<SignalInfo>,
+}
+
+impl ThreadSignals {
+    fn with_mask(mask: u64, alternate_stack: [u8; 24]) -> Self {
+        ThreadSignals {
+            mask,
+            suspended_mask: None,
+            alternate_stack,
+            pending: 0,
+            origins: Vec::new(),
+        }
+    }
+}
+
+/// A process's signal dispositions, pending signals, and each thread's
+/// mask, alternate stack and own pending signals.
 pub struct SignalState {
     actions: [[u8; SIGACTION_BYTES]; SIGNALS],
-    mask: u64,
-    alternate_stack: [u8; 24],
-    /// Signals posted and not yet taken.
+    /// Signals sent to the process and not yet taken.
     pending: u64,
     /// Where each pending signal came from (standard signals do not
     /// queue: one record per signal).
     origins: Vec<SignalInfo>,
-    /// The mask `rt_sigsuspend` replaced, put back when the signal that
-    /// ends the wait has been taken.
-    suspended_mask: Option<u64>,
+    /// The threads that have a state of their own, by thread id.
+    threads: BTreeMap<u64, ThreadSignals>,
+    /// What a thread not met yet starts with (a forked child's first
+    /// thread: the mask and stack of the parent's thread that forked).
+    initial: ThreadSignals,
+    /// Whether this process counts in [`PROCESSES_WITH_PENDING`].
+    counted: bool,
 }
 
 impl Default for SignalState {
     fn default() -> Self {
         SignalState {
             actions: [[0; SIGACTION_BYTES]; SIGNALS],
-            mask: 0,
-            alternate_stack: [0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
             pending: 0,
             origins: Vec::new(),
-            suspended_mask: None,
+            threads: BTreeMap::new(),
+            initial: ThreadSignals::with_mask(0, NO_ALTERNATE_STACK),
+            counted: false,
         }
     }
 }
 
 impl Drop for SignalState {
     fn drop(&mut self) {
-        self.set_pending(0);
+        if self.counted {
+            PROCESSES_WITH_PENDING.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
 impl SignalState {
-    /// A forked child's state: the parent's dispositions, mask and
-    /// alternate stack; nothing pending (fork(2)).
-    pub fn for_child(&self) -> SignalState {
+    /// A forked child's state, forked by `thread`: the dispositions, and
+    /// that thread's mask and alternate stack for the child's thread;
+    /// nothing pending (fork(2)).
+    pub fn for_child(&self, thread: u64) -> SignalState {
+        let parent = self.thread(thread);
         let mut child = SignalState::default();
         child.actions = self.actions;
-        child.mask = self.mask;
-        child.alternate_stack = self.alternate_stack;
+        child.initial = ThreadSignals::with_mask(parent.mask, parent.alternate_stack);
         child
+    }
+
+    /// `creator` made thread `thread` (`clone` with `CLONE_THREAD`): it
+    /// starts with the creator's mask, no alternate stack (Linux clears
+    /// it for a thread that shares its creator's memory) and nothing of
+    /// its own pending.
+    pub fn thread_started(&mut self, creator: u64, thread: u64) {
+        let mask = self.thread(creator).mask;
+        self.threads
+            .insert(thread, ThreadSignals::with_mask(mask, NO_ALTERNATE_STACK));
+    }
+
+    /// Thread `thread` ended: what was sent to it alone goes with it.
+    pub fn thread_ended(&mut self, thread: u64) {
+        self.threads.remove(&thread);
+        self.recount();
+    }
+
+    fn thread(&self, thread: u64) -> &ThreadSignals {
+        self.threads.get(&thread).unwrap_or(&self.initial)
+    }
+
+    fn thread_mut(&mut self, thread: u64) -> &mut ThreadSignals {
+        let initial = &self.initial;
+        self.threads
+            .entry(thread)
+            .or_insert_with(|| initial.clone())
     }
 
     /// After `execve`: caught signals go back to their default (ignored
@@ -266,7 +355,10 @@ impl SignalState {
                 *action = [0; SIGACTION_BYTES];
             }
         }
-        self.alternate_stack = SignalState::default().alternate_stack;
+        self.initial.alternate_stack = NO_ALTERNATE_STACK;
+        for thread in self.threads.values_mut() {
+            thread.alternate_stack = NO_ALTERNATE_STACK;
+        }
     }
 
     fn field(&self, signal: u8, at: usize) -> u64 {
@@ -304,20 +396,20 @@ impl SignalState {
         (1..=64).contains(&signal) && self.field(signal, 8) & flag != 0
     }
 
-    /// The signal mask.
-    pub fn mask(&self) -> u64 {
-        self.mask
+    /// Thread `thread`'s signal mask.
+    pub fn mask(&self, thread: u64) -> u64 {
+        self.thread(thread).mask
     }
 
-    /// Replaces the mask (a handler's return restores the one it
-    /// interrupted); `SIGKILL` and `SIGSTOP` stay unblocked.
-    pub fn set_mask(&mut self, mask: u64) {
-        self.mask = mask & !UNBLOCKABLE;
+    /// Replaces thread `thread`'s mask (a handler's return restores the
+    /// one it interrupted); `SIGKILL` and `SIGSTOP` stay unblocked.
+    pub fn set_mask(&mut self, thread: u64, mask: u64) {
+        self.thread_mut(thread).mask = mask & !UNBLOCKABLE;
     }
 
-    /// `sigaltstack`'s record: base, flags, size.
-    pub fn alternate_stack(&self) -> (u64, u32, u64) {
-        let stack = &self.alternate_stack;
+    /// Thread `thread`'s `sigaltstack` record: base, flags, size.
+    pub fn alternate_stack(&self, thread: u64) -> (u64, u32, u64) {
+        let stack = &self.thread(thread).alternate_stack;
         (
             u64::from_le_bytes(stack[0..8].try_into().unwrap_or([0; 8])),
             u32::from_le_bytes(stack[8..12].try_into().unwrap_or([0; 4])),
@@ -325,8 +417,15 @@ impl SignalState {
         )
     }
 
-    fn set_pending(&mut self, pending: u64) {
-        match (self.pending != 0, pending != 0) {
+    /// Signals pending for thread `thread`: its own and the process's.
+    pub fn pending_for(&self, thread: u64) -> u64 {
+        self.pending | self.thread(thread).pending
+    }
+
+    /// Keeps [`PROCESSES_WITH_PENDING`] right after a change.
+    fn recount(&mut self) {
+        let any = self.pending != 0 || self.threads.values().any(|thread| thread.pending != 0);
+        match (self.counted, any) {
             (false, true) => {
                 PROCESSES_WITH_PENDING.fetch_add(1, Ordering::Relaxed);
             }
@@ -335,11 +434,23 @@ impl SignalState {
             }
             _ => {}
         }
-        self.pending = pending;
+        self.counted = any;
     }
 
-    /// Posts a signal. An ignored one that is not blocked is discarded at
-    /// once (Linux discards at generation; a blocked one stays, since the
+    /// What posting `signal` does to signals already pending: `SIGCONT`
+    /// discards stop signals, and a stop signal `SIGCONT`.
+    fn discard_opposites(&mut self, signal: u8) {
+        let stops = bit(SIGSTOP) | bit(SIGTSTP) | bit(SIGTTIN) | bit(SIGTTOU);
+        if signal == SIGCONT {
+            self.discard(stops);
+        } else if stops & bit(signal) != 0 {
+            self.discard(bit(SIGCONT));
+        }
+    }
+
+    /// Posts a signal to the process: any thread not blocking it takes
+    /// it. An ignored one that no thread blocks is discarded at once
+    /// (Linux discards at generation; a blocked one stays, since the
     /// disposition may change before it is unblocked). Returns whether it
     /// is now pending. `SIGCONT` discards pending stop signals, and a stop
     /// signal a pending `SIGCONT`.
@@ -348,46 +459,90 @@ impl SignalState {
         if !(1..=64).contains(&signal) {
             return false;
         }
-        let stops = bit(SIGSTOP) | bit(SIGTSTP) | bit(SIGTTIN) | bit(SIGTTOU);
-        if signal == SIGCONT {
-            self.discard(stops);
-        } else if stops & bit(signal) != 0 {
-            self.discard(bit(SIGCONT));
-        }
-        let blocked = self.mask & bit(signal) != 0;
+        self.discard_opposites(signal);
+        let blocked = if self.threads.is_empty() {
+            self.initial.mask & bit(signal) != 0
+        } else {
+            self.threads
+                .values()
+                .all(|thread| thread.mask & bit(signal) != 0)
+        };
         if !blocked && self.disposition(signal) == Disposition::Ignore {
             return false;
         }
         if self.pending & bit(signal) == 0 {
             self.origins.push(info);
-            self.set_pending(self.pending | bit(signal));
+            self.pending |= bit(signal);
+            self.recount();
+        }
+        true
+    }
+
+    /// Posts a signal to thread `thread` alone (`tgkill`, a fault), which
+    /// takes it when it does not block it; as [`Self::post`] otherwise.
+    pub fn post_to_thread(&mut self, thread: u64, info: SignalInfo) -> bool {
+        let signal = info.signal;
+        if !(1..=64).contains(&signal) {
+            return false;
+        }
+        self.discard_opposites(signal);
+        let blocked = self.thread(thread).mask & bit(signal) != 0;
+        if !blocked && self.disposition(signal) == Disposition::Ignore {
+            return false;
+        }
+        let target = self.thread_mut(thread);
+        if target.pending & bit(signal) == 0 {
+            target.origins.push(info);
+            target.pending |= bit(signal);
+            self.recount();
         }
         true
     }
 
     fn discard(&mut self, signals: u64) {
         self.origins.retain(|info| signals & bit(info.signal) == 0);
-        self.set_pending(self.pending & !signals);
+        self.pending &= !signals;
+        for thread in self.threads.values_mut() {
+            thread
+                .origins
+                .retain(|info| signals & bit(info.signal) == 0);
+            thread.pending &= !signals;
+        }
+        self.recount();
     }
 
-    /// Whether a signal is pending that the mask does not block.
-    pub fn has_deliverable(&self) -> bool {
-        self.pending & !self.mask != 0
+    /// Whether a signal is pending for thread `thread` that its mask
+    /// does not block.
+    pub fn has_deliverable(&self, thread: u64) -> bool {
+        self.pending_for(thread) & !self.thread(thread).mask != 0
     }
 
-    /// Takes the lowest-numbered pending signal the mask does not block,
-    /// with what to do about it. `SA_RESETHAND` is applied here.
-    pub fn take(&mut self) -> Option<(SignalInfo, Disposition)> {
-        let deliverable = self.pending & !self.mask;
+    /// Takes the lowest-numbered signal pending for thread `thread` that
+    /// its mask does not block (one sent to the thread itself before the
+    /// process's of the same number), with what to do about it.
+    /// `SA_RESETHAND` is applied here.
+    pub fn take(&mut self, thread: u64) -> Option<(SignalInfo, Disposition)> {
+        let own = self.thread(thread);
+        let deliverable = (self.pending | own.pending) & !own.mask;
         if deliverable == 0 {
             return None;
         }
         let signal = deliverable.trailing_zeros() as u8 + 1;
-        let at = self.origins.iter().position(|info| info.signal == signal);
-        let info = at
-            .map(|at| self.origins.remove(at))
-            .unwrap_or(SignalInfo { signal, source: Source::Kernel });
-        self.set_pending(self.pending & !bit(signal));
+        let info = if own.pending & bit(signal) != 0 {
+            let own = self.thread_mut(thread);
+            let at = own.origins.iter().position(|info| info.signal == signal);
+            own.pending &= !bit(signal);
+            at.map(|at| own.origins.remove(at))
+        } else {
+            let at = self.origins.iter().position(|info| info.signal == signal);
+            self.pending &= !bit(signal);
+            at.map(|at| self.origins.remove(at))
+        };
+        let info = info.unwrap_or(SignalInfo {
+            signal,
+            source: Source::Kernel,
+        });
+        self.recount();
         let disposition = self.disposition(signal);
         if let Disposition::Handler(handler) = disposition {
             if handler.flags & flag::SA_RESETHAND != 0 {
@@ -397,11 +552,12 @@ impl SignalState {
         Some((info, disposition))
     }
 
-    /// The mask a handler entered now must restore when it returns: the
-    /// one `rt_sigsuspend` replaced, if it is waiting (taken), else the
-    /// current one.
-    pub fn take_mask_to_restore(&mut self) -> u64 {
-        self.suspended_mask.take().unwrap_or(self.mask)
+    /// The mask a handler entered now on thread `thread` must restore
+    /// when it returns: the one `rt_sigsuspend` replaced, if it is
+    /// waiting (taken), else the current one.
+    pub fn take_mask_to_restore(&mut self, thread: u64) -> u64 {
+        let own = self.thread_mut(thread);
+        own.suspended_mask.take().unwrap_or(own.mask)
     }
 
     /// Puts `mask` in force for a wait (`rt_sigsuspend`, `pselect6`,
@@ -409,22 +565,30 @@ impl SignalState {
     /// with `EINTR`, the handler that runs returns to it (see
     /// [`SignalState::take_mask_to_restore`]); otherwise the caller ends
     /// the suspension with [`SignalState::end_suspend`].
-    pub fn suspend_with(&mut self, mask: u64) {
-        let previous = self.mask;
-        self.suspended_mask = Some(previous);
-        self.set_mask(mask);
+    pub fn suspend_with(&mut self, thread: u64, mask: u64) {
+        let own = self.thread_mut(thread);
+        own.suspended_mask = Some(own.mask);
+        own.mask = mask & !UNBLOCKABLE;
     }
 
-    /// Ends an `rt_sigsuspend` no handler ran for: its mask comes back.
-    pub fn end_suspend(&mut self) {
-        if let Some(mask) = self.suspended_mask.take() {
-            self.mask = mask;
+    /// Ends thread `thread`'s `rt_sigsuspend` that no handler ran for:
+    /// its mask comes back.
+    pub fn end_suspend(&mut self, thread: u64) {
+        let own = self.thread_mut(thread);
+        if let Some(mask) = own.suspended_mask.take() {
+            own.mask = mask;
         }
     }
 }
 
 /// `rt_sigaction(signal, act, oldact, sigsetsize)`.
-pub fn rt_sigaction(process: &LinuxProcess, signal: u64, act: u64, old: u64, size: u64) -> Result<i64, Errno> {
+pub fn rt_sigaction(
+    process: &LinuxProcess,
+    signal: u64,
+    act: u64,
+    old: u64,
+    size: u64,
+) -> Result<i64, Errno> {
     if size != 8 || signal == 0 || signal > SIGNALS as u64 {
         return Err(Errno::EINVAL);
     }
@@ -455,24 +619,35 @@ pub fn rt_sigaction(process: &LinuxProcess, signal: u64, act: u64, old: u64, siz
     Ok(0)
 }
 
-/// `rt_sigprocmask(how, set, oldset, sigsetsize)`: `SIGKILL` and `SIGSTOP`
-/// are never blocked.
-pub fn rt_sigprocmask(process: &LinuxProcess, how: u64, set: u64, old: u64, size: u64) -> Result<i64, Errno> {
+/// `rt_sigprocmask(how, set, oldset, sigsetsize)`: the calling thread's
+/// mask; `SIGKILL` and `SIGSTOP` are never blocked.
+pub fn rt_sigprocmask(
+    process: &LinuxProcess,
+    how: u64,
+    set: u64,
+    old: u64,
+    size: u64,
+) -> Result<i64, Errno> {
     if size != 8 {
         return Err(Errno::EINVAL);
     }
-    let change = if set != 0 { Some(user::read_u64(set)?) } else { None };
+    let change = if set != 0 {
+        Some(user::read_u64(set)?)
+    } else {
+        None
+    };
+    let thread = current_thread();
     let previous = {
         let mut state = process.signals.lock();
-        let previous = state.mask;
+        let previous = state.mask(thread);
         if let Some(change) = change {
-            let unblockable = UNBLOCKABLE;
-            state.mask = match how {
+            let mask = match how {
                 SIG_BLOCK => previous | change,
                 SIG_UNBLOCK => previous & !change,
                 SIG_SETMASK => change,
                 _ => return Err(Errno::EINVAL),
-            } & !unblockable;
+            };
+            state.set_mask(thread, mask);
         }
         previous
     };
@@ -482,17 +657,20 @@ pub fn rt_sigprocmask(process: &LinuxProcess, how: u64, set: u64, old: u64, size
     Ok(0)
 }
 
-/// `sigaltstack(ss, old_ss)`: recorded (`struct stack_t`, 24 bytes).
+/// `sigaltstack(ss, old_ss)`: recorded for the calling thread (`struct
+/// stack_t`, 24 bytes).
 pub fn sigaltstack(process: &LinuxProcess, new: u64, old: u64) -> Result<i64, Errno> {
     let mut stack = [0u8; 24];
     if new != 0 {
         user::read(new, &mut stack)?;
     }
+    let thread = current_thread();
     let previous = {
         let mut state = process.signals.lock();
-        let previous = state.alternate_stack;
+        let own = state.thread_mut(thread);
+        let previous = own.alternate_stack;
         if new != 0 {
-            state.alternate_stack = stack;
+            own.alternate_stack = stack;
         }
         previous
     };
@@ -502,12 +680,13 @@ pub fn sigaltstack(process: &LinuxProcess, new: u64, old: u64) -> Result<i64, Er
     Ok(0)
 }
 
-/// `rt_sigpending(set, sigsetsize)`: the pending signals.
+/// `rt_sigpending(set, sigsetsize)`: the signals pending for the calling
+/// thread (its own and its process's).
 pub fn rt_sigpending(process: &LinuxProcess, set: u64, size: u64) -> Result<i64, Errno> {
     if size != 8 {
         return Err(Errno::EINVAL);
     }
-    let pending = process.signals.lock().pending;
+    let pending = process.signals.lock().pending_for(current_thread());
     user::write(set, &pending.to_le_bytes())?;
     Ok(0)
 }
@@ -519,8 +698,9 @@ const SIGNAL_WAIT_MS: u64 = 1;
 /// Waits until a signal the mask lets through is pending, or the process
 /// is being ended.
 fn wait_for_signal(process: &LinuxProcess) {
+    let thread = current_thread();
     loop {
-        if process.signals.lock().has_deliverable() || crate::pipe::interrupted() {
+        if process.signals.lock().has_deliverable(thread) || crate::pipe::interrupted() {
             return;
         }
         sched::sleep_ms(SIGNAL_WAIT_MS);
@@ -536,7 +716,7 @@ pub fn rt_sigsuspend(process: &LinuxProcess, mask: u64, size: u64) -> Result<i64
         return Err(Errno::EINVAL);
     }
     let mask = user::read_u64(mask)?;
-    process.signals.lock().suspend_with(mask);
+    process.signals.lock().suspend_with(current_thread(), mask);
     wait_for_signal(process);
     Err(Errno::EINTR)
 }
