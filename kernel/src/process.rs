@@ -815,10 +815,16 @@ fn wait_until_continued(process: &Process, parent: u64, pid: u64, signal: u8) ->
 /// On the calling thread's way back to user mode: if its process is
 /// stopped (another of its threads took a stop signal), waits until it
 /// is continued or killed. One load while no process is stopped.
+#[inline]
 pub fn wait_while_stopped() {
-    if STOPPED_PROCESSES.load(Ordering::Relaxed) == 0 {
-        return;
+    if STOPPED_PROCESSES.load(Ordering::Relaxed) != 0 {
+        wait_while_stopped_slow();
     }
+}
+
+/// [`wait_while_stopped`] when some process is stopped.
+#[inline(never)]
+fn wait_while_stopped_slow() {
     let Some(process) = current() else {
         return;
     };
@@ -916,10 +922,17 @@ pub fn kill(id: u64, signal: u8) -> Result<(), KillError> {
 
 /// The signal a kill sent to the running thread's process, if one is
 /// pending: the thread must end its program before returning to it.
+#[inline]
 pub fn pending_kill() -> Option<u8> {
     if PENDING_KILLS.load(Ordering::Relaxed) == 0 {
         return None;
     }
+    pending_kill_slow()
+}
+
+/// [`pending_kill`] when some process has a kill pending.
+#[inline(never)]
+fn pending_kill_slow() -> Option<u8> {
     let process = current()?;
     let signal = process.state.lock().kill;
     signal

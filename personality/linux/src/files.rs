@@ -25,6 +25,9 @@ const TINY: usize = 128;
 /// Transfers up to this size (a byte, a word: the null I/O call) go
 /// through the smallest, whose zeroing is two stores.
 const WORD: usize = 16;
+/// Transfers up to this size (a block of 1 KiB) go through one of
+/// exactly that size, half the zeroing of [`SMALL`].
+const BLOCK: usize = 1024;
 /// Most vectors `readv`/`writev` take (`IOV_MAX`).
 const IOV_MAX: u64 = 1024;
 
@@ -78,6 +81,10 @@ fn read_into(
         let mut tiny = [0u8; TINY];
         return read_through(buffer, count, &mut tiny, read_some);
     }
+    if count <= BLOCK {
+        let mut block = [0u8; BLOCK];
+        return read_through(buffer, count, &mut block, read_some);
+    }
     let mut small = [0u8; SMALL];
     let mut large = Vec::new();
     let kernel = transfer_buffer(count, &mut small, &mut large);
@@ -126,6 +133,10 @@ fn write_from(
     if count <= TINY {
         let mut tiny = [0u8; TINY];
         return write_through(buffer, count, &mut tiny, write_some);
+    }
+    if count <= BLOCK {
+        let mut block = [0u8; BLOCK];
+        return write_through(buffer, count, &mut block, write_some);
     }
     let mut small = [0u8; SMALL];
     let mut large = Vec::new();
