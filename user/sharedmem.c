@@ -4,7 +4,8 @@
    alike, and stays shared through mprotect and a moving mremap. A shared
    mapping of a file is shared by every process that maps the file, msync
    writes it back, and so does the last munmap or the exit of the last
-   process mapping it, without growing the file; a file opened read-only
+   process mapping it, without growing the file; read and write see the
+   mappings' bytes and the mappings theirs at once; a file opened read-only
    cannot be mapped shared and writable. Prints "sharedmem: ok" and exits
    0, or says what was wrong and exits 1. */
 #define _GNU_SOURCE
@@ -128,6 +129,17 @@ int main(void) {
         check(memcmp(file, "hello world", 11) == 0 && file[11] == 0, "the mapping reads as the file, zeros after it");
         check(in_child(child_writes_file, 0), "a child maps the file and writes it");
         check(memcmp(file, "HELLO world", 11) == 0, "the child's write shows in the parent's mapping at once");
+        /* Coherent with read and write, as on Linux, before any msync. */
+        char seen[16] = {0};
+        check(pread(fd, seen, 11, 0) == 11 && memcmp(seen, "HELLO world", 11) == 0,
+              "read sees a mapping's write at once");
+        check(pwrite(fd, "W", 1, 6) == 1 && file[6] == 'W', "a mapping sees write's bytes at once");
+        char *private = mmap(0, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+        check(private != MAP_FAILED && memcmp(private, "HELLO World", 11) == 0,
+              "a private mapping made now holds the shared mappings' writes");
+        if (private != MAP_FAILED)
+            munmap(private, 4096);
+        file[6] = 'w';
         file[100] = 'z'; /* past the end of the file: never written back */
         check(msync(file, 4096, MS_SYNC) == 0, "msync");
         char back[16] = {0};

@@ -3,17 +3,22 @@
 //! so processes see each other's writes at once. The pages are read from
 //! the file on first touch and written back to it by `msync` and when the
 //! last mapping goes (`munmap`, `execve`, exit), within the file's size
-//! (a shared mapping never grows its file, as on Linux).
+//! (a shared mapping never grows its file, as on Linux), and only where
+//! they changed.
 //!
-//! `read` and `write` on the file do not go through these pages: between
-//! a write to the mapping and its write-back, `read` returns the file's
-//! older bytes (Linux's page cache would have them agree).
+//! `read` and `write` stay coherent with the mappings (`vfs::MappedPages`,
+//! which the file layer calls): before a file with shared mappings is
+//! read or written, the pages its mappings changed go back to it; after a
+//! write, the mapped pages it covered take the new bytes. So a mapping's
+//! write shows to `read` at once, and a `write` to the mappings, as with
+//! Linux's one page cache.
 
 use alloc::{
     collections::BTreeMap,
     sync::{Arc, Weak},
     vec::Vec,
 };
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use hal::memory::{self, Frame, PAGE_SIZE};
 use vfs::Inode;
@@ -31,10 +36,27 @@ pub struct FileMemory {
 /// holds the inode, so the address names one inode while it lives).
 static OBJECTS: spin::Mutex<BTreeMap<usize, Weak<FileMemory>>> = spin::Mutex::new(BTreeMap::new());
 
+/// Files with shared mappings now: while there are none, `read` and
+/// `write` do not look (one load).
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// The key of `inode` in [`OBJECTS`]: its address.
+fn key_of(inode: &dyn Inode) -> usize {
+    inode as *const dyn Inode as *const () as usize
+}
+
+/// The shared pages of `inode`'s file, if it has shared mappings.
+fn existing(inode: &dyn Inode) -> Option<Arc<FileMemory>> {
+    if LIVE.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    OBJECTS.lock().get(&key_of(inode)).and_then(Weak::upgrade)
+}
+
 /// The shared pages of `inode`'s file: the object its shared mappings
 /// have, or a new one.
 pub fn of(inode: &Arc<dyn Inode>) -> Arc<FileMemory> {
-    let key = Arc::as_ptr(inode) as *const () as usize;
+    let key = key_of(&**inode);
     let mut objects = OBJECTS.lock();
     if let Some(object) = objects.get(&key).and_then(Weak::upgrade) {
         return object;
@@ -45,7 +67,36 @@ pub fn of(inode: &Arc<dyn Inode>) -> Arc<FileMemory> {
         pages: spin::Mutex::new(Vec::new()),
     });
     objects.insert(key, Arc::downgrade(&object));
+    LIVE.fetch_add(1, Ordering::Relaxed);
     object
+}
+
+/// Writes back what shared mappings of `inode`'s file changed, if it has
+/// any: before the kernel reads the file itself (a private mapping).
+pub fn sync_file(inode: &dyn Inode) {
+    if let Some(object) = existing(inode) {
+        vm::SharedObject::sync(&*object);
+    }
+}
+
+/// The file layer's view of these pages (`vfs::MappedPages`).
+struct Coherence;
+
+impl vfs::MappedPages for Coherence {
+    fn before_access(&self, inode: &dyn Inode) {
+        sync_file(inode);
+    }
+
+    fn after_write(&self, inode: &dyn Inode, offset: u64, len: usize) {
+        if let Some(object) = existing(inode) {
+            object.refresh(offset, len as u64);
+        }
+    }
+}
+
+/// Makes `read` and `write` coherent with shared mappings (at boot).
+pub fn init() {
+    vfs::set_mapped_pages(&Coherence);
 }
 
 impl FileMemory {
@@ -58,6 +109,12 @@ impl FileMemory {
             return None;
         }
         let frame = memory::allocate_shared_memory_frame()?;
+        self.fill(&frame, offset);
+        Some(frame)
+    }
+
+    /// Fills `frame` with the file's page at `offset` (zeros past the end).
+    fn fill(&self, frame: &Frame, offset: u64) {
         let mut buffer = [0u8; PAGE_SIZE as usize];
         let mut done = 0;
         while done < buffer.len() {
@@ -70,8 +127,20 @@ impl FileMemory {
             }
         }
         // One page at offset 0: fits.
-        let _ = frame.write(0, &buffer[..done]);
-        Some(frame)
+        let _ = frame.write(0, &buffer);
+    }
+
+    /// Mapped pages over `len` bytes at `offset` read the file again (it
+    /// was just written there).
+    fn refresh(&self, offset: u64, len: u64) {
+        let pages = self.pages.lock();
+        let first = offset / PAGE_SIZE;
+        let last = offset.saturating_add(len.max(1) - 1) / PAGE_SIZE;
+        for index in first..=last.min(pages.len() as u64) {
+            if let Some(Some(frame)) = pages.get(index as usize) {
+                self.fill(frame, index * PAGE_SIZE);
+            }
+        }
     }
 }
 
@@ -94,6 +163,7 @@ impl vm::SharedObject for FileMemory {
         let size = self.inode.metadata().size;
         let pages = self.pages.lock();
         let mut buffer = [0u8; PAGE_SIZE as usize];
+        let mut current = [0u8; PAGE_SIZE as usize];
         for (index, frame) in pages.iter().enumerate() {
             let Some(frame) = frame else { continue };
             let offset = index as u64 * PAGE_SIZE;
@@ -107,7 +177,6 @@ impl vm::SharedObject for FileMemory {
             // Only pages that changed are written: a file never written
             // through its mappings stays as it was (a boot-archive file
             // keeps lending its bytes to the page cache).
-            let mut current = [0u8; PAGE_SIZE as usize];
             let unchanged = matches!(
                 self.inode.read_at(offset, &mut current[..length]),
                 Ok(count) if count == length && current[..length] == buffer[..length]
@@ -134,5 +203,6 @@ impl Drop for FileMemory {
         {
             objects.remove(&self.key);
         }
+        LIVE.fetch_sub(1, Ordering::Relaxed);
     }
 }

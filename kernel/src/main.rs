@@ -105,6 +105,7 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
     itimer::init();
     extensions::init(archive);
     linux::init(archive);
+    file_memory::init();
     extensions::autoload(boot_info.cmdline_value("spindle.ext").unwrap_or(""));
 
     match boot_info.cmdline_value("spindle.mode").unwrap_or("shell") {

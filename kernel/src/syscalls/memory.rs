@@ -172,6 +172,8 @@ pub(super) fn mmap(
     let pages = len
         .div_ceil(PAGE_SIZE)
         .min(file_size.saturating_sub(offset).div_ceil(PAGE_SIZE));
+    // What shared mappings of the file wrote is the file's first.
+    crate::file_memory::sync_file(&*inode);
     // A boot-archive file lends its bytes: its pages come from the page
     // cache, shared with every other mapping of it.
     let frames = match inode.borrowed_contents() {

@@ -136,7 +136,10 @@ impl OpenFile {
         }
         match &self.device {
             Some(device) => device.read(offset, buf, self.is_nonblocking()),
-            None => self.inode.read_at(offset, buf),
+            None => {
+                crate::mapped::before_access(&*self.inode);
+                self.inode.read_at(offset, buf)
+            }
         }
     }
 
@@ -146,7 +149,12 @@ impl OpenFile {
         }
         match &self.device {
             Some(device) => device.write(offset, buf, self.is_nonblocking()),
-            None => self.inode.write_at(offset, buf),
+            None => {
+                crate::mapped::before_access(&*self.inode);
+                let count = self.inode.write_at(offset, buf)?;
+                crate::mapped::after_write(&*self.inode, offset, count);
+                Ok(count)
+            }
         }
     }
 
@@ -175,7 +183,9 @@ impl OpenFile {
         }
         let mut offset = self.offset.lock();
         if self.is_append() && self.device.is_none() {
+            crate::mapped::before_access(&*self.inode);
             let (count, end) = self.inode.append(buf)?;
+            crate::mapped::after_write(&*self.inode, end - count as u64, count);
             *offset = end;
             return Ok(count);
         }

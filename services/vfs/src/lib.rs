@@ -41,6 +41,7 @@ mod errno;
 mod file;
 pub mod flags;
 mod inode;
+mod mapped;
 mod metadata;
 mod names;
 mod namespace;
@@ -61,6 +62,7 @@ pub use dirent::{
 pub use errno::Errno;
 pub use file::OpenFile;
 pub use inode::{same_inode, DirEntry, FileSystem, Inode, NewNode, NodeKind};
+pub use mapped::{set_mapped_pages, MappedPages};
 pub use metadata::{
     major, makedev, minor, FileType, Metadata, SetAttributes, TimeChange, Timespec,
     MODE_PERMISSION_BITS, S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK,
