@@ -294,7 +294,10 @@ fn core(context: &mut BenchContext) -> Result<()> {
             .iter()
             .find(|(spindle_name, _)| spindle_name == name)
             .map_or(name.as_str(), |(_, linux_name)| linux_name);
-        match linux.iter().find(|(linux_name, _)| linux_name == counterpart) {
+        match linux
+            .iter()
+            .find(|(linux_name, _)| linux_name == counterpart)
+        {
             Some((_, linux_ns)) => {
                 if counterpart != name && !RENAMED.iter().any(|(_, figure)| figure == name) {
                     eprintln!("x: core.{name} is put beside Linux's {counterpart}");
@@ -403,28 +406,32 @@ fn with_our_programs(
 /// Spindle's own programs in `./x bench linux` (from `user/bench/`, built
 /// like the baseline's and run on both kernels): SPIN's Unix-server
 /// figure `ls -l`.
-const LINUX_SUITE_OURS: &[&str] = &["ls_l"];
+pub const LINUX_SUITE_OURS: &[&str] = &["ls_l"];
 
 /// SPIN's Unix-server figures (paper 002, table 2) as `./x bench linux`
 /// names them, and the program figure each is: `getpid` is the
 /// baseline's null system call (`syscall(SYS_getpid)`), the 1 KiB read
 /// its `read_1k_cached`.
-const UNIX_SERVER_FIGURES: &[(&str, &str)] =
-    &[("getpid", "null_syscall"), ("read_1k", "read_1k_cached"), ("ls_l", "ls_l")];
+const UNIX_SERVER_FIGURES: &[(&str, &str)] = &[
+    ("getpid", "null_syscall"),
+    ("read_1k", "read_1k_cached"),
+    ("ls_l", "ls_l"),
+];
 
 /// Baseline programs `./x bench linux` leaves out: sockets come with the
 /// networking issue.
 const LINUX_SUITE_SKIPPED: &[&str] = &["udp_rtt_lo", "udp_echo"];
 
-/// `linux`: every program of the Linux baseline but the socket ones, built
-/// from `../shared/baseline/bench/` exactly as the baseline builds them
-/// (static musl), run unmodified on Spindle's Linux personality by
-/// Debian's busybox `sh` reading the baseline's own `benchmarks.txt` (as
-/// its `/init` does), and on Linux by the baseline's scripts. Prints
-/// `linux.<name>.spindle`, `linux.<name>.linux` and `linux.<name>.ratio`
-/// per figure, then a side-by-side table; a program that fails on Spindle
-/// is reported, never dropped silently.
-fn linux(context: &mut BenchContext) -> Result<()> {
+/// The boot archive that runs the Linux baseline's programs on Spindle:
+/// every program of `../shared/baseline/bench/` built exactly as the
+/// baseline builds them (static musl) in `/bench` (the socket ones too,
+/// not run, so that `ls -l /bench` lists the same files as on Linux),
+/// ours of [`LINUX_SUITE_OURS`], the baseline's `benchmarks.txt` without
+/// the socket programs, and a `/etc/spindle-exec` that runs them as the
+/// baseline's `/init` does, printing `baseline-fail NAME exit N` for a
+/// program that fails. Returns the archive and our programs' binaries
+/// (for the Linux side).
+pub fn baseline_archive() -> Result<(PathBuf, Vec<(&'static str, PathBuf)>)> {
     let root = crate::repo_root();
     let baseline = root.join("../shared/baseline");
     let list = std::fs::read_to_string(baseline.join("benchmarks.txt"))
@@ -432,12 +439,14 @@ fn linux(context: &mut BenchContext) -> Result<()> {
     let output = root.join("target/baseline-programs");
     std::fs::create_dir_all(&output)?;
     let mut extra = Vec::new();
-    // Every program is in /bench (the socket ones too, not run), so that
-    // `ls -l /bench` lists the same files as on Linux.
     let mut programs: Vec<String> = std::fs::read_dir(baseline.join("bench"))?
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
         .filter(|path| path.extension().is_some_and(|extension| extension == "c"))
-        .filter_map(|path| path.file_stem().and_then(|stem| stem.to_str()).map(String::from))
+        .filter_map(|path| {
+            path.file_stem()
+                .and_then(|stem| stem.to_str())
+                .map(String::from)
+        })
         .collect();
     programs.sort();
     for name in &programs {
@@ -452,13 +461,9 @@ fn linux(context: &mut BenchContext) -> Result<()> {
         extra.push((format!("bench/{name}"), std::fs::read(&binary)?));
         ours.push((*name, binary));
     }
-    let mut kept: String = list
-        .lines()
-        .filter(|line| {
-            let name = line.split_whitespace().next().unwrap_or("");
-            !LINUX_SUITE_SKIPPED.contains(&name)
-        })
-        .map(|line| format!("{line}\n"))
+    let mut kept: String = baseline_programs_run(&list)
+        .iter()
+        .map(|(name, command)| format!("{name} {command}\n"))
         .collect();
     for name in LINUX_SUITE_OURS {
         kept.push_str(&format!("{name} /bench/{name}\n"));
@@ -472,6 +477,32 @@ fn linux(context: &mut BenchContext) -> Result<()> {
         done </benchmarks.txt\n";
     extra.push(("etc/spindle-exec".to_string(), script.as_bytes().to_vec()));
     let archive = crate::image::build_archive_with(extra, &output.join("linux.cpio"))?;
+    Ok((archive, ours))
+}
+
+/// The (name, command) lines of the baseline's `benchmarks.txt` that
+/// Spindle runs: all but comments and the socket programs.
+pub fn baseline_programs_run(list: &str) -> Vec<(String, String)> {
+    list.lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let (name, command) = line.split_once(char::is_whitespace)?;
+            let keep = !name.starts_with('#') && !LINUX_SUITE_SKIPPED.contains(&name);
+            keep.then(|| (name.to_string(), command.trim().to_string()))
+        })
+        .collect()
+}
+
+/// `linux`: every program of the Linux baseline but the socket ones, built
+/// from `../shared/baseline/bench/` exactly as the baseline builds them
+/// (static musl), run unmodified on Spindle's Linux personality by
+/// Debian's busybox `sh` reading the baseline's own `benchmarks.txt` (as
+/// its `/init` does), and on Linux by the baseline's scripts. Prints
+/// `linux.<name>.spindle`, `linux.<name>.linux` and `linux.<name>.ratio`
+/// per figure, then a side-by-side table; a program that fails on Spindle
+/// is reported, never dropped silently.
+fn linux(context: &mut BenchContext) -> Result<()> {
+    let (archive, ours) = baseline_archive()?;
     let mut config = context.boot_config("exec")?;
     config.initrd = Some(archive);
     let mut guest = Guest::boot(&config, context.timeout)?;
@@ -492,35 +523,62 @@ fn linux(context: &mut BenchContext) -> Result<()> {
         if LINUX_SUITE_SKIPPED.contains(&name.as_str()) {
             continue;
         }
-        match spindle.iter().find(|(spindle_name, _)| spindle_name == name) {
+        match spindle
+            .iter()
+            .find(|(spindle_name, _)| spindle_name == name)
+        {
             Some((_, spindle_ns)) => {
                 let ratio = spindle_ns / linux_ns;
-                println!("{}", context.tag(&format!("bench linux.{name}.spindle {spindle_ns:.1} ns")));
+                println!(
+                    "{}",
+                    context.tag(&format!("bench linux.{name}.spindle {spindle_ns:.1} ns"))
+                );
                 println!("bench linux.{name}.linux {linux_ns:.1} ns");
                 println!("bench linux.{name}.ratio {ratio:.2} x");
-                table.push(format!("{name:<18} {spindle_ns:>12.1} {linux_ns:>12.1} {ratio:>7.2}x"));
+                table.push(format!(
+                    "{name:<18} {spindle_ns:>12.1} {linux_ns:>12.1} {ratio:>7.2}x"
+                ));
             }
             None => {
-                eprintln!("x: linux.{name}: no figure on Spindle (see target/qemu-logs/bench-linux.log)");
-                table.push(format!("{name:<18} {:>12} {linux_ns:>12.1} {:>8}", "failed", "-"));
+                eprintln!(
+                    "x: linux.{name}: no figure on Spindle (see target/qemu-logs/bench-linux.log)"
+                );
+                table.push(format!(
+                    "{name:<18} {:>12} {linux_ns:>12.1} {:>8}",
+                    "failed", "-"
+                ));
             }
         }
     }
-    eprintln!("\n{:<18} {:>12} {:>12} {:>8}", "figure (ns)", "spindle", "linux", "ratio");
+    eprintln!(
+        "\n{:<18} {:>12} {:>12} {:>8}",
+        "figure (ns)", "spindle", "linux", "ratio"
+    );
     for line in table {
         eprintln!("{line}");
     }
     // SPIN's Unix-server table, under its own names.
     let figure = |figures: &[(String, f64)], name: &str| {
-        figures.iter().find(|(figure, _)| figure == name).map(|&(_, ns)| ns)
+        figures
+            .iter()
+            .find(|(figure, _)| figure == name)
+            .map(|&(_, ns)| ns)
     };
     eprintln!("\nSPIN's Unix-server figures (paper 002, table 2):");
     for (spin_name, program) in UNIX_SERVER_FIGURES {
         match (figure(&spindle, program), figure(&linux, program)) {
             (Some(spindle_ns), Some(linux_ns)) => {
-                println!("{}", context.tag(&format!("bench linux.{spin_name}.spindle {spindle_ns:.1} ns")));
+                println!(
+                    "{}",
+                    context.tag(&format!(
+                        "bench linux.{spin_name}.spindle {spindle_ns:.1} ns"
+                    ))
+                );
                 println!("bench linux.{spin_name}.linux {linux_ns:.1} ns");
-                println!("bench linux.{spin_name}.ratio {:.2} x", spindle_ns / linux_ns);
+                println!(
+                    "bench linux.{spin_name}.ratio {:.2} x",
+                    spindle_ns / linux_ns
+                );
             }
             _ => eprintln!("x: linux.{spin_name}: the figure {program} is missing on one side"),
         }
@@ -530,7 +588,7 @@ fn linux(context: &mut BenchContext) -> Result<()> {
 
 /// The `bench <name> <ns> ns ...` lines a baseline program prints, as
 /// (name, ns).
-fn program_figures(output: &str) -> Vec<(String, f64)> {
+pub fn program_figures(output: &str) -> Vec<(String, f64)> {
     output
         .lines()
         .filter_map(|line| {

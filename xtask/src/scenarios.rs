@@ -61,6 +61,9 @@ pub enum Archive {
     Boot,
     /// The usual one plus the modules of [`TEST_KERNEL_FUZZ`].
     KernelFuzz,
+    /// The usual one plus the Linux baseline's programs and the script
+    /// that runs them (`bench::baseline_archive`).
+    Baseline,
 }
 
 /// The kernel fuzz cases `./x test` runs (`./x fuzz` runs many more).
@@ -95,6 +98,12 @@ pub const SCENARIOS: &[Scenario] = &[
         mode: "linux",
         check: ctrl_c_and_ctrl_z_reach_the_foreground_job,
         archive: Archive::Boot,
+    },
+    Scenario {
+        name: "every_baseline_program_runs_unmodified_and_prints_its_figures",
+        mode: "exec",
+        check: every_baseline_program_runs,
+        archive: Archive::Baseline,
     },
     Scenario {
         name: "shell_help_lists_every_command",
@@ -203,6 +212,9 @@ pub fn run_scenario(scenario: &Scenario, options: &ScenarioOptions) -> bool {
             config.initrd = Some(archive);
             timeout = fuzz::kernel_deadline(timeout, TEST_KERNEL_FUZZ.count);
         }),
+        Archive::Baseline => crate::bench::baseline_archive().map(|(archive, _)| {
+            config.initrd = Some(archive);
+        }),
     };
     let booted = prepared.and_then(|()| Guest::boot(&config, timeout));
     let (outcome, log) = match booted {
@@ -305,6 +317,51 @@ fn kernel_tests_pass(guest: &mut Guest) -> Result<()> {
 }
 
 /// `help` names every shell command.
+/// The Linux baseline's programs (`../shared/baseline/bench/`, static
+/// musl, unmodified; all but the socket ones) run under busybox `sh` as
+/// the baseline's `/init` runs them: none fails, each prints its
+/// `bench NAME <ns> ns` line with a positive figure, and QEMU exits with
+/// the script's status 0.
+fn every_baseline_program_runs(guest: &mut Guest) -> Result<()> {
+    let exit = guest.wait_exit(None)?;
+    let log = guest.full_log();
+    if let Some(failure) = log.lines().find(|line| line.contains("baseline-fail")) {
+        return Err(format!("a baseline program failed: {}", failure.trim()).into());
+    }
+    let list_path = crate::repo_root().join("../shared/baseline/benchmarks.txt");
+    let list = std::fs::read_to_string(&list_path)
+        .map_err(|error| format!("{}: {error}", list_path.display()))?;
+    let figures = crate::bench::program_figures(&log);
+    let mut expected: Vec<String> = crate::bench::baseline_programs_run(&list)
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    expected.extend(
+        crate::bench::LINUX_SUITE_OURS
+            .iter()
+            .map(|name| name.to_string()),
+    );
+    if expected.len() < 10 {
+        return Err(format!(
+            "only {} baseline programs are listed in {}",
+            expected.len(),
+            list_path.display()
+        )
+        .into());
+    }
+    for name in &expected {
+        match figures.iter().find(|(figure, _)| figure == name) {
+            Some((_, ns)) if *ns > 0.0 => {}
+            Some((_, ns)) => return Err(format!("{name} printed the figure {ns} ns").into()),
+            None => return Err(format!("{name} printed no `bench {name} ... ns` line").into()),
+        }
+    }
+    if exit.program_status() != Some(0) {
+        return Err(format!("the script did not end with status 0: {exit}").into());
+    }
+    Ok(())
+}
+
 fn shell_help_lists_every_command(guest: &mut Guest) -> Result<()> {
     guest.wait_for_prompt()?;
     let reply = guest.command("help")?;
@@ -453,7 +510,11 @@ fn ctrl_c_and_ctrl_z_reach_the_foreground_job(guest: &mut Guest) -> Result<()> {
     guest.wait_for("Stopped", mark, Some(WITHIN))?;
     let mark = guest.serial_len();
     guest.send("kill -9 %1; wait; echo killed\n")?;
-    let killed = guest.wait_for("killed", mark + "kill -9 %1; wait; echo killed".len(), Some(WITHIN))?;
+    let killed = guest.wait_for(
+        "killed",
+        mark + "kill -9 %1; wait; echo killed".len(),
+        Some(WITHIN),
+    )?;
     // ash notices the job's end when it next looks at its jobs; `exit`
     // while it still counts a stopped job would only warn.
     let prompt = guest.wait_for(PROMPT, killed, Some(WITHIN))?;
@@ -564,7 +625,11 @@ fn shell_survives_runaway_and_faulting_extensions(guest: &mut Guest) -> Result<(
 fn shell_regression_modules_are_contained(guest: &mut Guest) -> Result<()> {
     guest.wait_for_prompt()?;
     let available = guest.command("ext available")?;
-    expect_in("ext available", &available, "regress-wasm-load-panics-kernel")?;
+    expect_in(
+        "ext available",
+        &available,
+        "regress-wasm-load-panics-kernel",
+    )?;
     for name in [
         "regress-wasm-load-panics-kernel",
         "regress-wasm-call-corrupts-kernel",
@@ -578,7 +643,16 @@ fn shell_regression_modules_are_contained(guest: &mut Guest) -> Result<()> {
     // pointer under wasmi 2.0.0; the others with it, each with arguments of
     // its type (`2` to `5` re-export kernel procedures: bad handles and
     // pointers on purpose).
-    for call in ["6", "7", "8 7 65535", "1", "2 0 4096", "3 0", "4 9", "5 0 1 2 3"] {
+    for call in [
+        "6",
+        "7",
+        "8 7 65535",
+        "1",
+        "2 0 4096",
+        "3 0",
+        "4 9",
+        "5 0 1 2 3",
+    ] {
         let command = format!("ext call regress-wasm-call-corrupts-kernel {call}");
         let reply = guest.command(&command)?;
         if !(reply.contains("returned") || reply.contains("failed:")) {
@@ -589,7 +663,11 @@ fn shell_regression_modules_are_contained(guest: &mut Guest) -> Result<()> {
     if parse::parse_milliseconds(&uptime).is_none() {
         return Err(format!("the shell stopped answering: `uptime` gave {uptime:?}").into());
     }
-    expect_in("ext list", &guest.command("ext list")?, "regress-wasm-call-corrupts-kernel")?;
+    expect_in(
+        "ext list",
+        &guest.command("ext list")?,
+        "regress-wasm-call-corrupts-kernel",
+    )?;
     Ok(())
 }
 
@@ -609,12 +687,20 @@ fn shell_runs_user_programs(guest: &mut Guest) -> Result<()> {
     )?;
     expect_in("run hello a b", &reply, "hello exited with status 3")?;
     let reply = guest.command("run segv")?;
-    expect_in("run segv", &reply, "segv: about to write through a null pointer")?;
+    expect_in(
+        "run segv",
+        &reply,
+        "segv: about to write through a null pointer",
+    )?;
     expect_in("run segv", &reply, "segv was ended by CPU exception 14")?;
     if reply.contains("still here") {
         return Err(format!("the null write did not fault: {reply:?}").into());
     }
-    expect_in("run nosuch", &guest.command("run nosuch")?, "error: no program nosuch")?;
+    expect_in(
+        "run nosuch",
+        &guest.command("run nosuch")?,
+        "error: no program nosuch",
+    )?;
     // Their system calls went through the dispatcher's event.
     let events = guest.command("events")?;
     let raised = events
@@ -627,14 +713,20 @@ fn shell_runs_user_programs(guest: &mut Guest) -> Result<()> {
     // hello makes 5 calls (arch_prctl, set_tid_address, ioctl, writev,
     // exit_group), segv 4 before its fault.
     if raised < 9 {
-        return Err(format!("MachineTrap.Syscall raised only {raised} times for two programs").into());
+        return Err(
+            format!("MachineTrap.Syscall raised only {raised} times for two programs").into(),
+        );
     }
     let uptime = guest.command("uptime")?;
     if parse::parse_milliseconds(&uptime).is_none() {
         return Err(format!("the shell stopped answering: `uptime` gave {uptime:?}").into());
     }
     // Programs run again after a fault.
-    expect_in("run hello", &guest.command("run hello")?, "hello exited with status 3")
+    expect_in(
+        "run hello",
+        &guest.command("run hello")?,
+        "hello exited with status 3",
+    )
 }
 
 /// `spindle.mode=fuzz`: the generated modules of [`TEST_KERNEL_FUZZ`] are
