@@ -32,12 +32,18 @@ pub const TESTS: &[KernelTest] = &[
 /// `SIGSTOP` stopping a thread that spins in user mode. No process
 /// outlives it and no signal stays pending.
 fn thread_signals() -> TestResult {
+    run_leaving_no_process_or_signal("threadsignals")
+}
+
+/// Runs `bin/<name>`, which must exit 0 printing "<name>: ok"; then no
+/// process it made is left, nor a signal pending anywhere.
+fn run_leaving_no_process_or_signal(name: &str) -> TestResult {
     let personality = crate::linux::personality().ok_or("the Linux personality is not set up")?;
     let processes = personality.processes();
-    let (end, output) = run_and_capture("threadsignals", &[])?;
+    let (end, output) = run_and_capture(name, &[])?;
     ensure!(
-        end == UserExit::Exited(0) && output.contains("threadsignals: ok"),
-        "threadsignals {end}, printing:\n{output}"
+        end == UserExit::Exited(0) && output.contains(&alloc::format!("{name}: ok")),
+        "{name} {end}, printing:\n{output}"
     );
     ensure!(
         personality.processes() == processes,
@@ -59,23 +65,8 @@ fn thread_signals() -> TestResult {
 /// Afterwards no process has a
 /// signal pending, none kept its descriptors, and no frame is kept.
 fn signal_handlers() -> TestResult {
-    let personality = crate::linux::personality().ok_or("the Linux personality is not set up")?;
     let frames = crate::page_cache::frames_free_or_kept();
-    let processes = personality.processes();
-    let (end, output) = run_and_capture("signals", &[])?;
-    ensure!(
-        end == UserExit::Exited(0) && output.contains("signals: ok"),
-        "signals {end}, printing:\n{output}"
-    );
-    ensure!(
-        personality.processes() == processes,
-        "{} processes outlived the test",
-        personality.processes() - processes
-    );
-    ensure!(
-        !linux::signals_may_be_pending(),
-        "a signal is still pending after every process ended"
-    );
+    run_leaving_no_process_or_signal("signals")?;
     ensure!(
         crate::page_cache::frames_free_or_kept() >= frames,
         "{} frames were kept after the programs ended",

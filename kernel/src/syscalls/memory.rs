@@ -149,21 +149,17 @@ pub(super) fn mmap(
         let object = crate::file_memory::of(&inode);
         return process
             .with_memory(|memory| {
-                if no_replace && overlaps(memory, address, len) {
-                    return -errno::EEXIST;
-                }
-                match memory.map_shared(
-                    address,
-                    len,
-                    protection,
-                    fixed,
-                    file_writable,
-                    object,
-                    offset / PAGE_SIZE,
-                ) {
-                    Ok(start) => start as i64,
-                    Err(error) => vm_errno(error),
-                }
+                place(memory, address, len, no_replace, |memory| {
+                    memory.map_shared(
+                        address,
+                        len,
+                        protection,
+                        fixed,
+                        file_writable,
+                        object,
+                        offset / PAGE_SIZE,
+                    )
+                })
             })
             .unwrap_or(-errno::ESRCH);
     }
@@ -188,13 +184,9 @@ pub(super) fn mmap(
     };
     let result = process
         .with_memory(|memory| {
-            if no_replace && overlaps(memory, address, len) {
-                return -errno::EEXIST;
-            }
-            match memory.map_pages(address, len, protection, fixed, true, &frames) {
-                Ok(start) => start as i64,
-                Err(error) => vm_errno(error),
-            }
+            place(memory, address, len, no_replace, |memory| {
+                memory.map_pages(address, len, protection, fixed, true, &frames)
+            })
         })
         .unwrap_or(-errno::ESRCH);
     // The page tables hold their own share of each frame they map.
@@ -220,13 +212,9 @@ fn map_shared_anonymous(
     };
     let object = alloc::sync::Arc::new(memory_object);
     with_memory(strand, |memory| {
-        if no_replace && overlaps(memory, address, len) {
-            return -errno::EEXIST;
-        }
-        match memory.map_shared(address, len, protection, fixed, true, object, 0) {
-            Ok(start) => start as i64,
-            Err(error) => vm_errno(error),
-        }
+        place(memory, address, len, no_replace, |memory| {
+            memory.map_shared(address, len, protection, fixed, true, object, 0)
+        })
     })
 }
 
@@ -240,14 +228,29 @@ fn map_anonymous(
     no_replace: bool,
 ) -> i64 {
     with_memory(strand, |memory| {
-        if no_replace && overlaps(memory, address, len) {
-            return -errno::EEXIST;
-        }
-        match memory.map_anonymous(address, len, protection, fixed) {
-            Ok(start) => start as i64,
-            Err(error) => vm_errno(error),
-        }
+        place(memory, address, len, no_replace, |memory| {
+            memory.map_anonymous(address, len, protection, fixed)
+        })
     })
+}
+
+/// Makes a mapping with `map` unless `MAP_FIXED_NOREPLACE` (`no_replace`)
+/// finds something in `[address, address + len)` (`EEXIST`); its start,
+/// or the errno.
+fn place(
+    memory: &mut vm::AddressMap,
+    address: u64,
+    len: u64,
+    no_replace: bool,
+    map: impl FnOnce(&mut vm::AddressMap) -> Result<u64, VmError>,
+) -> i64 {
+    if no_replace && overlaps(memory, address, len) {
+        return -errno::EEXIST;
+    }
+    match map(memory) {
+        Ok(start) => start as i64,
+        Err(error) => vm_errno(error),
+    }
 }
 
 /// Whether any page of `[address, address + len)` is in a region

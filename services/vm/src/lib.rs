@@ -406,18 +406,14 @@ impl AddressMap {
         object: Arc<dyn SharedObject>,
         first_page: u64,
     ) -> Result<u64, VmError> {
-        let (start, size) = self.place(hint, len, fixed)?;
-        self.add_region(start, start + size, protection)?;
         let number = self.next_object;
+        let shared = Some(SharedPages {
+            object: number,
+            first_page,
+        });
+        let (start, _) = self.place_region(hint, len, protection, fixed, may_write, shared)?;
         self.next_object = self.next_object.wrapping_add(1);
         self.objects.insert(number, object);
-        if let Some(region) = self.regions.get_mut(&start) {
-            region.may_write = may_write;
-            region.shared = Some(SharedPages {
-                object: number,
-                first_page,
-            });
-        }
         Ok(start)
     }
 
@@ -531,14 +527,11 @@ impl AddressMap {
         may_write: bool,
         pages: &[hal::memory::Frame],
     ) -> Result<u64, VmError> {
-        let (start, size) = self.place(hint, len, fixed)?;
-        if pages.len() as u64 > size / PAGE_SIZE {
+        let pages_fit = page_up(len).is_some_and(|size| pages.len() as u64 <= size / PAGE_SIZE);
+        if !pages_fit {
             return Err(VmError::BadRange);
         }
-        self.add_region(start, start + size, protection)?;
-        if let Some(region) = self.regions.get_mut(&start) {
-            region.may_write = may_write;
-        }
+        let (start, size) = self.place_region(hint, len, protection, fixed, may_write, None)?;
         let page_protection = match protection {
             UserProtection::ReadWrite => UserProtection::Read,
             other => other,
@@ -552,6 +545,26 @@ impl AddressMap {
             }
         }
         Ok(start)
+    }
+
+    /// Places a new region of `len` bytes (see [`Self::place`]) with
+    /// `protection`, `may_write` and `shared`; returns its start and size.
+    fn place_region(
+        &mut self,
+        hint: u64,
+        len: u64,
+        protection: UserProtection,
+        fixed: bool,
+        may_write: bool,
+        shared: Option<SharedPages>,
+    ) -> Result<(u64, u64), VmError> {
+        let (start, size) = self.place(hint, len, fixed)?;
+        self.add_region(start, start + size, protection)?;
+        if let Some(region) = self.regions.get_mut(&start) {
+            region.may_write = may_write;
+            region.shared = shared;
+        }
+        Ok((start, size))
     }
 
     /// Where a new mapping of `len` bytes goes: at `hint` if `fixed`
