@@ -99,12 +99,27 @@ pub struct Image {
     pub layout: Layout,
 }
 
+/// One loaded segment: a region of the program's address map.
+#[derive(Clone, Copy)]
+pub struct Segment {
+    /// Its first page.
+    pub start: u64,
+    /// The end of its last page.
+    pub end: u64,
+    /// How the program may access it.
+    pub protection: UserProtection,
+    /// The page of its file at `start` (what `/proc/PID/maps` shows as
+    /// the offset).
+    pub file_page: u64,
+    /// Whether it is the interpreter's rather than the program's.
+    pub of_interpreter: bool,
+}
+
 /// Where the loader put the program (and its interpreter).
 #[derive(Clone)]
 pub struct Layout {
-    /// The loaded segments of both files: first page, end of the last
-    /// page, protection (the regions of the program's address map).
-    pub segments: Vec<(u64, u64, UserProtection)>,
+    /// The loaded segments of both files, lowest first in each.
+    pub segments: Vec<Segment>,
     /// The first page above the program's segments (where the break
     /// starts).
     pub image_end: u64,
@@ -326,7 +341,7 @@ fn place(
     file: &Parsed<'_>,
     base: u64,
     limit: u64,
-    segments: &mut Vec<(u64, u64, UserProtection)>,
+    segments: &mut Vec<Segment>,
 ) -> Result<Placed, LoadError> {
     let endian = file.endian;
     let headers = file.segments()?;
@@ -412,7 +427,7 @@ fn place(
         // its first protection.
         let previous_pages_end = segments[first_segment..]
             .last()
-            .map_or(0, |&(_, end, _)| end);
+            .map_or(0, |segment| segment.end);
         let first_page_is_new = first_page >= previous_pages_end;
         // Linux maps whole pages of the file: the bytes before the segment
         // in its first page are the file's too, when the file offset and
@@ -492,10 +507,19 @@ fn place(
         // A page shared with the previous segment stays in that region.
         let region_start = segments[first_segment..]
             .last()
-            .map_or(first_page, |&(_, end, _)| first_page.max(end));
+            .map_or(first_page, |segment| first_page.max(segment.end));
         let region_end = segment_end.div_ceil(PAGE_SIZE) * PAGE_SIZE;
         if region_start < region_end {
-            segments.push((region_start, region_end, protection));
+            segments.push(Segment {
+                start: region_start,
+                end: region_end,
+                protection,
+                file_page: file_offset
+                    .saturating_add(region_start)
+                    .saturating_sub(address)
+                    / PAGE_SIZE,
+                of_interpreter: base == INTERPRETER_BASE,
+            });
         }
         if executable && (address..segment_end).contains(&entry) {
             entry_is_executable = true;
@@ -511,7 +535,7 @@ fn place(
     }
     let end = segments[first_segment..]
         .iter()
-        .map(|&(_, end, _)| end)
+        .map(|segment| segment.end)
         .max()
         .unwrap_or(base);
     Ok(Placed {

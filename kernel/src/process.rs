@@ -153,6 +153,9 @@ pub struct Program {
     pub command: Vec<u8>,
     /// The arguments, each followed by a NUL (`/proc/PID/cmdline`).
     pub arguments: Vec<u8>,
+    /// The environment, each `NAME=value` followed by a NUL
+    /// (`/proc/PID/environ`).
+    pub environment: Vec<u8>,
     /// The program file's absolute path, if it is a file of the tree.
     pub executable: Option<Vec<u8>>,
 }
@@ -162,17 +165,27 @@ const COMMAND_BYTES: usize = 15;
 
 impl Program {
     /// The program started as `path` (the path it was asked for: its base
-    /// name is the command) with `arguments`, from file `executable`.
-    pub fn new(path: &[u8], arguments: &[&[u8]], executable: Option<Vec<u8>>) -> Program {
+    /// name is the command) with `arguments` and `environment`, from file
+    /// `executable`.
+    pub fn new(
+        path: &[u8],
+        arguments: &[&[u8]],
+        environment: &[&[u8]],
+        executable: Option<Vec<u8>>,
+    ) -> Program {
         let base = path.rsplit(|&byte| byte == b'/').next().unwrap_or(path);
-        let mut joined = Vec::new();
-        for argument in arguments {
-            joined.extend_from_slice(argument);
-            joined.push(0);
-        }
+        let joined = |strings: &[&[u8]]| {
+            let mut joined = Vec::new();
+            for string in strings {
+                joined.extend_from_slice(string);
+                joined.push(0);
+            }
+            joined
+        };
         Program {
             command: base[..base.len().min(COMMAND_BYTES)].to_vec(),
-            arguments: joined,
+            arguments: joined(arguments),
+            environment: joined(environment),
             executable,
         }
     }

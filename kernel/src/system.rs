@@ -14,8 +14,10 @@
 
 use alloc::{format, sync::Arc, vec::Vec};
 
+use hal::{address_space::UserProtection, memory::PAGE_SIZE as PAGE_BYTES};
 use procfs::{
-    Access, Counters, Cpu, Descriptor, MemoryInfo, Mount, ProcessInfo, ProcessState, Source,
+    Access, Counters, Cpu, Descriptor, Mapping, MemoryInfo, Mount, ProcessInfo, ProcessState,
+    Source,
 };
 use vfs::Vfs;
 
@@ -54,22 +56,32 @@ pub fn mount_proc(vfs: &Vfs) {
 /// link followed: `sh` is busybox's).
 pub fn program_started(process: &process::Process, name: &str, arguments: &[&[u8]]) {
     let path = format!("/bin/{name}");
-    record_program(process, path.as_bytes(), arguments);
+    record_program(process, path.as_bytes(), arguments, &[]);
 }
 
 /// Process `process` `execve`d the file `path` with `arguments`.
-pub fn program_executed(process: &process::Process, path: &[u8], arguments: &[&[u8]]) {
-    record_program(process, path, arguments);
+pub fn program_executed(
+    process: &process::Process,
+    path: &[u8],
+    arguments: &[&[u8]],
+    environment: &[&[u8]],
+) {
+    record_program(process, path, arguments, environment);
 }
 
 /// Records that `process` runs the file `path` with `arguments`: what
 /// `/proc` and `prctl(PR_GET_NAME)` say of it (the command is the path's
 /// base name, as Linux sets `comm` at `execve`).
-fn record_program(process: &process::Process, path: &[u8], arguments: &[&[u8]]) {
+fn record_program(
+    process: &process::Process,
+    path: &[u8],
+    arguments: &[&[u8]],
+    environment: &[&[u8]],
+) {
     let personality = crate::linux::personality();
     let executable =
         personality.and_then(|personality| personality.executable_path(process.id(), path));
-    let program = Program::new(path, arguments, executable);
+    let program = Program::new(path, arguments, environment, executable);
     if let Some(personality) = personality {
         personality.set_command_name(process.id(), &program.command);
     }
@@ -154,6 +166,7 @@ impl Source for KernelFacts {
             state,
             command: command_name.unwrap_or(program.command),
             arguments: program.arguments,
+            environment: program.environment,
             executable: program.executable,
             // Every process is root (see the personality's identity.rs).
             uid: 0,
@@ -176,6 +189,35 @@ impl Source for KernelFacts {
         let personality = crate::linux::personality()?;
         let context = personality.files(pid)?.context();
         personality.vfs().path_of(&context, &context.cwd).ok()
+    }
+
+    fn mappings(&self, pid: u64) -> Option<Vec<Mapping>> {
+        let process = process::get(pid)?;
+        let mappings = process
+            .with_memory(|memory| {
+                memory
+                    .labelled_regions()
+                    .map(|(region, label)| Mapping {
+                        start: region.start,
+                        end: region.end,
+                        read: region.protection != UserProtection::None,
+                        write: region.protection == UserProtection::ReadWrite,
+                        execute: region.protection == UserProtection::ReadExecute,
+                        shared: region.shared.is_some(),
+                        offset: if label.is_some_and(|label| label.ino != 0) {
+                            region.file_page * PAGE_BYTES
+                        } else {
+                            0
+                        },
+                        dev: label.map_or(0, |label| label.dev),
+                        ino: label.map_or(0, |label| label.ino),
+                        name: label.map_or_else(Vec::new, |label| label.name.clone()),
+                    })
+                    .collect()
+            })
+            // A zombie has no memory left.
+            .unwrap_or_default();
+        Some(mappings)
     }
 
     fn descriptors(&self, pid: u64) -> Option<Vec<Descriptor>> {

@@ -119,13 +119,23 @@ pub fn program_memory(
     arguments: &[&[u8]],
     environment: &[&[u8]],
     path: &[u8],
+    files: &ProgramFiles,
 ) -> Result<(AddressMap, u64), String> {
     let crate::elf::Image { space, layout } = image;
     let mut memory = AddressMap::new(Arc::new(space), layout.image_end);
-    for &(start, end, protection) in &layout.segments {
+    for segment in &layout.segments {
+        let start = segment.start;
         memory
-            .add_region(start, end, protection)
+            .add_region(start, segment.end, segment.protection)
             .map_err(|error| alloc::format!("cannot place a segment at {start:#x}: {error}"))?;
+        let file = if segment.of_interpreter {
+            &files.interpreter
+        } else {
+            &files.program
+        };
+        if let Some(label) = file {
+            memory.label(start, segment.end, label.clone(), segment.file_page);
+        }
     }
     map_stack(&mut memory)?;
     let start = crate::elf::StartInfo {
@@ -141,6 +151,34 @@ pub fn program_memory(
         &start,
     )?;
     Ok((memory, rsp))
+}
+
+/// What `/proc/PID/maps` names a program's segments after: its file and
+/// its interpreter's (`None` for a file the tree does not have).
+pub struct ProgramFiles {
+    /// The program's file.
+    pub program: Option<vm::Label>,
+    /// Its interpreter's file, if it has one.
+    pub interpreter: Option<vm::Label>,
+}
+
+impl ProgramFiles {
+    /// The files `program` and `interpreter` name for process `pid`
+    /// (`None`: the kernel, at the root).
+    pub fn find(pid: Option<u64>, program: &[u8], interpreter: Option<&[u8]>) -> ProgramFiles {
+        let label = |path: &[u8]| {
+            let identity = crate::linux::personality()?.file_identity(pid, path)?;
+            Some(vm::Label {
+                name: identity.path,
+                dev: identity.dev,
+                ino: identity.ino,
+            })
+        };
+        ProgramFiles {
+            program: label(program),
+            interpreter: interpreter.and_then(label),
+        }
+    }
 }
 
 /// 16 bytes for `AT_RANDOM`: from the personality's `/dev/urandom`
@@ -178,6 +216,12 @@ fn map_stack(memory: &mut AddressMap) -> Result<(), String> {
             UserProtection::ReadWrite,
         )
         .map_err(|error| alloc::format!("cannot make the stack: {error}"))?;
+    let stack = vm::Label {
+        name: b"[stack]".to_vec(),
+        dev: 0,
+        ino: 0,
+    };
+    memory.label(STACK_TOP - STACK_LIMIT, STACK_TOP, stack, 0);
     for page in 1..=STACK_PAGES {
         memory
             .space()
@@ -214,7 +258,7 @@ fn memory_for(code: &[u8]) -> Result<AddressMap, String> {
 pub fn spawn(name: &str, code: &[u8]) -> Result<UserThread, String> {
     let memory = memory_for(code)?;
     let process = process::create(new_process(), 0, memory);
-    process.set_program(process::Program::new(name.as_bytes(), &[], None));
+    process.set_program(process::Program::new(name.as_bytes(), &[], &[], None));
     let entry = UserEntry {
         rip: CODE_BASE,
         // 16-byte aligned minus 8, as after a `call` (System V).
@@ -250,7 +294,8 @@ pub fn spawn_program_in(
     // The kernel's programs are `bin/NAME` of the boot archive, which is
     // `/bin/NAME` of the tree.
     let path = alloc::format!("/bin/{name}");
-    let (process, entry) = prepare(process, image, &arguments, &[], path.as_bytes())?;
+    let files = ProgramFiles::find(None, path.as_bytes(), None);
+    let (process, entry) = prepare(process, image, &arguments, &[], path.as_bytes(), &files)?;
     crate::system::program_started(&process, name, &arguments);
     start_kernel_child(process, name, entry)
 }
@@ -273,16 +318,18 @@ pub fn spawn_path(
             .map_err(|error| alloc::format!("reading {}: {error}", String::from_utf8_lossy(path)))
     };
     let file = read(path)?;
-    let interpreter = match crate::elf::interpreter_path(&file)? {
-        Some(interpreter) => Some(read(&interpreter)?),
+    let interpreter_path = crate::elf::interpreter_path(&file)?;
+    let interpreter = match &interpreter_path {
+        Some(interpreter) => Some(read(interpreter)?),
         None => None,
     };
     let image = crate::elf::load(
         crate::elf::FileBytes::of(&file),
         interpreter.as_ref().map(crate::elf::FileBytes::of),
     )?;
-    let (process, entry) = prepare(new_process(), image, arguments, environment, path)?;
-    crate::system::program_executed(&process, path, arguments);
+    let files = ProgramFiles::find(None, path, interpreter_path.as_deref());
+    let (process, entry) = prepare(new_process(), image, arguments, environment, path, &files)?;
+    crate::system::program_executed(&process, path, arguments, environment);
     start_kernel_child(process, name, entry)
 }
 
@@ -294,9 +341,10 @@ fn prepare(
     arguments: &[&[u8]],
     environment: &[&[u8]],
     path: &[u8],
+    files: &ProgramFiles,
 ) -> Result<(Arc<Process>, UserEntry), String> {
     let rip = image.layout.entry;
-    let (memory, rsp) = program_memory(image, arguments, environment, path)?;
+    let (memory, rsp) = program_memory(image, arguments, environment, path, files)?;
     Ok((process::create(process, 0, memory), UserEntry { rip, rsp }))
 }
 

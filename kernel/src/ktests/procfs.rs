@@ -28,7 +28,74 @@ pub const TESTS: &[KernelTest] = &[
         name: "select_pselect6_times_sysinfo_utimensat_chown_and_groups_from_a_musl_program",
         run: linux_calls_from_a_musl_program,
     },
+    KernelTest {
+        name: "proc_maps_names_programs_libraries_heap_and_stack_and_environ_the_environment",
+        run: proc_maps_and_environ,
+    },
 ];
+
+/// What the script of [`proc_maps_and_environ`] runs.
+const MAPS_SCRIPT: &str = "cat /proc/self/maps\n\
+    echo ---\n\
+    /opt/debian/bin/sort /proc/self/maps\n\
+    echo ---\n\
+    env -i A=1 B=two cat /proc/self/environ | tr '\\0' '\\n'\n";
+
+/// `/proc/PID/maps` of busybox's static `cat` names its file for each
+/// segment (with the segments' offsets), `[heap]` and `[stack]`; that of
+/// Debian's dynamic `sort` names `sort`, `libc.so.6` and `ld.so` (at its
+/// real name) too; `/proc/PID/environ` is the environment the program
+/// started with.
+fn proc_maps_and_environ() -> TestResult {
+    write_file("/tmp/maps.sh", MAPS_SCRIPT)?;
+    let result = run("busybox", &["sh", "/tmp/maps.sh"]);
+    remove_file("/tmp/maps.sh");
+    let (_, end, output) = result?;
+    ensure!(
+        end == UserExit::Exited(0),
+        "the script {end}; it printed:\n{output}"
+    );
+    let parts: Vec<&str> = output.split("---\n").collect();
+    ensure!(parts.len() == 3, "the script printed:\n{output}");
+    let has = |part: &str, perms: &str, name: &str| {
+        part.lines()
+            .any(|line| line.split_whitespace().nth(1) == Some(perms) && line.ends_with(name))
+    };
+    let busybox_text = parts[0].lines().any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        fields.len() == 6
+            && fields[1] == "r-xp"
+            && fields[2] != "00000000"
+            && fields[5] == "/bin/busybox"
+    });
+    ensure!(
+        busybox_text && has(parts[0], "rw-p", "/bin/busybox") && has(parts[0], "rw-p", "[stack]"),
+        "cat's maps lack busybox's text (at its offset), data or the stack:\n{}",
+        parts[0]
+    );
+    for name in [
+        "/opt/debian/bin/sort",
+        "/lib/x86_64-linux-gnu/libc.so.6",
+        "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
+    ] {
+        ensure!(
+            has(parts[1], "r-xp", name),
+            "sort's maps have no executable mapping of {name}:\n{}",
+            parts[1]
+        );
+    }
+    ensure!(
+        has(parts[1], "rw-p", "[heap]"),
+        "sort's maps have no heap:\n{}",
+        parts[1]
+    );
+    ensure!(
+        parts[2] == "A=1\nB=two\n",
+        "environ of `env -i A=1 B=two cat` read:\n{}",
+        parts[2]
+    );
+    Ok(())
+}
 
 /// The program `bin/<name>` of the boot archive.
 fn archive_program(name: &str) -> Result<&'static [u8], String> {

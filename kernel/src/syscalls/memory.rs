@@ -144,13 +144,27 @@ pub(super) fn mmap(
     {
         return -errno::EINVAL;
     }
+    // What `/proc/PID/maps` names the mapping after.
+    let label = personality
+        .descriptor_identity(process.id(), fd)
+        .map(|identity| vm::Label {
+            name: identity.path,
+            dev: identity.dev,
+            ino: identity.ino,
+        });
+    let name = |memory: &mut vm::AddressMap, start: u64| {
+        if let (Some(label), Some(size)) = (label.clone(), len.checked_next_multiple_of(PAGE_SIZE))
+        {
+            memory.label(start, start + size, label, offset / PAGE_SIZE);
+        }
+    };
     if shared {
         // The file's shared pages, which every shared mapping of it maps.
         let object = crate::file_memory::of(&inode);
         return process
             .with_memory(|memory| {
                 place(memory, address, len, no_replace, |memory| {
-                    memory.map_shared(
+                    let start = memory.map_shared(
                         address,
                         len,
                         protection,
@@ -158,7 +172,9 @@ pub(super) fn mmap(
                         file_writable,
                         object,
                         offset / PAGE_SIZE,
-                    )
+                    )?;
+                    name(memory, start);
+                    Ok(start)
                 })
             })
             .unwrap_or(-errno::ESRCH);
@@ -185,7 +201,9 @@ pub(super) fn mmap(
     let result = process
         .with_memory(|memory| {
             place(memory, address, len, no_replace, |memory| {
-                memory.map_pages(address, len, protection, fixed, true, &frames)
+                let start = memory.map_pages(address, len, protection, fixed, true, &frames)?;
+                name(memory, start);
+                Ok(start)
             })
         })
         .unwrap_or(-errno::ESRCH);

@@ -460,13 +460,16 @@ pub(super) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
     }
     // A dynamically linked program's interpreter is read as the program
     // was: a missing one is `ENOENT`, as on Linux.
-    let interpreter = match crate::elf::interpreter_path(&bytes) {
-        Ok(Some(interpreter)) => match personality.read_executable(process.id(), &interpreter) {
+    let interpreter_path = match crate::elf::interpreter_path(&bytes) {
+        Ok(path) => path,
+        Err(_) => return errno_of(vfs::Errno::ENOEXEC),
+    };
+    let interpreter = match &interpreter_path {
+        Some(interpreter) => match personality.read_executable(process.id(), interpreter) {
             Ok(interpreter) => Some(interpreter),
             Err(error) => return errno_of(error),
         },
-        Ok(None) => None,
-        Err(_) => return errno_of(vfs::Errno::ENOEXEC),
+        None => None,
     };
     let image = match crate::elf::load(
         crate::elf::FileBytes::of(&bytes),
@@ -482,10 +485,13 @@ pub(super) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
     let entry = image.layout.entry;
     let arguments: alloc::vec::Vec<&[u8]> = arguments.iter().map(|a| a.as_slice()).collect();
     let environment: alloc::vec::Vec<&[u8]> = environment.iter().map(|v| v.as_slice()).collect();
-    let (memory, rsp) = match crate::user::program_memory(image, &arguments, &environment, &path) {
-        Ok(loaded) => loaded,
-        Err(_) => return -errno::ENOMEM,
-    };
+    let files =
+        crate::user::ProgramFiles::find(Some(process.id()), &program, interpreter_path.as_deref());
+    let (memory, rsp) =
+        match crate::user::program_memory(image, &arguments, &environment, &path, &files) {
+            Ok(loaded) => loaded,
+            Err(_) => return -errno::ENOMEM,
+        };
     // The point of no return: the new space goes into CR3 before the old
     // one (still CR3 until now) is dropped.
     hal::context::set_address_space(Some(memory.space().clone()));
@@ -493,7 +499,7 @@ pub(super) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
     drop(old);
     crate::appel_li::forget(process.id());
     personality.process_executed(process.id());
-    crate::system::program_executed(&process, &program, &arguments);
+    crate::system::program_executed(&process, &program, &arguments, &environment);
     let _ = hal::user::set_fs_base(0);
     super::record_exec(strand, entry, rsp);
     0

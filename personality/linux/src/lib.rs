@@ -170,6 +170,17 @@ pub fn read_program_file(
     read_whole_file(vfs, context, path).map(alloc::borrow::Cow::Owned)
 }
 
+/// A file as `/proc` names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileIdentity {
+    /// Its absolute path.
+    pub path: alloc::vec::Vec<u8>,
+    /// Its file system's device number.
+    pub dev: u64,
+    /// Its inode number.
+    pub ino: u64,
+}
+
 /// Device number of the hidden file system pipes live on.
 const PIPEFS_DEVICE: u64 = vfs::makedev(0, 12);
 
@@ -311,12 +322,40 @@ impl Personality {
     /// The absolute path of the file `path` names for process `pid` (as
     /// its `/proc/PID/exe` says it: links followed), if it is there.
     pub fn executable_path(&self, pid: u64, path: &[u8]) -> Option<alloc::vec::Vec<u8>> {
-        let context = self.files(pid)?.context();
+        self.file_identity(Some(pid), path).map(|identity| identity.path)
+    }
+
+    /// The file `path` names for process `pid` (`None`: the kernel, at
+    /// the root): its absolute path, links followed, and its device and
+    /// inode numbers (what `/proc/PID/maps` shows of a mapping).
+    pub fn file_identity(&self, pid: Option<u64>, path: &[u8]) -> Option<FileIdentity> {
+        let context = match pid {
+            Some(pid) => self.files(pid)?.context(),
+            None => self.vfs.context(0, 0),
+        };
         let file = self
             .vfs
             .open(&context, path, vfs::flags::O_RDONLY, 0)
             .ok()?;
-        Some(self.vfs.open_file_path(&context, &file))
+        let metadata = file.metadata();
+        Some(FileIdentity {
+            path: self.vfs.open_file_path(&context, &file),
+            dev: metadata.dev,
+            ino: metadata.ino,
+        })
+    }
+
+    /// The file open as descriptor `fd` of process `pid`, as
+    /// [`Self::file_identity`] tells it.
+    pub fn descriptor_identity(&self, pid: u64, fd: u64) -> Option<FileIdentity> {
+        let files = self.files(pid)?;
+        let file = files.fds.get(fd as i64).ok()?;
+        let metadata = file.metadata();
+        Some(FileIdentity {
+            path: self.vfs.open_file_path(&files.context(), &file),
+            dev: metadata.dev,
+            ino: metadata.ino,
+        })
     }
 
     /// Process `pid` is now called `name` (cut to 15 bytes): the kernel

@@ -7,7 +7,7 @@
 use alloc::{format, string::String, vec::Vec};
 use core::fmt::Write;
 
-use crate::source::{Counters, Cpu, MemoryInfo, Mount, ProcessInfo, ProcessState};
+use crate::source::{Counters, Cpu, Mapping, MemoryInfo, Mount, ProcessInfo, ProcessState};
 
 /// `USER_HZ`: the unit of the `clock_t` times in `stat` and of `times`.
 pub const CLOCK_TICKS_PER_SECOND: u64 = 100;
@@ -29,6 +29,43 @@ pub fn command_line(process: &ProcessInfo) -> Vec<u8> {
         return Vec::new();
     }
     process.arguments.clone()
+}
+
+/// The column a mapping's name starts at in `/proc/PID/maps` (Linux pads
+/// the fields before it to 73 characters on 64-bit machines).
+const MAPS_NAME_COLUMN: usize = 73;
+
+/// `/proc/PID/maps`: a line per mapping (Linux's `show_map_vma`):
+/// `start-end perms offset major:minor inode`, and the name, if any, from
+/// column 73.
+pub fn maps(mappings: &[Mapping]) -> Vec<u8> {
+    let mut text = Vec::new();
+    for mapping in mappings {
+        let flag = |on: bool, letter: char| if on { letter } else { '-' };
+        let mut line = format!(
+            "{:08x}-{:08x} {}{}{}{} {:08x} {:02x}:{:02x} {} ",
+            mapping.start,
+            mapping.end,
+            flag(mapping.read, 'r'),
+            flag(mapping.write, 'w'),
+            flag(mapping.execute, 'x'),
+            if mapping.shared { 's' } else { 'p' },
+            mapping.offset,
+            mapping.dev >> 8 & 0xfff,
+            mapping.dev & 0xff,
+            mapping.ino,
+        )
+        .into_bytes();
+        if !mapping.name.is_empty() {
+            while line.len() < MAPS_NAME_COLUMN {
+                line.push(b' ');
+            }
+            line.extend_from_slice(&mapping.name);
+        }
+        line.push(b'\n');
+        text.extend_from_slice(&line);
+    }
+    text
 }
 
 /// `/proc/PID/stat`: one line of 52 fields (Linux's `do_task_stat`).

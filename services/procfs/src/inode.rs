@@ -52,19 +52,23 @@ enum ProcessNode {
     CommandLine,
     Command,
     CurrentDirectory,
+    Environment,
     Executable,
     Descriptors,
+    Maps,
     Stat,
     StatM,
     Status,
 }
 
-const PROCESS_NODES: [(&[u8], ProcessNode); 8] = [
+const PROCESS_NODES: [(&[u8], ProcessNode); 10] = [
     (b"cmdline", ProcessNode::CommandLine),
     (b"comm", ProcessNode::Command),
     (b"cwd", ProcessNode::CurrentDirectory),
+    (b"environ", ProcessNode::Environment),
     (b"exe", ProcessNode::Executable),
     (b"fd", ProcessNode::Descriptors),
+    (b"maps", ProcessNode::Maps),
     (b"stat", ProcessNode::Stat),
     (b"statm", ProcessNode::StatM),
     (b"status", ProcessNode::Status),
@@ -237,6 +241,8 @@ impl ProcInode {
             },
             Node::SelfLink
             | Node::OfProcess(_, ProcessNode::CurrentDirectory | ProcessNode::Executable) => 0o777,
+            // Linux's: the environment is its owner's to read.
+            Node::OfProcess(_, ProcessNode::Environment) => 0o400,
             _ => 0o444,
         }
     }
@@ -274,6 +280,17 @@ impl ProcInode {
                 let mut command = process(pid)?.command;
                 command.push(b'\n');
                 command
+            }
+            Node::OfProcess(pid, ProcessNode::Environment) => {
+                let process = process(pid)?;
+                if process.state == crate::source::ProcessState::Zombie {
+                    Vec::new()
+                } else {
+                    process.environment
+                }
+            }
+            Node::OfProcess(pid, ProcessNode::Maps) => {
+                format::maps(&source.mappings(pid).ok_or(Errno::ESRCH)?)
             }
             Node::OfProcess(pid, ProcessNode::Stat) => format::process_stat(&process(pid)?),
             Node::OfProcess(pid, ProcessNode::StatM) => format::process_statm(&process(pid)?),

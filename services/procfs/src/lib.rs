@@ -36,5 +36,6 @@ mod tests;
 pub use format::{clock_ticks, CLOCK_TICKS_PER_SECOND};
 pub use inode::ProcFs;
 pub use source::{
-    Access, Counters, Cpu, Descriptor, MemoryInfo, Mount, ProcessInfo, ProcessState, Source,
+    Access, Counters, Cpu, Descriptor, Mapping, MemoryInfo, Mount, ProcessInfo, ProcessState,
+    Source,
 };

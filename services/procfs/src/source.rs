@@ -52,6 +52,9 @@ pub struct ProcessInfo {
     /// Its arguments, each followed by a NUL (`cmdline`); empty for a
     /// zombie, as on Linux.
     pub arguments: Vec<u8>,
+    /// The environment its program started with, each `NAME=value`
+    /// followed by a NUL (`environ`).
+    pub environment: Vec<u8>,
     /// The absolute path of its program file, if it has one.
     pub executable: Option<Vec<u8>>,
     /// Its user id (real, effective, saved and file system alike).
@@ -103,6 +106,32 @@ pub struct Descriptor {
     /// Its access mode (the permission bits of its `fd/N` link say it, as
     /// on Linux).
     pub access: Access,
+}
+
+/// One mapping of a process's address space, as `/proc/PID/maps` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mapping {
+    /// Its first address.
+    pub start: u64,
+    /// One past its last address.
+    pub end: u64,
+    /// Whether it may be read.
+    pub read: bool,
+    /// Whether it may be written.
+    pub write: bool,
+    /// Whether it may be executed.
+    pub execute: bool,
+    /// Shared (`MAP_SHARED`) rather than private.
+    pub shared: bool,
+    /// The offset in its file.
+    pub offset: u64,
+    /// Its file's device number (0 for memory).
+    pub dev: u64,
+    /// Its file's inode number (0 for memory).
+    pub ino: u64,
+    /// Its file's path, or the kind of memory (`[stack]`, `[heap]`); empty
+    /// for anonymous memory.
+    pub name: Vec<u8>,
 }
 
 /// Memory, as `meminfo` and `sysinfo` report it.
@@ -174,6 +203,8 @@ pub trait Source: Send + Sync {
     fn process(&self, pid: u64) -> Option<ProcessInfo>;
     /// The absolute path of process `pid`'s current directory.
     fn current_directory(&self, pid: u64) -> Option<Vec<u8>>;
+    /// Process `pid`'s mappings, lowest first.
+    fn mappings(&self, pid: u64) -> Option<Vec<Mapping>>;
     /// Process `pid`'s open descriptors, lowest first.
     fn descriptors(&self, pid: u64) -> Option<Vec<Descriptor>>;
     /// What descriptor `fd` of process `pid` names, as Linux's

@@ -7,7 +7,8 @@ use std::sync::Mutex;
 use vfs::{flags::*, Clock, Errno, FileSystem, PathContext, RamFs, Timespec, Vfs};
 
 use crate::{
-    Access, Counters, Cpu, Descriptor, MemoryInfo, Mount, ProcFs, ProcessInfo, ProcessState, Source,
+    Access, Counters, Cpu, Descriptor, Mapping, MemoryInfo, Mount, ProcFs, ProcessInfo,
+    ProcessState, Source,
 };
 
 /// A source with processes that a test can change.
@@ -30,6 +31,7 @@ fn process(pid: u64, parent: u64, command: &str, arguments: &[&str]) -> ProcessI
         state: ProcessState::Sleeping,
         command: command.as_bytes().to_vec(),
         arguments: joined,
+        environment: b"HOME=/\0TERM=vt100\0".to_vec(),
         executable: Some(b"/bin/busybox".to_vec()),
         uid: 0,
         gid: 0,
@@ -87,6 +89,50 @@ impl Source for FakeSource {
     }
     fn current_directory(&self, pid: u64) -> Option<Vec<u8>> {
         self.process(pid).map(|_| b"/tmp".to_vec())
+    }
+    fn mappings(&self, pid: u64) -> Option<Vec<Mapping>> {
+        let process = self.process(pid)?;
+        if process.state == ProcessState::Zombie {
+            return Some(Vec::new());
+        }
+        Some(vec![
+            Mapping {
+                start: 0x40_0000,
+                end: 0x45_2000,
+                read: true,
+                write: false,
+                execute: true,
+                shared: false,
+                offset: 0x1000,
+                dev: vfs::makedev(0, 1),
+                ino: 12,
+                name: b"/bin/busybox".to_vec(),
+            },
+            Mapping {
+                start: 0x7f00_0000_0000,
+                end: 0x7f00_0000_2000,
+                read: true,
+                write: true,
+                execute: false,
+                shared: true,
+                offset: 0,
+                dev: 0,
+                ino: 0,
+                name: Vec::new(),
+            },
+            Mapping {
+                start: 0x7fff_fff0_0000,
+                end: 0x7fff_ffff_f000,
+                read: true,
+                write: true,
+                execute: false,
+                shared: false,
+                offset: 0,
+                dev: 0,
+                ino: 0,
+                name: b"[stack]".to_vec(),
+            },
+        ])
     }
     fn descriptors(&self, pid: u64) -> Option<Vec<Descriptor>> {
         let process = self.process(pid)?;
@@ -215,7 +261,10 @@ fn the_root_lists_self_the_system_files_and_each_process() {
     );
     assert_eq!(
         names(&vfs, &context, "/proc/5"),
-        [".", "..", "cmdline", "comm", "cwd", "exe", "fd", "stat", "statm", "status"]
+        [
+            ".", "..", "cmdline", "comm", "cwd", "environ", "exe", "fd", "maps", "stat", "statm",
+            "status"
+        ]
     );
     assert_eq!(
         names(&vfs, &context, "/proc/self/fd"),
@@ -450,4 +499,45 @@ fn nothing_can_be_written_made_or_removed() {
         ProcFs::new(3, Arc::new(FakeSource::new())).type_name(),
         "proc"
     );
+}
+
+#[test]
+fn maps_lists_each_mapping_in_linux_columns() {
+    let (vfs, context) = setup(Arc::new(FakeSource::new()));
+    let text = read(&vfs, &context, "/proc/self/maps").unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(
+        lines[0],
+        "00400000-00452000 r-xp 00001000 00:01 12                                 /bin/busybox"
+    );
+    assert_eq!(
+        lines[0].find("/bin/busybox"),
+        Some(73),
+        "names start at column 73"
+    );
+    assert_eq!(lines[1], "7f0000000000-7f0000002000 rw-s 00000000 00:00 0 ");
+    assert!(lines[2].starts_with("7ffffff00000-7ffffffff000 rw-p 00000000 00:00 0 "));
+    assert!(lines[2].ends_with(" [stack]"));
+    assert_eq!(
+        read(&vfs, &context, "/proc/9/maps").unwrap(),
+        "",
+        "a zombie has no memory"
+    );
+}
+
+#[test]
+fn environ_is_the_starting_environment_for_its_owner() {
+    let (vfs, context) = setup(Arc::new(FakeSource::new()));
+    assert_eq!(
+        read(&vfs, &context, "/proc/self/environ").unwrap(),
+        "HOME=/\0TERM=vt100\0"
+    );
+    assert_eq!(
+        read(&vfs, &context, "/proc/9/environ").unwrap(),
+        "",
+        "a zombie's is empty"
+    );
+    let stat = vfs.stat(&context, b"/proc/self/environ", true).unwrap();
+    assert_eq!(stat.mode & 0o777, 0o400);
 }

@@ -72,6 +72,23 @@ pub struct Region {
     pub may_write: bool,
     /// The shared memory it maps, if any.
     pub shared: Option<SharedPages>,
+    /// What it maps, by its number in the address map's labels
+    /// ([`AddressMap::label`]), if it is named.
+    pub label: Option<u32>,
+    /// The page of the labelled file at the region's start.
+    pub file_page: u64,
+}
+
+/// What a region maps, as `/proc/PID/maps` names it: a file (its path,
+/// device and inode) or a kind of memory (`[stack]`, `[heap]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Label {
+    /// The path, or the bracketed kind.
+    pub name: Vec<u8>,
+    /// The file's device number (0 for memory).
+    pub dev: u64,
+    /// The file's inode number (0 for memory).
+    pub ino: u64,
 }
 
 /// Which pages of a shared object a region maps.
@@ -91,6 +108,9 @@ impl Region {
         self.end == next.start
             && self.protection == next.protection
             && self.may_write == next.may_write
+            && self.label == next.label
+            && (self.label.is_none()
+                || self.file_page + (self.end - self.start) / PAGE_SIZE == next.file_page)
             && match (self.shared, next.shared) {
                 (None, None) => true,
                 (Some(low), Some(high)) => {
@@ -186,6 +206,11 @@ pub struct AddressMap {
     objects: BTreeMap<u32, Arc<dyn SharedObject>>,
     /// The number the next object gets.
     next_object: u32,
+    /// What regions map, by number (shared by the pieces of a split
+    /// region).
+    labels: BTreeMap<u32, Arc<Label>>,
+    /// The number the next label gets.
+    next_label: u32,
 }
 
 fn page_down(address: u64) -> u64 {
@@ -223,6 +248,8 @@ impl AddressMap {
             resolved: 0,
             objects: BTreeMap::new(),
             next_object: 0,
+            labels: BTreeMap::new(),
+            next_label: 0,
         }
     }
 
@@ -279,9 +306,42 @@ impl AddressMap {
                 protection,
                 may_write: true,
                 shared: None,
+                label: None,
+                file_page: 0,
             },
         );
         Ok(())
+    }
+
+    /// Names what the regions in `[start, end)` map (`/proc/PID/maps`):
+    /// `label`, whose page `first_file_page` is at `start`. Regions only
+    /// partly inside are split first.
+    pub fn label(&mut self, start: u64, end: u64, label: Label, first_file_page: u64) {
+        self.split_at(start);
+        self.split_at(end);
+        let number = self.next_label;
+        self.next_label = self.next_label.wrapping_add(1);
+        let mut used = false;
+        for (_, region) in self.regions.range_mut(start..end) {
+            region.label = Some(number);
+            region.file_page = first_file_page + (region.start - start) / PAGE_SIZE;
+            used = true;
+        }
+        if used {
+            self.labels.insert(number, Arc::new(label));
+        }
+        self.drop_unused_labels();
+    }
+
+    /// Every region with its label, lowest first (`/proc/PID/maps`).
+    pub fn labelled_regions(&self) -> impl Iterator<Item = (&Region, Option<&Label>)> {
+        self.regions.values().map(|region| {
+            let label = region
+                .label
+                .and_then(|number| self.labels.get(&number))
+                .map(|label| &**label);
+            (region, label)
+        })
     }
 
     /// Splits the region holding `address` (if it holds it strictly
@@ -304,6 +364,7 @@ impl AddressMap {
                     first_page: shared.first_page + (address - region.start) / PAGE_SIZE,
                     ..shared
                 }),
+                file_page: region.file_page + (address - region.start) / PAGE_SIZE,
                 ..region
             },
         );
@@ -387,6 +448,8 @@ impl AddressMap {
             resolved: 0,
             objects: self.objects.clone(),
             next_object: self.next_object,
+            labels: self.labels.clone(),
+            next_label: self.next_label,
         })
     }
 
@@ -442,6 +505,16 @@ impl AddressMap {
         Ok(())
     }
 
+    /// Lets go of the labels no region has any more.
+    fn drop_unused_labels(&mut self) {
+        if self.labels.is_empty() {
+            return;
+        }
+        let regions = &self.regions;
+        self.labels
+            .retain(|number, _| regions.values().any(|region| region.label == Some(*number)));
+    }
+
     /// Lets go of the shared objects no region maps any more.
     fn drop_unmapped_objects(&mut self) {
         if self.objects.is_empty() {
@@ -482,6 +555,12 @@ impl AddressMap {
                     {
                         return self.break_end;
                     }
+                    let heap = Label {
+                        name: b"[heap]".to_vec(),
+                        dev: 0,
+                        ino: 0,
+                    };
+                    self.label(old_top, new_top, heap, 0);
                 }
             }
         } else if new_top < old_top {
@@ -732,6 +811,7 @@ impl AddressMap {
                 start: destination,
                 end: destination + new_size,
                 shared: moved_shared,
+                file_page: region.file_page + (start - region.start) / PAGE_SIZE,
                 ..region
             },
         );
@@ -752,6 +832,7 @@ impl AddressMap {
         }
         self.space.unmap_range(start, end);
         self.drop_unmapped_objects();
+        self.drop_unused_labels();
     }
 
     /// `mprotect(start, len, protection)`: every page in the range must be
@@ -810,9 +891,9 @@ impl AddressMap {
         if region.protection == protection {
             return true;
         }
-        if region.shared.is_some() {
-            // Its neighbours would need the object's page numbers: the
-            // general path splits and joins it.
+        if region.shared.is_some() || region.label.is_some() {
+            // Its neighbours would need the object's or the file's page
+            // numbers: the general path splits and joins it.
             return false;
         }
         let last = region.end - PAGE_SIZE;
@@ -826,6 +907,7 @@ impl AddressMap {
                         && left.protection == protection
                         && left.may_write == region.may_write
                         && left.shared.is_none()
+                        && left.label.is_none()
                 });
             if !joins_left {
                 return false;
@@ -852,6 +934,7 @@ impl AddressMap {
             if right.protection != protection
                 || right.may_write != region.may_write
                 || right.shared.is_some()
+                || right.label.is_some()
             {
                 return false;
             }
