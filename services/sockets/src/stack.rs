@@ -1,0 +1,200 @@
+//! The stack: smoltcp's interface and sockets over the loopback device,
+//! the ports in use, and the TCP sockets closing in the background.
+
+use alloc::{collections::BTreeSet, vec, vec::Vec};
+
+use smoltcp::{
+    iface::{Config, Interface, PollResult, SocketHandle, SocketSet},
+    phy::{Loopback, Medium},
+    socket::{tcp, udp},
+    time::Instant,
+    wire::{HardwareAddress, IpAddress, IpCidr},
+};
+use spin::Mutex;
+
+use crate::SocketError;
+
+/// Bytes of a TCP socket's receive and send buffers each.
+pub(crate) const TCP_BUFFER_BYTES: usize = 64 * 1024;
+/// Bytes of a UDP socket's receive and send buffers each.
+const UDP_BUFFER_BYTES: usize = 64 * 1024;
+/// Datagrams a UDP socket's buffers hold at most.
+const UDP_DATAGRAMS: usize = 64;
+/// Ephemeral ports, as Linux's `ip_local_port_range`.
+const EPHEMERAL_PORTS: core::ops::RangeInclusive<u16> = 32768..=60999;
+/// Rounds of [`Stack::poll`] at most per call. A round takes in every
+/// packet the loopback device holds, then sends what the sockets have;
+/// a round that sent nothing left the device empty, and ends the call.
+const POLL_ROUNDS: usize = 16;
+
+/// A protocol's port space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Protocol {
+    Udp,
+    Tcp,
+}
+
+/// What the stack's lock guards.
+pub(crate) struct Inner {
+    pub(crate) iface: Interface,
+    pub(crate) device: Loopback,
+    pub(crate) sockets: SocketSet<'static>,
+    /// Ports bound, per protocol.
+    ports: BTreeSet<(Protocol, u16)>,
+    /// Where the next ephemeral port search starts.
+    next_ephemeral: u16,
+    /// TCP sockets their descriptors closed, finishing their goodbyes
+    /// (FIN, TIME-WAIT), with the port each gives back once closed;
+    /// removed then.
+    closing: Vec<(SocketHandle, Option<u16>)>,
+}
+
+/// A network stack: the loopback interface and its sockets.
+pub struct Stack {
+    inner: Mutex<Inner>,
+    /// Milliseconds since some fixed point (the kernel's clock).
+    clock: fn() -> u64,
+}
+
+impl Stack {
+    /// A stack over the loopback device, answering 127.0.0.1/8, timed by
+    /// `clock` (milliseconds).
+    pub fn new(clock: fn() -> u64) -> Stack {
+        let mut device = Loopback::new(Medium::Ip);
+        let now = Instant::from_millis(clock() as i64);
+        let mut iface = Interface::new(Config::new(HardwareAddress::Ip), &mut device, now);
+        iface.update_ip_addrs(|addresses| {
+            // Room for one address: the loopback network's.
+            let _ = addresses.push(IpCidr::new(IpAddress::v4(127, 0, 0, 1), 8));
+        });
+        Stack {
+            inner: Mutex::new(Inner {
+                iface,
+                device,
+                sockets: SocketSet::new(Vec::new()),
+                ports: BTreeSet::new(),
+                next_ephemeral: *EPHEMERAL_PORTS.start(),
+                closing: Vec::new(),
+            }),
+            clock,
+        }
+    }
+
+    /// Runs `f` on the stack after moving it forward; moves it forward
+    /// again after, so that what `f` sent is delivered.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Inner) -> R) -> R {
+        let mut inner = self.inner.lock();
+        let now = Instant::from_millis((self.clock)() as i64);
+        inner.poll(now);
+        let result = f(&mut inner);
+        inner.poll(now);
+        result
+    }
+
+    /// Moves the stack forward: queued packets through the loopback
+    /// device, TCP's timers; sockets closed by their descriptors and now
+    /// done go.
+    pub fn poll(&self) {
+        self.with(|_| ());
+    }
+
+    /// Sockets in the stack now (tests: none may outlive its descriptor
+    /// once closed and done).
+    pub fn socket_count(&self) -> usize {
+        self.with(|inner| inner.sockets.iter().count())
+    }
+}
+
+impl Inner {
+    fn poll(&mut self, now: Instant) {
+        for _ in 0..POLL_ROUNDS {
+            if self.iface.poll(now, &mut self.device, &mut self.sockets) == PollResult::None {
+                break;
+            }
+        }
+        self.reap_closed();
+    }
+
+    /// Removes the closing TCP sockets that are done.
+    fn reap_closed(&mut self) {
+        let sockets = &mut self.sockets;
+        let ports = &mut self.ports;
+        self.closing.retain(|&(handle, port)| {
+            if sockets.get::<tcp::Socket>(handle).state() != tcp::State::Closed {
+                return true;
+            }
+            sockets.remove(handle);
+            if let Some(port) = port {
+                ports.remove(&(Protocol::Tcp, port));
+            }
+            false
+        });
+    }
+
+    /// Takes `port` (0: an ephemeral one) for `protocol`.
+    pub(crate) fn take_port(&mut self, protocol: Protocol, port: u16) -> Result<u16, SocketError> {
+        if port != 0 {
+            if !self.ports.insert((protocol, port)) {
+                return Err(SocketError::AddressInUse);
+            }
+            return Ok(port);
+        }
+        let count = EPHEMERAL_PORTS.len() as u16;
+        for step in 0..count {
+            let offset = (self.next_ephemeral - EPHEMERAL_PORTS.start() + step) % count;
+            let candidate = EPHEMERAL_PORTS.start() + offset;
+            if self.ports.insert((protocol, candidate)) {
+                self.next_ephemeral = EPHEMERAL_PORTS.start() + (offset + 1) % count;
+                return Ok(candidate);
+            }
+        }
+        Err(SocketError::AddressInUse)
+    }
+
+    /// Gives `port` back.
+    pub(crate) fn release_port(&mut self, protocol: Protocol, port: u16) {
+        self.ports.remove(&(protocol, port));
+    }
+
+    /// A new UDP socket in the set.
+    pub(crate) fn new_udp(&mut self) -> SocketHandle {
+        let buffer = || {
+            udp::PacketBuffer::new(
+                vec![udp::PacketMetadata::EMPTY; UDP_DATAGRAMS],
+                vec![0; UDP_BUFFER_BYTES],
+            )
+        };
+        self.sockets.add(udp::Socket::new(buffer(), buffer()))
+    }
+
+    /// A new TCP socket in the set, acknowledging at once (on loopback a
+    /// delayed ACK would only add its delay).
+    pub(crate) fn new_tcp(&mut self) -> SocketHandle {
+        let mut socket = tcp::Socket::new(
+            tcp::SocketBuffer::new(vec![0; TCP_BUFFER_BYTES]),
+            tcp::SocketBuffer::new(vec![0; TCP_BUFFER_BYTES]),
+        );
+        socket.set_ack_delay(None);
+        self.sockets.add(socket)
+    }
+
+    /// A TCP socket whose descriptor is gone: it says goodbye in the
+    /// background and goes when closed; `port` (if it owns one) stays
+    /// taken until then.
+    pub(crate) fn close_tcp(&mut self, handle: SocketHandle, port: Option<u16>) {
+        let socket = self.sockets.get_mut::<tcp::Socket>(handle);
+        match socket.state() {
+            // Never connected, or a listener: nothing to say.
+            tcp::State::Closed | tcp::State::Listen | tcp::State::SynSent => {
+                socket.abort();
+            }
+            _ => socket.close(),
+        }
+        self.closing.push((handle, port));
+    }
+
+    /// Removes a socket at once.
+    pub(crate) fn remove(&mut self, handle: SocketHandle) {
+        self.sockets.remove(handle);
+    }
+}
