@@ -16,6 +16,7 @@ mod procfs;
 mod services;
 mod shared_memory;
 mod signals;
+mod sockets;
 mod strands;
 mod threads;
 mod tracing;
@@ -45,7 +46,7 @@ pub(crate) use ensure;
 
 /// Runs every test; returns whether all passed.
 pub fn run_all() -> bool {
-    let groups: [&[KernelTest]; 14] = [
+    let groups: [&[KernelTest]; 15] = [
         memory::TESTS,
         services::TESTS,
         traps::TESTS,
@@ -60,6 +61,7 @@ pub fn run_all() -> bool {
         dynamic::TESTS,
         page_cache::TESTS,
         shared_memory::TESTS,
+        sockets::TESTS,
     ];
     let (mut passed, mut failed) = (0, 0);
     // The harness checks that this many passed: a runner that stopped

@@ -200,6 +200,9 @@ pub struct Personality {
     /// A directory of the personality's hidden file system, where pipes'
     /// FIFO inodes are made.
     pipes: Arc<dyn Inode>,
+    /// The network stack `AF_INET` sockets live on (the loopback
+    /// interface).
+    sockets: Arc<sockets::Stack>,
     /// `/dev/urandom`'s generator, for `getrandom`.
     urandom: Arc<dyn vfs::Device>,
     /// The root and current directory new processes start in (`None`:
@@ -230,6 +233,10 @@ impl Personality {
             vfs,
             console,
             pipes: pipefs.root(),
+            sockets: {
+                let clock = system.clone();
+                Arc::new(sockets::Stack::new(move || clock.uptime_ns() / 1_000_000))
+            },
             urandom,
             processes: spin::Mutex::new(BTreeMap::new()),
             start_directory: spin::Mutex::new(None),
@@ -666,8 +673,36 @@ fn table(number: u64) -> Option<Implementation> {
             |c, [fd, name, ..]| xattr::remove(c.vfs, c.files, xattr::Target::Descriptor(fd), name)
         }
         FADVISE64 => |c, [fd, _offset, _len, advice, ..]| files::fadvise64(c.files, fd, advice),
-        SOCKET => |_, _| socket::socket(),
-        GETSOCKNAME | GETPEERNAME => |c, [fd, ..]| socket::not_a_socket(c.files, fd),
+        SOCKET => |c, [domain, kind, protocol, ..]| {
+            let personality = c.personality;
+            socket::socket(&personality.sockets, &personality.pipes, c.files, domain, kind, protocol)
+        },
+        BIND => |c, [fd, address, length, ..]| socket::bind(c.files, fd, address, length),
+        CONNECT => |c, [fd, address, length, ..]| socket::connect(c.files, fd, address, length),
+        LISTEN => |c, [fd, backlog, ..]| socket::listen(c.files, fd, backlog),
+        ACCEPT => |c, [fd, address, length, ..]| {
+            socket::accept4(&c.personality.pipes, c.files, fd, address, length, 0)
+        },
+        ACCEPT4 => |c, [fd, address, length, flags, ..]| {
+            socket::accept4(&c.personality.pipes, c.files, fd, address, length, flags)
+        },
+        SENDTO => |c, [fd, buf, len, flags, address, length]| {
+            socket::sendto(c.files, fd, buf, len, flags, address, length)
+        },
+        RECVFROM => |c, [fd, buf, len, flags, address, length]| {
+            socket::recvfrom(c.files, fd, buf, len, flags, address, length)
+        },
+        SENDMSG => |c, [fd, message, flags, ..]| socket::sendmsg(c.files, fd, message, flags),
+        RECVMSG => |c, [fd, message, flags, ..]| socket::recvmsg(c.files, fd, message, flags),
+        SHUTDOWN => |c, [fd, how, ..]| socket::shutdown(c.files, fd, how),
+        GETSOCKNAME => |c, [fd, address, length, ..]| socket::getsockname(c.files, fd, address, length),
+        GETPEERNAME => |c, [fd, address, length, ..]| socket::getpeername(c.files, fd, address, length),
+        SETSOCKOPT => |c, [fd, level, name, value, length, ..]| {
+            socket::setsockopt(c.files, fd, level, name, value, length)
+        },
+        GETSOCKOPT => |c, [fd, level, name, value, length, ..]| {
+            socket::getsockopt(c.files, fd, level, name, value, length)
+        },
         SCHED_GETAFFINITY => |c, [pid, size, mask, ..]| {
             c.process(pid)?;
             sched::sched_getaffinity(size, mask)

@@ -1,22 +1,647 @@
-//! Sockets: there are none yet. `socket` says no family is supported
-//! (`EAFNOSUPPORT`, Linux's answer for a family the kernel was built
-//! without), and the calls on a socket's descriptor say it is not one
-//! (`ENOTSOCK`). glibc asks for a socket to reach `nscd` when it looks a
-//! user up, and bash asks `getpeername` of its input at start; both go on
-//! without.
+//! Sockets: the `AF_INET` family over the `sockets` service (UDP and TCP
+//! on smoltcp, over the loopback interface). A socket is an open file
+//! whose driver is a [`SocketFile`], on a socket inode of the
+//! personality's hidden file system, so `read`, `write`, `close`, `poll`,
+//! `select`, `dup` and `fork` work on it as on any descriptor.
+//!
+//! Other families are `EAFNOSUPPORT` (glibc asks for an `AF_UNIX` socket
+//! to reach `nscd` when it looks a user up, and goes on without), and the
+//! socket calls on a descriptor that is not a socket are `ENOTSOCK`.
+//!
+//! Blocking calls wait as pipes do ([`crate::pipe::wait_a_little`]),
+//! honour `O_NONBLOCK` (`EAGAIN`, `EINPROGRESS` for `connect`), and end
+//! with `EINTR` when a signal is to be taken. A send to a peer that is
+//! gone is `EPIPE`; `write` on such a socket also raises `SIGPIPE`, as
+//! for pipes, but `send`, `sendto` and `sendmsg` do not (as if
+//! `MSG_NOSIGNAL` were always given).
 
-use vfs::Errno;
+use alloc::sync::Arc;
+use core::net::{Ipv4Addr, SocketAddrV4};
 
-use crate::LinuxProcess;
+use sockets::{Kind, Readiness as SocketReadiness, Shutdown, Socket, SocketError, Stack};
+use vfs::{flags, Device, Errno, Inode, NewNode, NodeKind, OpenFile, Readiness};
 
-/// `socket(domain, type, protocol)`.
-pub fn socket() -> Result<i64, Errno> {
-    Err(Errno::EAFNOSUPPORT)
+use crate::{pipe::wait_a_little, user, LinuxProcess};
+
+/// `AF_INET`.
+const AF_INET: u64 = 2;
+/// `SOCK_STREAM`, `SOCK_DGRAM`, and the flags `socket` takes with them.
+const SOCK_STREAM: u64 = 1;
+const SOCK_DGRAM: u64 = 2;
+const SOCK_TYPE_MASK: u64 = 0xf;
+const SOCK_NONBLOCK: u64 = 0o4000;
+const SOCK_CLOEXEC: u64 = 0o2000000;
+/// `IPPROTO_TCP`, `IPPROTO_UDP`.
+const IPPROTO_TCP: u64 = 6;
+const IPPROTO_UDP: u64 = 17;
+/// Bytes of a `struct sockaddr_in`.
+const SOCKADDR_IN_BYTES: usize = 16;
+/// `MSG_PEEK`, `MSG_TRUNC`, `MSG_DONTWAIT`.
+const MSG_PEEK: u64 = 0x2;
+const MSG_TRUNC: u64 = 0x20;
+const MSG_DONTWAIT: u64 = 0x40;
+/// `shutdown`'s `how`.
+const SHUT_RD: u64 = 0;
+const SHUT_WR: u64 = 1;
+const SHUT_RDWR: u64 = 2;
+/// `getsockopt`/`setsockopt` levels and options.
+const SOL_SOCKET: u64 = 1;
+const SO_REUSEADDR: u64 = 2;
+const SO_TYPE: u64 = 3;
+const SO_ERROR: u64 = 4;
+const SO_BROADCAST: u64 = 6;
+const SO_SNDBUF: u64 = 7;
+const SO_RCVBUF: u64 = 8;
+const SO_KEEPALIVE: u64 = 9;
+const SO_LINGER: u64 = 13;
+const SO_REUSEPORT: u64 = 15;
+const SO_RCVTIMEO: u64 = 20;
+const SO_SNDTIMEO: u64 = 21;
+const TCP_NODELAY: u64 = 1;
+/// What `SO_SNDBUF` and `SO_RCVBUF` report (the stack's buffers).
+const BUFFER_BYTES: i32 = 64 * 1024;
+
+/// A socket as an open file's driver.
+pub struct SocketFile {
+    socket: Socket,
 }
 
-/// `getpeername(fd, addr, addrlen)`, `getsockname` and the like on a
-/// descriptor: `EBADF` for none, else `ENOTSOCK`.
-pub fn not_a_socket(files: &LinuxProcess, fd: u64) -> Result<i64, Errno> {
-    files.fds.get(fd as i64)?;
-    Err(Errno::ENOTSOCK)
+impl SocketFile {
+    /// The socket.
+    pub fn socket(&self) -> &Socket {
+        &self.socket
+    }
+}
+
+/// Waits for `attempt` while it would block, unless `nonblocking`
+/// (`EAGAIN`); `EINTR` if a signal is to be taken meanwhile.
+fn waiting<T>(
+    nonblocking: bool,
+    mut attempt: impl FnMut() -> Result<T, SocketError>,
+) -> Result<T, Errno> {
+    let mut round = 0;
+    loop {
+        match attempt() {
+            Err(SocketError::WouldBlock) if !nonblocking => wait_a_little(&mut round)?,
+            other => return other.map_err(errno),
+        }
+    }
+}
+
+/// Linux's errno for `error`.
+fn errno(error: SocketError) -> Errno {
+    match error {
+        SocketError::WouldBlock => Errno::EAGAIN,
+        SocketError::InProgress => Errno::EINPROGRESS,
+        SocketError::AddressInUse => Errno::EADDRINUSE,
+        SocketError::AddressNotAvailable => Errno::EADDRNOTAVAIL,
+        SocketError::Unreachable => Errno::ENETUNREACH,
+        SocketError::Refused => Errno::ECONNREFUSED,
+        SocketError::Reset => Errno::ECONNRESET,
+        SocketError::AlreadyBound | SocketError::NotListening => Errno::EINVAL,
+        SocketError::AlreadyConnected => Errno::EISCONN,
+        SocketError::NotConnected => Errno::ENOTCONN,
+        SocketError::NotSupported => Errno::EOPNOTSUPP,
+        SocketError::BrokenPipe => Errno::EPIPE,
+        SocketError::MessageTooLong => Errno::EMSGSIZE,
+        SocketError::NoMemory => Errno::ENOMEM,
+        SocketError::NoDestination => Errno::EDESTADDRREQ,
+    }
+}
+
+impl Device for SocketFile {
+    fn read(&self, _offset: u64, buf: &mut [u8], nonblocking: bool) -> Result<usize, Errno> {
+        waiting(nonblocking, || self.socket.receive(buf, false)).map(|(count, _, _)| count)
+    }
+
+    fn write(&self, _offset: u64, buf: &[u8], nonblocking: bool) -> Result<usize, Errno> {
+        send_all(&self.socket, buf, None, nonblocking)
+    }
+
+    fn readiness(&self) -> Readiness {
+        let SocketReadiness {
+            readable,
+            writable,
+            hung_up,
+        } = self.socket.readiness();
+        Readiness {
+            readable,
+            writable,
+            hung_up,
+        }
+    }
+
+    fn as_any(&self) -> Option<&dyn core::any::Any> {
+        Some(self)
+    }
+}
+
+/// Sends `data`: a datagram whole, a stream all of it (waiting for room
+/// unless `nonblocking`, which sends what fits).
+fn send_all(
+    socket: &Socket,
+    data: &[u8],
+    to: Option<SocketAddrV4>,
+    nonblocking: bool,
+) -> Result<usize, Errno> {
+    if socket.kind() == Kind::Datagram {
+        return waiting(nonblocking, || socket.send(data, to));
+    }
+    let mut done = 0;
+    let mut round = 0;
+    while done < data.len() || data.is_empty() {
+        match socket.send(&data[done..], to) {
+            Ok(count) => {
+                done += count;
+                if data.is_empty() {
+                    break;
+                }
+            }
+            Err(SocketError::WouldBlock) if nonblocking => {
+                return if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(Errno::EAGAIN)
+                };
+            }
+            Err(SocketError::WouldBlock) => {
+                if let Err(error) = wait_a_little(&mut round) {
+                    return if done > 0 { Ok(done) } else { Err(error) };
+                }
+            }
+            Err(error) => {
+                return if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(errno(error))
+                }
+            }
+        }
+    }
+    Ok(done)
+}
+
+/// The socket behind descriptor `fd`: `EBADF`, or `ENOTSOCK` for
+/// another file; with the open file (its `O_NONBLOCK`).
+fn socket_of(files: &LinuxProcess, fd: u64) -> Result<(Arc<OpenFile>, Arc<dyn Device>), Errno> {
+    let file = files.fds.get(fd as i64)?;
+    let device = file.device().cloned().ok_or(Errno::ENOTSOCK)?;
+    device
+        .as_any()
+        .and_then(|any| any.downcast_ref::<SocketFile>())
+        .ok_or(Errno::ENOTSOCK)?;
+    Ok((file, device))
+}
+
+/// Runs `f` on the socket behind `fd`, with whether the file is
+/// non-blocking.
+fn with_socket<T>(
+    files: &LinuxProcess,
+    fd: u64,
+    f: impl FnOnce(&Socket, bool) -> Result<T, Errno>,
+) -> Result<T, Errno> {
+    let (file, device) = socket_of(files, fd)?;
+    let nonblocking = file.flags() & flags::O_NONBLOCK != 0;
+    let socket = device
+        .as_any()
+        .and_then(|any| any.downcast_ref::<SocketFile>())
+        .ok_or(Errno::ENOTSOCK)?;
+    f(socket.socket(), nonblocking)
+}
+
+/// Reads a `struct sockaddr_in` of `length` bytes at `address`:
+/// `EINVAL` if too short, `EAFNOSUPPORT` for another family.
+fn read_address(address: u64, length: u64) -> Result<SocketAddrV4, Errno> {
+    if length < SOCKADDR_IN_BYTES as u64 {
+        return Err(Errno::EINVAL);
+    }
+    let mut bytes = [0u8; SOCKADDR_IN_BYTES];
+    user::read(address, &mut bytes)?;
+    if u64::from(u16::from_le_bytes([bytes[0], bytes[1]])) != AF_INET {
+        return Err(Errno::EAFNOSUPPORT);
+    }
+    let port = u16::from_be_bytes([bytes[2], bytes[3]]);
+    let ip = Ipv4Addr::new(bytes[4], bytes[5], bytes[6], bytes[7]);
+    Ok(SocketAddrV4::new(ip, port))
+}
+
+/// Writes `value` as a `struct sockaddr_in` at `address`, cut to the
+/// room `*length_at` says, and the whole length back there (nothing if
+/// `address` is 0, as `accept` allows).
+fn write_address(value: SocketAddrV4, address: u64, length_at: u64) -> Result<(), Errno> {
+    if address == 0 {
+        return Ok(());
+    }
+    let mut length = [0u8; 4];
+    user::read(length_at, &mut length)?;
+    let room = i32::from_le_bytes(length);
+    if room < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let mut bytes = [0u8; SOCKADDR_IN_BYTES];
+    bytes[0..2].copy_from_slice(&(AF_INET as u16).to_le_bytes());
+    bytes[2..4].copy_from_slice(&value.port().to_be_bytes());
+    bytes[4..8].copy_from_slice(&value.ip().octets());
+    let count = (room as usize).min(SOCKADDR_IN_BYTES);
+    user::write(address, &bytes[..count])?;
+    user::write(length_at, &(SOCKADDR_IN_BYTES as i32).to_le_bytes())
+}
+
+/// Makes an open file for `socket` on a socket inode of `directory`
+/// (unlinked at once) and installs it.
+fn install(
+    directory: &Arc<dyn Inode>,
+    files: &LinuxProcess,
+    socket: Socket,
+    nonblocking: bool,
+    close_on_exec: bool,
+) -> Result<i64, Errno> {
+    let name = alloc::format!("socket-{:p}", &socket as *const Socket);
+    let inode = directory.create(
+        name.as_bytes(),
+        NewNode {
+            kind: NodeKind::Socket,
+            permissions: 0o777,
+            uid: 0,
+            gid: 0,
+        },
+    )?;
+    let _ = directory.unlink(name.as_bytes());
+    let status = if nonblocking { flags::O_NONBLOCK } else { 0 };
+    let file = OpenFile::new(
+        inode,
+        flags::O_RDWR | status,
+        Some(Arc::new(SocketFile { socket })),
+    );
+    files
+        .fds
+        .install(Arc::new(file), 0, close_on_exec)
+        .map(i64::from)
+}
+
+/// `socket(domain, type, protocol)`.
+pub fn socket(
+    stack: &Arc<Stack>,
+    directory: &Arc<dyn Inode>,
+    files: &LinuxProcess,
+    domain: u64,
+    kind: u64,
+    protocol: u64,
+) -> Result<i64, Errno> {
+    if domain != AF_INET {
+        return Err(Errno::EAFNOSUPPORT);
+    }
+    if kind & !(SOCK_TYPE_MASK | SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let kind_of = match (kind & SOCK_TYPE_MASK, protocol) {
+        (SOCK_STREAM, 0 | IPPROTO_TCP) => Kind::Stream,
+        (SOCK_DGRAM, 0 | IPPROTO_UDP) => Kind::Datagram,
+        (SOCK_STREAM | SOCK_DGRAM, _) => return Err(Errno::EPROTONOSUPPORT),
+        _ => return Err(Errno::ESOCKTNOSUPPORT),
+    };
+    let socket = Socket::new(stack.clone(), kind_of);
+    install(
+        directory,
+        files,
+        socket,
+        kind & SOCK_NONBLOCK != 0,
+        kind & SOCK_CLOEXEC != 0,
+    )
+}
+
+/// `bind(fd, addr, addrlen)`.
+pub fn bind(files: &LinuxProcess, fd: u64, address: u64, length: u64) -> Result<i64, Errno> {
+    with_socket(files, fd, |socket, _| {
+        let address = read_address(address, length)?;
+        socket.bind(address).map(|()| 0).map_err(errno)
+    })
+}
+
+/// `connect(fd, addr, addrlen)`: a stream waits until connected (unless
+/// non-blocking: `EINPROGRESS`).
+pub fn connect(files: &LinuxProcess, fd: u64, address: u64, length: u64) -> Result<i64, Errno> {
+    with_socket(files, fd, |socket, nonblocking| {
+        let address = read_address(address, length)?;
+        match socket.connect(address) {
+            Ok(()) => Ok(0),
+            Err(SocketError::InProgress) if nonblocking => Err(Errno::EINPROGRESS),
+            Err(SocketError::InProgress) => waiting(false, || socket.connection()).map(|()| 0),
+            Err(error) => Err(errno(error)),
+        }
+    })
+}
+
+/// `listen(fd, backlog)`.
+pub fn listen(files: &LinuxProcess, fd: u64, backlog: u64) -> Result<i64, Errno> {
+    with_socket(files, fd, |socket, _| {
+        let backlog = (backlog as i32).max(0) as usize;
+        socket.listen(backlog).map(|()| 0).map_err(errno)
+    })
+}
+
+/// `accept4(fd, addr, addrlen, flags)` (and `accept`, flags 0).
+pub fn accept4(
+    directory: &Arc<dyn Inode>,
+    files: &LinuxProcess,
+    fd: u64,
+    address: u64,
+    length_at: u64,
+    accept_flags: u64,
+) -> Result<i64, Errno> {
+    if accept_flags & !(SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (socket, peer) = with_socket(files, fd, |socket, nonblocking| {
+        waiting(nonblocking, || socket.accept())
+    })?;
+    write_address(peer, address, length_at)?;
+    install(
+        directory,
+        files,
+        socket,
+        accept_flags & SOCK_NONBLOCK != 0,
+        accept_flags & SOCK_CLOEXEC != 0,
+    )
+}
+
+/// `sendto(fd, buf, len, flags, dest_addr, addrlen)` (and `send`).
+pub fn sendto(
+    files: &LinuxProcess,
+    fd: u64,
+    buffer: u64,
+    length: u64,
+    send_flags: u64,
+    address: u64,
+    address_length: u64,
+) -> Result<i64, Errno> {
+    with_socket(files, fd, |socket, nonblocking| {
+        let to = if address != 0 {
+            Some(read_address(address, address_length)?)
+        } else {
+            None
+        };
+        let length = usize::try_from(length).map_err(|_| Errno::EINVAL)?;
+        let mut data = alloc::vec::Vec::new();
+        data.try_reserve_exact(length).map_err(|_| Errno::ENOMEM)?;
+        data.resize(length, 0);
+        user::read(buffer, &mut data)?;
+        let nonblocking = nonblocking || send_flags & MSG_DONTWAIT != 0;
+        send_all(socket, &data, to, nonblocking).map(|count| count as i64)
+    })
+}
+
+/// `recvfrom(fd, buf, len, flags, src_addr, addrlen)` (and `recv`).
+pub fn recvfrom(
+    files: &LinuxProcess,
+    fd: u64,
+    buffer: u64,
+    length: u64,
+    receive_flags: u64,
+    address: u64,
+    length_at: u64,
+) -> Result<i64, Errno> {
+    with_socket(files, fd, |socket, nonblocking| {
+        let length = usize::try_from(length)
+            .map_err(|_| Errno::EINVAL)?
+            .min(1 << 20);
+        let mut data = alloc::vec::Vec::new();
+        data.try_reserve_exact(length).map_err(|_| Errno::ENOMEM)?;
+        data.resize(length, 0);
+        let nonblocking = nonblocking || receive_flags & MSG_DONTWAIT != 0;
+        let peek = receive_flags & MSG_PEEK != 0;
+        let (count, whole, from) = waiting(nonblocking, || socket.receive(&mut data, peek))?;
+        user::write(buffer, &data[..count])?;
+        if let Some(from) = from {
+            write_address(from, address, length_at)?;
+        }
+        // `MSG_TRUNC` asks for a datagram's whole length.
+        Ok(if receive_flags & MSG_TRUNC != 0 {
+            whole
+        } else {
+            count
+        } as i64)
+    })
+}
+
+/// `struct msghdr`'s fields that matter here: name, its length, the
+/// vectors and their count (56 bytes in all).
+struct MessageHeader {
+    name: u64,
+    name_length: u64,
+    vectors: u64,
+    count: u64,
+}
+
+fn read_message_header(at: u64) -> Result<MessageHeader, Errno> {
+    let [name, name_length, vectors, count, ..] = user::read_u64s::<7>(at)?;
+    Ok(MessageHeader {
+        name,
+        name_length: name_length & 0xffff_ffff,
+        vectors,
+        count,
+    })
+}
+
+/// `sendmsg(fd, msg, flags)`: the vectors gathered into one send.
+pub fn sendmsg(files: &LinuxProcess, fd: u64, message: u64, send_flags: u64) -> Result<i64, Errno> {
+    let header = read_message_header(message)?;
+    let data = gather(header.vectors, header.count)?;
+    with_socket(files, fd, |socket, nonblocking| {
+        let to = if header.name != 0 {
+            Some(read_address(header.name, header.name_length)?)
+        } else {
+            None
+        };
+        let nonblocking = nonblocking || send_flags & MSG_DONTWAIT != 0;
+        send_all(socket, &data, to, nonblocking).map(|count| count as i64)
+    })
+}
+
+/// `recvmsg(fd, msg, flags)`: one receive scattered over the vectors; no
+/// control messages (`msg_controllen` is set to 0).
+pub fn recvmsg(
+    files: &LinuxProcess,
+    fd: u64,
+    message: u64,
+    receive_flags: u64,
+) -> Result<i64, Errno> {
+    let header = read_message_header(message)?;
+    let total = vectors_length(header.vectors, header.count)?;
+    with_socket(files, fd, |socket, nonblocking| {
+        let mut data = alloc::vec::Vec::new();
+        data.try_reserve_exact(total).map_err(|_| Errno::ENOMEM)?;
+        data.resize(total, 0);
+        let nonblocking = nonblocking || receive_flags & MSG_DONTWAIT != 0;
+        let peek = receive_flags & MSG_PEEK != 0;
+        let (count, whole, from) = waiting(nonblocking, || socket.receive(&mut data, peek))?;
+        scatter(header.vectors, header.count, &data[..count])?;
+        if let (Some(from), true) = (from, header.name != 0) {
+            // `msg_namelen` is at offset 8: room in, length out.
+            write_address(from, header.name, message + 8)?;
+        }
+        // msg_controllen (offset 40) = 0; msg_flags (offset 48).
+        user::write(message + 40, &0u64.to_le_bytes())?;
+        let truncated = if whole > count { MSG_TRUNC as u32 } else { 0 };
+        user::write(message + 48, &truncated.to_le_bytes())?;
+        Ok(count as i64)
+    })
+}
+
+/// The total length of `count` `iovec`s at `vectors` (`EINVAL` past
+/// `IOV_MAX` or a total beyond 1 MiB per call, which is cut there).
+fn vectors_length(vectors: u64, count: u64) -> Result<usize, Errno> {
+    if count > 1024 {
+        return Err(Errno::EINVAL);
+    }
+    let mut total = 0usize;
+    for index in 0..count {
+        let (_, length) = user::read_iovec(vectors, index)?;
+        total = total.saturating_add(usize::try_from(length).map_err(|_| Errno::EINVAL)?);
+    }
+    Ok(total.min(1 << 20))
+}
+
+/// The bytes of `count` `iovec`s at `vectors`, in order.
+fn gather(vectors: u64, count: u64) -> Result<alloc::vec::Vec<u8>, Errno> {
+    let total = vectors_length(vectors, count)?;
+    let mut data = alloc::vec::Vec::new();
+    data.try_reserve_exact(total).map_err(|_| Errno::ENOMEM)?;
+    for index in 0..count {
+        let (base, length) = user::read_iovec(vectors, index)?;
+        let length = (length as usize).min(total - data.len());
+        let start = data.len();
+        data.resize(start + length, 0);
+        user::read(base, &mut data[start..])?;
+    }
+    Ok(data)
+}
+
+/// Spreads `data` over `count` `iovec`s at `vectors`.
+fn scatter(vectors: u64, count: u64, data: &[u8]) -> Result<(), Errno> {
+    let mut done = 0;
+    for index in 0..count {
+        if done == data.len() {
+            break;
+        }
+        let (base, length) = user::read_iovec(vectors, index)?;
+        let chunk = (length as usize).min(data.len() - done);
+        user::write(base, &data[done..done + chunk])?;
+        done += chunk;
+    }
+    Ok(())
+}
+
+/// `shutdown(fd, how)`.
+pub fn shutdown(files: &LinuxProcess, fd: u64, how: u64) -> Result<i64, Errno> {
+    let how = match how {
+        SHUT_RD => Shutdown::Read,
+        SHUT_WR => Shutdown::Write,
+        SHUT_RDWR => Shutdown::Both,
+        _ => return Err(Errno::EINVAL),
+    };
+    with_socket(files, fd, |socket, _| {
+        socket.shutdown(how).map(|()| 0).map_err(errno)
+    })
+}
+
+/// `getsockname(fd, addr, addrlen)`.
+pub fn getsockname(
+    files: &LinuxProcess,
+    fd: u64,
+    address: u64,
+    length_at: u64,
+) -> Result<i64, Errno> {
+    with_socket(files, fd, |socket, _| {
+        write_address(socket.local_address(), address, length_at).map(|()| 0)
+    })
+}
+
+/// `getpeername(fd, addr, addrlen)`.
+pub fn getpeername(
+    files: &LinuxProcess,
+    fd: u64,
+    address: u64,
+    length_at: u64,
+) -> Result<i64, Errno> {
+    with_socket(files, fd, |socket, _| {
+        let peer = socket.peer_address().map_err(errno)?;
+        write_address(peer, address, length_at).map(|()| 0)
+    })
+}
+
+/// Reads an `int` option value of `length` bytes at `value`.
+fn read_int(value: u64, length: u64) -> Result<i32, Errno> {
+    if length < 4 {
+        return Err(Errno::EINVAL);
+    }
+    let mut bytes = [0u8; 4];
+    user::read(value, &mut bytes)?;
+    Ok(i32::from_le_bytes(bytes))
+}
+
+/// `setsockopt(fd, level, name, value, length)`: `TCP_NODELAY` and
+/// `SO_KEEPALIVE` change the socket; the common others (`SO_REUSEADDR`,
+/// buffer sizes, timeouts, `SO_LINGER`, ...) are accepted and change
+/// nothing; unknown ones are `ENOPROTOOPT`.
+pub fn setsockopt(
+    files: &LinuxProcess,
+    fd: u64,
+    level: u64,
+    name: u64,
+    value: u64,
+    length: u64,
+) -> Result<i64, Errno> {
+    with_socket(files, fd, |socket, _| match (level, name) {
+        (IPPROTO_TCP, TCP_NODELAY) => {
+            socket.set_no_delay(read_int(value, length)? != 0);
+            Ok(0)
+        }
+        (SOL_SOCKET, SO_KEEPALIVE) => {
+            socket.set_keep_alive(read_int(value, length)? != 0);
+            Ok(0)
+        }
+        (
+            SOL_SOCKET,
+            SO_REUSEADDR | SO_REUSEPORT | SO_BROADCAST | SO_SNDBUF | SO_RCVBUF | SO_LINGER
+            | SO_RCVTIMEO | SO_SNDTIMEO,
+        ) => Ok(0),
+        _ => Err(Errno::ENOPROTOOPT),
+    })
+}
+
+/// `getsockopt(fd, level, name, value, length)`: `SO_TYPE`, `SO_ERROR`
+/// (taken), the buffer sizes, and 0 for the accepted flags.
+pub fn getsockopt(
+    files: &LinuxProcess,
+    fd: u64,
+    level: u64,
+    name: u64,
+    value: u64,
+    length_at: u64,
+) -> Result<i64, Errno> {
+    with_socket(files, fd, |socket, _| {
+        let answer: i32 = match (level, name) {
+            (SOL_SOCKET, SO_TYPE) => match socket.kind() {
+                Kind::Stream => SOCK_STREAM as i32,
+                Kind::Datagram => SOCK_DGRAM as i32,
+            },
+            (SOL_SOCKET, SO_ERROR) => socket.take_error().map_or(0, |error| errno(error).as_i32()),
+            (SOL_SOCKET, SO_SNDBUF | SO_RCVBUF) => BUFFER_BYTES,
+            (SOL_SOCKET, SO_REUSEADDR | SO_REUSEPORT | SO_KEEPALIVE | SO_BROADCAST)
+            | (IPPROTO_TCP, TCP_NODELAY) => 0,
+            _ => return Err(Errno::ENOPROTOOPT),
+        };
+        let mut room = [0u8; 4];
+        user::read(length_at, &mut room)?;
+        let room = i32::from_le_bytes(room);
+        if room < 0 {
+            return Err(Errno::EINVAL);
+        }
+        let bytes = answer.to_le_bytes();
+        let count = (room as usize).min(bytes.len());
+        user::write(value, &bytes[..count])?;
+        user::write(length_at, &(count as i32).to_le_bytes())?;
+        Ok(0)
+    })
 }

@@ -200,7 +200,11 @@ impl Socket {
         }
         let mut state = self.state.lock();
         self.stack.with(|inner| match &mut *state {
-            State::Udp { handle, local, peer } => {
+            State::Udp {
+                handle,
+                local,
+                peer,
+            } => {
                 if local.is_none() {
                     let port = inner.take_port(Protocol::Udp, 0)?;
                     let bound = SocketAddrV4::new(LOOPBACK, port);
@@ -259,11 +263,14 @@ impl Socket {
         let State::Tcp(Tcp::Connected { handle, .. }) = &*state else {
             return Err(SocketError::NotConnected);
         };
-        let outcome = self.stack.with(|inner| match inner.sockets.get::<tcp::Socket>(*handle).state() {
-            tcp::State::SynSent | tcp::State::SynReceived => Err(SocketError::WouldBlock),
-            tcp::State::Closed => Err(SocketError::Refused),
-            _ => Ok(()),
-        });
+        let outcome =
+            self.stack.with(
+                |inner| match inner.sockets.get::<tcp::Socket>(*handle).state() {
+                    tcp::State::SynSent | tcp::State::SynReceived => Err(SocketError::WouldBlock),
+                    tcp::State::Closed => Err(SocketError::Refused),
+                    _ => Ok(()),
+                },
+            );
         if outcome == Err(SocketError::Refused) {
             *self.error.lock() = Some(SocketError::Refused);
         }
@@ -287,7 +294,9 @@ impl Socket {
                 State::Tcp(Tcp::Listening { .. }) => return Ok(()),
                 State::Tcp(Tcp::Fresh { local }) => match *local {
                     Some(local) => local,
-                    None => SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, inner.take_port(Protocol::Tcp, 0)?),
+                    None => {
+                        SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, inner.take_port(Protocol::Tcp, 0)?)
+                    }
                 },
             };
             let mut listeners = Vec::new();
@@ -345,7 +354,11 @@ impl Socket {
     pub fn send(&self, data: &[u8], to: Option<SocketAddrV4>) -> Result<usize, SocketError> {
         let mut state = self.state.lock();
         match &mut *state {
-            State::Udp { handle, local, peer } => {
+            State::Udp {
+                handle,
+                local,
+                peer,
+            } => {
                 let destination = to.or(*peer).ok_or(SocketError::NoDestination)?;
                 let destination = if destination.ip().is_unspecified() {
                     SocketAddrV4::new(LOOPBACK, destination.port())
@@ -421,7 +434,9 @@ impl Socket {
                 let socket = inner.sockets.get_mut::<udp::Socket>(*handle);
                 loop {
                     let (payload, metadata) = if peek {
-                        socket.peek().map(|(payload, metadata)| (payload, *metadata))
+                        socket
+                            .peek()
+                            .map(|(payload, metadata)| (payload, *metadata))
                     } else {
                         socket.recv()
                     }
@@ -458,7 +473,9 @@ impl Socket {
                         return Ok((count, count, peer));
                     }
                     match socket.state() {
-                        tcp::State::SynSent | tcp::State::SynReceived => Err(SocketError::WouldBlock),
+                        tcp::State::SynSent | tcp::State::SynReceived => {
+                            Err(SocketError::WouldBlock)
+                        }
                         _ if buffer.is_empty() => Ok((0, 0, peer)),
                         _ if socket.may_recv() => Err(SocketError::WouldBlock),
                         // The peer's FIN (or our close): the end.
@@ -564,7 +581,10 @@ impl Socket {
                 ..
             }) => {
                 let socket = inner.sockets.get::<tcp::Socket>(*handle);
-                let connecting = matches!(socket.state(), tcp::State::SynSent | tcp::State::SynReceived);
+                let connecting = matches!(
+                    socket.state(),
+                    tcp::State::SynSent | tcp::State::SynReceived
+                );
                 let at_end = !connecting && (!socket.may_recv() || *read_shut);
                 let send_over = !connecting && (!socket.may_send() || *write_shut);
                 Readiness {
@@ -614,10 +634,8 @@ fn new_listener(inner: &mut Inner, local: SocketAddrV4) -> Result<SocketHandle, 
 
 impl Drop for Socket {
     fn drop(&mut self) {
-        let state = core::mem::replace(
-            self.state.get_mut(),
-            State::Tcp(Tcp::Fresh { local: None }),
-        );
+        let state =
+            core::mem::replace(self.state.get_mut(), State::Tcp(Tcp::Fresh { local: None }));
         self.stack.with(|inner| match state {
             State::Udp { handle, local, .. } => {
                 inner.remove(handle);
@@ -642,7 +660,11 @@ impl Drop for Socket {
             State::Tcp(Tcp::Connected {
                 handle, owns_port, ..
             }) => {
-                let port = inner.sockets.get::<tcp::Socket>(handle).listen_endpoint().port;
+                let port = inner
+                    .sockets
+                    .get::<tcp::Socket>(handle)
+                    .listen_endpoint()
+                    .port;
                 inner.close_tcp(handle, owns_port.then_some(port));
             }
         });

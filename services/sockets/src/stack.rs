@@ -1,7 +1,7 @@
 //! The stack: smoltcp's interface and sockets over the loopback device,
 //! the ports in use, and the TCP sockets closing in the background.
 
-use alloc::{collections::BTreeSet, vec, vec::Vec};
+use alloc::{boxed::Box, collections::BTreeSet, vec, vec::Vec};
 
 use smoltcp::{
     iface::{Config, Interface, PollResult, SocketHandle, SocketSet},
@@ -53,13 +53,13 @@ pub(crate) struct Inner {
 pub struct Stack {
     inner: Mutex<Inner>,
     /// Milliseconds since some fixed point (the kernel's clock).
-    clock: fn() -> u64,
+    clock: Box<dyn Fn() -> u64 + Send + Sync>,
 }
 
 impl Stack {
     /// A stack over the loopback device, answering 127.0.0.1/8, timed by
     /// `clock` (milliseconds).
-    pub fn new(clock: fn() -> u64) -> Stack {
+    pub fn new(clock: impl Fn() -> u64 + Send + Sync + 'static) -> Stack {
         let mut device = Loopback::new(Medium::Ip);
         let now = Instant::from_millis(clock() as i64);
         let mut iface = Interface::new(Config::new(HardwareAddress::Ip), &mut device, now);
@@ -76,7 +76,7 @@ impl Stack {
                 next_ephemeral: *EPHEMERAL_PORTS.start(),
                 closing: Vec::new(),
             }),
-            clock,
+            clock: Box::new(clock),
         }
     }
 
@@ -120,7 +120,13 @@ impl Inner {
         let sockets = &mut self.sockets;
         let ports = &mut self.ports;
         self.closing.retain(|&(handle, port)| {
-            if sockets.get::<tcp::Socket>(handle).state() != tcp::State::Closed {
+            let socket = sockets.get_mut::<tcp::Socket>(handle);
+            // Data for a socket nobody can read any more: Linux answers
+            // with a reset, and so the sender learns (EPIPE, ECONNRESET).
+            if socket.recv_queue() > 0 {
+                socket.abort();
+            }
+            if socket.state() != tcp::State::Closed {
                 return true;
             }
             sockets.remove(handle);
@@ -188,6 +194,8 @@ impl Inner {
             tcp::State::Closed | tcp::State::Listen | tcp::State::SynSent => {
                 socket.abort();
             }
+            // Closed with bytes unread: a reset, as on Linux.
+            _ if socket.recv_queue() > 0 => socket.abort(),
             _ => socket.close(),
         }
         self.closing.push((handle, port));

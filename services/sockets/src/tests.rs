@@ -35,7 +35,10 @@ fn udp_datagrams_go_both_ways_and_a_connected_socket_hears_only_its_peer() {
     let server = Socket::new(stack.clone(), Kind::Datagram);
     server.bind(loopback(0)).unwrap();
     let server_address = server.local_address();
-    assert!(server_address.port() >= 32768, "an ephemeral port: {server_address}");
+    assert!(
+        server_address.port() >= 32768,
+        "an ephemeral port: {server_address}"
+    );
     let client = Socket::new(stack.clone(), Kind::Datagram);
     client.connect(server_address).unwrap();
     assert_eq!(client.send(b"0123456789abcdef", None), Ok(16));
@@ -51,7 +54,10 @@ fn udp_datagrams_go_both_ways_and_a_connected_socket_hears_only_its_peer() {
     let stranger = Socket::new(stack.clone(), Kind::Datagram);
     stranger.send(b"x", Some(client.local_address())).unwrap();
     stack.poll();
-    assert_eq!(client.receive(&mut buffer, false), Err(SocketError::WouldBlock));
+    assert_eq!(
+        client.receive(&mut buffer, false),
+        Err(SocketError::WouldBlock)
+    );
     // A datagram longer than the buffer is cut, its length told.
     client.send(&[7u8; 100], None).unwrap();
     let mut small = [0u8; 10];
@@ -76,7 +82,9 @@ fn ports_and_addresses_are_checked() {
     );
     assert_eq!(second.send(b"x", None), Err(SocketError::NoDestination));
     drop(first);
-    second.bind(loopback(5000)).expect("a closed socket's port is free again");
+    second
+        .bind(loopback(5000))
+        .expect("a closed socket's port is free again");
     assert_eq!(second.bind(loopback(5001)), Err(SocketError::AlreadyBound));
 }
 
@@ -90,7 +98,10 @@ fn tcp_connects_transfers_both_ways_and_closes() {
     let client = Socket::new(stack.clone(), Kind::Stream);
     assert_eq!(client.connect(loopback(8080)), Err(SocketError::InProgress));
     until_ready(|| client.connection()).unwrap();
-    assert!(listener.readiness().readable, "a connection waits to be accepted");
+    assert!(
+        listener.readiness().readable,
+        "a connection waits to be accepted"
+    );
     let (server, peer) = until_ready(|| listener.accept()).unwrap();
     assert_eq!(peer, client.local_address());
     assert_eq!(client.peer_address(), Ok(loopback(8080)));
@@ -116,7 +127,10 @@ fn tcp_connects_transfers_both_ways_and_closes() {
     assert_eq!(&buffer[..count], b"back");
     // The client shuts its sending down: the server reads the end.
     client.shutdown(Shutdown::Write).unwrap();
-    assert_eq!(until_ready(|| server.receive(&mut buffer, false)).map(|r| r.0), Ok(0));
+    assert_eq!(
+        until_ready(|| server.receive(&mut buffer, false)).map(|r| r.0),
+        Ok(0)
+    );
     assert_eq!(client.send(b"more", None), Err(SocketError::BrokenPipe));
     drop(server);
     drop(client);
@@ -136,7 +150,52 @@ fn a_connection_to_a_closed_port_is_refused() {
     let stack = Arc::new(Stack::new(ticking));
     let client = Socket::new(stack.clone(), Kind::Stream);
     assert_eq!(client.connect(loopback(9)), Err(SocketError::InProgress));
-    assert_eq!(until_ready(|| client.connection()), Err(SocketError::Refused));
+    assert_eq!(
+        until_ready(|| client.connection()),
+        Err(SocketError::Refused)
+    );
     assert_eq!(client.take_error(), Some(SocketError::Refused));
     assert_eq!(client.take_error(), None, "reported once");
+}
+
+#[test]
+fn a_stream_closed_with_bytes_still_to_send_delivers_them_all() {
+    let stack = Arc::new(Stack::new(ticking));
+    let listener = Socket::new(stack.clone(), Kind::Stream);
+    listener.bind(loopback(7000)).unwrap();
+    listener.listen(1).unwrap();
+    let client = Socket::new(stack.clone(), Kind::Stream);
+    let _ = client.connect(loopback(7000));
+    until_ready(|| client.connection()).unwrap();
+    let (server, _) = until_ready(|| listener.accept()).unwrap();
+    // The server end shuts its sending down first, as `nc -l` does when
+    // its input ends.
+    server.shutdown(Shutdown::Write).unwrap();
+    let data: alloc::vec::Vec<u8> = (0..300 * 1024).map(|i| (i % 253) as u8).collect();
+    let mut sent = 0;
+    let mut received = alloc::vec::Vec::new();
+    let mut buffer = [0u8; 8192];
+    while sent < data.len() {
+        if let Ok(count) = client.send(&data[sent..], None) {
+            sent += count;
+        }
+        if let Ok((count, _, _)) = server.receive(&mut buffer, false) {
+            received.extend_from_slice(&buffer[..count]);
+        }
+    }
+    drop(client);
+    loop {
+        match server.receive(&mut buffer, false) {
+            Ok((0, _, _)) => break,
+            Ok((count, _, _)) => received.extend_from_slice(&buffer[..count]),
+            Err(SocketError::WouldBlock) => continue,
+            Err(error) => panic!("receive: {error}"),
+        }
+    }
+    assert_eq!(
+        received.len(),
+        data.len(),
+        "every byte sent before the close arrives"
+    );
+    assert!(received == data);
 }

@@ -51,6 +51,12 @@ pub trait Device: Send + Sync {
     fn is_seekable(&self) -> bool {
         false
     }
+    /// The driver as `Any`, for one that its owner must recognise behind
+    /// an open file (a socket: the personality's socket calls find it
+    /// so); `None` for the others.
+    fn as_any(&self) -> Option<&dyn core::any::Any> {
+        None
+    }
 }
 
 /// The character device drivers by device number ([`crate::makedev`]).

@@ -71,6 +71,11 @@ impl OpenFile {
             .map(|(directory, name)| (directory, name.as_slice()))
     }
 
+    /// The driver, for a device (or socket) file.
+    pub fn device(&self) -> Option<&Arc<dyn Device>> {
+        self.device.as_ref()
+    }
+
     /// The inode.
     pub fn inode(&self) -> &Arc<dyn Inode> {
         &self.inode
