@@ -156,7 +156,7 @@ pub fn strand_ended(strand: u64) {
 }
 
 /// The personality's handler: its own families, else the kernel's core
-/// (decided by number first, so a core call pays no lookup here).
+/// (a core call pays one look in the personality's table).
 fn linux_call(args: &SyscallArgs) -> i64 {
     let &(strand, number, a0, a1, a2, a3, a4, a5) = args;
     // `getpid`, the null system call: the process the guard just found,
@@ -166,9 +166,8 @@ fn linux_call(args: &SyscallArgs) -> i64 {
             return pid as i64;
         }
     }
-    if !linux::owns(number) {
-        return crate::syscalls::core_table(args);
-    }
+    // The personality's own families (it looks the number up once, first
+    // thing), else the kernel's core.
     let answer = PERSONALITY.get().and_then(|personality| {
         let pid = cached_process(strand).or_else(|| crate::user::process_of(strand))?;
         personality.handle(pid, number, [a0, a1, a2, a3, a4, a5])

@@ -11,7 +11,7 @@
 //! record of what the process holds (descriptors are never revoked, so
 //! the two cannot disagree).
 
-use alloc::{collections::BTreeMap, sync::Arc};
+use alloc::{sync::Arc, vec::Vec};
 
 use dispatch::Principal;
 use domain::{Handle, HandleTable, Rights};
@@ -40,10 +40,59 @@ struct Descriptor {
     file: Arc<OpenFile>,
 }
 
+/// Descriptors by number: slot `fd` holds descriptor `fd` (a vector,
+/// not a tree: every `read` and `write` looks one up, and programs keep
+/// their numbers low, as Linux's lowest-free rule makes them).
+#[derive(Clone, Default)]
+struct Slots(Vec<Option<Descriptor>>);
+
+impl Slots {
+    fn get(&self, fd: i32) -> Option<&Descriptor> {
+        self.0.get(usize::try_from(fd).ok()?)?.as_ref()
+    }
+
+    fn get_mut(&mut self, fd: i32) -> Option<&mut Descriptor> {
+        self.0.get_mut(usize::try_from(fd).ok()?)?.as_mut()
+    }
+
+    /// Puts `descriptor` at `fd` (below [`MAX_DESCRIPTORS`]); returns
+    /// what was there.
+    fn insert(&mut self, fd: i32, descriptor: Descriptor) -> Option<Descriptor> {
+        let index = usize::try_from(fd).ok()?;
+        if self.0.len() <= index {
+            self.0.resize_with(index + 1, || None);
+        }
+        self.0[index].replace(descriptor)
+    }
+
+    fn remove(&mut self, fd: i32) -> Option<Descriptor> {
+        let removed = self.0.get_mut(usize::try_from(fd).ok()?)?.take();
+        while self.0.last().is_some_and(Option::is_none) {
+            self.0.pop();
+        }
+        removed
+    }
+
+    /// The lowest number at or above `lowest` with no descriptor.
+    fn lowest_free(&self, lowest: i32) -> i32 {
+        let start = usize::try_from(lowest).unwrap_or(0);
+        let free = (start..self.0.len()).find(|&index| self.0[index].is_none());
+        free.unwrap_or(self.0.len().max(start)) as i32
+    }
+
+    /// The descriptors, lowest first.
+    fn iter(&self) -> impl Iterator<Item = (i32, &Descriptor)> {
+        self.0
+            .iter()
+            .enumerate()
+            .filter_map(|(fd, slot)| slot.as_ref().map(|descriptor| (fd as i32, descriptor)))
+    }
+}
+
 /// A process's descriptor table.
 pub struct FdTable {
     capabilities: HandleTable,
-    descriptors: spin::Mutex<BTreeMap<i32, Descriptor>>,
+    descriptors: spin::Mutex<Slots>,
 }
 
 impl FdTable {
@@ -51,7 +100,7 @@ impl FdTable {
     pub fn new(owner: Principal) -> FdTable {
         FdTable {
             capabilities: HandleTable::with_limit(owner, MAX_DESCRIPTORS as usize),
-            descriptors: spin::Mutex::new(BTreeMap::new()),
+            descriptors: spin::Mutex::new(Slots::default()),
         }
     }
 
@@ -60,7 +109,7 @@ impl FdTable {
         let fd = descriptor(fd)?;
         self.descriptors
             .lock()
-            .get(&fd)
+            .get(fd)
             .map(|descriptor| descriptor.file.clone())
             .ok_or(Errno::EBADF)
     }
@@ -73,13 +122,7 @@ impl FdTable {
         close_on_exec: bool,
     ) -> Result<i32, Errno> {
         let mut descriptors = self.descriptors.lock();
-        let mut fd = lowest.max(0);
-        for (&used, _) in descriptors.range(fd..) {
-            if used != fd {
-                break;
-            }
-            fd += 1;
-        }
+        let fd = descriptors.lowest_free(lowest.max(0));
         if fd >= MAX_DESCRIPTORS {
             return Err(Errno::EMFILE);
         }
@@ -130,7 +173,7 @@ impl FdTable {
     /// Closes `fd`: `EBADF` if it is not open.
     pub fn close(&self, fd: i64) -> Result<(), Errno> {
         let fd = descriptor(fd)?;
-        let descriptor = self.descriptors.lock().remove(&fd).ok_or(Errno::EBADF)?;
+        let descriptor = self.descriptors.lock().remove(fd).ok_or(Errno::EBADF)?;
         // The open file is dropped outside our lock.
         self.capabilities
             .close(descriptor.handle)
@@ -142,7 +185,7 @@ impl FdTable {
         let fd = descriptor(fd)?;
         self.descriptors
             .lock()
-            .get(&fd)
+            .get(fd)
             .map(|descriptor| descriptor.close_on_exec)
             .ok_or(Errno::EBADF)
     }
@@ -151,7 +194,7 @@ impl FdTable {
     pub fn set_close_on_exec(&self, fd: i64, value: bool) -> Result<(), Errno> {
         let fd = descriptor(fd)?;
         let mut descriptors = self.descriptors.lock();
-        let descriptor = descriptors.get_mut(&fd).ok_or(Errno::EBADF)?;
+        let descriptor = descriptors.get_mut(fd).ok_or(Errno::EBADF)?;
         descriptor.close_on_exec = value;
         Ok(())
     }
@@ -161,8 +204,9 @@ impl FdTable {
     pub fn fork(&self, child: Principal) -> FdTable {
         let table = FdTable::new(child);
         let descriptors = self.descriptors.lock().clone();
-        let mut copied = BTreeMap::new();
-        for (fd, descriptor) in descriptors {
+        let mut copied = Slots::default();
+        for (fd, descriptor) in descriptors.iter() {
+            let descriptor = descriptor.clone();
             if let Ok(handle) = self.capabilities.duplicate_into(
                 descriptor.handle,
                 &table.capabilities,
@@ -184,7 +228,7 @@ impl FdTable {
 
     /// Open descriptors, lowest first.
     pub fn descriptors(&self) -> alloc::vec::Vec<i32> {
-        self.descriptors.lock().keys().copied().collect()
+        self.descriptors.lock().iter().map(|(fd, _)| fd).collect()
     }
 
     /// Closes every descriptor (the process ended).

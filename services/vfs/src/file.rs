@@ -163,13 +163,21 @@ impl OpenFile {
         }
     }
 
-    /// `read`: from the offset, advancing it.
+    /// `read`: from the offset, advancing it (a device's reads ignore the
+    /// offset).
     pub fn read(&self, buf: &mut [u8]) -> Result<usize, Errno> {
         if !self.is_readable() {
             return Err(Errno::EBADF);
         }
+        if let Some(device) = &self.device {
+            // A device (a terminal, a memory device, a socket): no offset
+            // to keep and no lock held (a terminal read may wait). Linux
+            // takes no position lock for devices either, and its memory
+            // devices do not move the offset.
+            return device.read(0, buf, self.is_nonblocking());
+        }
         if !self.is_seekable() {
-            // A stream (a terminal read may wait): no offset, no lock held.
+            // A stream (a pipe's FIFO): no offset, no lock held.
             return self.read_from(0, buf);
         }
         let mut offset = self.offset.lock();
@@ -178,16 +186,21 @@ impl OpenFile {
         Ok(count)
     }
 
-    /// `write`: at the offset (at the end with `O_APPEND`), advancing it.
+    /// `write`: at the offset (at the end with `O_APPEND`), advancing it
+    /// (a device's writes ignore the offset).
     pub fn write(&self, buf: &[u8]) -> Result<usize, Errno> {
         if !self.is_writable() {
             return Err(Errno::EBADF);
+        }
+        if let Some(device) = &self.device {
+            // As in `read`: no offset, no lock.
+            return device.write(0, buf, self.is_nonblocking());
         }
         if !self.is_seekable() {
             return self.write_to(0, buf);
         }
         let mut offset = self.offset.lock();
-        if self.is_append() && self.device.is_none() {
+        if self.is_append() {
             crate::mapped::before_access(&*self.inode);
             let (count, end) = self.inode.append(buf)?;
             crate::mapped::after_write(&*self.inode, end - count as u64, count);
