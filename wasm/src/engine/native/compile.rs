@@ -99,6 +99,8 @@ pub struct CompiledModule {
     pub functions: Vec<CompiledFunction>,
     /// The canonical signature id of each type (see `vmctx::TABLE_BASE`).
     pub signature_ids: Vec<u32>,
+    /// Whether some function calls the runtime's memory procedures.
+    pub calls_runtime: bool,
 }
 
 /// The compiler: a configured Cranelift target, reused for every module.
@@ -212,7 +214,7 @@ impl Compiler {
             context.func =
                 Function::with_name_signature(UserFuncName::user(0, index as u32), signature);
             let builder = FunctionBuilder::new(&mut context.func, &mut builder_context);
-            translate::translate(&env, ty, body, builder)?;
+            module.calls_runtime |= translate::translate(&env, ty, body, builder)?;
             let compiled = context
                 .compile(&*self.isa, &mut ControlPlane::default())
                 .map_err(|e| CompileError::Internal(format!("function {index}: {:?}", e.inner)))?;

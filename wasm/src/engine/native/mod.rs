@@ -9,10 +9,15 @@
 //! - [`compile`]: the module to position-independent machine code, under
 //!   [`compile::CompileLimits`].
 //!
-//! Entering the code (code memory, W^X, the typed entry) belongs in `hal`
-//! and is not written yet: this tier is not behind [`super::Engine`] yet.
+//! - `run` (host only): a compiled module without imports set up and
+//!   called through `hal::native_code`, for the differential tests.
+//!
+//! The kernel's code memory and the [`super::Engine`] implementation are
+//! not written yet (docs/design/0008-native-engine.md, "What is left").
 
 pub mod compile;
+#[cfg(not(target_os = "none"))]
+pub mod run;
 pub mod translate;
 pub mod vmctx;
 

@@ -122,6 +122,8 @@ pub struct Translator<'a, 'b> {
     propagate: Block,
     results: Vec<Type>,
     depth_on_entry: Value,
+    /// Whether the body calls the runtime's memory procedures.
+    calls_runtime: bool,
 }
 
 fn unsupported(what: &str) -> TranslateError {
@@ -136,13 +138,15 @@ fn trusted() -> MemFlagsData {
     MemFlagsData::trusted()
 }
 
-/// Translates `body` of a function of type `ty` into `builder`'s function.
+/// Translates `body` of a function of type `ty` into `builder`'s function;
+/// whether it calls the runtime's memory procedures (`memory.grow`,
+/// `memory.copy`, `memory.fill`).
 pub fn translate(
     env: &ModuleEnv<'_>,
     ty: &FuncType,
     body: &FunctionBody<'_>,
     builder: FunctionBuilder<'_>,
-) -> Result<(), TranslateError> {
+) -> Result<bool, TranslateError> {
     let mut builder = builder;
     let entry = builder.create_block();
     builder.append_block_params_for_function_params(entry);
@@ -209,6 +213,7 @@ pub fn translate(
         propagate,
         results: results.clone(),
         depth_on_entry: depth,
+        calls_runtime: false,
     };
     translator.trap_if(too_deep, TrapCode::StackOverflow);
     let deeper = translator.builder.ins().iadd_imm_s(depth, 1);
@@ -231,8 +236,9 @@ pub fn translate(
         let operator = operators.read().map_err(malformed)?;
         translator.operator(operator)?;
     }
+    let calls_runtime = translator.calls_runtime;
     translator.finish();
-    Ok(())
+    Ok(calls_runtime)
 }
 
 fn zero_of(builder: &mut FunctionBuilder<'_>, ty: Type) -> Value {
@@ -620,6 +626,7 @@ impl Translator<'_, '_> {
 
     /// Calls one of the runtime's memory procedures at `slot`.
     fn memory_call(&mut self, slot: i32, arity: usize, returns: bool) {
+        self.calls_runtime = true;
         let mut signature = Signature::new(self.env.call_conv);
         signature.params.push(AbiParam::new(types::I64));
         for _ in 0..arity {
