@@ -15,6 +15,8 @@ use spindle_abi::{FaultKind, Import};
 
 use crate::{config::Limits, error::LoadError, module::ModuleInfo, state::ExtensionState};
 
+#[cfg(feature = "native")]
+pub mod native;
 pub mod wasmi;
 
 /// A Wasm value crossing the seam (floats as their bits).

@@ -1,0 +1,224 @@
+//! The native engine against wasmi on the host: the same module, the same
+//! calls, the same results, the same trap kinds and the same memory
+//! afterwards. Covers arithmetic at its edges, division traps, control
+//! flow, calls and `call_indirect` (good, wrong signature, null, outside
+//! the table), memory inside and outside bounds, globals, fuel
+//! exhaustion and call depth.
+
+use wasm_runtime::{
+    engine::native::{run::NativeModule, vmctx::TrapCode, CompileLimits, Compiler},
+    module::ModuleInfo,
+};
+use wasmi::{Config, Engine, Linker, Module, Store, Val};
+
+const MODULE: &str = r#"
+(module
+  (type $binary (func (param i32 i32) (result i32)))
+  (type $unary (func (param i32) (result i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 16) "\01\02\03\04\05\06\07\08")
+  (global $counter (mut i64) (i64.const 5))
+  (table 4 funcref)
+  (elem (i32.const 0) $add $sub $negate)
+  (func $add (type $binary) (i32.add (local.get 0) (local.get 1)))
+  (func $sub (type $binary) (i32.sub (local.get 0) (local.get 1)))
+  (func $negate (type $unary) (i32.sub (i32.const 0) (local.get 0)))
+  (func (export "dispatch") (param i32 i32 i32) (result i32)
+    (call_indirect (type $binary) (local.get 1) (local.get 2) (local.get 0)))
+  (func (export "sum") (param $n i32) (result i64)
+    (local $i i32) (local $total i64)
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
+        (local.set $total (i64.add (local.get $total) (i64.extend_i32_u (local.get $i))))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $next)))
+    (global.set $counter (i64.add (global.get $counter) (local.get $total)))
+    (global.get $counter))
+  (func (export "spin") (param i32) (result i32)
+    (loop $forever (br $forever))
+    (i32.const 0))
+  (func $deep (export "deep") (param i32) (result i32)
+    (if (result i32) (i32.eqz (local.get 0))
+      (then (i32.const 0))
+      (else (i32.add (i32.const 1) (call $deep (i32.sub (local.get 0) (i32.const 1)))))))
+  (func (export "div_s") (param i32 i32) (result i32) (i32.div_s (local.get 0) (local.get 1)))
+  (func (export "div_u") (param i32 i32) (result i32) (i32.div_u (local.get 0) (local.get 1)))
+  (func (export "rem_s") (param i32 i32) (result i32) (i32.rem_s (local.get 0) (local.get 1)))
+  (func (export "rem_u") (param i32 i32) (result i32) (i32.rem_u (local.get 0) (local.get 1)))
+  (func (export "div_s64") (param i64 i64) (result i64) (i64.div_s (local.get 0) (local.get 1)))
+  (func (export "rem_s64") (param i64 i64) (result i64) (i64.rem_s (local.get 0) (local.get 1)))
+  (func (export "bits") (param i32 i32) (result i32)
+    (i32.xor
+      (i32.xor (i32.rotl (local.get 0) (local.get 1)) (i32.shr_s (local.get 0) (local.get 1)))
+      (i32.add (i32.clz (local.get 0)) (i32.add (i32.ctz (local.get 1)) (i32.popcnt (local.get 0))))))
+  (func (export "bits64") (param i64 i64) (result i64)
+    (i64.add
+      (i64.rotr (local.get 0) (local.get 1))
+      (i64.add (i64.extend8_s (local.get 1)) (i64.extend_i32_s (i32.wrap_i64 (local.get 0))))))
+  (func (export "compare") (param i32 i32) (result i32)
+    (i32.add
+      (i32.add (i32.lt_s (local.get 0) (local.get 1)) (i32.shl (i32.lt_u (local.get 0) (local.get 1)) (i32.const 1)))
+      (select (i32.const 100) (i32.const 200) (i32.ge_s (local.get 0) (local.get 1)))))
+  (func (export "switch") (param i32) (result i32)
+    (block $c (block $b (block $a
+      (br_table $a $b $c (local.get 0)))
+      (return (i32.const 10)))
+      (return (i32.const 20)))
+    (i32.const 30))
+  (func (export "store_load") (param $at i32) (param $value i32) (result i32)
+    (i32.store offset=2 (local.get $at) (local.get $value))
+    (i64.store8 (i32.const 100) (i64.extend_i32_u (local.get $value)))
+    (i32.add (i32.load16_s offset=2 (local.get $at)) (i32.load8_u (i32.const 17))))
+  (func (export "load64") (param $at i32) (result i64) (i64.load (local.get $at)))
+  (func (export "multi") (param i32) (result i32)
+    (local.get 0)
+    (if (param i32) (result i32) (i32.gt_u (local.get 0) (i32.const 5))
+      (then (i32.const 1) (i32.add))
+      (else (i32.const 2) (i32.mul))))
+  (func (export "trap") (param i32) (result i32)
+    (if (local.get 0) (then (unreachable)))
+    (i32.const 7)))
+"#;
+
+const EDGES: [i64; 9] = [0, 1, -1, 2, 7, 255, 65535, i32::MIN as i64, i32::MAX as i64];
+const EDGES64: [i64; 6] = [0, 1, -1, 63, i64::MIN, i64::MAX];
+const FUEL: u64 = 1_000_000;
+const DEPTH: u32 = 200;
+
+type Outcome = Result<Option<i64>, TrapCode>;
+
+fn wasmi_trap(error: &wasmi::Error) -> TrapCode {
+    use wasmi::TrapCode as W;
+    match error.as_trap_code() {
+        Some(W::UnreachableCodeReached) => TrapCode::Unreachable,
+        Some(W::MemoryOutOfBounds) => TrapCode::MemoryOutOfBounds,
+        Some(W::TableOutOfBounds) => TrapCode::TableOutOfBounds,
+        Some(W::IntegerDivisionByZero) => TrapCode::DivisionByZero,
+        Some(W::IntegerOverflow) => TrapCode::IntegerOverflow,
+        Some(W::BadConversionToInteger) => TrapCode::BadConversion,
+        Some(W::StackOverflow) => TrapCode::StackOverflow,
+        Some(W::IndirectCallToNull) => TrapCode::IndirectCallToNull,
+        Some(W::BadSignature) => TrapCode::BadSignature,
+        Some(W::OutOfFuel) => TrapCode::OutOfFuel,
+        other => panic!("unexpected wasmi error {other:?}: {error}"),
+    }
+}
+
+#[test]
+fn native_code_gives_wasmis_results_traps_and_memory() {
+    let bytes = wat::parse_str(MODULE).unwrap();
+    let info = ModuleInfo::parse(&bytes).unwrap();
+    let compiler = Compiler::new(CompileLimits::default()).unwrap();
+    let mut native = NativeModule::new(&compiler, &bytes, &info, DEPTH).unwrap();
+
+    let mut config = Config::default();
+    config
+        .consume_fuel(true)
+        .set_max_recursion_depth(DEPTH as usize);
+    let engine = Engine::new(&config);
+    let module = Module::new(&engine, &bytes).unwrap();
+    let mut store = Store::new(&engine, ());
+    let instance = Linker::new(&engine)
+        .instantiate_and_start(&mut store, &module)
+        .unwrap();
+
+    let mut calls: Vec<(&str, Vec<i64>)> = Vec::new();
+    for &a in &EDGES {
+        for &b in &EDGES {
+            for name in ["div_s", "div_u", "rem_s", "rem_u", "bits", "compare"] {
+                calls.push((name, vec![a, b]));
+            }
+        }
+        calls.push(("switch", vec![a]));
+        calls.push(("multi", vec![a]));
+        calls.push(("trap", vec![a]));
+        calls.push(("sum", vec![a & 0xfff]));
+        for at in [0, 14, 65530, 65532, 65534, 70000] {
+            calls.push(("store_load", vec![at, a]));
+        }
+        for element in [0, 1, 2, 3, 4, -1] {
+            calls.push(("dispatch", vec![element, a, 3]));
+        }
+    }
+    for &a in &EDGES64 {
+        for &b in &EDGES64 {
+            calls.extend([
+                ("div_s64", vec![a, b]),
+                ("rem_s64", vec![a, b]),
+                ("bits64", vec![a, b]),
+            ]);
+        }
+    }
+    for at in [0, 16, 65528, 65529, 65536] {
+        calls.push(("load64", vec![at]));
+    }
+    calls.push(("spin", vec![0]));
+    calls.extend([
+        ("deep", vec![10]),
+        ("deep", vec![150]),
+        ("deep", vec![5000]),
+    ]);
+
+    let mut traps = 0;
+    for (name, args) in &calls {
+        let func = instance.get_func(&store, name).unwrap();
+        let ty = func.ty(&store);
+        let inputs: Vec<Val> = ty
+            .params()
+            .iter()
+            .zip(args)
+            .map(|(t, &a)| match t {
+                wasmi::ValType::I64 => Val::I64(a),
+                _ => Val::I32(a as i32),
+            })
+            .collect();
+        let mut outputs = vec![Val::I32(0); ty.results().len()];
+        store.set_fuel(FUEL).unwrap();
+        let expected: Outcome = match func.call(&mut store, &inputs, &mut outputs) {
+            Ok(()) => Ok(outputs.first().map(|v| match v {
+                Val::I32(v) => i64::from(*v),
+                Val::I64(v) => *v,
+                other => panic!("unexpected result {other:?}"),
+            })),
+            Err(error) => Err(wasmi_trap(&error)),
+        };
+        let actual = native.call(name, args, FUEL).unwrap();
+        assert_eq!(actual, expected, "{name}{args:?}");
+        traps += usize::from(expected.is_err());
+    }
+    let memory = instance.get_memory(&store, "memory").unwrap();
+    assert!(
+        memory.data(&store) == native.memory(),
+        "linear memory differs"
+    );
+    // The calls reach every kind of trap the module can raise.
+    assert!(traps > 50, "only {traps} traps");
+    let min = i64::from(i32::MIN);
+    for (name, args, expected) in [
+        ("switch", vec![1], Ok(Some(20))),
+        ("switch", vec![9], Ok(Some(30))),
+        ("dispatch", vec![1, 10, 3], Ok(Some(7))),
+        ("dispatch", vec![2, 10, 3], Err(TrapCode::BadSignature)),
+        (
+            "dispatch",
+            vec![3, 10, 3],
+            Err(TrapCode::IndirectCallToNull),
+        ),
+        ("dispatch", vec![4, 10, 3], Err(TrapCode::TableOutOfBounds)),
+        ("div_s", vec![min, -1], Err(TrapCode::IntegerOverflow)),
+        ("rem_s", vec![min, -1], Ok(Some(0))),
+        ("div_u", vec![1, 0], Err(TrapCode::DivisionByZero)),
+        ("load64", vec![65529], Err(TrapCode::MemoryOutOfBounds)),
+        ("spin", vec![0], Err(TrapCode::OutOfFuel)),
+        ("deep", vec![150], Ok(Some(150))),
+        ("deep", vec![5000], Err(TrapCode::StackOverflow)),
+        ("trap", vec![1], Err(TrapCode::Unreachable)),
+    ] {
+        assert_eq!(
+            native.call(name, &args, FUEL).unwrap(),
+            expected,
+            "{name}{args:?}"
+        );
+    }
+}

@@ -1,0 +1,170 @@
+//! Differential fuzzing, short run: wasm-smith modules (no imports, no
+//! start function) run by wasmi and by the native engine give the same
+//! results, the same trap kinds and the same memory. A call that runs out
+//! of fuel or stack on either side ends the comparison of that module (the
+//! two tiers count fuel and frames differently). `SPINDLE_NATIVE_CASES`
+//! sets the number of modules (default 300).
+
+use arbitrary::Unstructured;
+use wasm_fuzz::{Rng, Stream};
+use wasm_runtime::{
+    engine::native::{run::NativeModule, vmctx::TrapCode, CompileLimits, Compiler},
+    module::{ModuleInfo, WasmType},
+};
+use wasmi::{Config, Engine, Linker, Module, Store, Val};
+use wasmparser::{Parser, Payload};
+
+const FUEL: u64 = 100_000;
+const DEPTH: u32 = 100;
+
+fn smith(rng: &mut Rng) -> Option<Vec<u8>> {
+    let config = wasm_smith::Config {
+        max_imports: 0,
+        min_funcs: 1,
+        max_funcs: 8,
+        export_everything: true,
+        bulk_memory_enabled: false,
+        reference_types_enabled: false,
+        tail_call_enabled: false,
+        simd_enabled: false,
+        relaxed_simd_enabled: false,
+        threads_enabled: false,
+        gc_enabled: false,
+        exceptions_enabled: false,
+        memory64_enabled: false,
+        canonicalize_nans: true,
+        max_memory32_bytes: 2 << 16,
+        max_table_elements: 64,
+        max_instructions: 300,
+        max_nesting_depth: 10,
+        ..wasm_smith::Config::default()
+    };
+    let len = 256 + rng.below(4096);
+    let raw = rng.bytes(len);
+    wasm_smith::Module::new(config, &mut Unstructured::new(&raw))
+        .ok()
+        .map(|module| module.to_bytes())
+}
+
+fn wasmi_trap(error: &wasmi::Error) -> Option<TrapCode> {
+    use wasmi::TrapCode as W;
+    Some(match error.as_trap_code()? {
+        W::UnreachableCodeReached => TrapCode::Unreachable,
+        W::MemoryOutOfBounds => TrapCode::MemoryOutOfBounds,
+        W::TableOutOfBounds => TrapCode::TableOutOfBounds,
+        W::IntegerDivisionByZero => TrapCode::DivisionByZero,
+        W::IntegerOverflow => TrapCode::IntegerOverflow,
+        W::BadConversionToInteger => TrapCode::BadConversion,
+        W::StackOverflow => TrapCode::StackOverflow,
+        W::IndirectCallToNull => TrapCode::IndirectCallToNull,
+        W::BadSignature => TrapCode::BadSignature,
+        W::OutOfFuel => TrapCode::OutOfFuel,
+        _ => return None,
+    })
+}
+
+fn argument(rng: &mut Rng) -> i64 {
+    const EDGES: [i64; 8] = [0, 1, -1, 8, 65535, 65536, i32::MIN as i64, i64::MAX];
+    if rng.one_in(2) {
+        EDGES[rng.below(EDGES.len())]
+    } else {
+        rng.next() as i64
+    }
+}
+
+#[test]
+fn generated_modules_behave_the_same_under_both_engines() {
+    let cases: u64 = std::env::var("SPINDLE_NATIVE_CASES")
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(300);
+    let compiler = Compiler::new(CompileLimits::default()).unwrap();
+    let mut config = Config::default();
+    config.consume_fuel(true).set_max_recursion_depth(DEPTH as usize);
+    let engine = Engine::new(&config);
+    let (mut modules_run, mut calls_compared) = (0, 0);
+    for case in 0..cases {
+        let mut rng = Rng::for_case(0x6469_6666, case, Stream::Module);
+        let Some(bytes) = smith(&mut rng) else {
+            continue;
+        };
+        let has_start = Parser::new(0)
+            .parse_all(&bytes)
+            .any(|p| matches!(p, Ok(Payload::StartSection { .. })));
+        let Ok(info) = ModuleInfo::parse(&bytes) else {
+            continue;
+        };
+        if has_start {
+            continue;
+        }
+        let Ok(mut native) = NativeModule::new(&compiler, &bytes, &info, DEPTH) else {
+            continue;
+        };
+        let module = Module::new(&engine, &bytes).unwrap();
+        let mut store = Store::new(&engine, ());
+        let Ok(instance) = Linker::new(&engine).instantiate_and_start(&mut store, &module) else {
+            continue;
+        };
+        modules_run += 1;
+        'calls: for export in &info.exports {
+            let Some(index) = export.function else {
+                continue;
+            };
+            let ty = info.function_type(index).unwrap().clone();
+            let integer = |t: &WasmType| matches!(t, WasmType::I32 | WasmType::I64);
+            if ty.params.len() > 4
+                || !ty.params.iter().all(integer)
+                || ty.results.len() > 1
+                || !ty.results.iter().all(integer)
+            {
+                continue;
+            }
+            for _ in 0..4 {
+                let args: Vec<i64> = ty.params.iter().map(|_| argument(&mut rng)).collect();
+                let inputs: Vec<Val> = ty
+                    .params
+                    .iter()
+                    .zip(&args)
+                    .map(|(t, &a)| match t {
+                        WasmType::I64 => Val::I64(a),
+                        _ => Val::I32(a as i32),
+                    })
+                    .collect();
+                let func = instance.get_func(&store, &export.name).unwrap();
+                let mut outputs = vec![Val::I32(0); ty.results.len()];
+                store.set_fuel(FUEL).unwrap();
+                let expected = match func.call(&mut store, &inputs, &mut outputs) {
+                    Ok(()) => Ok(outputs.first().map(|v| match v {
+                        Val::I32(v) => i64::from(*v),
+                        Val::I64(v) => *v,
+                        _ => 0,
+                    })),
+                    Err(error) => match wasmi_trap(&error) {
+                        Some(code) => Err(code),
+                        None => panic!("case {case}: wasmi error {error}"),
+                    },
+                };
+                let actual = native.call(&export.name, &args, FUEL).unwrap();
+                let exhausted = |o: &Result<Option<i64>, TrapCode>| {
+                    matches!(o, Err(TrapCode::OutOfFuel | TrapCode::StackOverflow))
+                };
+                if exhausted(&expected) || exhausted(&actual) {
+                    break 'calls;
+                }
+                assert_eq!(actual, expected, "case {case}: {}{args:?}", export.name);
+                let memories_match = match info.memory_pages {
+                    Some(_) => instance
+                        .exports(&store)
+                        .find_map(|e| e.into_memory())
+                        .map_or(true, |m| m.data(&store) == native.memory()),
+                    None => true,
+                };
+                assert!(memories_match, "case {case}: memory differs after {}{args:?}", export.name);
+                calls_compared += 1;
+            }
+        }
+    }
+    println!("native differential: {modules_run} modules, {calls_compared} calls compared");
+    assert!(modules_run > 10, "only {modules_run} modules ran");
+    assert!(calls_compared > 20, "only {calls_compared} calls compared");
+}

@@ -1,0 +1,242 @@
+//! A validated module to x86_64 machine code, one function at a time.
+//!
+//! The code generator is Cranelift (`cranelift-codegen`, no_std), fed by
+//! our own translation ([`super::translate`]). Every function is compiled
+//! position-independent: calls go through the context's function table,
+//! so the code has no relocations (a relocation in the output is refused,
+//! not patched), and code pages can be mapped anywhere.
+
+use alloc::{format, string::String, vec::Vec};
+
+use cranelift_codegen::{
+    control::ControlPlane,
+    ir::{Function, UserFuncName},
+    isa::{self, OwnedTargetIsa},
+    settings::{self, Configurable},
+    Context,
+};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use wasmparser::{Parser, Payload, TypeRef};
+
+use super::translate::{self, ModuleEnv, TranslateError};
+use crate::module::{FuncType, ModuleInfo, WasmType};
+
+/// Bounds on what the compiler accepts, so an adversarial module is refused
+/// in bounded time and memory instead of exhausting the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CompileLimits {
+    /// Largest function body, in bytes.
+    pub function_bytes: usize,
+    /// Most locals of one function (parameters excluded).
+    pub locals: u32,
+    /// Deepest block nesting.
+    pub nesting: usize,
+    /// Most types in the type section.
+    pub types: usize,
+    /// Most machine code for the whole module, in bytes.
+    pub code_bytes: usize,
+}
+
+impl Default for CompileLimits {
+    fn default() -> Self {
+        CompileLimits {
+            function_bytes: 128 * 1024,
+            locals: 4096,
+            nesting: 256,
+            types: 4096,
+            code_bytes: 4 << 20,
+        }
+    }
+}
+
+/// Why a module was not compiled (it can still run on the interpreter).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CompileError {
+    /// Something the native tier does not translate yet.
+    Unsupported(String),
+    /// A [`CompileLimits`] bound was exceeded.
+    Limit(String),
+    /// Cranelift refused the function (a bug in the translation) or the
+    /// module could not be read.
+    Internal(String),
+}
+
+impl core::fmt::Display for CompileError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            CompileError::Unsupported(what) => write!(f, "not compiled yet: {what}"),
+            CompileError::Limit(what) => write!(f, "over a compile limit: {what}"),
+            CompileError::Internal(what) => write!(f, "code generation failed: {what}"),
+        }
+    }
+}
+
+impl From<TranslateError> for CompileError {
+    fn from(error: TranslateError) -> Self {
+        match error {
+            TranslateError::Unsupported(what) => CompileError::Unsupported(what),
+            TranslateError::Limit(what) => CompileError::Limit(what),
+            TranslateError::Malformed(what) => CompileError::Internal(what),
+        }
+    }
+}
+
+/// The machine code of one defined function.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompiledFunction {
+    /// Offset of its first instruction in [`CompiledModule::code`].
+    pub offset: usize,
+    /// Bytes of code.
+    pub len: usize,
+}
+
+/// A module's machine code, ready to be copied into code memory.
+#[derive(Clone, Debug, Default)]
+pub struct CompiledModule {
+    /// Every defined function's code, each starting 16-byte aligned.
+    pub code: Vec<u8>,
+    /// Where each defined function is, by defined-function index.
+    pub functions: Vec<CompiledFunction>,
+    /// The canonical signature id of each type (see `vmctx::TABLE_BASE`).
+    pub signature_ids: Vec<u32>,
+    /// Whether some function calls the runtime's memory procedures.
+    pub calls_runtime: bool,
+}
+
+/// The compiler: a configured Cranelift target, reused for every module.
+pub struct Compiler {
+    isa: OwnedTargetIsa,
+    limits: CompileLimits,
+}
+
+impl Compiler {
+    /// A compiler for x86_64 with SSE4.1 (ceil/floor/nearest inline, so no
+    /// library calls), optimizing for speed, with Cranelift's IR verifier
+    /// on: an ill-formed translation is an error, not bad code.
+    pub fn new(limits: CompileLimits) -> Result<Self, CompileError> {
+        let mut flags = settings::builder();
+        for (name, value) in [
+            ("opt_level", "speed"),
+            ("enable_verifier", "true"),
+            ("enable_multi_ret_implicit_sret", "true"),
+            ("enable_probestack", "false"),
+            ("is_pic", "true"),
+        ] {
+            flags
+                .set(name, value)
+                .map_err(|e| CompileError::Internal(format!("{name}: {e}")))?;
+        }
+        let mut isa_builder = isa::lookup_by_name("x86_64-unknown-none")
+            .map_err(|e| CompileError::Internal(format!("x86_64: {e}")))?;
+        for flag in ["has_sse3", "has_ssse3", "has_sse41"] {
+            isa_builder
+                .enable(flag)
+                .map_err(|e| CompileError::Internal(format!("{flag}: {e}")))?;
+        }
+        let isa = isa_builder
+            .finish(settings::Flags::new(flags))
+            .map_err(|e| CompileError::Internal(format!("{e}")))?;
+        Ok(Compiler { isa, limits })
+    }
+
+    /// Compiles every function `bytes` defines (`info` is the kernel's
+    /// validated reading of the same bytes).
+    pub fn compile(&self, bytes: &[u8], info: &ModuleInfo) -> Result<CompiledModule, CompileError> {
+        let mut types: Vec<FuncType> = Vec::new();
+        let mut globals: Vec<WasmType> = Vec::new();
+        let mut bodies = Vec::new();
+        for payload in Parser::new(0).parse_all(bytes) {
+            let payload = payload.map_err(|e| CompileError::Internal(e.message().into()))?;
+            match payload {
+                Payload::TypeSection(reader) => {
+                    for ty in reader.into_iter_err_on_gc_types() {
+                        let ty = ty.map_err(|e| CompileError::Internal(e.message().into()))?;
+                        types.push(FuncType {
+                            params: translate::wasm_types(ty.params()),
+                            results: translate::wasm_types(ty.results()),
+                        });
+                        if types.len() > self.limits.types {
+                            return Err(CompileError::Limit("too many types".into()));
+                        }
+                    }
+                }
+                Payload::ImportSection(reader) => {
+                    for import in reader {
+                        let import =
+                            import.map_err(|e| CompileError::Internal(e.message().into()))?;
+                        if let TypeRef::Global(global) = import.ty {
+                            globals.push(global.content_type.into());
+                        }
+                    }
+                }
+                Payload::GlobalSection(reader) => {
+                    for global in reader {
+                        let global =
+                            global.map_err(|e| CompileError::Internal(e.message().into()))?;
+                        globals.push(global.ty.content_type.into());
+                    }
+                }
+                Payload::CodeSectionEntry(body) => bodies.push(body),
+                _ => {}
+            }
+        }
+        let signature_ids = translate::signature_ids(&types);
+        let env = ModuleEnv {
+            types: &types,
+            signature_ids: &signature_ids,
+            functions: &info.function_types,
+            globals: &globals,
+            call_conv: self.isa.default_call_conv(),
+            frontend: self.isa.frontend_config(),
+            max_locals: self.limits.locals,
+            max_nesting: self.limits.nesting,
+        };
+        let mut module = CompiledModule {
+            signature_ids: signature_ids.clone(),
+            ..CompiledModule::default()
+        };
+        let mut builder_context = FunctionBuilderContext::new();
+        let mut context = Context::new();
+        for (defined, body) in bodies.iter().enumerate() {
+            let index = info.imported_functions as usize + defined;
+            if body.range().len() > self.limits.function_bytes {
+                return Err(CompileError::Limit(format!(
+                    "function {index} has {} bytes of code",
+                    body.range().len()
+                )));
+            }
+            let ty = info
+                .function_types
+                .get(index)
+                .ok_or_else(|| CompileError::Internal("function without a type".into()))?;
+            let signature = translate::signature(ty, env.call_conv)?;
+            context.clear();
+            context.func =
+                Function::with_name_signature(UserFuncName::user(0, index as u32), signature);
+            let builder = FunctionBuilder::new(&mut context.func, &mut builder_context);
+            module.calls_runtime |= translate::translate(&env, ty, body, builder)?;
+            let compiled = context
+                .compile(&*self.isa, &mut ControlPlane::default())
+                .map_err(|e| CompileError::Internal(format!("function {index}: {:?}", e.inner)))?;
+            if !compiled.buffer.relocs().is_empty() {
+                return Err(CompileError::Internal(format!(
+                    "function {index} needs relocations"
+                )));
+            }
+            let code = compiled.code_buffer();
+            while module.code.len() % 16 != 0 {
+                // int3 between functions.
+                module.code.push(0xcc);
+            }
+            module.functions.push(CompiledFunction {
+                offset: module.code.len(),
+                len: code.len(),
+            });
+            module.code.extend_from_slice(code);
+            if module.code.len() > self.limits.code_bytes {
+                return Err(CompileError::Limit("too much machine code".into()));
+            }
+        }
+        Ok(module)
+    }
+}

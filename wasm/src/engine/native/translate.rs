@@ -1,0 +1,1147 @@
+//! Wasm function bodies to Cranelift IR, one operator at a time.
+//!
+//! The body was validated by [`crate::module::ModuleInfo::parse`] before
+//! it gets here, so operand types and stack heights are known to be right;
+//! what this pass adds is the safety the machine does not give:
+//! - every linear-memory access is checked against the memory's current
+//!   size, loaded from the context (explicit checks; no guard region);
+//! - fuel is charged at function entry and at every loop header;
+//! - the call depth is counted at entry and checked against the limit;
+//! - `call_indirect` checks the table bound and the element's signature;
+//! - division, remainder and float-to-integer conversion are checked
+//!   before the instruction that would fault;
+//! - a trap stores its code in the context and returns (see [`super::vmctx`]).
+//!
+//! Operators outside what is translated yet give [`TranslateError::Unsupported`]:
+//! such a module stays on the interpreter tier.
+
+use alloc::{string::String, vec::Vec};
+
+use cranelift_codegen::ir::{
+    condcodes::{FloatCC, IntCC},
+    types, AbiParam, Block, InstBuilder, MemFlagsData, Signature, Type, Value,
+};
+use cranelift_frontend::{FunctionBuilder, Switch, Variable};
+use wasmparser::{BlockType, FunctionBody, MemArg, Operator, ValType};
+
+use super::vmctx::{self, TrapCode};
+use crate::module::{FuncType, WasmType};
+
+/// Why a body was not translated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TranslateError {
+    /// An operator or type the native tier does not translate yet.
+    Unsupported(String),
+    /// A limit of [`super::compile::CompileLimits`] was exceeded.
+    Limit(String),
+    /// The body could not be read (it was validated, so this is a bug).
+    Malformed(String),
+}
+
+/// What translation needs to know about the module.
+pub struct ModuleEnv<'a> {
+    /// Every type of the type section.
+    pub types: &'a [FuncType],
+    /// The canonical signature id of each type (the first structurally
+    /// equal type's index), what `call_indirect` compares.
+    pub signature_ids: &'a [u32],
+    /// The type of every function, imported first.
+    pub functions: &'a [FuncType],
+    /// The type of every global.
+    pub globals: &'a [WasmType],
+    /// The calling convention of the target.
+    pub call_conv: cranelift_codegen::isa::CallConv,
+    /// What the frontend needs to know of the target.
+    pub frontend: cranelift_codegen::isa::TargetFrontendConfig,
+    /// Most locals a function may declare.
+    pub max_locals: u32,
+    /// Deepest block nesting.
+    pub max_nesting: usize,
+}
+
+/// The Cranelift type of a Wasm value type.
+pub fn clif_type(ty: WasmType) -> Result<Type, TranslateError> {
+    match ty {
+        WasmType::I32 => Ok(types::I32),
+        WasmType::I64 => Ok(types::I64),
+        WasmType::F32 => Ok(types::F32),
+        WasmType::F64 => Ok(types::F64),
+        WasmType::Other => Err(TranslateError::Unsupported("reference types".into())),
+    }
+}
+
+/// The native signature of a Wasm function type: the context first.
+pub fn signature(
+    ty: &FuncType,
+    call_conv: cranelift_codegen::isa::CallConv,
+) -> Result<Signature, TranslateError> {
+    let mut signature = Signature::new(call_conv);
+    signature.params.push(AbiParam::new(types::I64));
+    for &param in &ty.params {
+        signature.params.push(AbiParam::new(clif_type(param)?));
+    }
+    for &result in &ty.results {
+        signature.returns.push(AbiParam::new(clif_type(result)?));
+    }
+    Ok(signature)
+}
+
+/// What a branch to a control frame targets.
+struct Frame {
+    /// Where `br` goes: the loop header, or the end of a block or `if`.
+    branch_target: Block,
+    /// Values a branch carries: the loop's parameters, else the results.
+    branch_arity: usize,
+    /// The block after `end`, taking the results as parameters.
+    end: Block,
+    /// Result types.
+    results: Vec<Type>,
+    /// Operand stack height below the frame's parameters.
+    height: usize,
+    /// For an `if`: the else block and the parameters it starts with;
+    /// `None` once `else` was seen or for other frames.
+    else_block: Option<(Block, Vec<Value>)>,
+}
+
+/// Translates one function body.
+pub struct Translator<'a, 'b> {
+    env: &'a ModuleEnv<'a>,
+    builder: FunctionBuilder<'b>,
+    vmctx: Value,
+    locals: Vec<Variable>,
+    stack: Vec<Value>,
+    frames: Vec<Frame>,
+    /// Nested blocks entered while the code is unreachable.
+    unreachable_depth: usize,
+    is_unreachable: bool,
+    /// The function's exit: decrements the depth and returns.
+    exit: Block,
+    /// Stores the trap code (its parameter) and returns zeros.
+    trap: Block,
+    /// Returns zeros (a callee already stored a trap code).
+    propagate: Block,
+    results: Vec<Type>,
+    depth_on_entry: Value,
+    /// Whether the body calls the runtime's memory procedures.
+    calls_runtime: bool,
+}
+
+fn unsupported(what: &str) -> TranslateError {
+    TranslateError::Unsupported(what.into())
+}
+
+fn malformed(error: wasmparser::BinaryReaderError) -> TranslateError {
+    TranslateError::Malformed(error.message().into())
+}
+
+fn trusted() -> MemFlagsData {
+    MemFlagsData::trusted()
+}
+
+/// Translates `body` of a function of type `ty` into `builder`'s function;
+/// whether it calls the runtime's memory procedures (`memory.grow`,
+/// `memory.copy`, `memory.fill`).
+pub fn translate(
+    env: &ModuleEnv<'_>,
+    ty: &FuncType,
+    body: &FunctionBody<'_>,
+    builder: FunctionBuilder<'_>,
+) -> Result<bool, TranslateError> {
+    let mut builder = builder;
+    let entry = builder.create_block();
+    builder.append_block_params_for_function_params(entry);
+    builder.switch_to_block(entry);
+    let params = builder.block_params(entry).to_vec();
+    let vmctx = params[0];
+    let mut locals = Vec::new();
+    for (&param_type, &value) in ty.params.iter().zip(&params[1..]) {
+        let var = builder.declare_var(clif_type(param_type)?);
+        builder.def_var(var, value);
+        locals.push(var);
+    }
+    let mut reader = body.get_locals_reader().map_err(malformed)?;
+    let mut declared: u32 = 0;
+    for _ in 0..reader.get_count() {
+        let (count, local_type) = reader.read().map_err(malformed)?;
+        declared = declared.saturating_add(count);
+        if declared > env.max_locals {
+            return Err(TranslateError::Limit("too many locals".into()));
+        }
+        let wasm_type = WasmType::from(local_type);
+        let clif = clif_type(wasm_type)?;
+        for _ in 0..count {
+            let var = builder.declare_var(clif);
+            let zero = zero_of(&mut builder, clif);
+            builder.def_var(var, zero);
+            locals.push(var);
+        }
+    }
+    let results: Vec<Type> = ty
+        .results
+        .iter()
+        .map(|&r| clif_type(r))
+        .collect::<Result<_, _>>()?;
+    let exit = builder.create_block();
+    for &result in &results {
+        builder.append_block_param(exit, result);
+    }
+    let trap = builder.create_block();
+    builder.append_block_param(trap, types::I32);
+    let propagate = builder.create_block();
+
+    // Call depth: checked and counted on entry, restored at the exit.
+    let depth = builder
+        .ins()
+        .load(types::I32, trusted(), vmctx, vmctx::DEPTH);
+    let max_depth = builder
+        .ins()
+        .load(types::I32, trusted(), vmctx, vmctx::MAX_DEPTH);
+    let too_deep = builder
+        .ins()
+        .icmp(IntCC::UnsignedGreaterThanOrEqual, depth, max_depth);
+    let mut translator = Translator {
+        env,
+        builder,
+        vmctx,
+        locals,
+        stack: Vec::new(),
+        frames: Vec::new(),
+        unreachable_depth: 0,
+        is_unreachable: false,
+        exit,
+        trap,
+        propagate,
+        results: results.clone(),
+        depth_on_entry: depth,
+        calls_runtime: false,
+    };
+    translator.trap_if(too_deep, TrapCode::StackOverflow);
+    let deeper = translator.builder.ins().iadd_imm_s(depth, 1);
+    translator
+        .builder
+        .ins()
+        .store(trusted(), deeper, vmctx, vmctx::DEPTH);
+    translator.charge_fuel();
+    translator.frames.push(Frame {
+        branch_target: exit,
+        branch_arity: results.len(),
+        end: exit,
+        results,
+        height: 0,
+        else_block: None,
+    });
+
+    let mut operators = body.get_operators_reader().map_err(malformed)?;
+    while !operators.eof() {
+        let operator = operators.read().map_err(malformed)?;
+        translator.operator(operator)?;
+    }
+    let calls_runtime = translator.calls_runtime;
+    translator.finish();
+    Ok(calls_runtime)
+}
+
+fn zero_of(builder: &mut FunctionBuilder<'_>, ty: Type) -> Value {
+    match ty {
+        types::F32 => builder.ins().f32const(0.0),
+        types::F64 => builder.ins().f64const(0.0),
+        _ => builder.ins().iconst(ty, 0),
+    }
+}
+
+impl Translator<'_, '_> {
+    /// Builds the exit, trap and propagation blocks once the body is done.
+    fn finish(mut self) {
+        // The exit: the depth goes back to what it was on entry.
+        self.builder.switch_to_block(self.exit);
+        let values = self.builder.block_params(self.exit).to_vec();
+        self.builder
+            .ins()
+            .store(trusted(), self.depth_on_entry, self.vmctx, vmctx::DEPTH);
+        self.builder.ins().return_(&values);
+
+        self.builder.switch_to_block(self.trap);
+        let code = self.builder.block_params(self.trap)[0];
+        self.builder
+            .ins()
+            .store(trusted(), code, self.vmctx, vmctx::TRAP);
+        self.builder.ins().jump(self.propagate, &[]);
+
+        self.builder.switch_to_block(self.propagate);
+        let zeros: Vec<Value> = self
+            .results
+            .clone()
+            .into_iter()
+            .map(|ty| zero_of(&mut self.builder, ty))
+            .collect();
+        self.builder.ins().return_(&zeros);
+        self.builder.seal_all_blocks();
+        self.builder.finalize(self.env.frontend);
+    }
+
+    fn pop(&mut self) -> Value {
+        // Validation guarantees an operand is there.
+        self.stack
+            .pop()
+            .unwrap_or_else(|| self.builder.ins().iconst(types::I32, 0))
+    }
+
+    fn pop2(&mut self) -> (Value, Value) {
+        let b = self.pop();
+        let a = self.pop();
+        (a, b)
+    }
+
+    fn push(&mut self, value: Value) {
+        self.stack.push(value);
+    }
+
+    fn pop_n(&mut self, n: usize) -> Vec<Value> {
+        let at = self.stack.len().saturating_sub(n);
+        self.stack.split_off(at)
+    }
+
+    fn peek_n(&self, n: usize) -> Vec<Value> {
+        let at = self.stack.len().saturating_sub(n);
+        self.stack[at..].to_vec()
+    }
+
+    /// Goes to the trap block with `code` when `condition` is non-zero.
+    fn trap_if(&mut self, condition: Value, code: TrapCode) {
+        let code = self
+            .builder
+            .ins()
+            .iconst(types::I32, i64::from(code as u32));
+        let next = self.builder.create_block();
+        self.builder
+            .ins()
+            .brif(condition, self.trap, &[code.into()], next, &[]);
+        self.builder.switch_to_block(next);
+    }
+
+    /// Traps unconditionally; what follows is unreachable.
+    fn trap_now(&mut self, code: TrapCode) {
+        let code = self
+            .builder
+            .ins()
+            .iconst(types::I32, i64::from(code as u32));
+        self.builder.ins().jump(self.trap, &[code.into()]);
+        self.is_unreachable = true;
+    }
+
+    /// Takes one unit of fuel; below zero, traps.
+    fn charge_fuel(&mut self) {
+        let fuel = self
+            .builder
+            .ins()
+            .load(types::I64, trusted(), self.vmctx, vmctx::FUEL);
+        let left = self.builder.ins().iadd_imm_s(fuel, -1);
+        self.builder
+            .ins()
+            .store(trusted(), left, self.vmctx, vmctx::FUEL);
+        let empty = self
+            .builder
+            .ins()
+            .icmp_imm_s(IntCC::SignedLessThan, left, 0);
+        self.trap_if(empty, TrapCode::OutOfFuel);
+    }
+
+    /// After a call: a trap the callee stored returns from here too.
+    fn check_trap_after_call(&mut self) {
+        let code = self
+            .builder
+            .ins()
+            .load(types::I32, trusted(), self.vmctx, vmctx::TRAP);
+        let next = self.builder.create_block();
+        self.builder
+            .ins()
+            .brif(code, self.propagate, &[], next, &[]);
+        self.builder.switch_to_block(next);
+    }
+
+    /// The checked host address of `size` bytes at the Wasm address on the
+    /// stack plus `memarg`'s offset.
+    fn address(&mut self, memarg: &MemArg, size: i64) -> Value {
+        let index = self.pop();
+        let index = self.builder.ins().uextend(types::I64, index);
+        // Offsets are below 2^32 without memory64: no overflow in 64 bits.
+        let end = self
+            .builder
+            .ins()
+            .iadd_imm_s(index, (memarg.offset as i64).wrapping_add(size));
+        let bytes = self
+            .builder
+            .ins()
+            .load(types::I64, trusted(), self.vmctx, vmctx::MEMORY_BYTES);
+        let outside = self
+            .builder
+            .ins()
+            .icmp(IntCC::UnsignedGreaterThan, end, bytes);
+        self.trap_if(outside, TrapCode::MemoryOutOfBounds);
+        let base = self
+            .builder
+            .ins()
+            .load(types::I64, trusted(), self.vmctx, vmctx::MEMORY_BASE);
+        let address = self.builder.ins().iadd(base, index);
+        self.builder.ins().iadd_imm_s(address, memarg.offset as i64)
+    }
+
+    fn heap_flags() -> MemFlagsData {
+        let mut flags = MemFlagsData::new();
+        flags.set_notrap();
+        flags
+    }
+
+    fn load(&mut self, memarg: &MemArg, ty: Type, size: i64, extend: Option<(Type, bool)>) {
+        let address = self.address(memarg, size);
+        let value = match extend {
+            None => self.builder.ins().load(ty, Self::heap_flags(), address, 0),
+            Some((narrow, signed)) => {
+                let value = self
+                    .builder
+                    .ins()
+                    .load(narrow, Self::heap_flags(), address, 0);
+                if signed {
+                    self.builder.ins().sextend(ty, value)
+                } else {
+                    self.builder.ins().uextend(ty, value)
+                }
+            }
+        };
+        self.push(value);
+    }
+
+    fn store(&mut self, memarg: &MemArg, size: i64, narrow: Option<Type>) {
+        let value = self.pop();
+        let address = self.address(memarg, size);
+        let value = match narrow {
+            Some(narrow) => self.builder.ins().ireduce(narrow, value),
+            None => value,
+        };
+        self.builder
+            .ins()
+            .store(Self::heap_flags(), value, address, 0);
+    }
+
+    /// Parameter and result types of a block type.
+    fn block_signature(&self, ty: BlockType) -> Result<(Vec<Type>, Vec<Type>), TranslateError> {
+        match ty {
+            BlockType::Empty => Ok((Vec::new(), Vec::new())),
+            BlockType::Type(value) => Ok((Vec::new(), alloc::vec![clif_type(value.into())?])),
+            BlockType::FuncType(index) => {
+                let ty = self
+                    .env
+                    .types
+                    .get(index as usize)
+                    .ok_or_else(|| unsupported("type index"))?;
+                let params = ty
+                    .params
+                    .iter()
+                    .map(|&t| clif_type(t))
+                    .collect::<Result<_, _>>()?;
+                let results = ty
+                    .results
+                    .iter()
+                    .map(|&t| clif_type(t))
+                    .collect::<Result<_, _>>()?;
+                Ok((params, results))
+            }
+        }
+    }
+
+    fn new_block_with(&mut self, params: &[Type]) -> Block {
+        let block = self.builder.create_block();
+        for &param in params {
+            self.builder.append_block_param(block, param);
+        }
+        block
+    }
+
+    fn push_frame(&mut self, frame: Frame) -> Result<(), TranslateError> {
+        if self.frames.len() >= self.env.max_nesting {
+            return Err(TranslateError::Limit("blocks nested too deeply".into()));
+        }
+        self.frames.push(frame);
+        Ok(())
+    }
+
+    /// Jumps to the target of a branch to `relative_depth`, carrying the
+    /// top values (they stay on the stack for a conditional branch).
+    fn branch_args(&self, relative_depth: u32) -> Option<(Block, Vec<Value>)> {
+        let frame = self
+            .frames
+            .get(self.frames.len().checked_sub(1 + relative_depth as usize)?)?;
+        Some((frame.branch_target, self.peek_n(frame.branch_arity)))
+    }
+
+    fn args(values: &[Value]) -> Vec<cranelift_codegen::ir::BlockArg> {
+        values.iter().map(|&v| v.into()).collect()
+    }
+
+    /// The control operators while the code is unreachable: only nesting
+    /// and the current frame's `else` and `end` matter.
+    fn skip(&mut self, operator: &Operator<'_>) {
+        match operator {
+            Operator::Block { .. } | Operator::Loop { .. } | Operator::If { .. } => {
+                self.unreachable_depth += 1;
+            }
+            Operator::Else if self.unreachable_depth == 0 => self.else_(),
+            Operator::End if self.unreachable_depth == 0 => self.end(),
+            Operator::End => self.unreachable_depth -= 1,
+            _ => {}
+        }
+    }
+
+    fn else_(&mut self) {
+        let Some(frame) = self.frames.last_mut() else {
+            return;
+        };
+        let Some((else_block, params)) = frame.else_block.take() else {
+            return;
+        };
+        let end = frame.end;
+        let arity = frame.results.len();
+        let height = frame.height;
+        if !self.is_unreachable {
+            let values = self.pop_n(arity);
+            self.builder.ins().jump(end, &Self::args(&values));
+        }
+        self.stack.truncate(height);
+        self.stack.extend(params);
+        self.is_unreachable = false;
+        self.builder.switch_to_block(else_block);
+    }
+
+    fn end(&mut self) {
+        let Some(frame) = self.frames.pop() else {
+            return;
+        };
+        if !self.is_unreachable {
+            let values = self.pop_n(frame.results.len());
+            self.builder.ins().jump(frame.end, &Self::args(&values));
+        }
+        if let Some((else_block, params)) = frame.else_block {
+            // An `if` without `else`: its parameters are its results.
+            self.builder.switch_to_block(else_block);
+            self.builder.ins().jump(frame.end, &Self::args(&params));
+        }
+        self.stack.truncate(frame.height);
+        if frame.end == self.exit {
+            // The function's own end: nothing follows.
+            self.is_unreachable = true;
+            return;
+        }
+        self.builder.switch_to_block(frame.end);
+        let results = self.builder.block_params(frame.end).to_vec();
+        self.stack.extend(results);
+        self.is_unreachable = false;
+    }
+
+    fn call(&mut self, function_index: u32) -> Result<(), TranslateError> {
+        let ty = self
+            .env
+            .functions
+            .get(function_index as usize)
+            .ok_or_else(|| unsupported("function index"))?
+            .clone();
+        let table = self
+            .builder
+            .ins()
+            .load(types::I64, trusted(), self.vmctx, vmctx::FUNCTIONS);
+        let code = self.builder.ins().load(
+            types::I64,
+            trusted(),
+            table,
+            (function_index as i32).saturating_mul(8),
+        );
+        self.call_code(code, &ty)
+    }
+
+    fn call_code(&mut self, code: Value, ty: &FuncType) -> Result<(), TranslateError> {
+        let signature = signature(ty, self.env.call_conv)?;
+        let signature = self.builder.import_signature(signature);
+        let mut args = alloc::vec![self.vmctx];
+        args.extend(self.pop_n(ty.params.len()));
+        let call = self.builder.ins().call_indirect(signature, code, &args);
+        let results = self.builder.inst_results(call).to_vec();
+        self.check_trap_after_call();
+        self.stack.extend(results);
+        Ok(())
+    }
+
+    fn call_indirect(&mut self, type_index: u32, table: u32) -> Result<(), TranslateError> {
+        if table != 0 {
+            return Err(unsupported("call_indirect on a table other than 0"));
+        }
+        let ty = self
+            .env
+            .types
+            .get(type_index as usize)
+            .ok_or_else(|| unsupported("type index"))?
+            .clone();
+        let expected = *self
+            .env
+            .signature_ids
+            .get(type_index as usize)
+            .ok_or_else(|| unsupported("type index"))?;
+        let element = self.pop();
+        let elements =
+            self.builder
+                .ins()
+                .load(types::I32, trusted(), self.vmctx, vmctx::TABLE_ELEMENTS);
+        let outside = self
+            .builder
+            .ins()
+            .icmp(IntCC::UnsignedGreaterThanOrEqual, element, elements);
+        self.trap_if(outside, TrapCode::TableOutOfBounds);
+        let base = self
+            .builder
+            .ins()
+            .load(types::I64, trusted(), self.vmctx, vmctx::TABLE_BASE);
+        let element = self.builder.ins().uextend(types::I64, element);
+        let offset = self
+            .builder
+            .ins()
+            .imul_imm_s(element, vmctx::TABLE_ENTRY_BYTES);
+        let entry = self.builder.ins().iadd(base, offset);
+        let signature_id = self.builder.ins().load(types::I32, trusted(), entry, 0);
+        let null = self.builder.ins().icmp_imm_s(
+            IntCC::Equal,
+            signature_id,
+            i64::from(vmctx::NULL_SIGNATURE as i32),
+        );
+        self.trap_if(null, TrapCode::IndirectCallToNull);
+        let wrong = self.builder.ins().icmp_imm_s(
+            IntCC::NotEqual,
+            signature_id,
+            i64::from(expected as i32),
+        );
+        self.trap_if(wrong, TrapCode::BadSignature);
+        let code = self
+            .builder
+            .ins()
+            .load(types::I64, trusted(), entry, vmctx::TABLE_ENTRY_CODE);
+        self.call_code(code, &ty)
+    }
+
+    /// Calls one of the runtime's memory procedures at `slot`.
+    fn memory_call(&mut self, slot: i32, arity: usize, returns: bool) {
+        self.calls_runtime = true;
+        let mut signature = Signature::new(self.env.call_conv);
+        signature.params.push(AbiParam::new(types::I64));
+        for _ in 0..arity {
+            signature.params.push(AbiParam::new(types::I32));
+        }
+        if returns {
+            signature.returns.push(AbiParam::new(types::I32));
+        }
+        let signature = self.builder.import_signature(signature);
+        let code = self
+            .builder
+            .ins()
+            .load(types::I64, trusted(), self.vmctx, slot);
+        let mut args = alloc::vec![self.vmctx];
+        args.extend(self.pop_n(arity));
+        let call = self.builder.ins().call_indirect(signature, code, &args);
+        let results = self.builder.inst_results(call).to_vec();
+        self.check_trap_after_call();
+        self.stack.extend(results);
+    }
+
+    fn global_slot(&mut self, index: u32) -> Result<(Value, Type), TranslateError> {
+        let ty = *self
+            .env
+            .globals
+            .get(index as usize)
+            .ok_or_else(|| unsupported("global index"))?;
+        let ty = clif_type(ty)?;
+        let globals = self
+            .builder
+            .ins()
+            .load(types::I64, trusted(), self.vmctx, vmctx::GLOBALS);
+        let slot = self
+            .builder
+            .ins()
+            .iadd_imm_s(globals, i64::from(index).saturating_mul(8));
+        Ok((slot, ty))
+    }
+
+    /// Integer division and remainder, checked first.
+    fn divide(&mut self, ty: Type, signed: bool, remainder: bool) {
+        let (a, b) = self.pop2();
+        let zero = self.builder.ins().icmp_imm_s(IntCC::Equal, b, 0);
+        self.trap_if(zero, TrapCode::DivisionByZero);
+        let result = if signed {
+            let minimum = if ty == types::I32 {
+                i64::from(i32::MIN)
+            } else {
+                i64::MIN
+            };
+            let is_minimum = self.builder.ins().icmp_imm_s(IntCC::Equal, a, minimum);
+            let minus_one = self.builder.ins().icmp_imm_s(IntCC::Equal, b, -1);
+            let overflow = self.builder.ins().band(is_minimum, minus_one);
+            if remainder {
+                // MIN % -1 is 0, as x % 1 is: divide by 1 instead.
+                let one = self.builder.ins().iconst(ty, 1);
+                let divisor = self.builder.ins().select(minus_one, one, b);
+                self.builder.ins().srem(a, divisor)
+            } else {
+                self.trap_if(overflow, TrapCode::IntegerOverflow);
+                self.builder.ins().sdiv(a, b)
+            }
+        } else if remainder {
+            self.builder.ins().urem(a, b)
+        } else {
+            self.builder.ins().udiv(a, b)
+        };
+        self.push(result);
+    }
+
+    /// A trapping float-to-integer conversion: NaN and values outside
+    /// `(lower, upper)` (both exclusive) trap before the conversion.
+    fn truncate(&mut self, to: Type, signed: bool, lower: f64, upper: f64) {
+        let value = self.pop();
+        let from = self.builder.func.dfg.value_type(value);
+        let nan = self.builder.ins().fcmp(FloatCC::Unordered, value, value);
+        self.trap_if(nan, TrapCode::BadConversion);
+        let (low, high) = if from == types::F32 {
+            (
+                self.builder.ins().f32const(lower as f32),
+                self.builder.ins().f32const(upper as f32),
+            )
+        } else {
+            (
+                self.builder.ins().f64const(lower),
+                self.builder.ins().f64const(upper),
+            )
+        };
+        let too_low = self
+            .builder
+            .ins()
+            .fcmp(FloatCC::LessThanOrEqual, value, low);
+        let too_high = self
+            .builder
+            .ins()
+            .fcmp(FloatCC::GreaterThanOrEqual, value, high);
+        let outside = self.builder.ins().bor(too_low, too_high);
+        self.trap_if(outside, TrapCode::IntegerOverflow);
+        let result = if signed {
+            self.builder.ins().fcvt_to_sint_sat(to, value)
+        } else {
+            self.builder.ins().fcvt_to_uint_sat(to, value)
+        };
+        self.push(result);
+    }
+
+    fn compare(&mut self, cc: IntCC) {
+        let (a, b) = self.pop2();
+        let bit = self.builder.ins().icmp(cc, a, b);
+        let result = self.builder.ins().uextend(types::I32, bit);
+        self.push(result);
+    }
+
+    fn compare_float(&mut self, cc: FloatCC) {
+        let (a, b) = self.pop2();
+        let bit = self.builder.ins().fcmp(cc, a, b);
+        let result = self.builder.ins().uextend(types::I32, bit);
+        self.push(result);
+    }
+
+    fn binary(&mut self, op: fn(&mut FunctionBuilder<'_>, Value, Value) -> Value) {
+        let (a, b) = self.pop2();
+        let result = op(&mut self.builder, a, b);
+        self.push(result);
+    }
+
+    fn unary(&mut self, op: fn(&mut FunctionBuilder<'_>, Value) -> Value) {
+        let a = self.pop();
+        let result = op(&mut self.builder, a);
+        self.push(result);
+    }
+
+    /// Translates one operator.
+    fn operator(&mut self, operator: Operator<'_>) -> Result<(), TranslateError> {
+        if self.is_unreachable {
+            self.skip(&operator);
+            return Ok(());
+        }
+        use Operator as O;
+        match operator {
+            O::Unreachable => self.trap_now(TrapCode::Unreachable),
+            O::Nop => {}
+            O::Block { blockty } => {
+                let (params, results) = self.block_signature(blockty)?;
+                let end = self.new_block_with(&results);
+                let height = self.stack.len().saturating_sub(params.len());
+                self.push_frame(Frame {
+                    branch_target: end,
+                    branch_arity: results.len(),
+                    end,
+                    results,
+                    height,
+                    else_block: None,
+                })?;
+            }
+            O::Loop { blockty } => {
+                let (params, results) = self.block_signature(blockty)?;
+                let header = self.new_block_with(&params);
+                let end = self.new_block_with(&results);
+                let values = self.pop_n(params.len());
+                self.builder.ins().jump(header, &Self::args(&values));
+                self.builder.switch_to_block(header);
+                let height = self.stack.len();
+                self.stack
+                    .extend(self.builder.block_params(header).to_vec());
+                self.push_frame(Frame {
+                    branch_target: header,
+                    branch_arity: params.len(),
+                    end,
+                    results,
+                    height,
+                    else_block: None,
+                })?;
+                self.charge_fuel();
+            }
+            O::If { blockty } => {
+                let (params, results) = self.block_signature(blockty)?;
+                let condition = self.pop();
+                let then_block = self.builder.create_block();
+                let else_block = self.builder.create_block();
+                let end = self.new_block_with(&results);
+                self.builder
+                    .ins()
+                    .brif(condition, then_block, &[], else_block, &[]);
+                self.builder.switch_to_block(then_block);
+                let height = self.stack.len().saturating_sub(params.len());
+                let param_values = self.peek_n(params.len());
+                self.push_frame(Frame {
+                    branch_target: end,
+                    branch_arity: results.len(),
+                    end,
+                    results,
+                    height,
+                    else_block: Some((else_block, param_values)),
+                })?;
+            }
+            O::Else => self.else_(),
+            O::End => self.end(),
+            O::Br { relative_depth } => {
+                let (target, values) = self
+                    .branch_args(relative_depth)
+                    .ok_or_else(|| unsupported("branch depth"))?;
+                self.builder.ins().jump(target, &Self::args(&values));
+                self.is_unreachable = true;
+            }
+            O::BrIf { relative_depth } => {
+                let condition = self.pop();
+                let (target, values) = self
+                    .branch_args(relative_depth)
+                    .ok_or_else(|| unsupported("branch depth"))?;
+                let next = self.builder.create_block();
+                self.builder
+                    .ins()
+                    .brif(condition, target, &Self::args(&values), next, &[]);
+                self.builder.switch_to_block(next);
+            }
+            O::BrTable { targets } => {
+                let index = self.pop();
+                let mut switch = Switch::new();
+                let mut edges: Vec<(u32, Block)> = Vec::new();
+                let mut edge_to =
+                    |translator: &mut Self, depth: u32| -> Result<Block, TranslateError> {
+                        if let Some(&(_, block)) = edges.iter().find(|(d, _)| *d == depth) {
+                            return Ok(block);
+                        }
+                        let block = translator.builder.create_block();
+                        edges.push((depth, block));
+                        Ok(block)
+                    };
+                for (entry, depth) in targets.targets().enumerate() {
+                    let depth = depth.map_err(malformed)?;
+                    let block = edge_to(self, depth)?;
+                    switch.set_entry(entry as u128, block);
+                }
+                let default = edge_to(self, targets.default())?;
+                switch.emit(&mut self.builder, index, default);
+                for (depth, block) in edges {
+                    let (target, values) = self
+                        .branch_args(depth)
+                        .ok_or_else(|| unsupported("branch depth"))?;
+                    self.builder.switch_to_block(block);
+                    self.builder.ins().jump(target, &Self::args(&values));
+                }
+                self.is_unreachable = true;
+            }
+            O::Return => {
+                let values = self.peek_n(self.results.len());
+                self.builder.ins().jump(self.exit, &Self::args(&values));
+                self.is_unreachable = true;
+            }
+            O::Call { function_index } => self.call(function_index)?,
+            O::CallIndirect {
+                type_index,
+                table_index,
+            } => self.call_indirect(type_index, table_index)?,
+            O::Drop => {
+                self.pop();
+            }
+            O::Select | O::TypedSelect { .. } => {
+                let condition = self.pop();
+                let (a, b) = self.pop2();
+                let result = self.builder.ins().select(condition, a, b);
+                self.push(result);
+            }
+            O::LocalGet { local_index } => {
+                let var = *self
+                    .locals
+                    .get(local_index as usize)
+                    .ok_or_else(|| unsupported("local index"))?;
+                let value = self.builder.use_var(var);
+                self.push(value);
+            }
+            O::LocalSet { local_index } | O::LocalTee { local_index } => {
+                let var = *self
+                    .locals
+                    .get(local_index as usize)
+                    .ok_or_else(|| unsupported("local index"))?;
+                let value = self.pop();
+                self.builder.def_var(var, value);
+                if matches!(operator, O::LocalTee { .. }) {
+                    self.push(value);
+                }
+            }
+            O::GlobalGet { global_index } => {
+                let (slot, ty) = self.global_slot(global_index)?;
+                let value = self.builder.ins().load(ty, trusted(), slot, 0);
+                self.push(value);
+            }
+            O::GlobalSet { global_index } => {
+                let (slot, _) = self.global_slot(global_index)?;
+                let value = self.pop();
+                self.builder.ins().store(trusted(), value, slot, 0);
+            }
+            O::I32Load { memarg } => self.load(&memarg, types::I32, 4, None),
+            O::I64Load { memarg } => self.load(&memarg, types::I64, 8, None),
+            O::F32Load { memarg } => self.load(&memarg, types::F32, 4, None),
+            O::F64Load { memarg } => self.load(&memarg, types::F64, 8, None),
+            O::I32Load8S { memarg } => self.load(&memarg, types::I32, 1, Some((types::I8, true))),
+            O::I32Load8U { memarg } => self.load(&memarg, types::I32, 1, Some((types::I8, false))),
+            O::I32Load16S { memarg } => self.load(&memarg, types::I32, 2, Some((types::I16, true))),
+            O::I32Load16U { memarg } => {
+                self.load(&memarg, types::I32, 2, Some((types::I16, false)))
+            }
+            O::I64Load8S { memarg } => self.load(&memarg, types::I64, 1, Some((types::I8, true))),
+            O::I64Load8U { memarg } => self.load(&memarg, types::I64, 1, Some((types::I8, false))),
+            O::I64Load16S { memarg } => self.load(&memarg, types::I64, 2, Some((types::I16, true))),
+            O::I64Load16U { memarg } => {
+                self.load(&memarg, types::I64, 2, Some((types::I16, false)))
+            }
+            O::I64Load32S { memarg } => self.load(&memarg, types::I64, 4, Some((types::I32, true))),
+            O::I64Load32U { memarg } => {
+                self.load(&memarg, types::I64, 4, Some((types::I32, false)))
+            }
+            O::I32Store { memarg } | O::F32Store { memarg } => self.store(&memarg, 4, None),
+            O::I64Store { memarg } | O::F64Store { memarg } => self.store(&memarg, 8, None),
+            O::I32Store8 { memarg } | O::I64Store8 { memarg } => {
+                self.store(&memarg, 1, Some(types::I8))
+            }
+            O::I32Store16 { memarg } | O::I64Store16 { memarg } => {
+                self.store(&memarg, 2, Some(types::I16))
+            }
+            O::I64Store32 { memarg } => self.store(&memarg, 4, Some(types::I32)),
+            O::MemorySize { mem: 0 } => {
+                let bytes =
+                    self.builder
+                        .ins()
+                        .load(types::I64, trusted(), self.vmctx, vmctx::MEMORY_BYTES);
+                let pages = self.builder.ins().ushr_imm_u(bytes, 16);
+                let pages = self.builder.ins().ireduce(types::I32, pages);
+                self.push(pages);
+            }
+            O::MemoryGrow { mem: 0 } => self.memory_call(vmctx::MEMORY_GROW, 1, true),
+            O::MemoryCopy {
+                dst_mem: 0,
+                src_mem: 0,
+            } => self.memory_call(vmctx::MEMORY_COPY, 3, false),
+            O::MemoryFill { mem: 0 } => self.memory_call(vmctx::MEMORY_FILL, 3, false),
+            O::I32Const { value } => {
+                let value = self.builder.ins().iconst(types::I32, i64::from(value));
+                self.push(value);
+            }
+            O::I64Const { value } => {
+                let value = self.builder.ins().iconst(types::I64, value);
+                self.push(value);
+            }
+            O::F32Const { value } => {
+                let value = self.builder.ins().f32const(f32::from_bits(value.bits()));
+                self.push(value);
+            }
+            O::F64Const { value } => {
+                let value = self.builder.ins().f64const(f64::from_bits(value.bits()));
+                self.push(value);
+            }
+            O::I32Eqz | O::I64Eqz => {
+                let a = self.pop();
+                let bit = self.builder.ins().icmp_imm_s(IntCC::Equal, a, 0);
+                let result = self.builder.ins().uextend(types::I32, bit);
+                self.push(result);
+            }
+            O::I32Eq | O::I64Eq => self.compare(IntCC::Equal),
+            O::I32Ne | O::I64Ne => self.compare(IntCC::NotEqual),
+            O::I32LtS | O::I64LtS => self.compare(IntCC::SignedLessThan),
+            O::I32LtU | O::I64LtU => self.compare(IntCC::UnsignedLessThan),
+            O::I32GtS | O::I64GtS => self.compare(IntCC::SignedGreaterThan),
+            O::I32GtU | O::I64GtU => self.compare(IntCC::UnsignedGreaterThan),
+            O::I32LeS | O::I64LeS => self.compare(IntCC::SignedLessThanOrEqual),
+            O::I32LeU | O::I64LeU => self.compare(IntCC::UnsignedLessThanOrEqual),
+            O::I32GeS | O::I64GeS => self.compare(IntCC::SignedGreaterThanOrEqual),
+            O::I32GeU | O::I64GeU => self.compare(IntCC::UnsignedGreaterThanOrEqual),
+            O::F32Eq | O::F64Eq => self.compare_float(FloatCC::Equal),
+            O::F32Ne | O::F64Ne => self.compare_float(FloatCC::NotEqual),
+            O::F32Lt | O::F64Lt => self.compare_float(FloatCC::LessThan),
+            O::F32Gt | O::F64Gt => self.compare_float(FloatCC::GreaterThan),
+            O::F32Le | O::F64Le => self.compare_float(FloatCC::LessThanOrEqual),
+            O::F32Ge | O::F64Ge => self.compare_float(FloatCC::GreaterThanOrEqual),
+            O::I32Clz | O::I64Clz => self.unary(|b, a| b.ins().clz(a)),
+            O::I32Ctz | O::I64Ctz => self.unary(|b, a| b.ins().ctz(a)),
+            O::I32Popcnt | O::I64Popcnt => self.unary(|b, a| b.ins().popcnt(a)),
+            O::I32Add | O::I64Add => self.binary(|b, x, y| b.ins().iadd(x, y)),
+            O::I32Sub | O::I64Sub => self.binary(|b, x, y| b.ins().isub(x, y)),
+            O::I32Mul | O::I64Mul => self.binary(|b, x, y| b.ins().imul(x, y)),
+            O::I32DivS => self.divide(types::I32, true, false),
+            O::I32DivU => self.divide(types::I32, false, false),
+            O::I32RemS => self.divide(types::I32, true, true),
+            O::I32RemU => self.divide(types::I32, false, true),
+            O::I64DivS => self.divide(types::I64, true, false),
+            O::I64DivU => self.divide(types::I64, false, false),
+            O::I64RemS => self.divide(types::I64, true, true),
+            O::I64RemU => self.divide(types::I64, false, true),
+            O::I32And | O::I64And => self.binary(|b, x, y| b.ins().band(x, y)),
+            O::I32Or | O::I64Or => self.binary(|b, x, y| b.ins().bor(x, y)),
+            O::I32Xor | O::I64Xor => self.binary(|b, x, y| b.ins().bxor(x, y)),
+            // Cranelift masks shift and rotate amounts as Wasm does.
+            O::I32Shl | O::I64Shl => self.binary(|b, x, y| b.ins().ishl(x, y)),
+            O::I32ShrS | O::I64ShrS => self.binary(|b, x, y| b.ins().sshr(x, y)),
+            O::I32ShrU | O::I64ShrU => self.binary(|b, x, y| b.ins().ushr(x, y)),
+            O::I32Rotl | O::I64Rotl => self.binary(|b, x, y| b.ins().rotl(x, y)),
+            O::I32Rotr | O::I64Rotr => self.binary(|b, x, y| b.ins().rotr(x, y)),
+            O::F32Abs | O::F64Abs => self.unary(|b, a| b.ins().fabs(a)),
+            O::F32Neg | O::F64Neg => self.unary(|b, a| b.ins().fneg(a)),
+            O::F32Ceil | O::F64Ceil => self.unary(|b, a| b.ins().ceil(a)),
+            O::F32Floor | O::F64Floor => self.unary(|b, a| b.ins().floor(a)),
+            O::F32Trunc | O::F64Trunc => self.unary(|b, a| b.ins().trunc(a)),
+            O::F32Nearest | O::F64Nearest => self.unary(|b, a| b.ins().nearest(a)),
+            O::F32Sqrt | O::F64Sqrt => self.unary(|b, a| b.ins().sqrt(a)),
+            O::F32Add | O::F64Add => self.binary(|b, x, y| b.ins().fadd(x, y)),
+            O::F32Sub | O::F64Sub => self.binary(|b, x, y| b.ins().fsub(x, y)),
+            O::F32Mul | O::F64Mul => self.binary(|b, x, y| b.ins().fmul(x, y)),
+            O::F32Div | O::F64Div => self.binary(|b, x, y| b.ins().fdiv(x, y)),
+            O::F32Min | O::F64Min => self.binary(|b, x, y| b.ins().fmin(x, y)),
+            O::F32Max | O::F64Max => self.binary(|b, x, y| b.ins().fmax(x, y)),
+            O::F32Copysign | O::F64Copysign => self.binary(|b, x, y| b.ins().fcopysign(x, y)),
+            O::I32WrapI64 => self.unary(|b, a| b.ins().ireduce(types::I32, a)),
+            O::I64ExtendI32S => self.unary(|b, a| b.ins().sextend(types::I64, a)),
+            O::I64ExtendI32U => self.unary(|b, a| b.ins().uextend(types::I64, a)),
+            O::I32Extend8S => self.unary(|b, a| {
+                let narrow = b.ins().ireduce(types::I8, a);
+                b.ins().sextend(types::I32, narrow)
+            }),
+            O::I32Extend16S => self.unary(|b, a| {
+                let narrow = b.ins().ireduce(types::I16, a);
+                b.ins().sextend(types::I32, narrow)
+            }),
+            O::I64Extend8S => self.unary(|b, a| {
+                let narrow = b.ins().ireduce(types::I8, a);
+                b.ins().sextend(types::I64, narrow)
+            }),
+            O::I64Extend16S => self.unary(|b, a| {
+                let narrow = b.ins().ireduce(types::I16, a);
+                b.ins().sextend(types::I64, narrow)
+            }),
+            O::I64Extend32S => self.unary(|b, a| {
+                let narrow = b.ins().ireduce(types::I32, a);
+                b.ins().sextend(types::I64, narrow)
+            }),
+            O::I32TruncF32S | O::I32TruncF64S => {
+                let lower = if matches!(operator, O::I32TruncF32S) {
+                    -2147483904.0
+                } else {
+                    -2147483649.0
+                };
+                self.truncate(types::I32, true, lower, 2147483648.0)
+            }
+            O::I32TruncF32U | O::I32TruncF64U => {
+                self.truncate(types::I32, false, -1.0, 4294967296.0)
+            }
+            O::I64TruncF32S | O::I64TruncF64S => {
+                let lower = if matches!(operator, O::I64TruncF32S) {
+                    -9223373136366403584.0
+                } else {
+                    -9223372036854777856.0
+                };
+                self.truncate(types::I64, true, lower, 9223372036854775808.0)
+            }
+            O::I64TruncF32U | O::I64TruncF64U => {
+                self.truncate(types::I64, false, -1.0, 18446744073709551616.0)
+            }
+            O::I32TruncSatF32S | O::I32TruncSatF64S => {
+                self.unary(|b, a| b.ins().fcvt_to_sint_sat(types::I32, a))
+            }
+            O::I32TruncSatF32U | O::I32TruncSatF64U => {
+                self.unary(|b, a| b.ins().fcvt_to_uint_sat(types::I32, a))
+            }
+            O::I64TruncSatF32S | O::I64TruncSatF64S => {
+                self.unary(|b, a| b.ins().fcvt_to_sint_sat(types::I64, a))
+            }
+            O::I64TruncSatF32U | O::I64TruncSatF64U => {
+                self.unary(|b, a| b.ins().fcvt_to_uint_sat(types::I64, a))
+            }
+            O::F32ConvertI32S | O::F32ConvertI64S => {
+                self.unary(|b, a| b.ins().fcvt_from_sint(types::F32, a))
+            }
+            O::F32ConvertI32U | O::F32ConvertI64U => {
+                self.unary(|b, a| b.ins().fcvt_from_uint(types::F32, a))
+            }
+            O::F64ConvertI32S | O::F64ConvertI64S => {
+                self.unary(|b, a| b.ins().fcvt_from_sint(types::F64, a))
+            }
+            O::F64ConvertI32U | O::F64ConvertI64U => {
+                self.unary(|b, a| b.ins().fcvt_from_uint(types::F64, a))
+            }
+            O::F32DemoteF64 => self.unary(|b, a| b.ins().fdemote(types::F32, a)),
+            O::F64PromoteF32 => self.unary(|b, a| b.ins().fpromote(types::F64, a)),
+            O::I32ReinterpretF32 => {
+                self.unary(|b, a| b.ins().bitcast(types::I32, MemFlagsData::new(), a))
+            }
+            O::I64ReinterpretF64 => {
+                self.unary(|b, a| b.ins().bitcast(types::I64, MemFlagsData::new(), a))
+            }
+            O::F32ReinterpretI32 => {
+                self.unary(|b, a| b.ins().bitcast(types::F32, MemFlagsData::new(), a))
+            }
+            O::F64ReinterpretI64 => {
+                self.unary(|b, a| b.ins().bitcast(types::F64, MemFlagsData::new(), a))
+            }
+            other => {
+                let name = alloc::format!("{other:?}");
+                let name = name.split([' ', '{']).next().unwrap_or("operator");
+                return Err(TranslateError::Unsupported(name.into()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The canonical signature id of every type: the index of the first
+/// structurally equal type.
+pub fn signature_ids(types: &[FuncType]) -> Vec<u32> {
+    types
+        .iter()
+        .map(|ty| types.iter().position(|other| other == ty).unwrap_or(0) as u32)
+        .collect()
+}
+
+/// The value types of a wasmparser type list.
+pub fn wasm_types(types: &[ValType]) -> Vec<WasmType> {
+    types.iter().map(|&t| t.into()).collect()
+}
