@@ -86,6 +86,27 @@ macro_rules! for_each_import {
             /// if the event has one, is written as one slot at `result_ptr`.
             /// Returns a status.
             Raise = impure fn raise(event: i32, args_ptr: i32, arg_count: i32, result_ptr: i32) -> i32;
+            /// Adds a declarative guard to one of the extension's
+            /// installations (a binding handle): its handler runs only when
+            /// parameter `param` of the event (a scalar) equals `value`. The
+            /// dispatcher indexes such guards, so it finds the handler of a
+            /// port without running every guard. Returns a status.
+            GuardEquals = impure fn guard_equals(binding: i32, param: i32, value: i64) -> i32;
+            /// Length in bytes of the packet behind `packet` (a handle of
+            /// kind `Packet`, lent to a handler for one invocation), as its
+            /// event's layer sees it (a UDP event: the datagram's data).
+            /// Traps on a bad handle.
+            PacketLength = pure fn packet_length(packet: i32) -> i32;
+            /// Copies up to `len` bytes of the packet from byte `offset` to
+            /// `buffer_ptr`; returns the number copied (0 past the end).
+            /// Traps on a bad handle or buffer.
+            PacketRead = pure fn packet_read(packet: i32, offset: i32, buffer_ptr: i32, len: i32) -> i32;
+            /// Answers the packet with the `data_len` bytes at `data_ptr`,
+            /// sent back to its source at its event's layer (a UDP event: a
+            /// datagram from the port it arrived on to the port it came
+            /// from). Returns a status (`Invalid` if the layer has no reply
+            /// or the data does not fit in one frame).
+            PacketReply = impure fn packet_reply(packet: i32, data_ptr: i32, data_len: i32) -> i32;
         }
     };
 }
@@ -243,6 +264,8 @@ pub enum HandleKind {
     Event = 1,
     /// One of the extension's installations.
     Binding = 2,
+    /// A packet lent to a handler of a network event for one invocation.
+    Packet = 3,
 }
 
 /// How an installed handler runs (the `mode` argument of `install`).

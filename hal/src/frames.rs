@@ -107,6 +107,38 @@ impl FrameBitmap {
         None
     }
 
+    /// Takes `count` free frames that are physically contiguous (a device
+    /// reading a ring or buffer by physical address needs them so) and
+    /// returns the first one's address. Searches from the bottom; `None`
+    /// when no run of that length is free.
+    pub fn allocate_contiguous(&mut self, count: usize) -> Option<u64> {
+        if count == 0 || count > self.free_frames {
+            return None;
+        }
+        let total = WORDS * 64;
+        let is_free =
+            |bits: &[u64; WORDS], frame: usize| bits[frame / 64] & (1 << (frame % 64)) != 0;
+        let mut start = 0;
+        while start + count <= total {
+            // Skip whole words with no free frame quickly.
+            if start % 64 == 0 && self.free_bits[start / 64] == 0 {
+                start += 64;
+                continue;
+            }
+            match (start..start + count).find(|&frame| !is_free(&self.free_bits, frame)) {
+                Some(taken) => start = taken + 1,
+                None => {
+                    for frame in start..start + count {
+                        self.free_bits[frame / 64] &= !(1 << (frame % 64));
+                    }
+                    self.free_frames -= count;
+                    return Some(start as u64 * FRAME_SIZE);
+                }
+            }
+        }
+        None
+    }
+
     /// Adds an owner to the allocated frame at `address` (it is now shared).
     pub fn share(&mut self, address: u64) -> Result<(), FrameError> {
         self.check_allocated(address)?;
@@ -292,6 +324,27 @@ mod tests {
         assert_eq!(frames.allocate(), Some(taken[7]));
         let all: HashSet<u64> = core::iter::from_fn(|| frames.allocate()).collect();
         assert!(!all.contains(&taken[3]) && !all.contains(&taken[7]));
+        assert_eq!(frames.free_frames(), 0);
+    }
+
+    #[test]
+    fn contiguous_runs_skip_taken_frames_and_free_one_by_one() {
+        let mut frames = bitmap();
+        frames.add_region(0, 0x10_0000, &[(0x3000, 0x4000)]);
+        // Frames 0-2 are free, 3 is reserved: a run of 4 starts at 4.
+        assert_eq!(frames.allocate_contiguous(4), Some(0x4000));
+        assert_eq!(frames.allocate_contiguous(3), Some(0));
+        assert_eq!(frames.free_frames(), 255 - 7);
+        for frame in 4..8 {
+            assert_eq!(frames.free(frame * FRAME_SIZE), Ok(()));
+        }
+        assert_eq!(frames.allocate_contiguous(4), Some(0x4000));
+        assert_eq!(frames.allocate_contiguous(1000), None);
+        assert_eq!(frames.allocate_contiguous(0), None);
+        // Across a word boundary (frames 60-70).
+        let mut frames = bitmap();
+        frames.add_region(60 * FRAME_SIZE, 71 * FRAME_SIZE, &[]);
+        assert_eq!(frames.allocate_contiguous(11), Some(60 * FRAME_SIZE));
         assert_eq!(frames.free_frames(), 0);
     }
 

@@ -13,6 +13,8 @@
 //!   access, and user page tables.
 //! - [`sync`]: interrupt-safe spin locks.
 //! - [`qemu`]: exiting QEMU with a status for the test harness.
+//! - [`pci`], [`dma`], [`net`]: PCI configuration and MSI-X, memory devices
+//!   reach by physical address, and the virtio network interface.
 //! - `native_code` (host only, for now): W^X code memory for the native
 //!   Wasm engine's generated code and the entry into it.
 //!
@@ -37,6 +39,8 @@ pub mod context;
 #[cfg(target_os = "none")]
 pub mod cpu;
 #[cfg(target_os = "none")]
+pub mod dma;
+#[cfg(target_os = "none")]
 pub mod gdt;
 #[cfg(target_os = "none")]
 pub mod heap;
@@ -44,6 +48,10 @@ pub mod heap;
 mod mem;
 #[cfg(target_os = "none")]
 pub mod memory;
+#[cfg(target_os = "none")]
+pub mod net;
+#[cfg(target_os = "none")]
+pub mod pci;
 #[cfg(target_os = "none")]
 pub mod qemu;
 #[cfg(target_os = "none")]

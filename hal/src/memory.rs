@@ -376,10 +376,59 @@ pub fn init(boot_info: &BootInfo) {
         .max()
         .unwrap_or(0)
         .min(MAX_PHYS_BYTES);
-    build_kernel_tables(ram_top.max(4 << 30));
+    let mut ram = [(0u64, 0u64); MAX_RAM_RANGES];
+    let mut ram_ranges = 0;
+    for region in boot_info.memory_regions().iter().filter(|r| r.is_usable()) {
+        if ram_ranges < MAX_RAM_RANGES {
+            ram[ram_ranges] = (region.start, region.start + region.len);
+            ram_ranges += 1;
+        }
+    }
+    build_kernel_tables(ram_top.max(MAX_WINDOW_BYTES), &ram[..ram_ranges]);
 }
 
-fn build_kernel_tables(window_bytes: u64) {
+/// Usable RAM ranges the window tells apart from device memory; the boot
+/// memory map of a PC has a handful.
+const MAX_RAM_RANGES: usize = 32;
+
+/// Whether the window page `[start, start + HUGE_PAGE_SIZE)` holds device
+/// memory only (no usable RAM): such pages are mapped uncached, since
+/// device registers (PCI BARs, the APICs) must see every access in order.
+fn is_device_memory(start: u64, ram: &[(u64, u64)]) -> bool {
+    !ram.iter()
+        .any(|&(low, high)| start < high && start + HUGE_PAGE_SIZE > low)
+}
+
+/// Virtual address of `size` bytes of device memory at `physical`, as
+/// the window maps it (uncached), or `None` if any of the range is RAM or
+/// lies beyond the window. For drivers reaching a device's registers.
+pub fn device_memory(physical: u64, size: u64) -> Option<u64> {
+    let end = physical.checked_add(size)?;
+    if size == 0 || end > DEVICE_WINDOW_BYTES {
+        return None;
+    }
+    let pages = DEVICE_PAGES.lock();
+    let first = physical / HUGE_PAGE_SIZE;
+    let last = (end - 1) / HUGE_PAGE_SIZE;
+    (first..=last)
+        .all(|page| pages[page as usize / 64] & (1 << (page % 64)) != 0)
+        .then(|| phys_to_virt(physical))
+}
+
+/// Bytes of physical address space the window maps at least (RAM is
+/// managed up to `MAX_PHYS_BYTES`, the same 4 GiB).
+pub(crate) const MAX_WINDOW_BYTES: u64 = 4 << 30;
+
+/// Device memory is looked for below 4 GiB (PCI's 32-bit hole, the APICs).
+const DEVICE_WINDOW_BYTES: u64 = 4 << 30;
+
+/// Window pages (2 MiB, below [`DEVICE_WINDOW_BYTES`]) mapped uncached as
+/// device memory: bit set = device page. A fixed array: the window is
+/// built before the heap exists.
+static DEVICE_PAGES: spin::Mutex<[u64; (DEVICE_WINDOW_BYTES / HUGE_PAGE_SIZE / 64) as usize]> =
+    spin::Mutex::new([0; (DEVICE_WINDOW_BYTES / HUGE_PAGE_SIZE / 64) as usize]);
+
+fn build_kernel_tables(window_bytes: u64, ram: &[(u64, u64)]) {
     let mut frames = FRAMES.lock();
     let mut table_frames = TableFrames(&mut frames);
     let pml4_frame = table_frames
@@ -401,8 +450,14 @@ fn build_kernel_tables(window_bytes: u64) {
     let mut physical = 0;
     while physical < window_bytes {
         let mut flags = window_flags;
-        if physical < APIC_MMIO_RANGE.1 && physical + HUGE_PAGE_SIZE > APIC_MMIO_RANGE.0 {
+        if (physical < APIC_MMIO_RANGE.1 && physical + HUGE_PAGE_SIZE > APIC_MMIO_RANGE.0)
+            || is_device_memory(physical, ram)
+        {
             flags |= PageTableFlags::NO_CACHE | PageTableFlags::WRITE_THROUGH;
+            if physical < DEVICE_WINDOW_BYTES {
+                let page = (physical / HUGE_PAGE_SIZE) as usize;
+                DEVICE_PAGES.lock()[page / 64] |= 1 << (page % 64);
+            }
         }
         let page = Page::<Size2MiB>::containing_address(VirtAddr::new(PHYS_OFFSET + physical));
         let frame = PhysFrame::<Size2MiB>::containing_address(PhysAddr::new(physical));

@@ -27,6 +27,7 @@ const PIT_FREQUENCY_HZ: u64 = 1_193_182;
 const IA32_APIC_BASE_MSR: u32 = 0x1b;
 
 // Local APIC register offsets (Intel SDM vol. 3, table 11-1).
+const APIC_ID: u64 = 0x20;
 const APIC_EOI: u64 = 0xb0;
 const APIC_SPURIOUS: u64 = 0xf0;
 const APIC_LVT_TIMER: u64 = 0x320;
@@ -116,7 +117,7 @@ fn calibrate_tsc() -> u64 {
 
 fn timer_interrupt(_frame: &mut TrapFrame) {
     TICKS.fetch_add(1, Ordering::Relaxed);
-    apic_write(APIC_EOI, 0);
+    end_of_interrupt();
     let hook = TICK_HOOK.load(Ordering::Acquire);
     if hook != 0 {
         // SAFETY: non-zero values are only stored from a `fn()` in
@@ -127,6 +128,18 @@ fn timer_interrupt(_frame: &mut TrapFrame) {
 }
 
 fn spurious_interrupt(_frame: &mut TrapFrame) {}
+
+/// Acknowledges the interrupt being handled at the local APIC, so that it
+/// can deliver the next one (every device interrupt handler calls it).
+pub fn end_of_interrupt() {
+    apic_write(APIC_EOI, 0);
+}
+
+/// The local APIC's id (the destination of device interrupts aimed at
+/// this processor).
+pub(crate) fn local_apic_id() -> u8 {
+    (apic_read(APIC_ID) >> 24) as u8
+}
 
 /// Calibrates the TSC and starts the periodic local APIC timer at
 /// [`TICK_HZ`]. Interrupts stay disabled until the caller enables them.

@@ -374,7 +374,12 @@ impl Extensions {
         if loaded.contains_key(name) {
             return Err(format!("{name} is already loaded"));
         }
-        let request = LoadRequest::new(name, bytes).grant_event(self.tick_port.clone());
+        let mut request = LoadRequest::new(name, bytes).grant_event(self.tick_port.clone());
+        // The protocol graph's events, when there is a network interface:
+        // any extension may serve a port (SPIN's in-kernel protocols).
+        for port in crate::network::event_ports() {
+            request = request.grant_event(port);
+        }
         let extension = self
             .runtime
             .load(request)

@@ -8,11 +8,17 @@ struct SerialLogger;
 static LOGGER: SerialLogger = SerialLogger;
 
 impl Log for SerialLogger {
-    fn enabled(&self, _metadata: &Metadata<'_>) -> bool {
-        true
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+        // Third-party drivers log their internals in Rust's debug notation
+        // (`Features(MAC | STATUS)`): only their warnings and errors reach
+        // the console; the kernel says what matters in its own words.
+        metadata.level() <= log::Level::Warn || !metadata.target().starts_with("virtio_drivers")
     }
 
     fn log(&self, record: &Record<'_>) {
+        if !self.enabled(record.metadata()) {
+            return;
+        }
         let uptime_us = hal::timer::uptime_ns() / 1000;
         hal::console::write_fmt(format_args!(
             "[{:5}.{:06}] {:5} {}: {}\n",

@@ -39,6 +39,7 @@ mod ktests;
 mod linux;
 mod logger;
 mod memory_services;
+mod network;
 mod page_cache;
 mod process;
 mod service_domains;
@@ -106,6 +107,7 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
     extensions::init(archive);
     linux::init(archive);
     file_memory::init();
+    network::init();
     extensions::autoload(boot_info.cmdline_value("spindle.ext").unwrap_or(""));
 
     match boot_info.cmdline_value("spindle.mode").unwrap_or("shell") {

@@ -61,6 +61,11 @@ const COMMANDS: &[Command] = &[
         run: domains,
     },
     Command {
+        name: "net",
+        help: "the network interface: address, counters of frames received, sent and dropped",
+        run: net,
+    },
+    Command {
         name: "trace",
         help: "log a process's system calls: trace PID | trace off PID | trace (lists the traced)",
         run: trace,
@@ -348,6 +353,33 @@ fn domains(_: &str) {
     match crate::extensions::get() {
         Some(extensions) => print_lines(extensions.domains()),
         None => console::write_str("extensions are not available\n"),
+    }
+}
+
+fn net(_: &str) {
+    let (Some(network), Some(lines)) = (crate::network::network(), crate::network::report()) else {
+        console::write_str("no network interface\n");
+        return;
+    };
+    let config = network.config();
+    let mac = config.mac;
+    console::write_fmt(format_args!(
+        "eth0: {}/{} via {}, mac {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}, {} neighbours\n",
+        config.address,
+        config.prefix,
+        config.gateway,
+        mac[0],
+        mac[1],
+        mac[2],
+        mac[3],
+        mac[4],
+        mac[5],
+        network.neighbors()
+    ));
+    for (name, value) in lines {
+        if value != 0 {
+            console::write_fmt(format_args!("  {name}: {value}\n"));
+        }
     }
 }
 

@@ -71,6 +71,16 @@ SPINDLE_IMPORT("remove") int32_t spindle_remove(int32_t binding);
  * any, is written to *result. */
 SPINDLE_IMPORT("raise") int32_t spindle_raise(int32_t event, const uint64_t *args, int32_t arg_count,
                                               uint64_t *result);
+/* Adds a declarative guard to an installation: its handler runs only when
+ * event parameter `param` equals `value` (indexed by the dispatcher). */
+SPINDLE_IMPORT("guard_equals") int32_t spindle_guard_equals(int32_t binding, int32_t param, int64_t value);
+/* Length of a packet lent to a network handler, as its layer sees it. */
+SPINDLE_IMPORT("packet_length") int32_t spindle_packet_length(int32_t packet);
+/* Copies up to len bytes of the packet from `offset`; returns the count. */
+SPINDLE_IMPORT("packet_read") int32_t spindle_packet_read(int32_t packet, int32_t offset, void *buffer,
+                                                          int32_t len);
+/* Answers the packet at its layer (UDP: a datagram back to its source). */
+SPINDLE_IMPORT("packet_reply") int32_t spindle_packet_reply(int32_t packet, const void *data, int32_t data_len);
 
 /* Length of a NUL-terminated string (no libc). */
 static inline int32_t spindle_strlen(const char *text) {

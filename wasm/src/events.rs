@@ -12,12 +12,13 @@ use core::any::Any;
 
 use dispatch::{
     BindingId, DynArgs, DynGuard, DynHandler, Event, EventArgs, EventResult, Fault, Guard, Handler,
-    Install, Invocation, Mode, Principal, RaiseError, Signature, Value, ValueType,
+    Install, Invocation, Mode, Predicate, Principal, RaiseError, Signature, Value, ValueType,
 };
 
 use crate::{
     engine::{ExportRef, WasmValue},
     extension::{CallError, Shared},
+    packet::{is_packet, PacketRef},
 };
 
 /// An event, type-erased for the extension runtime.
@@ -36,6 +37,15 @@ pub trait EventPort: Send + Sync {
     ) -> Result<BindingId, dispatch::Error>;
     /// Removes an installation.
     fn remove(&self, requester: Principal, binding: BindingId) -> Result<(), dispatch::Error>;
+    /// Adds a declarative guard to an installation: parameter `param`
+    /// must equal `value` (the dispatcher indexes such guards).
+    fn add_equals_guard(
+        &self,
+        requester: Principal,
+        binding: BindingId,
+        param: usize,
+        value: u64,
+    ) -> Result<(), dispatch::Error>;
     /// Raises the event with runtime-typed arguments (checked against the
     /// signature; `None` if they do not fit).
     fn raise(&self, args: &[Value]) -> Option<Result<Option<Value>, RaiseError>>;
@@ -117,6 +127,19 @@ where
         self.event.remove(requester, binding)
     }
 
+    fn add_equals_guard(
+        &self,
+        requester: Principal,
+        binding: BindingId,
+        param: usize,
+        value: u64,
+    ) -> Result<(), dispatch::Error> {
+        let predicate = Predicate::equals(dispatch::Field::Param(param), value);
+        self.event
+            .add_guard(requester, binding, Guard::when(predicate))
+            .map(|_| ())
+    }
+
     fn raise(&self, values: &[Value]) -> Option<Result<Option<Value>, RaiseError>> {
         let params = &self.event.signature().params;
         if values.len() != params.len() {
@@ -140,6 +163,8 @@ pub(crate) fn lowered(ty: ValueType) -> Option<crate::module::WasmType> {
         ValueType::I64 | ValueType::U64 => WasmType::I64,
         ValueType::F32 => WasmType::F32,
         ValueType::F64 => WasmType::F64,
+        // A packet travels as the handle it is lent under.
+        ty if crate::packet::is_packet(ty) => WasmType::I32,
         ValueType::Opaque { .. } => return None,
     })
 }
@@ -209,10 +234,24 @@ pub struct WasmHandler {
 }
 
 impl WasmHandler {
-    fn arguments(&self, args: &DynArgs<'_>) -> Result<Vec<WasmValue>, Fault> {
-        (0..self.signature.params.len())
-            .map(|index| args.get(index).map(lower).ok_or(Fault::BadResult))
-            .collect()
+    /// The Wasm arguments, and the packets to lend (parameter position,
+    /// packet): their handle is filled in when they are lent.
+    fn arguments(
+        &self,
+        args: &DynArgs<'_>,
+    ) -> Result<(Vec<WasmValue>, Vec<(usize, PacketRef)>), Fault> {
+        let mut values = Vec::with_capacity(self.signature.params.len());
+        let mut packets = Vec::new();
+        for (index, param) in self.signature.params.iter().enumerate() {
+            if is_packet(param.ty) {
+                let packet = args.get_any::<PacketRef>(index).ok_or(Fault::BadResult)?;
+                packets.push((index, packet.clone()));
+                values.push(WasmValue::I32(0));
+            } else {
+                values.push(args.get(index).map(lower).ok_or(Fault::BadResult)?);
+            }
+        }
+        Ok((values, packets))
     }
 }
 
@@ -227,11 +266,14 @@ impl DynHandler for WasmHandler {
             .extension
             .upgrade()
             .ok_or_else(|| fault(CallError::Unloaded))?;
-        let arguments = self.arguments(args)?;
+        let (arguments, packets) = self.arguments(args)?;
         let budget = invocation.budget.and_then(|budget| budget.fuel);
-        let result = extension
-            .invoke(self.export, &arguments, budget)
-            .map_err(fault)?;
+        let result = if packets.is_empty() {
+            extension.invoke(self.export, &arguments, budget)
+        } else {
+            extension.invoke_lending(self.export, arguments, packets, budget)
+        }
+        .map_err(fault)?;
         match (result, self.signature.result) {
             (None, None) => Ok(None),
             (Some(value), Some(ty)) => lift(value, ty).map(Some).ok_or(Fault::BadResult),
@@ -263,8 +305,17 @@ impl DynGuard for WasmGuard {
         let Some(extension) = self.extension.upgrade() else {
             return false;
         };
-        let arguments: Option<Vec<WasmValue>> = (0..self.signature.params.len())
-            .map(|index| args.get(index).map(lower))
+        // Guards get no packet (a packet is lent to handlers only; guards
+        // on packets are declarative, on the event's scalar parameters).
+        let arguments: Option<Vec<WasmValue>> = self
+            .signature
+            .params
+            .iter()
+            .enumerate()
+            .map(|(index, param)| match is_packet(param.ty) {
+                true => Some(WasmValue::I32(-1)),
+                false => args.get(index).map(lower),
+            })
             .collect();
         let Some(arguments) = arguments else {
             return false;

@@ -228,6 +228,65 @@ impl Shared {
     }
 }
 
+impl Shared {
+    /// [`Self::invoke`], lending `packets` for the call: each goes into the
+    /// extension's handle table, its handle becomes argument `position`,
+    /// and every lent handle is revoked when the call returns (or traps).
+    pub(crate) fn invoke_lending(
+        &self,
+        export: ExportRef,
+        mut args: Vec<WasmValue>,
+        packets: Vec<(usize, crate::packet::PacketRef)>,
+        budget: Option<u64>,
+    ) -> Result<Option<WasmValue>, CallError> {
+        let fuel = budget.map_or(self.limits.fuel_per_invocation, |b| {
+            b.min(self.limits.fuel_per_invocation)
+        });
+        let outcome = {
+            let Some(mut guard) = self.lock_instance() else {
+                return Err(CallError::Busy);
+            };
+            let Some(instance) = guard.as_mut() else {
+                return Err(CallError::Unloaded);
+            };
+            let mut lent = Vec::with_capacity(packets.len());
+            for (position, packet) in packets {
+                let handles = &instance.state().handles;
+                match handles.insert("packet".into(), Capability::Packet(packet)) {
+                    Ok(handle) => {
+                        lent.push(handle);
+                        if let Some(slot) = args.get_mut(position) {
+                            *slot = WasmValue::I32(handle);
+                        }
+                    }
+                    Err(limit) => {
+                        for handle in lent {
+                            let _ = instance.state().handles.remove(handle);
+                        }
+                        return Err(CallError::Trap(crate::engine::Trap::new(
+                            spindle_abi::FaultKind::Other,
+                            format!("no handle for a packet: {limit}"),
+                        )));
+                    }
+                }
+            }
+            self.invocations.fetch_add(1, Ordering::Relaxed);
+            let outcome = instance.call(export, &args, fuel);
+            for handle in lent {
+                // Dropped by the extension already, or still there.
+                let _ = instance.state().handles.remove(handle);
+            }
+            outcome
+        };
+        outcome.map_err(|trap| {
+            self.faults.fetch_add(1, Ordering::Relaxed);
+            let mut args = (self.id.0, trap.kind.code());
+            let _ = self.faulted.raise(&mut args);
+            CallError::Trap(trap)
+        })
+    }
+}
+
 /// What to bind: an export as a handler, an optional export as its guard,
 /// and the mode.
 #[derive(Clone, Debug)]

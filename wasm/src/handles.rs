@@ -31,6 +31,8 @@ pub enum Capability {
         /// The installation.
         binding: BindingId,
     },
+    /// A packet lent to a handler for one invocation (see `packet`).
+    Packet(crate::packet::PacketRef),
 }
 
 /// What a holder of an event capability may do beyond installing handlers.
@@ -53,6 +55,7 @@ impl Capability {
         match self {
             Capability::Event(..) => HandleKind::Event,
             Capability::Binding { .. } => HandleKind::Binding,
+            Capability::Packet(_) => HandleKind::Packet,
         }
     }
 }
@@ -66,6 +69,7 @@ impl core::fmt::Debug for Capability {
             Capability::Binding { event, binding } => {
                 write!(f, "Binding({}, {binding:?})", event.name())
             }
+            Capability::Packet(packet) => write!(f, "Packet({} bytes)", packet.0.len()),
         }
     }
 }

@@ -89,6 +89,74 @@ pub fn call(
             }
         }
         Import::Raise => raise(context, args),
+        Import::GuardEquals => {
+            let Capability::Binding { event, binding } =
+                (*context.state().handles.get(i32_at(args, 0))?).clone()
+            else {
+                return status(Status::WrongKind);
+            };
+            let param = i32_at(args, 1);
+            let fits = usize::try_from(param)
+                .ok()
+                .and_then(|param| event.signature().params.get(param))
+                .is_some_and(|param| param.ty.is_scalar());
+            if !fits {
+                return status(Status::Type);
+            }
+            let principal = context.state().principal;
+            match event.add_equals_guard(principal, binding, param as usize, i64_at(args, 2) as u64)
+            {
+                Ok(()) => status(Status::Ok),
+                Err(error) => status(dispatch_status(&error)),
+            }
+        }
+        Import::PacketLength => {
+            let packet = packet_of(context, i32_at(args, 0))?;
+            Ok(Some(WasmValue::I32(
+                packet.0.len().min(i32::MAX as usize) as i32
+            )))
+        }
+        Import::PacketRead => {
+            let packet = packet_of(context, i32_at(args, 0))?;
+            let (offset, len) = (i32_at(args, 1), i32_at(args, 3));
+            if offset < 0 || len < 0 {
+                return status(Status::Invalid);
+            }
+            let available = packet.0.len().saturating_sub(offset as usize);
+            let mut bytes = alloc::vec![0; (len as usize).min(available)];
+            let copied = packet.0.read(offset as usize, &mut bytes);
+            bytes.truncate(copied);
+            context.write_memory(i32_at(args, 2) as u32, &bytes)?;
+            Ok(Some(WasmValue::I32(copied as i32)))
+        }
+        Import::PacketReply => {
+            let packet = packet_of(context, i32_at(args, 0))?;
+            let len = i32_at(args, 2);
+            if !(0..=MAX_REPLY_BYTES).contains(&len) {
+                return status(Status::Invalid);
+            }
+            let data = context.read_memory(i32_at(args, 1) as u32, len as u32)?;
+            match packet.0.reply(&data) {
+                Ok(()) => status(Status::Ok),
+                Err(_) => status(Status::Invalid),
+            }
+        }
+    }
+}
+
+/// Longest reply an extension may send (more than any frame holds).
+const MAX_REPLY_BYTES: i32 = 65_536;
+
+/// The packet behind `handle`; a bad handle traps, a handle of another
+/// kind traps too (a packet procedure on an event handle is a bug in the
+/// extension, as a bad handle is).
+fn packet_of(context: &dyn HostContext, handle: i32) -> Result<crate::packet::PacketRef, Trap> {
+    match &*context.state().handles.get(handle)? {
+        Capability::Packet(packet) => Ok(packet.clone()),
+        _ => Err(Trap::new(
+            spindle_abi::FaultKind::BadHandle,
+            alloc::format!("handle {handle:#x} is not a packet"),
+        )),
     }
 }
 

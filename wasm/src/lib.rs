@@ -25,6 +25,7 @@
 //! - [`link`]: import resolution against the domains an extension may use;
 //! - [`domains`]: the same through the `domain` crate's nameserver, and the
 //!   extension's own domain (exports, unresolved imports);
+//! - [`packet`]: packets lent to handlers of network events;
 //! - [`host`]: the kernel procedures extensions import;
 //! - [`extension`], [`runtime`]: loaded extensions, load and unload;
 //! - [`bench`]: fixtures for the extension benchmarks.
@@ -44,6 +45,7 @@ pub mod handles;
 pub mod host;
 pub mod link;
 pub mod module;
+pub mod packet;
 pub mod purity;
 pub mod runtime;
 mod state;
@@ -56,6 +58,7 @@ pub use extension::{
     Bind, CallError, Extension, ExtensionId, ExtensionStats, UnloadError, UnloadReport,
 };
 pub use handles::{Capability, EventRights};
+pub use packet::{PacketAccess, PacketRef, ReplyError};
 pub use link::{ImportAuthorizer, ImportResolver, Importer, KernelInterface};
 pub use runtime::{Console, FaultedArgs, LoadRequest, Runtime, Services, Strands, FAULTED_EVENT};
 pub use spindle_abi::FaultKind;

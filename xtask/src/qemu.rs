@@ -88,6 +88,9 @@ pub struct BootConfig {
     /// Adds `-icount shift=0`: guest time advances 1 ns per instruction,
     /// exact and repeatable but blind to cache and TLB costs (TCG only).
     pub is_icount: bool,
+    /// Ports of the host's 127.0.0.1 forwarded to the guest's network
+    /// interface, as QEMU's `hostfwd` values (`udp:127.0.0.1:7007-:7`).
+    pub forwards: Vec<String>,
 }
 
 impl BootConfig {
@@ -99,6 +102,7 @@ impl BootConfig {
             append: format!("spindle.mode={mode}"),
             accel,
             is_icount: false,
+            forwards: Vec::new(),
         }
     }
 }
@@ -136,6 +140,20 @@ pub fn qemu_args(config: &BootConfig) -> Vec<String> {
     args.push(format!(
         "isa-debug-exit,iobase={DEBUG_EXIT_PORT:#x},iosize=0x04"
     ));
+    // The network interface: virtio-net on QEMU's user-mode network
+    // (10.0.2.15 behind the router 10.0.2.2), replacing the machine's
+    // default NIC.
+    let mut netdev = String::from("user,id=net0");
+    for forward in &config.forwards {
+        netdev.push_str(",hostfwd=");
+        netdev.push_str(forward);
+    }
+    args.extend([
+        "-netdev".to_string(),
+        netdev,
+        "-device".to_string(),
+        "virtio-net-pci,netdev=net0".to_string(),
+    ]);
     args.extend(["-accel".to_string(), config.accel.name().to_string()]);
     if config.is_icount {
         args.extend(["-icount".to_string(), "shift=0".to_string()]);

@@ -244,6 +244,12 @@ impl Personality {
         }
     }
 
+    /// The stack `AF_INET` sockets live on (the kernel attaches the
+    /// network interface to it).
+    pub fn sockets(&self) -> &Arc<sockets::Stack> {
+        &self.sockets
+    }
+
     /// The file tree.
     pub fn vfs(&self) -> &Arc<Vfs> {
         &self.vfs

@@ -501,6 +501,32 @@ pub fn wake(id: ThreadId) {
     }
 }
 
+/// [`wake`] from an interrupt handler, for a thread that serves a device:
+/// when the processor is idle, the thread runs at once (as the timer tick
+/// preempts the idle thread) instead of at the next tick, a millisecond
+/// later. Runs in interrupt context.
+pub fn wake_from_interrupt(id: ThreadId) {
+    let next = {
+        let Some(mut guard) = SCHEDULER.try_lock() else {
+            return;
+        };
+        let Some(scheduler) = guard.as_mut() else {
+            return;
+        };
+        if scheduler.wake_or_defer(id) {
+            // A grouped thread is its group's to run; not for devices.
+            return;
+        }
+        if scheduler.current == scheduler.idle && !scheduler.ready.is_empty() {
+            scheduler.requeue_current();
+            scheduler.pick_next()
+        } else {
+            None
+        }
+    };
+    switch_if(next);
+}
+
 /// Makes a blocked thread ready again, grouped or not, without the hook:
 /// a group giving its processor to one of its strands.
 pub fn resume(id: ThreadId) {

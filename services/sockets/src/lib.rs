@@ -13,22 +13,24 @@
 //! personality waits (and honours `O_NONBLOCK`, signals and timeouts)
 //! around these calls, as it does for pipes.
 //!
-//! Addresses are checked as Linux checks them: a socket binds to 0.0.0.0
-//! or an address of the loopback network, ports below 1024 are everyone's
-//! (every process is root), a port in use is `EADDRINUSE`, and a
-//! destination off the loopback network is unreachable until there is a
-//! network device.
+//! Addresses are checked as Linux checks them: a socket binds to 0.0.0.0,
+//! an address of the loopback network or the interface's, ports below
+//! 1024 are everyone's (every process is root), a port in use is
+//! `EADDRINUSE`, and a destination off the loopback network is
+//! unreachable until a network interface is attached
+//! ([`Stack::attach_interface`]; the protocol graph then carries its
+//! packets, see `services/net`).
 #![no_std]
 
 extern crate alloc;
 
+mod device;
 mod socket;
 mod stack;
 
 pub use socket::{Kind, Readiness, Shutdown, Socket};
+pub use device::Output;
 pub use stack::Stack;
-
-use core::net::{Ipv4Addr, SocketAddrV4};
 
 /// Why a socket operation did not happen (the personality gives each its
 /// errno).
@@ -91,17 +93,6 @@ impl core::fmt::Display for SocketError {
             SocketError::NoDestination => "the datagram has no destination",
         })
     }
-}
-
-/// Whether `address` is one a socket here may bind to: any (0.0.0.0) or
-/// one of the loopback network's.
-fn is_local(address: Ipv4Addr) -> bool {
-    address.is_unspecified() || address.is_loopback()
-}
-
-/// Whether a datagram or connection to `address` can be delivered.
-fn is_reachable(address: SocketAddrV4) -> bool {
-    address.ip().is_loopback() && address.port() != 0
 }
 
 #[cfg(test)]

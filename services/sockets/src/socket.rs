@@ -12,13 +12,14 @@ use smoltcp::{
 use spin::Mutex;
 
 use crate::{
-    is_local, is_reachable,
     stack::{Inner, Protocol},
     SocketError, Stack,
 };
 
 /// Largest UDP payload over IPv4 (65,535 less the IP and UDP headers).
 const MAX_DATAGRAM: usize = 65_507;
+/// Largest UDP payload in one Ethernet frame (1,500 less 28).
+const MAX_INTERFACE_DATAGRAM: usize = 1_472;
 /// Most connections a listener keeps waiting (`SOMAXCONN`, lowered: each
 /// waiting listener holds its buffers).
 const MAX_BACKLOG: usize = 16;
@@ -148,7 +149,7 @@ impl Socket {
 
     /// `bind(address)`: a port of 0 takes a free one.
     pub fn bind(&self, address: SocketAddrV4) -> Result<(), SocketError> {
-        if !is_local(*address.ip()) {
+        if !self.stack.binds(*address.ip()) {
             return Err(SocketError::AddressNotAvailable);
         }
         let mut state = self.state.lock();
@@ -191,7 +192,7 @@ impl Socket {
         } else {
             address
         };
-        if !is_reachable(address) {
+        if !self.stack.reaches(address) {
             return Err(if address.port() == 0 {
                 SocketError::Refused
             } else {
@@ -207,7 +208,7 @@ impl Socket {
             } => {
                 if local.is_none() {
                     let port = inner.take_port(Protocol::Udp, 0)?;
-                    let bound = SocketAddrV4::new(LOOPBACK, port);
+                    let bound = SocketAddrV4::new(self.stack.source_for(*address.ip()), port);
                     let socket = inner.sockets.get_mut::<udp::Socket>(*handle);
                     if socket.bind(listen_endpoint(bound)).is_err() {
                         inner.release_port(Protocol::Udp, port);
@@ -221,7 +222,10 @@ impl Socket {
             State::Tcp(Tcp::Fresh { local }) => {
                 let bound = match *local {
                     Some(bound) => bound,
-                    None => SocketAddrV4::new(LOOPBACK, inner.take_port(Protocol::Tcp, 0)?),
+                    None => SocketAddrV4::new(
+                        self.stack.source_for(*address.ip()),
+                        inner.take_port(Protocol::Tcp, 0)?,
+                    ),
                 };
                 let handle = inner.new_tcp();
                 let (sockets, iface) = (&mut inner.sockets, &mut inner.iface);
@@ -365,10 +369,17 @@ impl Socket {
                 } else {
                     destination
                 };
-                if !is_reachable(destination) {
+                if !self.stack.reaches(destination) {
                     return Err(SocketError::Unreachable);
                 }
-                if data.len() > MAX_DATAGRAM {
+                // Off loopback a datagram must fit one frame (Spindle does
+                // not fragment).
+                let limit = if destination.ip().is_loopback() {
+                    MAX_DATAGRAM
+                } else {
+                    MAX_INTERFACE_DATAGRAM
+                };
+                if data.len() > limit {
                     return Err(SocketError::MessageTooLong);
                 }
                 self.stack.with(|inner| {
@@ -383,7 +394,15 @@ impl Socket {
                         *local = Some(bound);
                     }
                     let socket = inner.sockets.get_mut::<udp::Socket>(*handle);
-                    match socket.send_slice(data, endpoint(destination)) {
+                    // A socket bound to any address sends from the one
+                    // facing the destination (smoltcp would take its first).
+                    let source = self.stack.source_for(*destination.ip());
+                    let metadata = udp::UdpMetadata {
+                        endpoint: endpoint(destination),
+                        local_address: Some(IpAddress::Ipv4(Ipv4Address::from(source))),
+                        meta: Default::default(),
+                    };
+                    match socket.send_slice(data, metadata) {
                         Ok(()) => Ok(data.len()),
                         Err(udp::SendError::BufferFull) => Err(SocketError::WouldBlock),
                         Err(udp::SendError::Unaddressable) => Err(SocketError::Unreachable),

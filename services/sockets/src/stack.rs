@@ -1,18 +1,26 @@
-//! The stack: smoltcp's interface and sockets over the loopback device,
-//! the ports in use, and the TCP sockets closing in the background.
+//! The stack: smoltcp's interface and sockets over the stack's device
+//! (loopback, and the network interface once attached), the ports in use,
+//! and the TCP sockets closing in the background.
 
 use alloc::{boxed::Box, collections::BTreeSet, vec, vec::Vec};
 
+use core::{
+    net::Ipv4Addr,
+    sync::atomic::{AtomicU32, Ordering},
+};
+
 use smoltcp::{
     iface::{Config, Interface, PollResult, SocketHandle, SocketSet},
-    phy::{Loopback, Medium},
     socket::{tcp, udp},
     time::Instant,
-    wire::{HardwareAddress, IpAddress, IpCidr},
+    wire::{HardwareAddress, IpAddress, IpCidr, Ipv4Address},
 };
 use spin::Mutex;
 
-use crate::SocketError;
+use crate::{
+    device::{Output, StackDevice},
+    SocketError,
+};
 
 /// Bytes of a TCP socket's receive and send buffers each.
 pub(crate) const TCP_BUFFER_BYTES: usize = 64 * 1024;
@@ -37,7 +45,7 @@ pub(crate) enum Protocol {
 /// What the stack's lock guards.
 pub(crate) struct Inner {
     pub(crate) iface: Interface,
-    pub(crate) device: Loopback,
+    pub(crate) device: StackDevice,
     pub(crate) sockets: SocketSet<'static>,
     /// Ports bound, per protocol.
     ports: BTreeSet<(Protocol, u16)>,
@@ -52,6 +60,8 @@ pub(crate) struct Inner {
 /// A network stack: the loopback interface and its sockets.
 pub struct Stack {
     inner: Mutex<Inner>,
+    /// The network interface's address (0: none attached).
+    interface: AtomicU32,
     /// Milliseconds since some fixed point (the kernel's clock).
     clock: Box<dyn Fn() -> u64 + Send + Sync>,
 }
@@ -60,7 +70,7 @@ impl Stack {
     /// A stack over the loopback device, answering 127.0.0.1/8, timed by
     /// `clock` (milliseconds).
     pub fn new(clock: impl Fn() -> u64 + Send + Sync + 'static) -> Stack {
-        let mut device = Loopback::new(Medium::Ip);
+        let mut device = StackDevice::new();
         let now = Instant::from_millis(clock() as i64);
         let mut iface = Interface::new(Config::new(HardwareAddress::Ip), &mut device, now);
         iface.update_ip_addrs(|addresses| {
@@ -76,7 +86,76 @@ impl Stack {
                 next_ephemeral: *EPHEMERAL_PORTS.start(),
                 closing: Vec::new(),
             }),
+            interface: AtomicU32::new(0),
             clock: Box::new(clock),
+        }
+    }
+
+    /// Attaches the network interface: the stack answers `address` (on a
+    /// network of `prefix` bits), routes everything off loopback through
+    /// `gateway`, and sends such packets with `output`.
+    pub fn attach_interface(
+        &self,
+        address: Ipv4Addr,
+        prefix: u8,
+        gateway: Ipv4Addr,
+        output: Output,
+    ) {
+        let mut inner = self.inner.lock();
+        inner.iface.update_ip_addrs(|addresses| {
+            let _ = addresses.push(IpCidr::new(
+                IpAddress::Ipv4(Ipv4Address::from(address)),
+                prefix,
+            ));
+        });
+        let _ = inner
+            .iface
+            .routes_mut()
+            .add_default_ipv4_route(Ipv4Address::from(gateway));
+        inner.device.attach(address, output);
+        self.interface.store(u32::from(address), Ordering::Release);
+    }
+
+    /// The network interface's address, if one is attached.
+    pub fn interface_address(&self) -> Option<Ipv4Addr> {
+        match self.interface.load(Ordering::Acquire) {
+            0 => None,
+            address => Some(Ipv4Addr::from(address)),
+        }
+    }
+
+    /// An IP packet from the network interface (one the protocol graph
+    /// hands to the sockets): delivered at once.
+    pub fn receive(&self, packet: &[u8]) {
+        self.with(|inner| inner.device.push_inbound(packet));
+    }
+
+    /// Packets the stack's device dropped (queues full, no route).
+    pub fn dropped_packets(&self) -> u64 {
+        self.inner.lock().device.dropped
+    }
+
+    /// Whether a socket may bind to `address`: any, loopback, or the
+    /// interface's.
+    pub(crate) fn binds(&self, address: Ipv4Addr) -> bool {
+        address.is_unspecified()
+            || address.is_loopback()
+            || Some(address) == self.interface_address()
+    }
+
+    /// Whether `address` can be sent to: loopback always, anything else
+    /// once an interface is attached.
+    pub(crate) fn reaches(&self, address: core::net::SocketAddrV4) -> bool {
+        address.port() != 0
+            && !address.ip().is_unspecified()
+            && (address.ip().is_loopback() || self.interface_address().is_some())
+    }
+
+    /// The local address a socket talking to `destination` uses.
+    pub(crate) fn source_for(&self, destination: Ipv4Addr) -> Ipv4Addr {
+        match self.interface_address() {
+            Some(address) if !destination.is_loopback() => address,
+            _ => Ipv4Addr::LOCALHOST,
         }
     }
 

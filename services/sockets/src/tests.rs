@@ -199,3 +199,75 @@ fn a_stream_closed_with_bytes_still_to_send_delivers_them_all() {
     );
     assert!(received == data);
 }
+
+/// With an interface attached, a datagram to a remote host leaves through
+/// its output from the interface's address, and an answer coming in
+/// through `Stack::receive` reaches the socket; loopback still loops.
+#[test]
+fn datagrams_to_remote_hosts_go_through_the_attached_interface() {
+    use std::{sync::Mutex, vec::Vec};
+    let stack = Arc::new(Stack::new(ticking));
+    let remote = SocketAddrV4::new(Ipv4Addr::new(10, 0, 2, 2), 5000);
+    let socket = Socket::new(stack.clone(), Kind::Datagram);
+    assert_eq!(
+        socket.send(b"early", Some(remote)),
+        Err(SocketError::Unreachable)
+    );
+    let sent: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
+    let output = sent.clone();
+    stack.attach_interface(
+        Ipv4Addr::new(10, 0, 2, 15),
+        24,
+        Ipv4Addr::new(10, 0, 2, 2),
+        Arc::new(move |packet: &[u8]| {
+            output.lock().unwrap().push(packet.to_vec());
+            true
+        }),
+    );
+    assert_eq!(socket.send(b"hello", Some(remote)), Ok(5));
+    let packets = core::mem::take(&mut *sent.lock().unwrap());
+    assert_eq!(packets.len(), 1);
+    let packet = &packets[0];
+    assert_eq!(
+        &packet[12..16],
+        &[10, 0, 2, 15],
+        "from the interface's address"
+    );
+    assert_eq!(&packet[16..20], &[10, 0, 2, 2]);
+    assert_eq!(&packet[28..], b"hello");
+    let local_port = u16::from_be_bytes([packet[20], packet[21]]);
+    // The answer: the same packet with addresses and ports swapped.
+    let mut answer = packet.clone();
+    answer[12..16].copy_from_slice(&[10, 0, 2, 2]);
+    answer[16..20].copy_from_slice(&[10, 0, 2, 15]);
+    answer[20..22].copy_from_slice(&5000u16.to_be_bytes());
+    answer[22..24].copy_from_slice(&local_port.to_be_bytes());
+    answer[26..28].copy_from_slice(&[0, 0]); // no UDP checksum
+    answer[10..12].copy_from_slice(&[0, 0]);
+    let checksum = ip_checksum(&answer[..20]);
+    answer[10..12].copy_from_slice(&checksum.to_be_bytes());
+    stack.receive(&answer);
+    let mut buffer = [0; 16];
+    let (len, _, from) = until_ready(|| socket.receive(&mut buffer, false)).unwrap();
+    assert_eq!(&buffer[..len], b"hello");
+    assert_eq!(from, Some(remote));
+    // Loopback is still loopback.
+    let other = Socket::new(stack.clone(), Kind::Datagram);
+    other.bind(loopback(0)).unwrap();
+    assert_eq!(socket.send(b"local", Some(other.local_address())), Ok(5));
+    assert!(
+        sent.lock().unwrap().is_empty(),
+        "nothing left through the interface"
+    );
+}
+
+fn ip_checksum(header: &[u8]) -> u16 {
+    let mut sum: u32 = header
+        .chunks(2)
+        .map(|pair| u32::from(u16::from_be_bytes([pair[0], pair[1]])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}

@@ -1,0 +1,186 @@
+//! The network interface wired into the kernel: the virtio-net device
+//! (`hal::net`), SPIN's protocol graph on it (`services/net`), and the
+//! sockets of Linux programs (`services/sockets`) attached to both.
+//!
+//! One kernel thread, `net`, drains the device: the receive interrupt
+//! wakes it (at once when the processor idles), it raises
+//! `Ether.PacketArrived` for each frame (handlers run on it, extensions'
+//! included), and moves the socket stack forward. It also wakes every
+//! 10 ms for TCP's timers.
+
+use alloc::{boxed::Box, sync::Arc, vec::Vec};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use hal::{
+    net::{NetDevice, RxFrame},
+    sync::IrqMutex,
+};
+use net::{FrameBuffer, InterfaceConfig, Link, Network};
+use wasm_runtime::EventPort;
+
+/// How often the thread wakes without an interrupt (TCP's timers, and a
+/// device without interrupts).
+const IDLE_WAKE_MS: u64 = 10;
+
+/// The device, shared by the thread (receive) and every sender.
+struct Nic(IrqMutex<NetDevice>);
+
+impl Link for Nic {
+    fn transmit(&self, len: usize, fill: &mut dyn FnMut(&mut [u8])) -> bool {
+        self.0.lock().transmit(len, fill).is_ok()
+    }
+}
+
+/// A received frame, in the page the device wrote.
+struct DeviceFrame(RxFrame);
+
+impl FrameBuffer for DeviceFrame {
+    fn bytes(&self) -> &[u8] {
+        self.0.bytes()
+    }
+}
+
+/// What is running.
+struct Running {
+    network: &'static Network,
+    nic: Arc<Nic>,
+    ports: Vec<Arc<dyn EventPort>>,
+}
+
+static RUNNING: spin::Once<Running> = spin::Once::new();
+/// The thread's id (0 until it runs).
+static THREAD: AtomicU64 = AtomicU64::new(0);
+/// Set by the interrupt, cleared by the thread before it drains.
+static PENDING: AtomicBool = AtomicBool::new(false);
+
+/// Brings the interface up if the machine has one: the graph, the socket
+/// stack's attachment, the thread. Logs what it found.
+pub fn init() {
+    let device = match NetDevice::probe() {
+        Ok(Some(device)) => device,
+        Ok(None) => {
+            log::info!("net: no network device");
+            return;
+        }
+        Err(error) => {
+            log::warn!("net: the network device was not brought up: {error}");
+            return;
+        }
+    };
+    let config = InterfaceConfig::qemu_user(device.mac());
+    let has_interrupts = device.has_interrupts();
+    let nic = Arc::new(Nic(IrqMutex::new(device)));
+    let network = Network::start(config, nic.clone());
+    if let Some(personality) = crate::linux::personality() {
+        let stack = personality.sockets().clone();
+        stack.attach_interface(
+            config.address.into(),
+            config.prefix,
+            config.gateway.into(),
+            Arc::new(move |packet: &[u8]| network.send_ip_packet(packet)),
+        );
+        network.attach_sockets(Arc::new(move |packet: &[u8]| stack.receive(packet)));
+    }
+    let events = network.events();
+    let ports = alloc::vec![
+        wasm_runtime::port(events.ether.clone()),
+        wasm_runtime::port(events.ip.clone()),
+        wasm_runtime::port(events.icmp.clone()),
+        wasm_runtime::port(events.udp.clone()),
+        wasm_runtime::port(events.tcp.clone()),
+    ];
+    RUNNING.call_once(|| Running {
+        network,
+        nic,
+        ports,
+    });
+    hal::net::set_receive_hook(on_receive_interrupt);
+    if sched::spawn("net", serve).is_err() {
+        log::warn!("net: no memory for the interface's thread");
+        return;
+    }
+    let mac = config.mac;
+    log::info!(
+        "net: virtio-net {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}, {}/{} via {}, receive {}",
+        mac[0],
+        mac[1],
+        mac[2],
+        mac[3],
+        mac[4],
+        mac[5],
+        config.address,
+        config.prefix,
+        config.gateway,
+        if has_interrupts {
+            "interrupts (MSI-X)"
+        } else {
+            "polled"
+        }
+    );
+}
+
+/// The receive interrupt: wake the thread.
+fn on_receive_interrupt() {
+    PENDING.store(true, Ordering::Release);
+    let id = THREAD.load(Ordering::Acquire);
+    if id != 0 {
+        sched::wake_from_interrupt(sched::ThreadId(id));
+    }
+}
+
+/// The `net` thread.
+fn serve() {
+    THREAD.store(sched::current().0, Ordering::Release);
+    let Some(running) = RUNNING.get() else {
+        return;
+    };
+    loop {
+        PENDING.store(false, Ordering::Release);
+        drain(running);
+        if let Some(personality) = crate::linux::personality() {
+            personality.sockets().poll();
+        }
+        if !PENDING.load(Ordering::Acquire) {
+            sched::sleep_ms(IDLE_WAKE_MS);
+        }
+    }
+}
+
+/// Every frame waiting, into the graph.
+fn drain(running: &Running) {
+    loop {
+        // The device lock is not held while the graph runs: handlers send.
+        let frame = running.nic.0.lock().receive();
+        let Some(frame) = frame else {
+            return;
+        };
+        running.network.receive(Box::new(DeviceFrame(frame)));
+    }
+}
+
+/// The graph's events as extensions are granted them (empty without an
+/// interface).
+pub fn event_ports() -> Vec<Arc<dyn EventPort>> {
+    RUNNING
+        .get()
+        .map(|running| running.ports.clone())
+        .unwrap_or_default()
+}
+
+/// The interface's counters as (name, value) lines, `None` without one.
+pub fn report() -> Option<Vec<(&'static str, u64)>> {
+    let running = RUNNING.get()?;
+    let mut lines = running.network.stats().lines();
+    let device = running.nic.0.lock().stats();
+    lines.push(("device: frames received", device.received));
+    lines.push(("device: frames sent", device.sent));
+    lines.push(("device: receive errors", device.receive_errors));
+    lines.push(("device: transmit ring full", device.send_busy));
+    lines.push(("device: receive interrupts", device.interrupts));
+    Some(lines)
+}
+
+/// The interface's network, if there is one (tests inject frames).
+pub fn network() -> Option<&'static Network> {
+    RUNNING.get().map(|running| running.network)
+}

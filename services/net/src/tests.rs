@@ -1,0 +1,293 @@
+//! The graph on the host: frames in through `Network::receive`, frames out
+//! through a recording link.
+
+extern crate std;
+
+use alloc::{boxed::Box, sync::Arc, vec, vec::Vec};
+use std::sync::Mutex;
+
+use dispatch::{Field, Guard, Handler, Install, Predicate, Principal};
+use smoltcp::{
+    phy::ChecksumCapabilities,
+    wire::{
+        ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetFrame, EthernetProtocol,
+        EthernetRepr, Icmpv4Packet, IpAddress, IpProtocol, Ipv4Address, Ipv4Packet, Ipv4Repr,
+        UdpPacket, UdpRepr,
+    },
+};
+
+use crate::{graph, InterfaceConfig, Link, Network};
+
+const OUR_MAC: [u8; 6] = [0x52, 0x54, 0, 0x12, 0x34, 0x56];
+const PEER_MAC: [u8; 6] = [0x52, 0x55, 10, 0, 2, 2];
+const PEER: Ipv4Address = Ipv4Address::new(10, 0, 2, 2);
+const US: Ipv4Address = Ipv4Address::new(10, 0, 2, 15);
+
+#[derive(Default)]
+struct Recorder {
+    frames: Mutex<Vec<Vec<u8>>>,
+}
+
+impl Link for Recorder {
+    fn transmit(&self, len: usize, fill: &mut dyn FnMut(&mut [u8])) -> bool {
+        let mut frame = vec![0; len];
+        fill(&mut frame);
+        self.frames.lock().unwrap().push(frame);
+        true
+    }
+}
+
+impl Recorder {
+    fn take(&self) -> Vec<Vec<u8>> {
+        core::mem::take(&mut *self.frames.lock().unwrap())
+    }
+}
+
+fn network() -> (&'static Network, Arc<Recorder>) {
+    let recorder = Arc::new(Recorder::default());
+    let network = Network::start(InterfaceConfig::qemu_user(OUR_MAC), recorder.clone());
+    (network, recorder)
+}
+
+fn ethernet(ethertype: EthernetProtocol, payload: &[u8]) -> Vec<u8> {
+    let mut frame = vec![0; 14 + payload.len()];
+    EthernetRepr {
+        src_addr: EthernetAddress(PEER_MAC),
+        dst_addr: EthernetAddress(OUR_MAC),
+        ethertype,
+    }
+    .emit(&mut EthernetFrame::new_unchecked(&mut frame));
+    frame[14..].copy_from_slice(payload);
+    frame
+}
+
+fn ip(protocol: IpProtocol, payload: &[u8]) -> Vec<u8> {
+    let mut packet = vec![0; 20 + payload.len()];
+    Ipv4Repr {
+        src_addr: PEER,
+        dst_addr: US,
+        next_header: protocol,
+        payload_len: payload.len(),
+        hop_limit: 64,
+    }
+    .emit(
+        &mut Ipv4Packet::new_unchecked(&mut packet),
+        &ChecksumCapabilities::default(),
+    );
+    packet[20..].copy_from_slice(payload);
+    ethernet(EthernetProtocol::Ipv4, &packet)
+}
+
+fn udp(source_port: u16, destination_port: u16, data: &[u8]) -> Vec<u8> {
+    let mut datagram = vec![0; 8 + data.len()];
+    UdpRepr {
+        src_port: source_port,
+        dst_port: destination_port,
+    }
+    .emit(
+        &mut UdpPacket::new_unchecked(&mut datagram[..]),
+        &IpAddress::Ipv4(PEER),
+        &IpAddress::Ipv4(US),
+        data.len(),
+        |out| out.copy_from_slice(data),
+        &ChecksumCapabilities::default(),
+    );
+    ip(IpProtocol::Udp, &datagram)
+}
+
+fn arp_reply_from_peer() -> Vec<u8> {
+    let mut packet = vec![0; 28];
+    ArpRepr::EthernetIpv4 {
+        operation: ArpOperation::Reply,
+        source_hardware_addr: EthernetAddress(PEER_MAC),
+        source_protocol_addr: PEER,
+        target_hardware_addr: EthernetAddress(OUR_MAC),
+        target_protocol_addr: US,
+    }
+    .emit(&mut ArpPacket::new_unchecked(&mut packet[..]));
+    ethernet(EthernetProtocol::Arp, &packet)
+}
+
+fn receive(network: &'static Network, frame: Vec<u8>) {
+    network.receive(Box::new(frame));
+}
+
+#[test]
+fn arp_requests_for_our_address_are_answered_and_teach_the_sender() {
+    let (network, link) = network();
+    let mut packet = vec![0; 28];
+    ArpRepr::EthernetIpv4 {
+        operation: ArpOperation::Request,
+        source_hardware_addr: EthernetAddress(PEER_MAC),
+        source_protocol_addr: PEER,
+        target_hardware_addr: EthernetAddress([0; 6]),
+        target_protocol_addr: US,
+    }
+    .emit(&mut ArpPacket::new_unchecked(&mut packet[..]));
+    receive(network, ethernet(EthernetProtocol::Arp, &packet));
+    let sent = link.take();
+    assert_eq!(sent.len(), 1);
+    let frame = EthernetFrame::new_checked(&sent[0][..]).unwrap();
+    assert_eq!(frame.dst_addr().0, PEER_MAC);
+    let reply = ArpRepr::parse(&ArpPacket::new_checked(frame.payload()).unwrap()).unwrap();
+    let ArpRepr::EthernetIpv4 {
+        operation,
+        source_hardware_addr,
+        source_protocol_addr,
+        target_protocol_addr,
+        ..
+    } = reply
+    else {
+        panic!("not an ethernet/ipv4 arp reply")
+    };
+    assert_eq!(operation, ArpOperation::Reply);
+    assert_eq!(source_hardware_addr.0, OUR_MAC);
+    assert_eq!(source_protocol_addr, US);
+    assert_eq!(target_protocol_addr, PEER);
+    assert_eq!(network.neighbors(), 1);
+    assert_eq!(network.stats().arp_answered, 1);
+}
+
+#[test]
+fn an_echo_request_waits_for_arp_then_is_answered() {
+    let (network, link) = network();
+    let mut message = vec![8, 0, 0, 0, 0x12, 0x34, 0, 1, b'p', b'i', b'n', b'g'];
+    let mut icmp = Icmpv4Packet::new_unchecked(&mut message[..]);
+    icmp.fill_checksum();
+    receive(network, ip(IpProtocol::Icmp, &message));
+    // The peer is unknown: an ARP request goes out, the reply waits.
+    let sent = link.take();
+    assert_eq!(sent.len(), 1, "one ARP request");
+    assert_eq!(
+        EthernetFrame::new_checked(&sent[0][..])
+            .unwrap()
+            .ethertype(),
+        EthernetProtocol::Arp
+    );
+    receive(network, arp_reply_from_peer());
+    let sent = link.take();
+    assert_eq!(sent.len(), 1, "the echo reply, released");
+    let frame = EthernetFrame::new_checked(&sent[0][..]).unwrap();
+    assert_eq!(frame.dst_addr().0, PEER_MAC);
+    let packet = Ipv4Packet::new_checked(frame.payload()).unwrap();
+    assert!(packet.verify_checksum());
+    assert_eq!(packet.dst_addr(), PEER);
+    assert_eq!(packet.src_addr(), US);
+    let reply = Icmpv4Packet::new_checked(packet.payload()).unwrap();
+    assert_eq!(u8::from(reply.msg_type()), 0, "echo reply");
+    assert!(reply.verify_checksum());
+    assert_eq!(
+        &packet.payload()[4..],
+        &message[4..],
+        "identifier, sequence, data"
+    );
+    assert_eq!(network.stats().echo_answered, 1);
+}
+
+#[test]
+fn udp_goes_to_the_handler_of_its_port_and_otherwise_to_the_sockets() {
+    let (network, link) = network();
+    receive(network, arp_reply_from_peer());
+    let _ = link.take();
+    let to_sockets: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
+    let sink = to_sockets.clone();
+    network.attach_sockets(Arc::new(move |packet: &[u8]| {
+        sink.lock().unwrap().push(packet.to_vec())
+    }));
+    // An echo on port 7: read the data, answer it.
+    let echo = Install::new(Handler::new(|args: &graph::PortArgs| {
+        let mut data = vec![0; args.0 .0.len()];
+        let read = args.0 .0.read(0, &mut data);
+        assert_eq!(read, data.len());
+        args.0 .0.reply(&data).unwrap();
+    }))
+    .guard(Guard::when(Predicate::equals(
+        Field::Param(graph::DESTINATION_PORT),
+        7,
+    )));
+    network
+        .events()
+        .udp
+        .install(Principal::KERNEL, echo)
+        .unwrap();
+    receive(network, udp(40000, 7, b"hello, echo"));
+    let sent = link.take();
+    assert_eq!(sent.len(), 1);
+    let frame = EthernetFrame::new_checked(&sent[0][..]).unwrap();
+    let packet = Ipv4Packet::new_checked(frame.payload()).unwrap();
+    let datagram = UdpPacket::new_checked(packet.payload()).unwrap();
+    assert_eq!((datagram.src_port(), datagram.dst_port()), (7, 40000));
+    assert_eq!(datagram.payload(), b"hello, echo");
+    assert!(datagram.verify_checksum(&IpAddress::Ipv4(US), &IpAddress::Ipv4(PEER)));
+    assert!(to_sockets.lock().unwrap().is_empty(), "the handler took it");
+    // Port 9 has no handler: the sockets get the IP packet.
+    receive(network, udp(40000, 9, b"for a socket"));
+    assert!(link.take().is_empty());
+    let delivered = to_sockets.lock().unwrap();
+    assert_eq!(delivered.len(), 1);
+    let packet = Ipv4Packet::new_checked(&delivered[0][..]).unwrap();
+    assert_eq!(&packet.payload()[8..], b"for a socket");
+}
+
+#[test]
+fn malformed_frames_are_counted_and_dropped() {
+    let (network, link) = network();
+    let good = udp(1, 2, b"data");
+    receive(network, good[..10].to_vec());
+    let mut bad_ip_checksum = good.clone();
+    bad_ip_checksum[14 + 10] ^= 0xff;
+    receive(network, bad_ip_checksum);
+    let mut bad_udp_checksum = good.clone();
+    *bad_udp_checksum.last_mut().unwrap() ^= 0xff;
+    receive(network, bad_udp_checksum);
+    let mut truncated_ip = good.clone();
+    truncated_ip.truncate(14 + 24);
+    receive(network, truncated_ip);
+    let mut fragment = good.clone();
+    {
+        let mut packet = Ipv4Packet::new_unchecked(&mut fragment[14..]);
+        packet.set_more_frags(true);
+        packet.fill_checksum();
+    }
+    receive(network, fragment);
+    let stats = network.stats();
+    assert_eq!(stats.malformed_total(), 5, "{:?}", stats.lines());
+    assert!(link.take().is_empty(), "nothing answered");
+}
+
+/// Random and mutated frames: no panic, every frame counted somewhere.
+#[test]
+fn random_frames_never_panic() {
+    let (network, _link) = network();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let seeds = [
+        udp(1234, 7, b"abcdef"),
+        ip(IpProtocol::Icmp, &[8, 0, 0, 0]),
+        arp_reply_from_peer(),
+    ];
+    for round in 0..20_000u32 {
+        let mut frame = if round % 4 == 0 {
+            (0..(next() % 200) as usize).map(|_| next() as u8).collect()
+        } else {
+            seeds[round as usize % seeds.len()].clone()
+        };
+        for _ in 0..(next() % 4) {
+            if !frame.is_empty() {
+                let at = (next() as usize) % frame.len();
+                frame[at] = next() as u8;
+            }
+        }
+        if next() % 5 == 0 {
+            let keep = (next() as usize) % (frame.len() + 1);
+            frame.truncate(keep);
+        }
+        receive(network, frame);
+    }
+    assert_eq!(network.stats().frames_received, 20_000);
+}

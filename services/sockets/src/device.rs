@@ -1,0 +1,133 @@
+//! The stack's IP device: loopback, and the network interface through the
+//! protocol graph.
+//!
+//! smoltcp sees one IP-medium device. A packet it sends to one of our own
+//! addresses (127.0.0.0/8, or the interface's) comes straight back in;
+//! any other goes to the interface's output (the protocol graph, which
+//! adds Ethernet and resolves the next hop with ARP). Packets the graph
+//! hands to the sockets (UDP and TCP no extension took) wait in
+//! `inbound` until the next poll.
+
+use alloc::{collections::VecDeque, sync::Arc, vec, vec::Vec};
+use core::net::Ipv4Addr;
+
+use smoltcp::{
+    phy::{self, Device, DeviceCapabilities, Medium},
+    time::Instant,
+};
+
+/// Packets queued at most each way (beyond it, new ones are dropped as a
+/// full NIC ring would drop them; TCP sends them again).
+const QUEUE_LIMIT: usize = 1024;
+/// Largest IP packet (loopback could carry more; the interface cannot).
+pub(crate) const MTU: usize = 1500;
+
+/// Sends an IP packet out of the interface; `false` if it could not.
+pub type Output = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
+
+/// The device.
+pub(crate) struct StackDevice {
+    /// Packets to our own addresses.
+    looped: VecDeque<Vec<u8>>,
+    /// Packets from the interface.
+    inbound: VecDeque<Vec<u8>>,
+    /// The interface's address and output, once attached.
+    interface: Option<(Ipv4Addr, Output)>,
+    /// Packets dropped because a queue was full or nothing could send.
+    pub(crate) dropped: u64,
+}
+
+impl StackDevice {
+    pub(crate) fn new() -> Self {
+        StackDevice {
+            looped: VecDeque::new(),
+            inbound: VecDeque::new(),
+            interface: None,
+            dropped: 0,
+        }
+    }
+
+    pub(crate) fn attach(&mut self, address: Ipv4Addr, output: Output) {
+        self.interface = Some((address, output));
+    }
+
+    /// A packet from the interface, for the next poll.
+    pub(crate) fn push_inbound(&mut self, packet: &[u8]) {
+        if self.inbound.len() >= QUEUE_LIMIT {
+            self.dropped += 1;
+            return;
+        }
+        self.inbound.push_back(packet.to_vec());
+    }
+
+    /// Where a packet smoltcp sent goes.
+    fn send(&mut self, packet: Vec<u8>) {
+        let destination = packet
+            .get(16..20)
+            .map(|bytes| Ipv4Addr::new(bytes[0], bytes[1], bytes[2], bytes[3]));
+        let Some(destination) = destination else {
+            self.dropped += 1;
+            return;
+        };
+        let is_ours = destination.is_loopback()
+            || matches!(&self.interface, Some((address, _)) if *address == destination);
+        if is_ours {
+            if self.looped.len() < QUEUE_LIMIT {
+                self.looped.push_back(packet);
+            } else {
+                self.dropped += 1;
+            }
+            return;
+        }
+        match &self.interface {
+            Some((_, output)) if output(&packet) => {}
+            _ => self.dropped += 1,
+        }
+    }
+}
+
+/// A received packet for smoltcp.
+pub(crate) struct RxToken(Vec<u8>);
+
+/// A packet smoltcp will write, and where it goes.
+pub(crate) struct TxToken<'a>(&'a mut StackDevice);
+
+impl phy::RxToken for RxToken {
+    fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
+        f(&self.0)
+    }
+}
+
+impl phy::TxToken for TxToken<'_> {
+    fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
+        let mut packet = vec![0; len];
+        let result = f(&mut packet);
+        self.0.send(packet);
+        result
+    }
+}
+
+impl Device for StackDevice {
+    type RxToken<'a> = RxToken;
+    type TxToken<'a> = TxToken<'a>;
+
+    fn receive(&mut self, _timestamp: Instant) -> Option<(RxToken, TxToken<'_>)> {
+        // Looped packets first: they are ours, and never wait on a wire.
+        let packet = self
+            .looped
+            .pop_front()
+            .or_else(|| self.inbound.pop_front())?;
+        Some((RxToken(packet), TxToken(self)))
+    }
+
+    fn transmit(&mut self, _timestamp: Instant) -> Option<TxToken<'_>> {
+        Some(TxToken(self))
+    }
+
+    fn capabilities(&self) -> DeviceCapabilities {
+        let mut capabilities = DeviceCapabilities::default();
+        capabilities.medium = Medium::Ip;
+        capabilities.max_transmission_unit = if self.interface.is_some() { MTU } else { 65535 };
+        capabilities
+    }
+}
