@@ -136,9 +136,12 @@ fn serve() {
     };
     loop {
         PENDING.store(false, Ordering::Release);
-        drain(running);
+        let frames = drain(running);
         if let Some(personality) = crate::linux::personality() {
             personality.sockets().poll();
+        }
+        if frames > 0 {
+            linux::wake_network_waiters();
         }
         if !PENDING.load(Ordering::Acquire) {
             sched::sleep_ms(IDLE_WAKE_MS);
@@ -146,14 +149,16 @@ fn serve() {
     }
 }
 
-/// Every frame waiting, into the graph.
-fn drain(running: &Running) {
+/// Every frame waiting, into the graph; how many.
+fn drain(running: &Running) -> usize {
+    let mut frames = 0;
     loop {
         // The device lock is not held while the graph runs: handlers send.
         let frame = running.nic.0.lock().receive();
         let Some(frame) = frame else {
-            return;
+            return frames;
         };
+        frames += 1;
         running.network.receive(Box::new(DeviceFrame(frame)));
     }
 }
@@ -183,4 +188,37 @@ pub fn report() -> Option<Vec<(&'static str, u64)>> {
 /// The interface's network, if there is one (tests inject frames).
 pub fn network() -> Option<&'static Network> {
     RUNNING.get().map(|running| running.network)
+}
+
+/// The forwardings running (SPIN's forwarder), by forwarded port.
+static FORWARDERS: spin::Mutex<Vec<Arc<net::forwarder::Forwarder>>> = spin::Mutex::new(Vec::new());
+
+/// Relays UDP datagrams for `port` to `target` (`ADDRESS:PORT`).
+pub fn forward(port: u16, target: &str) -> Result<(), alloc::string::String> {
+    use alloc::format;
+    let network = network().ok_or("no network interface")?;
+    let address: core::net::SocketAddrV4 = target
+        .parse()
+        .map_err(|_| format!("`{target}` is not an IPv4 address and port"))?;
+    let mut forwarders = FORWARDERS.lock();
+    if forwarders.iter().any(|forwarder| forwarder.port == port) {
+        return Err(format!("port {port} is forwarded already"));
+    }
+    let forwarder =
+        net::forwarder::Forwarder::install(network, port, ((*address.ip()).into(), address.port()))
+            .map_err(|error| format!("cannot install the forwarder: {error}"))?;
+    forwarders.push(forwarder);
+    Ok(())
+}
+
+/// Stops forwarding `port`; how many datagrams it relayed.
+pub fn unforward(port: u16) -> Result<u64, alloc::string::String> {
+    let mut forwarders = FORWARDERS.lock();
+    let at = forwarders
+        .iter()
+        .position(|forwarder| forwarder.port == port)
+        .ok_or_else(|| alloc::format!("port {port} is not forwarded"))?;
+    let forwarder = forwarders.remove(at);
+    forwarder.remove();
+    Ok(forwarder.relayed())
 }

@@ -62,7 +62,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: "net",
-        help: "the network interface: address, counters of frames received, sent and dropped",
+        help: "the network interface: net (address and counters) | net forward PORT ADDRESS:PORT | net unforward PORT",
         run: net,
     },
     Command {
@@ -356,7 +356,39 @@ fn domains(_: &str) {
     }
 }
 
-fn net(_: &str) {
+fn net(arguments: &str) {
+    let words: alloc::vec::Vec<&str> = arguments.split_whitespace().collect();
+    match words.as_slice() {
+        [] => {}
+        ["forward", port, target] => {
+            match port.parse::<u16>() {
+                Ok(port) => match crate::network::forward(port, target) {
+                    Ok(()) => {
+                        console::write_fmt(format_args!("forwarding UDP port {port} to {target}\n"))
+                    }
+                    Err(error) => console::write_fmt(format_args!("error: {error}\n")),
+                },
+                Err(_) => console::write_fmt(format_args!("error: `{port}` is not a port\n")),
+            }
+            return;
+        }
+        ["unforward", port] => {
+            match port.parse::<u16>() {
+                Ok(port) => match crate::network::unforward(port) {
+                    Ok(relayed) => console::write_fmt(format_args!(
+                        "stopped forwarding UDP port {port} ({relayed} datagrams relayed)\n"
+                    )),
+                    Err(error) => console::write_fmt(format_args!("error: {error}\n")),
+                },
+                Err(_) => console::write_fmt(format_args!("error: `{port}` is not a port\n")),
+            }
+            return;
+        }
+        _ => {
+            console::write_str("usage: net | net forward PORT ADDRESS:PORT | net unforward PORT\n");
+            return;
+        }
+    }
     let (Some(network), Some(lines)) = (crate::network::network(), crate::network::report()) else {
         console::write_str("no network interface\n");
         return;

@@ -233,13 +233,13 @@ pub struct WasmHandler {
     pub(crate) signature: Signature,
 }
 
+/// Packets lent to one invocation, by parameter position.
+type Lent = Vec<(usize, PacketRef)>;
+
 impl WasmHandler {
     /// The Wasm arguments, and the packets to lend (parameter position,
     /// packet): their handle is filled in when they are lent.
-    fn arguments(
-        &self,
-        args: &DynArgs<'_>,
-    ) -> Result<(Vec<WasmValue>, Vec<(usize, PacketRef)>), Fault> {
+    fn arguments(&self, args: &DynArgs<'_>) -> Result<(Vec<WasmValue>, Lent), Fault> {
         let mut values = Vec::with_capacity(self.signature.params.len());
         let mut packets = Vec::new();
         for (index, param) in self.signature.params.iter().enumerate() {

@@ -60,6 +60,11 @@ pub const SUITES: &[Suite] = &[
         run: linux,
     },
     Suite {
+        name: "net",
+        about: "the network beside Linux in the same QEMU: UDP round trip to the in-kernel Wasm echo and to user-level echoes, TCP throughput, HTTP requests per second (../shared/baseline/serve.sh)",
+        run: crate::netbench::net,
+    },
+    Suite {
         name: "dispatch",
         about: "event dispatcher on the host (benches/dispatch)",
         run: dispatch,
@@ -106,7 +111,15 @@ impl BenchContext {
         Ok(kernel)
     }
 
-    fn boot_config(&mut self, mode: &str) -> Result<BootConfig> {
+    /// The accelerator's name, as the baseline's scripts take it.
+    pub fn accel_name(&self) -> &'static str {
+        match self.accel {
+            Accel::Tcg => "tcg",
+            Accel::Kvm => "kvm",
+        }
+    }
+
+    pub(crate) fn boot_config(&mut self, mode: &str) -> Result<BootConfig> {
         let mut config = BootConfig::new(&self.kernel()?, mode, self.accel);
         config.is_icount = self.is_icount;
         Ok(config)
@@ -342,20 +355,10 @@ fn linux_baseline_figures_with(
     context: &BenchContext,
     programs: &[(&str, PathBuf)],
 ) -> Result<Vec<(String, f64)>> {
-    let root = crate::repo_root();
-    let baseline = root.join("../shared/baseline");
-    let linux_out = root.join("target/baseline-linux");
-    let accel = match context.accel {
-        Accel::Tcg => "tcg",
-        Accel::Kvm => "kvm",
-    };
+    let baseline = crate::repo_root().join("../shared/baseline");
+    let accel = context.accel_name();
     eprintln!("x: building and booting the Linux baseline ({accel})");
-    let mut build = std::process::Command::new("bash");
-    build
-        .arg(baseline.join("build.sh"))
-        .env("BASELINE_OUT", &linux_out)
-        .stdout(Stdio::null());
-    toolchain::run_checked(&mut build, "the Linux baseline's build.sh")?;
+    let linux_out = build_linux_baseline()?;
     let run_out = if programs.is_empty() {
         linux_out
     } else {
@@ -368,6 +371,20 @@ fn linux_baseline_figures_with(
         .stderr(Stdio::inherit())
         .output()?;
     Ok(program_figures(&String::from_utf8_lossy(&run.stdout)))
+}
+
+/// Builds the Linux baseline (kernel, programs, initramfs) with its own
+/// `build.sh` into `target/baseline-linux`; returns that folder.
+pub fn build_linux_baseline() -> Result<PathBuf> {
+    let root = crate::repo_root();
+    let linux_out = root.join("target/baseline-linux");
+    let mut build = std::process::Command::new("bash");
+    build
+        .arg(root.join("../shared/baseline/build.sh"))
+        .env("BASELINE_OUT", &linux_out)
+        .stdout(Stdio::null());
+    toolchain::run_checked(&mut build, "the Linux baseline's build.sh")?;
+    Ok(linux_out)
 }
 
 /// A copy of the baseline's output (`linux_out`) whose initramfs also

@@ -24,6 +24,8 @@ mod debian;
 mod extensions;
 mod fuzz;
 mod image;
+mod netbench;
+mod netpeer;
 mod parse;
 mod policy;
 mod qemu;

@@ -314,6 +314,8 @@ pub struct Guest {
     deadline: Instant,
     timeout: Duration,
     exit: Option<GuestExit>,
+    /// Ports of the host forwarded into the guest (`BootConfig::forwards`).
+    pub forwards: Vec<crate::netpeer::Forward>,
 }
 
 impl Guest {
@@ -343,7 +345,13 @@ impl Guest {
             deadline: started_at + timeout,
             timeout,
             exit: None,
+            forwards: Vec::new(),
         })
+    }
+
+    /// The host port forwarded to the guest's `port` over `protocol`.
+    pub fn host_port(&self, protocol: crate::netpeer::Protocol, port: u16) -> Result<u16> {
+        crate::netpeer::host_port(&self.forwards, protocol, port)
     }
 
     /// Number of serial bytes received so far (a position for

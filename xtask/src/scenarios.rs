@@ -23,6 +23,7 @@ use std::{
 
 use crate::{
     fuzz,
+    netpeer::{self, Forward, HostHttpServer, Protocol},
     parse::{self, GuestExit},
     qemu::{Accel, BootConfig, Guest},
     repo_root, Result,
@@ -30,7 +31,7 @@ use crate::{
 
 /// Commands the shell's `help` must list.
 pub const SHELL_COMMANDS: &[&str] = &[
-    "help", "mem", "threads", "uptime", "ext", "run", "events", "domains", "trace", "halt",
+    "help", "mem", "threads", "uptime", "ext", "run", "events", "domains", "net", "trace", "halt",
 ];
 
 /// How soon after `halt` QEMU must have exited.
@@ -52,6 +53,9 @@ pub struct Scenario {
     pub check: fn(&mut Guest) -> Result<()>,
     /// The boot archive it boots with.
     pub archive: Archive,
+    /// Guest ports reached from the host (each from a free host port; the
+    /// check finds it with [`Guest::host_port`]).
+    pub forwards: &'static [(Protocol, u16)],
 }
 
 /// Which boot archive a scenario boots with.
@@ -80,114 +84,146 @@ pub const SCENARIOS: &[Scenario] = &[
         mode: "test",
         check: kernel_tests_pass,
         archive: Archive::Boot,
+        forwards: &[],
     },
     Scenario {
         name: "run_boots_into_busybox_sh_with_the_kernel_shell_reachable",
         mode: "linux",
         check: run_boots_into_busybox_sh,
         archive: Archive::Boot,
+        forwards: &[],
     },
     Scenario {
         name: "bash_static_starts_interactively_from_busybox_sh",
         mode: "linux",
         check: bash_starts_interactively,
         archive: Archive::Boot,
+        forwards: &[],
     },
     Scenario {
         name: "ctrl_c_and_ctrl_z_reach_the_foreground_job_of_busybox_sh",
         mode: "linux",
         check: ctrl_c_and_ctrl_z_reach_the_foreground_job,
         archive: Archive::Boot,
+        forwards: &[],
     },
     Scenario {
         name: "every_baseline_program_runs_unmodified_and_prints_its_figures",
         mode: "exec",
         check: every_baseline_program_runs,
         archive: Archive::Baseline,
+        forwards: &[],
+    },
+    Scenario {
+        name: "the_network_interface_serves_udp_echo_tcp_and_http_both_ways",
+        mode: "linux",
+        check: network_serves_udp_echo_tcp_and_http,
+        archive: Archive::Boot,
+        forwards: &[
+            (Protocol::Udp, 7),
+            (Protocol::Udp, 5300),
+            (Protocol::Udp, 5353),
+            (Protocol::Tcp, 8080),
+            (Protocol::Tcp, 9000),
+        ],
     },
     Scenario {
         name: "shell_help_lists_every_command",
         mode: "shell",
         check: shell_help_lists_every_command,
         archive: Archive::Boot,
+        forwards: &[],
     },
     Scenario {
         name: "shell_mem_reports_frames_and_heap",
         mode: "shell",
         check: shell_mem_reports_frames_and_heap,
         archive: Archive::Boot,
+        forwards: &[],
     },
     Scenario {
         name: "shell_threads_lists_idle_and_shell",
         mode: "shell",
         check: shell_threads_lists_idle_and_shell,
         archive: Archive::Boot,
+        forwards: &[],
     },
     Scenario {
         name: "shell_uptime_advances",
         mode: "shell",
         check: shell_uptime_advances,
         archive: Archive::Boot,
+        forwards: &[],
     },
     Scenario {
         name: "shell_unknown_command_is_reported",
         mode: "shell",
         check: shell_unknown_command_is_reported,
         archive: Archive::Boot,
+        forwards: &[],
     },
     Scenario {
         name: "shell_halt_exits_qemu_with_success",
         mode: "shell",
         check: shell_halt_exits_qemu_with_success,
         archive: Archive::Boot,
+        forwards: &[],
     },
     Scenario {
         name: "shell_ext_load_hello_logs_and_unloads",
         mode: "shell",
         check: shell_ext_load_hello_logs_and_unloads,
         archive: Archive::Boot,
+        forwards: &[],
     },
     Scenario {
         name: "shell_survives_runaway_and_faulting_extensions",
         mode: "shell",
         check: shell_survives_runaway_and_faulting_extensions,
         archive: Archive::Boot,
+        forwards: &[],
     },
     Scenario {
         name: "shell_regression_modules_are_contained",
         mode: "shell",
         check: shell_regression_modules_are_contained,
         archive: Archive::Boot,
+        forwards: &[],
     },
     Scenario {
         name: "shell_runs_user_programs",
         mode: "shell",
         check: shell_runs_user_programs,
         archive: Archive::Boot,
+        forwards: &[],
     },
     Scenario {
         name: "kernel_fuzz_cases_are_refused_or_contained",
         mode: "fuzz",
         check: kernel_fuzz_cases_are_refused_or_contained,
         archive: Archive::KernelFuzz,
+        forwards: &[],
     },
     Scenario {
         name: "boot_page_fault_is_reported_and_fails",
         mode: "crash",
         check: boot_page_fault_is_reported_and_fails,
         archive: Archive::Boot,
+        forwards: &[],
     },
     Scenario {
         name: "kernel_stack_overflow_is_a_reported_double_fault",
         mode: "overflow",
         check: kernel_stack_overflow_is_a_reported_double_fault,
         archive: Archive::Boot,
+        forwards: &[],
     },
     Scenario {
         name: "boot_stack_overflow_is_a_reported_double_fault",
         mode: "boot-overflow",
         check: kernel_stack_overflow_is_a_reported_double_fault,
         archive: Archive::Boot,
+        forwards: &[],
     },
 ];
 
@@ -216,7 +252,21 @@ pub fn run_scenario(scenario: &Scenario, options: &ScenarioOptions) -> bool {
             config.initrd = Some(archive);
         }),
     };
-    let booted = prepared.and_then(|()| Guest::boot(&config, timeout));
+    let forwards: Result<Vec<Forward>> = scenario
+        .forwards
+        .iter()
+        .map(|&(protocol, port)| Forward::pick(protocol, port))
+        .collect();
+    let prepared = prepared.and_then(|()| {
+        let forwards = forwards?;
+        config.forwards = forwards.iter().map(Forward::hostfwd).collect();
+        Ok(forwards)
+    });
+    let booted = prepared.and_then(|forwards| {
+        let mut guest = Guest::boot(&config, timeout)?;
+        guest.forwards = forwards;
+        Ok(guest)
+    });
     let (outcome, log) = match booted {
         Ok(mut guest) => {
             let outcome = (scenario.check)(&mut guest);
@@ -445,6 +495,189 @@ fn run_boots_into_busybox_sh(guest: &mut Guest) -> Result<()> {
         GuestExit::Success => Ok(()),
         other => Err(format!("`exit` did not halt the machine cleanly: {other}").into()),
     }
+}
+
+/// Runs `line` at busybox's prompt and returns what it printed (up to
+/// the next prompt).
+fn sh(guest: &mut Guest, line: &str, within: Option<Duration>) -> Result<String> {
+    const PROMPT: &str = "/ # ";
+    let start = guest.serial_len();
+    guest.send(&format!("{line}\n"))?;
+    let end = guest.wait_for(PROMPT, start + 1, within)?;
+    let log = guest.serial_log();
+    Ok(log[start.min(log.len())..end.min(log.len())].to_string())
+}
+
+/// The virtio-net interface on QEMU's user network, from the host through
+/// forwarded ports: the Wasm UDP echo (`udp-echo`, a guarded handler on
+/// `UDP.PacketArrived`) answers datagrams and stops when unloaded; the
+/// kernel's forwarder relays datagrams to a server on the host and back; a
+/// Linux program's TCP server (busybox `httpd`) serves a megabyte intact;
+/// two megabytes uploaded to busybox `nc` arrive intact; busybox `wget`
+/// in the guest fetches a megabyte from a server on the host.
+fn network_serves_udp_echo_tcp_and_http(guest: &mut Guest) -> Result<()> {
+    guest.wait_for("/ # ", 0, None)?;
+    let loaded = sh(guest, "spindle ext load udp-echo", None)?;
+    expect_in("spindle ext load udp-echo", &loaded, "answering UDP port 7")?;
+    let udp = guest.host_port(Protocol::Udp, 7)?;
+    for round in 0..5u8 {
+        let payload: Vec<u8> = (0..(100 + usize::from(round) * 300))
+            .map(|index| (index as u8) ^ round)
+            .collect();
+        // The first datagram may wait for ARP on QEMU's side: try thrice.
+        let mut answer = None;
+        for _ in 0..3 {
+            answer = netpeer::udp_exchange(udp, &payload, Duration::from_secs(3))?;
+            if answer.is_some() {
+                break;
+            }
+        }
+        match answer {
+            Some(echo) if echo == payload => {}
+            Some(echo) => {
+                return Err(format!(
+                    "datagram {round}: the echo differs ({} bytes sent, {} back)",
+                    payload.len(),
+                    echo.len()
+                )
+                .into())
+            }
+            None => return Err(format!("datagram {round}: no echo from the guest").into()),
+        }
+    }
+    let unloaded = sh(guest, "spindle ext unload udp-echo", None)?;
+    expect_in("spindle ext unload udp-echo", &unloaded, "unloaded")?;
+    if netpeer::udp_exchange(udp, b"anyone?", Duration::from_secs(1))?.is_some() {
+        return Err("a datagram was echoed after udp-echo was unloaded".into());
+    }
+
+    // The Wasm RPC service: add(40, 2), and an unknown procedure.
+    let loaded = sh(guest, "spindle ext load udp-rpc", None)?;
+    expect_in(
+        "spindle ext load udp-rpc",
+        &loaded,
+        "serving calls on UDP port 5300",
+    )?;
+    let rpc = guest.host_port(Protocol::Udp, 5300)?;
+    let mut call = Vec::new();
+    call.extend_from_slice(&1u32.to_le_bytes());
+    call.extend_from_slice(&77u32.to_le_bytes());
+    call.extend_from_slice(&40u64.to_le_bytes());
+    call.extend_from_slice(&2u64.to_le_bytes());
+    let answer = netpeer::udp_exchange(rpc, &call, Duration::from_secs(3))?
+        .ok_or("the RPC service did not answer add(40, 2)")?;
+    let mut expected = 77u32.to_le_bytes().to_vec();
+    expected.extend_from_slice(&0u32.to_le_bytes());
+    expected.extend_from_slice(&42u64.to_le_bytes());
+    if answer != expected {
+        return Err(format!("add(40, 2) was answered with {answer:02x?}").into());
+    }
+    let unknown = [9u32.to_le_bytes(), 78u32.to_le_bytes()].concat();
+    let answer = netpeer::udp_exchange(rpc, &unknown, Duration::from_secs(3))?
+        .ok_or("the RPC service did not answer procedure 9")?;
+    if answer.get(4..8) != Some(&1u32.to_le_bytes()[..]) {
+        return Err(format!("procedure 9 was answered with {answer:02x?}, not status 1").into());
+    }
+
+    // SPIN's forwarder: datagrams for port 5353 relayed, in the kernel, to
+    // a server on the host (10.0.2.2 from the guest), and its answers back.
+    let responder = netpeer::HostUdpResponder::start(b"relayed:")?;
+    let forwarding = sh(
+        guest,
+        &format!("spindle net forward 5353 10.0.2.2:{}", responder.port),
+        None,
+    )?;
+    expect_in(
+        "spindle net forward",
+        &forwarding,
+        "forwarding UDP port 5353",
+    )?;
+    let forwarded = guest.host_port(Protocol::Udp, 5353)?;
+    let mut answer = None;
+    for _ in 0..3 {
+        answer = netpeer::udp_exchange(forwarded, b"through the kernel", Duration::from_secs(3))?;
+        if answer.is_some() {
+            break;
+        }
+    }
+    match answer {
+        Some(answer) if answer == b"relayed:through the kernel" => {}
+        Some(answer) => {
+            return Err(format!(
+                "the forwarder answered {:?}",
+                String::from_utf8_lossy(&answer)
+            )
+            .into())
+        }
+        None => return Err("nothing came back through the forwarder".into()),
+    }
+    let stopped = sh(guest, "spindle net unforward 5353", None)?;
+    expect_in("spindle net unforward", &stopped, "datagrams relayed")?;
+    drop(responder);
+
+    // A Linux program's TCP server, reached from the host.
+    let started = sh(
+        guest,
+        "mkdir -p /tmp/www && seq 1 150000 > /tmp/www/numbers && httpd -p 8080 -h /tmp/www && echo httpd-started",
+        None,
+    )?;
+    expect_in("httpd", &started, "httpd-started")?;
+    let http = guest.host_port(Protocol::Tcp, 8080)?;
+    let _ = netpeer::connect_when_up(http, Duration::from_secs(10))?;
+    let (status, body) = netpeer::http_get(http, "/numbers", Duration::from_secs(60))?;
+    if !status.contains(" 200") {
+        return Err(format!("GET /numbers: {status}").into());
+    }
+    let expected: String = (1..=150_000).map(|n| format!("{n}\n")).collect();
+    if body != expected.as_bytes() {
+        return Err(format!(
+            "GET /numbers: {} bytes, not the {} of `seq 1 150000`",
+            body.len(),
+            expected.len()
+        )
+        .into());
+    }
+
+    // Two megabytes up, to busybox nc.
+    sh(guest, "nc -l -p 9000 > /tmp/upload &", None)?;
+    let upload = netpeer::pattern(2 << 20);
+    let nc = guest.host_port(Protocol::Tcp, 9000)?;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match netpeer::tcp_send(nc, &upload, Duration::from_secs(60)) {
+            Ok(()) => break,
+            Err(error) if Instant::now() >= deadline => {
+                return Err(format!("uploading to nc: {error}").into())
+            }
+            Err(_) => thread::sleep(Duration::from_millis(300)),
+        }
+    }
+    let sum = sh(
+        guest,
+        "wait; md5sum /tmp/upload; wc -c < /tmp/upload",
+        Some(Duration::from_secs(60)),
+    )?;
+    expect_in("md5sum /tmp/upload", &sum, &netpeer::md5_hex(&upload)?)?;
+
+    // One megabyte down, by busybox wget from the host.
+    let download = netpeer::pattern(1 << 20);
+    let server = HostHttpServer::start(download.clone())?;
+    let fetched = sh(
+        guest,
+        &format!(
+            "wget -q -O /tmp/down http://10.0.2.2:{}/blob && md5sum /tmp/down",
+            server.port
+        ),
+        Some(Duration::from_secs(60)),
+    )?;
+    server.finish()?;
+    expect_in(
+        "wget from the host",
+        &fetched,
+        &netpeer::md5_hex(&download)?,
+    )?;
+    let counters = sh(guest, "spindle net", None)?;
+    expect_in("spindle net", &counters, "device: receive interrupts")
 }
 
 /// Debian's `bash-static`, started from busybox's prompt, is an

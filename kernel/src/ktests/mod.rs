@@ -11,6 +11,7 @@ mod busybox;
 mod dynamic;
 mod extensions;
 mod memory;
+mod network;
 mod page_cache;
 mod procfs;
 mod services;
@@ -46,7 +47,7 @@ pub(crate) use ensure;
 
 /// Runs every test; returns whether all passed.
 pub fn run_all() -> bool {
-    let groups: [&[KernelTest]; 15] = [
+    let groups: [&[KernelTest]; 16] = [
         memory::TESTS,
         services::TESTS,
         traps::TESTS,
@@ -62,6 +63,7 @@ pub fn run_all() -> bool {
         page_cache::TESTS,
         shared_memory::TESTS,
         sockets::TESTS,
+        network::TESTS,
     ];
     let (mut passed, mut failed) = (0, 0);
     // The harness checks that this many passed: a runner that stopped

@@ -60,7 +60,7 @@ pub(crate) fn interrupted() -> bool {
 }
 
 /// Rounds of a wait spent yielding before it sleeps.
-const YIELDING_ROUNDS: u32 = 64;
+pub(crate) const YIELDING_ROUNDS: u32 = 64;
 
 /// Waits a little before trying again (`round` counts the tries of one
 /// wait); `EINTR` if the caller must stop. The first rounds only yield

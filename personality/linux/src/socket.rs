@@ -82,9 +82,39 @@ fn waiting<T>(
     let mut round = 0;
     loop {
         match attempt() {
-            Err(SocketError::WouldBlock) if !nonblocking => wait_a_little(&mut round)?,
+            Err(SocketError::WouldBlock) if !nonblocking => wait_for_the_network(&mut round)?,
             other => return other.map_err(errno),
         }
+    }
+}
+
+/// Threads sleeping in [`wait_for_the_network`], woken early when packets
+/// arrive from the network interface ([`wake_network_waiters`]).
+static NETWORK_WAITERS: spin::Mutex<alloc::vec::Vec<sched::ThreadId>> =
+    spin::Mutex::new(alloc::vec::Vec::new());
+
+/// [`wait_a_little`] for a socket: the first rounds yield (loopback
+/// traffic is made by running threads), then the caller sleeps a
+/// millisecond at most, woken as soon as the interface delivers packets
+/// (so a server's latency is the interrupt's, not the sleep's).
+fn wait_for_the_network(round: &mut u32) -> Result<(), Errno> {
+    if *round < crate::pipe::YIELDING_ROUNDS {
+        return wait_a_little(round);
+    }
+    if crate::pipe::interrupted() {
+        return Err(Errno::EINTR);
+    }
+    NETWORK_WAITERS.lock().push(sched::current());
+    sched::sleep_ms(1);
+    Ok(())
+}
+
+/// Wakes the threads waiting on sockets: the kernel's network thread
+/// calls it after handing packets to the socket stack.
+pub fn wake_network_waiters() {
+    let waiters = core::mem::take(&mut *NETWORK_WAITERS.lock());
+    for waiter in waiters {
+        sched::wake(waiter);
     }
 }
 
@@ -165,7 +195,7 @@ fn send_all(
                 };
             }
             Err(SocketError::WouldBlock) => {
-                if let Err(error) = wait_a_little(&mut round) {
+                if let Err(error) = wait_for_the_network(&mut round) {
                     return if done > 0 { Ok(done) } else { Err(error) };
                 }
             }

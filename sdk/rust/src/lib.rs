@@ -207,6 +207,54 @@ impl Binding {
     pub fn handle(self) -> i32 {
         self.0
     }
+
+    /// Guards the installation declaratively: its handler runs only when
+    /// parameter `param` of the event equals `value` (a server's port,
+    /// say); the dispatcher indexes such guards.
+    pub fn guard_equals(self, param: u32, value: u64) -> Result<(), Status> {
+        // SAFETY: plain integer arguments.
+        status(unsafe { raw::guard_equals(self.0, param as i32, value as i64) }).map(drop)
+    }
+}
+
+/// A packet lent to a handler of a network event (its first parameter),
+/// valid for that invocation only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packet(pub i32);
+
+impl Packet {
+    /// Its length, as its event's layer sees it (UDP: the data).
+    pub fn len(self) -> usize {
+        // SAFETY: a plain integer argument (a bad handle traps).
+        unsafe { raw::packet_length(self.0) }.max(0) as usize
+    }
+
+    /// Whether it is empty.
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
+    /// Copies bytes from `offset` into `buffer`; how many.
+    pub fn read(self, offset: usize, buffer: &mut [u8]) -> usize {
+        // SAFETY: the kernel writes at most `buffer.len()` bytes into the
+        // live buffer, checking the range against linear memory itself.
+        let count = unsafe {
+            raw::packet_read(
+                self.0,
+                offset as i32,
+                buffer.as_mut_ptr() as i32,
+                buffer.len() as i32,
+            )
+        };
+        count.max(0) as usize
+    }
+
+    /// Answers it at its layer (UDP: `data` back to where it came from).
+    pub fn reply(self, data: &[u8]) -> Result<(), Status> {
+        // SAFETY: the kernel reads `data.len()` bytes of a live borrow.
+        status(unsafe { raw::packet_reply(self.0, data.as_ptr() as i32, data.len() as i32) })
+            .map(drop)
+    }
 }
 
 /// Exports a function under its own name with the C ABI:

@@ -15,6 +15,8 @@
 //!   the next) and the defaults (UDP and TCP go to the sockets when no
 //!   extension takes them);
 //! - [`arp`]: the neighbour table, answering and asking;
+//! - [`forwarder`]: SPIN's forwarder, UDP datagrams for a port relayed
+//!   to another host and back, in the kernel;
 //! - [`output`]: IPv4, UDP and ICMP output through the interface's
 //!   [`Link`];
 //! - [`stats`]: counters of everything received, sent and dropped.
@@ -27,6 +29,7 @@
 extern crate alloc;
 
 pub mod arp;
+pub mod forwarder;
 pub mod frame;
 pub mod graph;
 pub mod output;

@@ -62,9 +62,13 @@ fn ethernet(ethertype: EthernetProtocol, payload: &[u8]) -> Vec<u8> {
 }
 
 fn ip(protocol: IpProtocol, payload: &[u8]) -> Vec<u8> {
+    ip_from(PEER, protocol, payload)
+}
+
+fn ip_from(source: Ipv4Address, protocol: IpProtocol, payload: &[u8]) -> Vec<u8> {
     let mut packet = vec![0; 20 + payload.len()];
     Ipv4Repr {
-        src_addr: PEER,
+        src_addr: source,
         dst_addr: US,
         next_header: protocol,
         payload_len: payload.len(),
@@ -79,6 +83,10 @@ fn ip(protocol: IpProtocol, payload: &[u8]) -> Vec<u8> {
 }
 
 fn udp(source_port: u16, destination_port: u16, data: &[u8]) -> Vec<u8> {
+    udp_from(PEER, source_port, destination_port, data)
+}
+
+fn udp_from(source: Ipv4Address, source_port: u16, destination_port: u16, data: &[u8]) -> Vec<u8> {
     let mut datagram = vec![0; 8 + data.len()];
     UdpRepr {
         src_port: source_port,
@@ -86,13 +94,32 @@ fn udp(source_port: u16, destination_port: u16, data: &[u8]) -> Vec<u8> {
     }
     .emit(
         &mut UdpPacket::new_unchecked(&mut datagram[..]),
-        &IpAddress::Ipv4(PEER),
+        &IpAddress::Ipv4(source),
         &IpAddress::Ipv4(US),
         data.len(),
         |out| out.copy_from_slice(data),
         &ChecksumCapabilities::default(),
     );
-    ip(IpProtocol::Udp, &datagram)
+    ip_from(source, IpProtocol::Udp, &datagram)
+}
+
+/// The UDP datagram in a sent frame: (source address, destination
+/// address, source port, destination port, data).
+fn sent_udp(frame: &[u8]) -> (Ipv4Address, Ipv4Address, u16, u16, Vec<u8>) {
+    let frame = EthernetFrame::new_checked(frame).unwrap();
+    let packet = Ipv4Packet::new_checked(frame.payload()).unwrap();
+    let datagram = UdpPacket::new_checked(packet.payload()).unwrap();
+    assert!(datagram.verify_checksum(
+        &IpAddress::Ipv4(packet.src_addr()),
+        &IpAddress::Ipv4(packet.dst_addr())
+    ));
+    (
+        packet.src_addr(),
+        packet.dst_addr(),
+        datagram.src_port(),
+        datagram.dst_port(),
+        datagram.payload().to_vec(),
+    )
 }
 
 fn arp_reply_from_peer() -> Vec<u8> {
@@ -290,4 +317,50 @@ fn random_frames_never_panic() {
         receive(network, frame);
     }
     assert_eq!(network.stats().frames_received, 20_000);
+}
+
+/// The forwarder relays a client's datagram to the target through the
+/// gateway, from a relay port, and the target's answer back to the client
+/// from the forwarded port; removed, it relays nothing.
+#[test]
+fn the_forwarder_relays_both_ways_and_stops_when_removed() {
+    let (network, link) = network();
+    receive(network, arp_reply_from_peer());
+    let _ = link.take();
+    let target = Ipv4Address::new(192, 0, 2, 53);
+    let forwarder = crate::forwarder::Forwarder::install(network, 5353, (target, 53)).unwrap();
+    receive(network, udp(40000, 5353, b"question"));
+    let sent = link.take();
+    assert_eq!(sent.len(), 1);
+    let (from, to, relay, port, data) = sent_udp(&sent[0]);
+    assert_eq!((from, to, port), (US, target, 53));
+    assert!(crate::forwarder::RELAY_PORTS.contains(&relay));
+    assert_eq!(data, b"question");
+    assert_eq!(
+        EthernetFrame::new_checked(&sent[0][..])
+            .unwrap()
+            .dst_addr()
+            .0,
+        PEER_MAC,
+        "off our network: through the gateway"
+    );
+    receive(network, udp_from(target, 53, relay, b"answer"));
+    let sent = link.take();
+    assert_eq!(sent.len(), 1);
+    let (from, to, source_port, client_port, data) = sent_udp(&sent[0]);
+    assert_eq!(
+        (from, to, source_port, client_port),
+        (US, PEER, 5353, 40000)
+    );
+    assert_eq!(data, b"answer");
+    assert_eq!(forwarder.relayed(), 2);
+    // A stranger writing to the relay port is not relayed.
+    receive(
+        network,
+        udp_from(Ipv4Address::new(192, 0, 2, 99), 53, relay, b"forged"),
+    );
+    assert!(link.take().is_empty());
+    forwarder.remove();
+    receive(network, udp(40000, 5353, b"question"));
+    assert!(link.take().is_empty(), "removed: no relay");
 }

@@ -399,7 +399,7 @@ impl Socket {
                     let source = self.stack.source_for(*destination.ip());
                     let metadata = udp::UdpMetadata {
                         endpoint: endpoint(destination),
-                        local_address: Some(IpAddress::Ipv4(Ipv4Address::from(source))),
+                        local_address: Some(IpAddress::Ipv4(source)),
                         meta: Default::default(),
                     };
                     match socket.send_slice(data, metadata) {

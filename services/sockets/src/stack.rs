@@ -13,7 +13,7 @@ use smoltcp::{
     iface::{Config, Interface, PollResult, SocketHandle, SocketSet},
     socket::{tcp, udp},
     time::Instant,
-    wire::{HardwareAddress, IpAddress, IpCidr, Ipv4Address},
+    wire::{HardwareAddress, IpAddress, IpCidr},
 };
 use spin::Mutex;
 
@@ -104,14 +104,14 @@ impl Stack {
         let mut inner = self.inner.lock();
         inner.iface.update_ip_addrs(|addresses| {
             let _ = addresses.push(IpCidr::new(
-                IpAddress::Ipv4(Ipv4Address::from(address)),
+                IpAddress::Ipv4(address),
                 prefix,
             ));
         });
         let _ = inner
             .iface
             .routes_mut()
-            .add_default_ipv4_route(Ipv4Address::from(gateway));
+            .add_default_ipv4_route(gateway);
         inner.device.attach(address, output);
         self.interface.store(u32::from(address), Ordering::Release);
     }

@@ -1,0 +1,300 @@
+//! `./x bench net`: the network, Spindle beside Linux in the same QEMU
+//! (TCG), same NIC model (virtio-net), same user-mode network, same host
+//! clients (`netpeer`).
+//!
+//! - `net.udp_rtt.spindle_kernel`: a 16-byte datagram's round trip to the
+//!   Wasm echo in Spindle's kernel (`udp-echo`, on `UDP.PacketArrived`);
+//! - `net.udp_rtt.spindle_user`: the same to the baseline's user-level
+//!   echo (`udp_echo`, a static musl program) on Spindle;
+//! - `net.udp_rtt.linux_user`: the same to that program on Linux
+//!   (`../shared/baseline/serve.sh`);
+//! - `net.tcp_mbps.*`: 8 MiB sent from the host to a busybox `nc` sink,
+//!   connect to the sink's close, in Mbit/s;
+//! - `net.http_rps.*`: sequential HTTP/1.0 GETs of a 15-byte file from
+//!   busybox `httpd`, a connection each, per second.
+//!
+//! Each figure is a median (round trips) or a rate over the whole run,
+//! every answer checked.
+
+use std::{
+    io::{BufRead, BufReader, Read, Write},
+    net::Shutdown,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use crate::{
+    bench::BenchContext,
+    netpeer::{self, Forward, Protocol},
+    qemu::Guest,
+    scenarios::save_log,
+    Result,
+};
+
+/// Round trips measured per echo.
+const ROUND_TRIPS: usize = 1000;
+/// Bytes of each datagram (the baseline's `udp_rtt_lo` sends 16).
+const DATAGRAM: usize = 16;
+/// Bytes sent to the TCP sink.
+const TCP_BYTES: usize = 8 << 20;
+/// HTTP requests made.
+const HTTP_REQUESTS: usize = 200;
+/// The small file served (the baseline's `/www/index.html`).
+const INDEX: &[u8] = b"baseline httpd\n";
+
+/// What one side measured.
+struct Figures {
+    udp_kernel_us: Option<f64>,
+    udp_user_us: f64,
+    tcp_mbps: f64,
+    http_rps: f64,
+}
+
+/// The suite.
+pub fn net(context: &mut BenchContext) -> Result<()> {
+    let spindle = spindle_figures(context)?;
+    let linux = linux_figures(context)?;
+    let kernel_us = spindle
+        .udp_kernel_us
+        .ok_or("no in-kernel echo figure on Spindle")?;
+    let lines = [
+        ("udp_rtt.spindle_kernel", kernel_us, "us"),
+        ("udp_rtt.spindle_user", spindle.udp_user_us, "us"),
+        ("udp_rtt.linux_user", linux.udp_user_us, "us"),
+        ("tcp_mbps.spindle", spindle.tcp_mbps, "Mbit/s"),
+        ("tcp_mbps.linux", linux.tcp_mbps, "Mbit/s"),
+        ("http_rps.spindle", spindle.http_rps, "req/s"),
+        ("http_rps.linux", linux.http_rps, "req/s"),
+    ];
+    for (name, value, unit) in lines {
+        println!("bench net.{name} {value:.1} {unit}");
+    }
+    let ratios = [
+        (
+            "udp_rtt.kernel_vs_linux_user",
+            kernel_us / linux.udp_user_us,
+        ),
+        (
+            "udp_rtt.kernel_vs_spindle_user",
+            kernel_us / spindle.udp_user_us,
+        ),
+        (
+            "udp_rtt.spindle_user_vs_linux_user",
+            spindle.udp_user_us / linux.udp_user_us,
+        ),
+        ("tcp_mbps.ratio", spindle.tcp_mbps / linux.tcp_mbps),
+        ("http_rps.ratio", spindle.http_rps / linux.http_rps),
+    ];
+    for (name, ratio) in ratios {
+        println!("bench net.{name} {ratio:.2} x");
+    }
+    eprintln!(
+        "\n{:<26} {:>12} {:>12} {:>8}",
+        "figure", "spindle", "linux", "ratio"
+    );
+    eprintln!(
+        "{:<26} {:>12.1} {:>12.1} {:>7.2}x",
+        "udp rtt, kernel echo (us)",
+        kernel_us,
+        linux.udp_user_us,
+        kernel_us / linux.udp_user_us
+    );
+    eprintln!(
+        "{:<26} {:>12.1} {:>12.1} {:>7.2}x",
+        "udp rtt, user echo (us)",
+        spindle.udp_user_us,
+        linux.udp_user_us,
+        spindle.udp_user_us / linux.udp_user_us
+    );
+    eprintln!(
+        "{:<26} {:>12.1} {:>12.1} {:>7.2}x",
+        "tcp to a sink (Mbit/s)",
+        spindle.tcp_mbps,
+        linux.tcp_mbps,
+        spindle.tcp_mbps / linux.tcp_mbps
+    );
+    eprintln!(
+        "{:<26} {:>12.1} {:>12.1} {:>7.2}x",
+        "http GETs (req/s)",
+        spindle.http_rps,
+        linux.http_rps,
+        spindle.http_rps / linux.http_rps
+    );
+    Ok(())
+}
+
+/// Boots Spindle with the baseline's programs and the ports forwarded,
+/// and measures.
+fn spindle_figures(context: &mut BenchContext) -> Result<Figures> {
+    let (archive, _) = crate::bench::baseline_archive()?;
+    let mut config = context.boot_config("linux")?;
+    config.initrd = Some(archive);
+    let forwards = [
+        Forward::pick(Protocol::Udp, 7)?,
+        Forward::pick(Protocol::Udp, 7007)?,
+        Forward::pick(Protocol::Tcp, 5001)?,
+        Forward::pick(Protocol::Tcp, 80)?,
+    ];
+    config.forwards = forwards.iter().map(Forward::hostfwd).collect();
+    eprintln!("x: booting Spindle with its network interface");
+    let mut guest = Guest::boot(&config, context.timeout)?;
+    guest.forwards = forwards.to_vec();
+    let figures = measure_spindle(&mut guest);
+    save_log("bench-net", &guest.full_log());
+    guest.kill();
+    figures
+}
+
+fn measure_spindle(guest: &mut Guest) -> Result<Figures> {
+    guest.wait_for("/ # ", 0, None)?;
+    shell(guest, "spindle ext load udp-echo", "answering UDP port 7")?;
+    let echo = guest.host_port(Protocol::Udp, 7)?;
+    warm_up(echo)?;
+    let udp_kernel_us = netpeer::udp_echo_median_us(echo, &[0x5a; DATAGRAM - 8], ROUND_TRIPS)?;
+    shell(guest, "spindle ext unload udp-echo", "unloaded")?;
+    shell(
+        guest,
+        "/bench/udp_echo 7007 & echo user-echo-started",
+        "user-echo-started",
+    )?;
+    let user = guest.host_port(Protocol::Udp, 7007)?;
+    warm_up(user)?;
+    let udp_user_us = netpeer::udp_echo_median_us(user, &[0x5a; DATAGRAM - 8], ROUND_TRIPS)?;
+    shell(
+        guest,
+        "(while true; do nc -l -p 5001 >/dev/null; done) & echo sink-started",
+        "sink-started",
+    )?;
+    let tcp_mbps = tcp_sink_rate(guest.host_port(Protocol::Tcp, 5001)?)?;
+    shell(
+        guest,
+        "mkdir -p /www && echo 'baseline httpd' > /www/index.html && httpd -p 80 -h /www && echo httpd-started",
+        "httpd-started",
+    )?;
+    let http_rps = http_rate(guest.host_port(Protocol::Tcp, 80)?)?;
+    Ok(Figures {
+        udp_kernel_us: Some(udp_kernel_us),
+        udp_user_us,
+        tcp_mbps,
+        http_rps,
+    })
+}
+
+/// Runs `line` at busybox's prompt and checks it printed `expected`.
+fn shell(guest: &mut Guest, line: &str, expected: &str) -> Result<()> {
+    let start = guest.serial_len();
+    guest.send(&format!("{line}\n"))?;
+    guest.wait_for(
+        expected,
+        start + line.len() + 1,
+        Some(Duration::from_secs(30)),
+    )?;
+    Ok(())
+}
+
+/// A few exchanges first, until the echo answers (ARP, a server still
+/// starting).
+fn warm_up(port: u16) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut answered = 0;
+    while answered < 10 {
+        if netpeer::udp_exchange(port, b"warm-up", Duration::from_millis(500))?.is_some() {
+            answered += 1;
+        } else if Instant::now() > deadline {
+            return Err(format!("no echo on port {port}").into());
+        }
+    }
+    Ok(())
+}
+
+/// 8 MiB to a sink: Mbit/s from connect to the sink's close.
+fn tcp_sink_rate(port: u16) -> Result<f64> {
+    let data = netpeer::pattern(TCP_BYTES);
+    let _ = netpeer::connect_when_up(port, Duration::from_secs(20))?;
+    // The probe connection above was one of the sink's; the loop listens
+    // again.
+    std::thread::sleep(Duration::from_millis(500));
+    let started = Instant::now();
+    let mut stream = netpeer::connect_when_up(port, Duration::from_secs(20))?;
+    stream.set_read_timeout(Some(Duration::from_secs(120)))?;
+    stream.write_all(&data)?;
+    stream.shutdown(Shutdown::Write)?;
+    let mut rest = Vec::new();
+    let _ = stream.read_to_end(&mut rest);
+    let seconds = started.elapsed().as_secs_f64();
+    Ok(TCP_BYTES as f64 * 8.0 / seconds / 1e6)
+}
+
+/// Sequential GETs of `/index.html`, each checked: requests per second.
+fn http_rate(port: u16) -> Result<f64> {
+    let _ = netpeer::connect_when_up(port, Duration::from_secs(20))?;
+    let started = Instant::now();
+    for request in 0..HTTP_REQUESTS {
+        let (status, body) = netpeer::http_get(port, "/index.html", Duration::from_secs(20))?;
+        if !status.contains(" 200") || body != INDEX {
+            return Err(format!("GET {request}: {status}, {} bytes", body.len()).into());
+        }
+    }
+    Ok(HTTP_REQUESTS as f64 / started.elapsed().as_secs_f64())
+}
+
+/// Boots the Linux baseline in serve mode (`serve.sh`) with the same NIC
+/// and forwards, and measures the same.
+fn linux_figures(context: &BenchContext) -> Result<Figures> {
+    let out = crate::bench::build_linux_baseline()?;
+    let forwards = [
+        Forward::pick(Protocol::Udp, 7)?,
+        Forward::pick(Protocol::Tcp, 5001)?,
+        Forward::pick(Protocol::Tcp, 80)?,
+    ];
+    let netdev = format!(
+        "user,id=n0,{}",
+        forwards
+            .iter()
+            .map(|forward| format!("hostfwd={}", forward.hostfwd()))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    eprintln!("x: booting Linux as the peer (serve.sh)");
+    let serve = crate::repo_root().join("../shared/baseline/serve.sh");
+    let mut command = Command::new("bash");
+    command
+        .arg(serve)
+        .args(["-netdev", &netdev, "-device", "virtio-net-pci,netdev=n0"])
+        .env("BASELINE_OUT", &out)
+        .env("BASELINE_ACCEL", context.accel_name())
+        .env("BASELINE_TIMEOUT", "900")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let mut child = command.spawn()?;
+    let figures = measure_linux(&mut child, &forwards);
+    let _ = Command::new("kill")
+        .args(["-TERM", &format!("-{}", child.id())])
+        .status();
+    let _ = child.wait();
+    figures
+}
+
+fn measure_linux(child: &mut Child, forwards: &[Forward]) -> Result<Figures> {
+    let stdout = child.stdout.take().ok_or("no stdout from serve.sh")?;
+    let mut lines = BufReader::new(stdout).lines();
+    loop {
+        match lines.next() {
+            Some(Ok(line)) if line.starts_with("serving") => break,
+            Some(Ok(_)) => continue,
+            _ => return Err("serve.sh ended before its servers ran".into()),
+        }
+    }
+    let echo = netpeer::host_port(forwards, Protocol::Udp, 7)?;
+    warm_up(echo)?;
+    let udp_user_us = netpeer::udp_echo_median_us(echo, &[0x5a; DATAGRAM - 8], ROUND_TRIPS)?;
+    let tcp_mbps = tcp_sink_rate(netpeer::host_port(forwards, Protocol::Tcp, 5001)?)?;
+    let http_rps = http_rate(netpeer::host_port(forwards, Protocol::Tcp, 80)?)?;
+    Ok(Figures {
+        udp_kernel_us: None,
+        udp_user_us,
+        tcp_mbps,
+        http_rps,
+    })
+}

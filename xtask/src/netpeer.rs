@@ -1,0 +1,290 @@
+//! The host side of the network scenarios and benchmarks: ports of the
+//! host's 127.0.0.1 forwarded into a guest (QEMU's user-mode network,
+//! `hostfwd`), and the clients and servers that talk to it from here.
+
+use std::{
+    io::{Read, Write},
+    net::{Shutdown, TcpListener, TcpStream, UdpSocket},
+    thread::{self, JoinHandle},
+    time::{Duration, Instant},
+};
+
+use crate::Result;
+
+/// A transport protocol of a forwarded port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// UDP.
+    Udp,
+    /// TCP.
+    Tcp,
+}
+
+impl Protocol {
+    fn name(self) -> &'static str {
+        match self {
+            Protocol::Udp => "udp",
+            Protocol::Tcp => "tcp",
+        }
+    }
+}
+
+/// A guest port reached from a host port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Forward {
+    /// Its protocol.
+    pub protocol: Protocol,
+    /// The port on the host's 127.0.0.1.
+    pub host_port: u16,
+    /// The port on the guest (10.0.2.15).
+    pub guest_port: u16,
+}
+
+impl Forward {
+    /// A free host port forwarded to `guest_port` (the host port is taken
+    /// from the system and released for QEMU to bind).
+    pub fn pick(protocol: Protocol, guest_port: u16) -> Result<Forward> {
+        let host_port = match protocol {
+            Protocol::Udp => UdpSocket::bind("127.0.0.1:0")?.local_addr()?.port(),
+            Protocol::Tcp => TcpListener::bind("127.0.0.1:0")?.local_addr()?.port(),
+        };
+        Ok(Forward {
+            protocol,
+            host_port,
+            guest_port,
+        })
+    }
+
+    /// QEMU's `hostfwd` value for it.
+    pub fn hostfwd(&self) -> String {
+        format!(
+            "{}:127.0.0.1:{}-:{}",
+            self.protocol.name(),
+            self.host_port,
+            self.guest_port
+        )
+    }
+}
+
+/// The host port forwarded to `guest_port` over `protocol`.
+pub fn host_port(forwards: &[Forward], protocol: Protocol, guest_port: u16) -> Result<u16> {
+    forwards
+        .iter()
+        .find(|forward| forward.protocol == protocol && forward.guest_port == guest_port)
+        .map(|forward| forward.host_port)
+        .ok_or_else(|| {
+            format!(
+                "no {} port forwarded to guest port {guest_port}",
+                protocol.name()
+            )
+            .into()
+        })
+}
+
+/// Sends `payload` to the host's `port` and waits up to `within` for a
+/// datagram back: `Ok(None)` when none came.
+pub fn udp_exchange(port: u16, payload: &[u8], within: Duration) -> Result<Option<Vec<u8>>> {
+    let socket = UdpSocket::bind("127.0.0.1:0")?;
+    socket.connect(("127.0.0.1", port))?;
+    socket.set_read_timeout(Some(within))?;
+    socket.send(payload)?;
+    let mut buffer = vec![0; 65536];
+    match socket.recv(&mut buffer) {
+        Ok(len) => Ok(Some(buffer[..len].to_vec())),
+        Err(error)
+            if matches!(
+                error.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            Ok(None)
+        }
+        // A port-unreachable answer on the host's loopback.
+        Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused => Ok(None),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Round trips of `payload` to an echo behind `port`: the median in
+/// microseconds over `count` exchanges, each checked to come back equal.
+pub fn udp_echo_median_us(port: u16, payload: &[u8], count: usize) -> Result<f64> {
+    let socket = UdpSocket::bind("127.0.0.1:0")?;
+    socket.connect(("127.0.0.1", port))?;
+    socket.set_read_timeout(Some(Duration::from_secs(2)))?;
+    let mut buffer = vec![0; 65536];
+    let mut times = Vec::with_capacity(count);
+    for round in 0..count {
+        let mut message = payload.to_vec();
+        message.extend_from_slice(&(round as u64).to_le_bytes());
+        let started = Instant::now();
+        socket.send(&message)?;
+        let len = socket
+            .recv(&mut buffer)
+            .map_err(|error| format!("no echo for datagram {round}: {error}"))?;
+        let elapsed = started.elapsed();
+        if buffer[..len] != message[..] {
+            return Err(format!("datagram {round} came back changed").into());
+        }
+        times.push(elapsed.as_secs_f64() * 1e6);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
+/// `GET path` over HTTP/1.0 from the host's `port`: status line and body.
+pub fn http_get(port: u16, path: &str, within: Duration) -> Result<(String, Vec<u8>)> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(within))?;
+    stream.write_all(format!("GET {path} HTTP/1.0\r\nHost: spindle\r\n\r\n").as_bytes())?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response)?;
+    let end = response
+        .windows(4)
+        .position(|window| window == b"\r\n\r\n")
+        .ok_or("the response has no end of headers")?;
+    let head = String::from_utf8_lossy(&response[..end]).into_owned();
+    let status = head.lines().next().unwrap_or("").to_string();
+    Ok((status, response[end + 4..].to_vec()))
+}
+
+/// Connects to the host's `port` and sends `data`, then closes the
+/// sending side and waits for the peer to close.
+pub fn tcp_send(port: u16, data: &[u8], within: Duration) -> Result<()> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_write_timeout(Some(within))?;
+    stream.set_read_timeout(Some(within))?;
+    stream.write_all(data)?;
+    stream.shutdown(Shutdown::Write)?;
+    let mut rest = Vec::new();
+    let _ = stream.read_to_end(&mut rest);
+    Ok(())
+}
+
+/// Connects to `port` (retrying while the server is not up yet, until
+/// `within`).
+pub fn connect_when_up(port: u16, within: Duration) -> Result<TcpStream> {
+    let deadline = Instant::now() + within;
+    loop {
+        match TcpStream::connect(("127.0.0.1", port)) {
+            Ok(stream) => return Ok(stream),
+            Err(error) if Instant::now() >= deadline => {
+                return Err(format!("port {port}: {error}").into())
+            }
+            Err(_) => thread::sleep(Duration::from_millis(200)),
+        }
+    }
+}
+
+/// A one-request HTTP server on the host's 127.0.0.1 (the guest reaches
+/// it as 10.0.2.2:`port`), answering `body`.
+pub struct HostHttpServer {
+    /// Its port.
+    pub port: u16,
+    thread: JoinHandle<std::io::Result<()>>,
+}
+
+impl HostHttpServer {
+    /// Starts it.
+    pub fn start(body: Vec<u8>) -> Result<HostHttpServer> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let port = listener.local_addr()?.port();
+        let thread = thread::spawn(move || -> std::io::Result<()> {
+            let (mut stream, _) = listener.accept()?;
+            stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+            let mut request = Vec::new();
+            let mut buffer = [0; 1024];
+            while !request.windows(4).any(|window| window == b"\r\n\r\n") {
+                let len = stream.read(&mut buffer)?;
+                if len == 0 {
+                    break;
+                }
+                request.extend_from_slice(&buffer[..len]);
+            }
+            let head = format!(
+                "HTTP/1.0 200 OK\r\nContent-Length: {}\r\nContent-Type: text/plain\r\n\r\n",
+                body.len()
+            );
+            stream.write_all(head.as_bytes())?;
+            stream.write_all(&body)?;
+            Ok(())
+        });
+        Ok(HostHttpServer { port, thread })
+    }
+
+    /// Waits for it to have served its request.
+    pub fn finish(self) -> Result<()> {
+        match self.thread.join() {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(error)) => Err(format!("the host's HTTP server: {error}").into()),
+            Err(_) => Err("the host's HTTP server panicked".into()),
+        }
+    }
+}
+
+/// `count` deterministic pseudo-random bytes (the same on every run), for
+/// transfers checked end to end.
+pub fn pattern(count: usize) -> Vec<u8> {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    (0..count)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 24) as u8
+        })
+        .collect()
+}
+
+/// The MD5 of `data` in hex, from the host's `md5sum` (coreutils).
+pub fn md5_hex(data: &[u8]) -> Result<String> {
+    let mut child = std::process::Command::new("md5sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|error| format!("cannot run md5sum: {error}"))?;
+    child
+        .stdin
+        .take()
+        .ok_or("no stdin for md5sum")?
+        .write_all(data)?;
+    let output = child.wait_with_output()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    Ok(text.split_whitespace().next().unwrap_or("").to_string())
+}
+
+/// A UDP server on the host's 127.0.0.1 (the guest reaches it as
+/// 10.0.2.2:`port`) that answers every datagram with `prefix` and the
+/// datagram, until dropped.
+pub struct HostUdpResponder {
+    /// Its port.
+    pub port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl HostUdpResponder {
+    /// Starts it.
+    pub fn start(prefix: &'static [u8]) -> Result<HostUdpResponder> {
+        let socket = UdpSocket::bind("127.0.0.1:0")?;
+        let port = socket.local_addr()?.port();
+        socket.set_read_timeout(Some(Duration::from_millis(100)))?;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        thread::spawn(move || {
+            let mut buffer = vec![0; 65536];
+            while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok((len, from)) = socket.recv_from(&mut buffer) {
+                    let mut answer = prefix.to_vec();
+                    answer.extend_from_slice(&buffer[..len]);
+                    let _ = socket.send_to(&answer, from);
+                }
+            }
+        });
+        Ok(HostUdpResponder { port, stop })
+    }
+}
+
+impl Drop for HostUdpResponder {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
