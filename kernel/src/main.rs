@@ -33,6 +33,7 @@ mod elf;
 mod exceptions;
 mod extensions;
 mod file_memory;
+mod http_server;
 mod fuzz;
 mod itimer;
 mod ktests;

@@ -61,6 +61,11 @@ const COMMANDS: &[Command] = &[
         run: domains,
     },
     Command {
+        name: "http",
+        help: "the in-kernel HTTP server: http (report) | http start [PORT] [ROOT] | http stop",
+        run: http,
+    },
+    Command {
         name: "net",
         help: "the network interface: net (address and counters) | net forward PORT ADDRESS:PORT | net unforward PORT",
         run: net,
@@ -412,6 +417,37 @@ fn net(arguments: &str) {
         if value != 0 {
             console::write_fmt(format_args!("  {name}: {value}\n"));
         }
+    }
+}
+
+fn http(arguments: &str) {
+    let words: alloc::vec::Vec<&str> = arguments.split_whitespace().collect();
+    match words.as_slice() {
+        [] => console::write_fmt(format_args!("{}\n", crate::http_server::report())),
+        ["start", rest @ ..] if rest.len() <= 2 => {
+            let port = match rest.first().map(|port| port.parse::<u16>()) {
+                None => 80,
+                Some(Ok(port)) => port,
+                Some(Err(_)) => {
+                    console::write_str("error: the port is not a number\n");
+                    return;
+                }
+            };
+            let root = rest.get(1).copied().unwrap_or("/www");
+            match crate::http_server::start(port, root) {
+                Ok(()) => console::write_fmt(format_args!(
+                    "serving {root} over HTTP on port {port}\n"
+                )),
+                Err(error) => console::write_fmt(format_args!("error: {error}\n")),
+            }
+        }
+        ["stop"] => match crate::http_server::stop() {
+            Ok(requests) => console::write_fmt(format_args!(
+                "the HTTP server stopped after {requests} requests\n"
+            )),
+            Err(error) => console::write_fmt(format_args!("error: {error}\n")),
+        },
+        _ => console::write_str("usage: http | http start [PORT] [ROOT] | http stop\n"),
     }
 }
 

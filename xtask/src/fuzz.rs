@@ -53,6 +53,29 @@ pub struct Cases {
 /// Runs the host fuzzer over `cases` in `jobs` processes (each a slice of
 /// the range), stopping after `seconds` if given; returns whether every
 /// case passed.
+/// `./x fuzz --net`: `frames` random and mutated Ethernet frames through
+/// the protocol graph's receive path (`services/net`, the code the kernel
+/// runs on each received frame), on the host, from `seed`. The short run
+/// is part of `./x test` (20,000 frames on the host, 3,000 into the live
+/// graph in QEMU).
+pub fn run_net(frames: u64, seed: u64) -> Result<bool> {
+    eprintln!("x: fuzzing the network receive path with {frames} frames (seed {seed:#x})");
+    let status = cargo("target")
+        .args([
+            "test",
+            "--release",
+            "-p",
+            "net",
+            "random_frames_never_panic",
+            "--",
+            "--nocapture",
+        ])
+        .env("SPINDLE_NET_FRAMES", frames.to_string())
+        .env("SPINDLE_NET_SEED", seed.to_string())
+        .status()?;
+    Ok(status.success())
+}
+
 pub fn run_host(cases: Cases, jobs: u64, seconds: Option<u64>) -> Result<bool> {
     let arguments = [
         "test",

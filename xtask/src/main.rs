@@ -131,6 +131,9 @@ commands! {
     ///   --processes N     how many (default 64, four at a time), seeds
     ///                     from --seed (default 1), and
     ///   --calls N         calls each (default 5000)
+    ///   --net             instead: random and mutated Ethernet frames
+    ///                     through the network receive path (services/net)
+    ///   --frames N        how many (default 1000000), from --seed
     ///
     /// A case is named by its seed and number, the same on both sides. A
     /// failing case prints them and its module is saved in target/fuzz/;
@@ -497,6 +500,8 @@ fn fuzz_command(mut args: Args) -> Result<ExitCode> {
     let seed = number(args.value("--seed")?, "--seed")?.unwrap_or(fuzz::DEFAULT_SEED);
     let first = number(args.value("--first")?, "--first")?.unwrap_or(0);
     let is_syscalls = args.flag("--syscalls");
+    let is_net = args.flag("--net");
+    let frames = number(args.value("--frames")?, "--frames")?.unwrap_or(1_000_000);
     let processes = number(args.value("--processes")?, "--processes")?.unwrap_or(64);
     let calls = number(args.value("--calls")?, "--calls")?.unwrap_or(5000);
     let jobs = match number(args.value("--jobs")?, "--jobs")? {
@@ -504,6 +509,14 @@ fn fuzz_command(mut args: Args) -> Result<ExitCode> {
         None => std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
     };
     args.finish()?;
+    if is_net {
+        let is_success = fuzz::run_net(frames, seed)?;
+        println!(
+            "fuzz: {}",
+            if is_success { "no frame panicked the receive path" } else { "FAILED" }
+        );
+        return Ok(if is_success { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+    }
     if is_syscalls {
         let seed = if seed == fuzz::DEFAULT_SEED { 1 } else { seed };
         let kernel = toolchain::build_kernel(profile)?;

@@ -10,8 +10,10 @@
 //!   (`../shared/baseline/serve.sh`);
 //! - `net.tcp_mbps.*`: 8 MiB sent from the host to a busybox `nc` sink,
 //!   connect to the sink's close, in Mbit/s;
-//! - `net.http_rps.*`: sequential HTTP/1.0 GETs of a 15-byte file from
-//!   busybox `httpd`, a connection each, per second.
+//! - `net.http_rps.*`: sequential HTTP/1.0 GETs of a 15-byte file, a
+//!   connection each, per second: Spindle's in-kernel server
+//!   (`spindle http start`) against busybox `httpd` on Linux (and busybox
+//!   `httpd` on Spindle, `net.http_rps.spindle_busybox`).
 //!
 //! Each figure is a median (round trips) or a rate over the whole run,
 //! every answer checked.
@@ -47,7 +49,10 @@ struct Figures {
     udp_kernel_us: Option<f64>,
     udp_user_us: f64,
     tcp_mbps: f64,
+    /// The in-kernel server on Spindle, busybox `httpd` on Linux.
     http_rps: f64,
+    /// busybox `httpd` on Spindle.
+    busybox_rps: Option<f64>,
 }
 
 /// The suite.
@@ -64,6 +69,11 @@ pub fn net(context: &mut BenchContext) -> Result<()> {
         ("tcp_mbps.spindle", spindle.tcp_mbps, "Mbit/s"),
         ("tcp_mbps.linux", linux.tcp_mbps, "Mbit/s"),
         ("http_rps.spindle", spindle.http_rps, "req/s"),
+        (
+            "http_rps.spindle_busybox",
+            spindle.busybox_rps.unwrap_or(f64::NAN),
+            "req/s",
+        ),
         ("http_rps.linux", linux.http_rps, "req/s"),
     ];
     for (name, value, unit) in lines {
@@ -134,6 +144,7 @@ fn spindle_figures(context: &mut BenchContext) -> Result<Figures> {
         Forward::pick(Protocol::Udp, 7007)?,
         Forward::pick(Protocol::Tcp, 5001)?,
         Forward::pick(Protocol::Tcp, 80)?,
+        Forward::pick(Protocol::Tcp, 8080)?,
     ];
     config.forwards = forwards.iter().map(Forward::hostfwd).collect();
     eprintln!("x: booting Spindle with its network interface");
@@ -142,6 +153,15 @@ fn spindle_figures(context: &mut BenchContext) -> Result<Figures> {
     let figures = measure_spindle(&mut guest);
     save_log("bench-net", &guest.full_log());
     guest.kill();
+    if let Ok(figures) = &figures {
+        eprintln!(
+            "x: Spindle: udp rtt {:.1} us (kernel echo), {:.1} us (user echo), tcp {:.1} Mbit/s, http {:.1} req/s",
+            figures.udp_kernel_us.unwrap_or(f64::NAN),
+            figures.udp_user_us,
+            figures.tcp_mbps,
+            figures.http_rps
+        );
+    }
     figures
 }
 
@@ -168,15 +188,22 @@ fn measure_spindle(guest: &mut Guest) -> Result<Figures> {
     let tcp_mbps = tcp_sink_rate(guest.host_port(Protocol::Tcp, 5001)?)?;
     shell(
         guest,
-        "mkdir -p /www && echo 'baseline httpd' > /www/index.html && httpd -p 80 -h /www && echo httpd-started",
-        "httpd-started",
+        "mkdir -p /www && echo 'baseline httpd' > /www/index.html && spindle http start 80 /www",
+        "serving /www over HTTP on port 80",
     )?;
     let http_rps = http_rate(guest.host_port(Protocol::Tcp, 80)?)?;
+    shell(
+        guest,
+        "httpd -p 8080 -h /www && echo httpd-started",
+        "httpd-started",
+    )?;
+    let busybox_rps = http_rate(guest.host_port(Protocol::Tcp, 8080)?)?;
     Ok(Figures {
         udp_kernel_us: Some(udp_kernel_us),
         udp_user_us,
         tcp_mbps,
         http_rps,
+        busybox_rps: Some(busybox_rps),
     })
 }
 
@@ -269,6 +296,11 @@ fn linux_figures(context: &BenchContext) -> Result<Figures> {
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
     let mut child = command.spawn()?;
     let figures = measure_linux(&mut child, &forwards);
+    // serve.sh runs QEMU under `timeout`, in a process group of its own:
+    // end that QEMU (by its kernel's path), then the script's group.
+    let _ = Command::new("pkill")
+        .args(["-TERM", "-f", &format!("{}/vmlinu", out.display())])
+        .status();
     let _ = Command::new("kill")
         .args(["-TERM", &format!("-{}", child.id())])
         .status();
@@ -296,5 +328,6 @@ fn measure_linux(child: &mut Child, forwards: &[Forward]) -> Result<Figures> {
         udp_user_us,
         tcp_mbps,
         http_rps,
+        busybox_rps: None,
     })
 }

@@ -15,7 +15,52 @@ pub const TESTS: &[KernelTest] = &[
         name: "hostile_frames_are_counted_and_dropped_and_ping_is_still_answered",
         run: hostile_frames,
     },
+    KernelTest {
+        name: "busybox_wget_fetches_files_from_the_in_kernel_http_server_over_loopback",
+        run: in_kernel_http_server,
+    },
 ];
+
+/// What [`in_kernel_http_server`] runs: busybox itself (2 MB, a boot
+/// archive file sent from where the kernel keeps it), a file written to
+/// /tmp (read, then cached), the same again (from the cache), a missing
+/// file (404) and a path out of the tree (refused).
+const HTTP_SCRIPT: &str = "mkdir -p /tmp/kwww && echo 'from the kernel' > /tmp/kwww/page.txt\n\
+    wget -q -O /tmp/bb.got http://127.0.0.1:8088/bin/busybox && cmp /bin/busybox /tmp/bb.got && echo busybox intact\n\
+    wget -q -O - http://127.0.0.1:8088/tmp/kwww/page.txt\n\
+    wget -q -O - http://127.0.0.1:8088/tmp/kwww/page.txt\n\
+    wget -q -O - http://127.0.0.1:8088/tmp/kwww/missing 2>/dev/null || echo missing refused\n\
+    wget -q -O - http://127.0.0.1:8088/../etc 2>/dev/null || echo escape refused\n\
+    rm -r /tmp/kwww /tmp/bb.got\n";
+
+/// The in-kernel HTTP server over loopback, fetched by busybox `wget`.
+fn in_kernel_http_server() -> TestResult {
+    crate::http_server::start(8088, "/")?;
+    let (_, mark) = crate::user::recent_console_output(u64::MAX);
+    let end = crate::user::spawn_path(
+        "sh",
+        b"/bin/busybox",
+        &[b"sh", b"-c", HTTP_SCRIPT.as_bytes()],
+        &[],
+    )?
+    .join();
+    let report = crate::http_server::report();
+    let requests = crate::http_server::stop()?;
+    let (output, _) = crate::user::recent_console_output(mark);
+    let output = alloc::string::String::from_utf8_lossy(&output);
+    let expected =
+        "busybox intact\nfrom the kernel\nfrom the kernel\nmissing refused\nescape refused\n";
+    ensure!(
+        end == crate::user::UserExit::Exited(0) && output == expected,
+        "the script {end}; it printed:\n{output}\ninstead of:\n{expected}"
+    );
+    ensure!(requests == 5, "the server answered {requests} requests, not 5");
+    ensure!(
+        report.contains("cache 1 hits"),
+        "the second fetch of page.txt did not come from the cache: {report}"
+    );
+    Ok(())
+}
 
 fn interface_is_up() -> TestResult {
     let network = crate::network::network().ok_or("no network interface came up")?;

@@ -58,7 +58,7 @@ pub use fdtable::{FdTable, MAX_DESCRIPTORS};
 pub use info::{RELEASE, VERSION};
 pub use mapping::MapSource;
 pub use pipe::set_interrupted_check;
-pub use socket::wake_network_waiters;
+pub use socket::{wait_for_the_network, wake_network_waiters};
 pub use signal::{
     current_thread, set_current_thread, signals_may_be_pending, Disposition, SignalInfo, SignalState,
     Source,

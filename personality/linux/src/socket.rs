@@ -97,7 +97,7 @@ static NETWORK_WAITERS: spin::Mutex<alloc::vec::Vec<sched::ThreadId>> =
 /// traffic is made by running threads), then the caller sleeps a
 /// millisecond at most, woken as soon as the interface delivers packets
 /// (so a server's latency is the interrupt's, not the sleep's).
-fn wait_for_the_network(round: &mut u32) -> Result<(), Errno> {
+pub fn wait_for_the_network(round: &mut u32) -> Result<(), Errno> {
     if *round < crate::pipe::YIELDING_ROUNDS {
         return wait_a_little(round);
     }

@@ -283,10 +283,20 @@ fn malformed_frames_are_counted_and_dropped() {
 }
 
 /// Random and mutated frames: no panic, every frame counted somewhere.
+/// `SPINDLE_NET_FRAMES` and `SPINDLE_NET_SEED` make it longer (`./x fuzz
+/// --net`).
 #[test]
 fn random_frames_never_panic() {
     let (network, _link) = network();
-    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let frames: u32 = std::env::var("SPINDLE_NET_FRAMES")
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(20_000);
+    let seed: u64 = std::env::var("SPINDLE_NET_SEED")
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(0x2545_f491_4f6c_dd1d);
+    let mut state = seed | 1;
     let mut next = move || {
         state ^= state << 13;
         state ^= state >> 7;
@@ -298,7 +308,7 @@ fn random_frames_never_panic() {
         ip(IpProtocol::Icmp, &[8, 0, 0, 0]),
         arp_reply_from_peer(),
     ];
-    for round in 0..20_000u32 {
+    for round in 0..frames {
         let mut frame = if round % 4 == 0 {
             (0..(next() % 200) as usize).map(|_| next() as u8).collect()
         } else {
@@ -316,7 +326,14 @@ fn random_frames_never_panic() {
         }
         receive(network, frame);
     }
-    assert_eq!(network.stats().frames_received, 20_000);
+    let stats = network.stats();
+    assert_eq!(stats.frames_received, u64::from(frames));
+    std::println!(
+        "{frames} frames: {} malformed, {} for other hosts, {} echo answers",
+        stats.malformed_total(),
+        stats.not_for_us,
+        stats.echo_answered
+    );
 }
 
 /// The forwarder relays a client's datagram to the target through the

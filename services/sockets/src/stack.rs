@@ -125,9 +125,11 @@ impl Stack {
     }
 
     /// An IP packet from the network interface (one the protocol graph
-    /// hands to the sockets): delivered at once.
+    /// hands to the sockets): queued for the next [`Stack::poll`] (the
+    /// interface's thread polls once after a batch of frames, rather than
+    /// twice per packet).
     pub fn receive(&self, packet: &[u8]) {
-        self.with(|inner| inner.device.push_inbound(packet));
+        self.inner.lock().device.push_inbound(packet);
     }
 
     /// Packets the stack's device dropped (queues full, no route).

@@ -247,6 +247,7 @@ fn datagrams_to_remote_hosts_go_through_the_attached_interface() {
     let checksum = ip_checksum(&answer[..20]);
     answer[10..12].copy_from_slice(&checksum.to_be_bytes());
     stack.receive(&answer);
+    stack.poll();
     let mut buffer = [0; 16];
     let (len, _, from) = until_ready(|| socket.receive(&mut buffer, false)).unwrap();
     assert_eq!(&buffer[..len], b"hello");
