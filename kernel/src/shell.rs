@@ -435,9 +435,9 @@ fn http(arguments: &str) {
             };
             let root = rest.get(1).copied().unwrap_or("/www");
             match crate::http_server::start(port, root) {
-                Ok(()) => console::write_fmt(format_args!(
-                    "serving {root} over HTTP on port {port}\n"
-                )),
+                Ok(()) => {
+                    console::write_fmt(format_args!("serving {root} over HTTP on port {port}\n"))
+                }
                 Err(error) => console::write_fmt(format_args!("error: {error}\n")),
             }
         }

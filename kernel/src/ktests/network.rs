@@ -54,7 +54,10 @@ fn in_kernel_http_server() -> TestResult {
         end == crate::user::UserExit::Exited(0) && output == expected,
         "the script {end}; it printed:\n{output}\ninstead of:\n{expected}"
     );
-    ensure!(requests == 5, "the server answered {requests} requests, not 5");
+    ensure!(
+        requests == 5,
+        "the server answered {requests} requests, not 5"
+    );
     ensure!(
         report.contains("cache 1 hits"),
         "the second fetch of page.txt did not come from the cache: {report}"

@@ -103,15 +103,9 @@ impl Stack {
     ) {
         let mut inner = self.inner.lock();
         inner.iface.update_ip_addrs(|addresses| {
-            let _ = addresses.push(IpCidr::new(
-                IpAddress::Ipv4(address),
-                prefix,
-            ));
+            let _ = addresses.push(IpCidr::new(IpAddress::Ipv4(address), prefix));
         });
-        let _ = inner
-            .iface
-            .routes_mut()
-            .add_default_ipv4_route(gateway);
+        let _ = inner.iface.routes_mut().add_default_ipv4_route(gateway);
         inner.device.attach(address, output);
         self.interface.store(u32::from(address), Ordering::Release);
     }
