@@ -288,3 +288,143 @@ impl Drop for HostUdpResponder {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
+
+/// The harness's end of a NIC on a raw link (`-netdev socket,udp=`): every
+/// Ethernet frame the guest sends arrives here as one UDP datagram, and
+/// every datagram sent to `qemu_port` enters the guest as one frame. The
+/// harness plays the host 10.0.2.2 ([`PEER_MAC`]).
+pub struct RawLink {
+    socket: UdpSocket,
+    /// QEMU's port on 127.0.0.1.
+    pub qemu_port: u16,
+}
+
+/// The guest's MAC address (QEMU's default for the first NIC).
+pub const GUEST_MAC: [u8; 6] = [0x52, 0x54, 0x00, 0x12, 0x34, 0x56];
+/// The MAC address the harness uses on a raw link.
+pub const PEER_MAC: [u8; 6] = [0x52, 0x54, 0x00, 0xaa, 0xbb, 0xcc];
+/// The guest's address.
+pub const GUEST_IP: [u8; 4] = [10, 0, 2, 15];
+/// The harness's address on a raw link.
+pub const PEER_IP: [u8; 4] = [10, 0, 2, 2];
+
+impl RawLink {
+    /// Binds the harness's end and picks a free port for QEMU's.
+    pub fn open() -> Result<RawLink> {
+        let socket = UdpSocket::bind("127.0.0.1:0")?;
+        let qemu_port = UdpSocket::bind("127.0.0.1:0")?.local_addr()?.port();
+        Ok(RawLink { socket, qemu_port })
+    }
+
+    /// The harness's port.
+    pub fn our_port(&self) -> Result<u16> {
+        Ok(self.socket.local_addr()?.port())
+    }
+
+    /// Sends one frame to the guest.
+    pub fn send(&self, frame: &[u8]) -> Result<()> {
+        self.socket.send_to(frame, ("127.0.0.1", self.qemu_port))?;
+        Ok(())
+    }
+
+    /// The next frame from the guest that `wanted` accepts, within
+    /// `within` (others are skipped).
+    pub fn receive_matching(
+        &self,
+        within: Duration,
+        wanted: impl Fn(&[u8]) -> bool,
+    ) -> Result<Option<Vec<u8>>> {
+        let deadline = Instant::now() + within;
+        let mut buffer = vec![0; 65536];
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            self.socket.set_read_timeout(Some(left))?;
+            match self.socket.recv(&mut buffer) {
+                Ok(len) if wanted(&buffer[..len]) => return Ok(Some(buffer[..len].to_vec())),
+                Ok(_) => continue,
+                Err(error)
+                    if matches!(
+                        error.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Ok(None)
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+}
+
+/// The Internet checksum (RFC 1071) of `bytes`.
+pub fn internet_checksum(bytes: &[u8]) -> u16 {
+    let mut sum: u32 = bytes
+        .chunks(2)
+        .map(|pair| u32::from(u16::from_be_bytes([pair[0], *pair.get(1).unwrap_or(&0)])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// An Ethernet frame from the harness to the guest.
+pub fn ethernet_frame(ethertype: u16, payload: &[u8]) -> Vec<u8> {
+    let mut frame = Vec::with_capacity(14 + payload.len());
+    frame.extend_from_slice(&GUEST_MAC);
+    frame.extend_from_slice(&PEER_MAC);
+    frame.extend_from_slice(&ethertype.to_be_bytes());
+    frame.extend_from_slice(payload);
+    frame
+}
+
+/// An ARP request from the harness: who has `target`?
+pub fn arp_request(target: [u8; 4]) -> Vec<u8> {
+    let mut arp = vec![0, 1, 8, 0, 6, 4, 0, 1];
+    arp.extend_from_slice(&PEER_MAC);
+    arp.extend_from_slice(&PEER_IP);
+    arp.extend_from_slice(&[0; 6]);
+    arp.extend_from_slice(&target);
+    let mut frame = ethernet_frame(0x0806, &arp);
+    frame[..6].copy_from_slice(&[0xff; 6]);
+    frame
+}
+
+/// An IPv4 packet from the harness to the guest in a frame.
+pub fn ipv4_frame(protocol: u8, payload: &[u8]) -> Vec<u8> {
+    let mut header = vec![0x45, 0];
+    header.extend_from_slice(&((20 + payload.len()) as u16).to_be_bytes());
+    header.extend_from_slice(&[0, 1, 0, 0, 64, protocol, 0, 0]);
+    header.extend_from_slice(&PEER_IP);
+    header.extend_from_slice(&GUEST_IP);
+    let checksum = internet_checksum(&header);
+    header[10..12].copy_from_slice(&checksum.to_be_bytes());
+    header.extend_from_slice(payload);
+    ethernet_frame(0x0800, &header)
+}
+
+/// An ICMP echo request with `identifier`, `sequence` and `data`.
+pub fn echo_request(identifier: u16, sequence: u16, data: &[u8]) -> Vec<u8> {
+    let mut message = vec![8, 0, 0, 0];
+    message.extend_from_slice(&identifier.to_be_bytes());
+    message.extend_from_slice(&sequence.to_be_bytes());
+    message.extend_from_slice(data);
+    let checksum = internet_checksum(&message);
+    message[2..4].copy_from_slice(&checksum.to_be_bytes());
+    ipv4_frame(1, &message)
+}
+
+/// A UDP datagram from the harness's `source_port` to the guest's
+/// `destination_port` (checksum 0: none).
+pub fn udp_frame(source_port: u16, destination_port: u16, data: &[u8]) -> Vec<u8> {
+    let mut datagram = Vec::new();
+    datagram.extend_from_slice(&source_port.to_be_bytes());
+    datagram.extend_from_slice(&destination_port.to_be_bytes());
+    datagram.extend_from_slice(&((8 + data.len()) as u16).to_be_bytes());
+    datagram.extend_from_slice(&[0, 0]);
+    datagram.extend_from_slice(data);
+    ipv4_frame(17, &datagram)
+}

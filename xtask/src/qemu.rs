@@ -91,6 +91,9 @@ pub struct BootConfig {
     /// Ports of the host's 127.0.0.1 forwarded to the guest's network
     /// interface, as QEMU's `hostfwd` values (`udp:127.0.0.1:7007-:7`).
     pub forwards: Vec<String>,
+    /// The NIC on a raw link instead: QEMU's port and the harness's, on
+    /// 127.0.0.1 (`-netdev socket,udp=...`).
+    pub raw_link: Option<(u16, u16)>,
 }
 
 impl BootConfig {
@@ -103,6 +106,7 @@ impl BootConfig {
             accel,
             is_icount: false,
             forwards: Vec::new(),
+            raw_link: None,
         }
     }
 }
@@ -143,11 +147,20 @@ pub fn qemu_args(config: &BootConfig) -> Vec<String> {
     // The network interface: virtio-net on QEMU's user-mode network
     // (10.0.2.15 behind the router 10.0.2.2), replacing the machine's
     // default NIC.
-    let mut netdev = String::from("user,id=net0");
-    for forward in &config.forwards {
-        netdev.push_str(",hostfwd=");
-        netdev.push_str(forward);
-    }
+    let netdev = match config.raw_link {
+        // Frames as UDP datagrams to and from the harness (the other host).
+        Some((qemu_port, our_port)) => format!(
+            "socket,id=net0,udp=127.0.0.1:{our_port},localaddr=127.0.0.1:{qemu_port}"
+        ),
+        None => {
+            let mut netdev = String::from("user,id=net0");
+            for forward in &config.forwards {
+                netdev.push_str(",hostfwd=");
+                netdev.push_str(forward);
+            }
+            netdev
+        }
+    };
     args.extend([
         "-netdev".to_string(),
         netdev,
@@ -316,6 +329,8 @@ pub struct Guest {
     exit: Option<GuestExit>,
     /// Ports of the host forwarded into the guest (`BootConfig::forwards`).
     pub forwards: Vec<crate::netpeer::Forward>,
+    /// The other end of the NIC's raw link (`BootConfig::raw_link`).
+    pub raw_link: Option<crate::netpeer::RawLink>,
 }
 
 impl Guest {
@@ -346,6 +361,7 @@ impl Guest {
             timeout,
             exit: None,
             forwards: Vec::new(),
+            raw_link: None,
         })
     }
 

@@ -31,7 +31,8 @@ use crate::{
 
 /// Commands the shell's `help` must list.
 pub const SHELL_COMMANDS: &[&str] = &[
-    "help", "mem", "threads", "uptime", "ext", "run", "events", "domains", "http", "net", "trace", "halt",
+    "help", "mem", "threads", "uptime", "ext", "run", "events", "domains", "http", "net", "trace",
+    "halt",
 ];
 
 /// How soon after `halt` QEMU must have exited.
@@ -56,6 +57,10 @@ pub struct Scenario {
     /// Guest ports reached from the host (each from a free host port; the
     /// check finds it with [`Guest::host_port`]).
     pub forwards: &'static [(Protocol, u16)],
+    /// The NIC on a raw link instead of QEMU's user network: its frames
+    /// travel as UDP datagrams between QEMU and the harness, which plays
+    /// the other host ([`Guest::raw_link`]).
+    pub raw_link: bool,
 }
 
 /// Which boot archive a scenario boots with.
@@ -85,6 +90,7 @@ pub const SCENARIOS: &[Scenario] = &[
         check: kernel_tests_pass,
         archive: Archive::Boot,
         forwards: &[],
+        raw_link: false,
     },
     Scenario {
         name: "run_boots_into_busybox_sh_with_the_kernel_shell_reachable",
@@ -92,6 +98,7 @@ pub const SCENARIOS: &[Scenario] = &[
         check: run_boots_into_busybox_sh,
         archive: Archive::Boot,
         forwards: &[],
+        raw_link: false,
     },
     Scenario {
         name: "bash_static_starts_interactively_from_busybox_sh",
@@ -99,6 +106,7 @@ pub const SCENARIOS: &[Scenario] = &[
         check: bash_starts_interactively,
         archive: Archive::Boot,
         forwards: &[],
+        raw_link: false,
     },
     Scenario {
         name: "ctrl_c_and_ctrl_z_reach_the_foreground_job_of_busybox_sh",
@@ -106,6 +114,7 @@ pub const SCENARIOS: &[Scenario] = &[
         check: ctrl_c_and_ctrl_z_reach_the_foreground_job,
         archive: Archive::Boot,
         forwards: &[],
+        raw_link: false,
     },
     Scenario {
         name: "every_baseline_program_runs_unmodified_and_prints_its_figures",
@@ -113,6 +122,7 @@ pub const SCENARIOS: &[Scenario] = &[
         check: every_baseline_program_runs,
         archive: Archive::Baseline,
         forwards: &[],
+        raw_link: false,
     },
     Scenario {
         name: "the_network_interface_serves_udp_echo_tcp_and_http_both_ways",
@@ -126,6 +136,15 @@ pub const SCENARIOS: &[Scenario] = &[
             (Protocol::Tcp, 8080),
             (Protocol::Tcp, 9000),
         ],
+        raw_link: false,
+    },
+    Scenario {
+        name: "frames_from_a_raw_peer_are_answered_and_hostile_ones_dropped",
+        mode: "linux",
+        check: raw_peer_frames,
+        archive: Archive::Boot,
+        forwards: &[],
+        raw_link: true,
     },
     Scenario {
         name: "shell_help_lists_every_command",
@@ -133,6 +152,7 @@ pub const SCENARIOS: &[Scenario] = &[
         check: shell_help_lists_every_command,
         archive: Archive::Boot,
         forwards: &[],
+        raw_link: false,
     },
     Scenario {
         name: "shell_mem_reports_frames_and_heap",
@@ -140,6 +160,7 @@ pub const SCENARIOS: &[Scenario] = &[
         check: shell_mem_reports_frames_and_heap,
         archive: Archive::Boot,
         forwards: &[],
+        raw_link: false,
     },
     Scenario {
         name: "shell_threads_lists_idle_and_shell",
@@ -147,6 +168,7 @@ pub const SCENARIOS: &[Scenario] = &[
         check: shell_threads_lists_idle_and_shell,
         archive: Archive::Boot,
         forwards: &[],
+        raw_link: false,
     },
     Scenario {
         name: "shell_uptime_advances",
@@ -154,6 +176,7 @@ pub const SCENARIOS: &[Scenario] = &[
         check: shell_uptime_advances,
         archive: Archive::Boot,
         forwards: &[],
+        raw_link: false,
     },
     Scenario {
         name: "shell_unknown_command_is_reported",
@@ -161,6 +184,7 @@ pub const SCENARIOS: &[Scenario] = &[
         check: shell_unknown_command_is_reported,
         archive: Archive::Boot,
         forwards: &[],
+        raw_link: false,
     },
     Scenario {
         name: "shell_halt_exits_qemu_with_success",
@@ -168,6 +192,7 @@ pub const SCENARIOS: &[Scenario] = &[
         check: shell_halt_exits_qemu_with_success,
         archive: Archive::Boot,
         forwards: &[],
+        raw_link: false,
     },
     Scenario {
         name: "shell_ext_load_hello_logs_and_unloads",
@@ -175,6 +200,7 @@ pub const SCENARIOS: &[Scenario] = &[
         check: shell_ext_load_hello_logs_and_unloads,
         archive: Archive::Boot,
         forwards: &[],
+        raw_link: false,
     },
     Scenario {
         name: "shell_survives_runaway_and_faulting_extensions",
@@ -182,6 +208,7 @@ pub const SCENARIOS: &[Scenario] = &[
         check: shell_survives_runaway_and_faulting_extensions,
         archive: Archive::Boot,
         forwards: &[],
+        raw_link: false,
     },
     Scenario {
         name: "shell_regression_modules_are_contained",
@@ -189,6 +216,7 @@ pub const SCENARIOS: &[Scenario] = &[
         check: shell_regression_modules_are_contained,
         archive: Archive::Boot,
         forwards: &[],
+        raw_link: false,
     },
     Scenario {
         name: "shell_runs_user_programs",
@@ -196,6 +224,7 @@ pub const SCENARIOS: &[Scenario] = &[
         check: shell_runs_user_programs,
         archive: Archive::Boot,
         forwards: &[],
+        raw_link: false,
     },
     Scenario {
         name: "kernel_fuzz_cases_are_refused_or_contained",
@@ -203,6 +232,7 @@ pub const SCENARIOS: &[Scenario] = &[
         check: kernel_fuzz_cases_are_refused_or_contained,
         archive: Archive::KernelFuzz,
         forwards: &[],
+        raw_link: false,
     },
     Scenario {
         name: "boot_page_fault_is_reported_and_fails",
@@ -210,6 +240,7 @@ pub const SCENARIOS: &[Scenario] = &[
         check: boot_page_fault_is_reported_and_fails,
         archive: Archive::Boot,
         forwards: &[],
+        raw_link: false,
     },
     Scenario {
         name: "kernel_stack_overflow_is_a_reported_double_fault",
@@ -217,6 +248,7 @@ pub const SCENARIOS: &[Scenario] = &[
         check: kernel_stack_overflow_is_a_reported_double_fault,
         archive: Archive::Boot,
         forwards: &[],
+        raw_link: false,
     },
     Scenario {
         name: "boot_stack_overflow_is_a_reported_double_fault",
@@ -224,6 +256,7 @@ pub const SCENARIOS: &[Scenario] = &[
         check: kernel_stack_overflow_is_a_reported_double_fault,
         archive: Archive::Boot,
         forwards: &[],
+        raw_link: false,
     },
 ];
 
@@ -260,11 +293,19 @@ pub fn run_scenario(scenario: &Scenario, options: &ScenarioOptions) -> bool {
     let prepared = prepared.and_then(|()| {
         let forwards = forwards?;
         config.forwards = forwards.iter().map(Forward::hostfwd).collect();
-        Ok(forwards)
+        let link = if scenario.raw_link {
+            let link = netpeer::RawLink::open()?;
+            config.raw_link = Some((link.qemu_port, link.our_port()?));
+            Some(link)
+        } else {
+            None
+        };
+        Ok((forwards, link))
     });
-    let booted = prepared.and_then(|forwards| {
+    let booted = prepared.and_then(|(forwards, link)| {
         let mut guest = Guest::boot(&config, timeout)?;
         guest.forwards = forwards;
+        guest.raw_link = link;
         Ok(guest)
     });
     let (outcome, log) = match booted {
@@ -678,6 +719,116 @@ fn network_serves_udp_echo_tcp_and_http(guest: &mut Guest) -> Result<()> {
     )?;
     let counters = sh(guest, "spindle net", None)?;
     expect_in("spindle net", &counters, "device: receive interrupts")
+}
+
+/// The NIC on a raw link whose other end is the harness: an ARP request
+/// for the guest's address is answered; ICMP echo requests (ping) are
+/// answered with the same identifier, sequence and data and valid
+/// checksums; the Wasm UDP echo answers a datagram; then 2,000 hostile
+/// frames (random bytes, truncations, bit flips in good frames) go in
+/// through the device, and the guest still answers ping and counts them
+/// as malformed.
+fn raw_peer_frames(guest: &mut Guest) -> Result<()> {
+    guest.wait_for("/ # ", 0, None)?;
+    let loaded = sh(guest, "spindle ext load udp-echo", None)?;
+    expect_in("spindle ext load udp-echo", &loaded, "answering UDP port 7")?;
+    let link = guest
+        .raw_link
+        .take()
+        .ok_or("the scenario has no raw link")?;
+    let is_type = |ethertype: u16| {
+        move |frame: &[u8]| frame.get(12..14) == Some(&ethertype.to_be_bytes()[..])
+    };
+    link.send(&netpeer::arp_request(netpeer::GUEST_IP))?;
+    let reply = link
+        .receive_matching(Duration::from_secs(10), is_type(0x0806))?
+        .ok_or("no ARP reply for 10.0.2.15")?;
+    if reply.get(20..22) != Some(&[0, 2][..]) || reply.get(22..28) != Some(&netpeer::GUEST_MAC[..])
+    {
+        return Err(format!("a wrong ARP reply: {}", hex(&reply)).into());
+    }
+    let ping = |link: &netpeer::RawLink, sequence: u16| -> Result<()> {
+        link.send(&netpeer::echo_request(
+            0x5350,
+            sequence,
+            b"ping from the harness",
+        ))?;
+        let reply = link
+            .receive_matching(Duration::from_secs(10), |frame| {
+                frame.get(23) == Some(&1) && frame.get(34) == Some(&0)
+            })?
+            .ok_or_else(|| format!("no echo reply to ping {sequence}"))?;
+        let message = &reply[34..];
+        if netpeer::internet_checksum(&reply[14..34]) != 0
+            || netpeer::internet_checksum(message) != 0
+            || message[4..6] != 0x5350u16.to_be_bytes()
+            || message[6..8] != sequence.to_be_bytes()
+            || &message[8..] != b"ping from the harness"
+        {
+            return Err(format!("a wrong echo reply: {}", hex(&reply)).into());
+        }
+        Ok(())
+    };
+    for sequence in 1..=3 {
+        ping(&link, sequence)?;
+    }
+    link.send(&netpeer::udp_frame(40000, 7, b"echo over the raw link"))?;
+    let echo = link
+        .receive_matching(Duration::from_secs(10), |frame| frame.get(23) == Some(&17))?
+        .ok_or("no answer from the Wasm UDP echo")?;
+    if echo.get(42..) != Some(&b"echo over the raw link"[..])
+        || echo.get(36..38) != Some(&40000u16.to_be_bytes()[..])
+    {
+        return Err(format!("a wrong UDP echo: {}", hex(&echo)).into());
+    }
+    let seeds = [
+        netpeer::echo_request(1, 1, b"seed"),
+        netpeer::udp_frame(1, 7, b"seed"),
+        netpeer::arp_request(netpeer::GUEST_IP),
+    ];
+    let mut state = 0x853c_49e6_748f_ea9bu64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for round in 0..2000usize {
+        let mut frame: Vec<u8> = if round % 3 == 0 {
+            (0..14 + next() % 100).map(|_| next() as u8).collect()
+        } else {
+            seeds[round % seeds.len()].clone()
+        };
+        for _ in 0..1 + next() % 3 {
+            let at = (next() as usize) % frame.len();
+            frame[at] ^= 1 << (next() % 8);
+        }
+        if next() % 4 == 0 {
+            frame.truncate(14 + (next() as usize) % frame.len().saturating_sub(13).max(1));
+        }
+        // The guest's own MAC, so the frames are its to parse.
+        frame[..6].copy_from_slice(&netpeer::GUEST_MAC);
+        link.send(&frame)?;
+        if round % 100 == 99 {
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+    thread::sleep(Duration::from_millis(500));
+    ping(&link, 100)?;
+    let counters = sh(guest, "spindle net", None)?;
+    if !counters.contains("bad ipv4 checksum") && !counters.contains("bad ipv4 header") {
+        return Err(format!("`spindle net` counted no malformed frame: {counters:?}").into());
+    }
+    Ok(())
+}
+
+/// Bytes in hex, for messages.
+fn hex(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Debian's `bash-static`, started from busybox's prompt, is an

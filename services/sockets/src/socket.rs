@@ -18,6 +18,11 @@ use crate::{
 
 /// Largest UDP payload over IPv4 (65,535 less the IP and UDP headers).
 const MAX_DATAGRAM: usize = 65_507;
+/// How long a connection over the network interface may hold back an
+/// acknowledgement (smoltcp's default, as RFC 9293 allows; every second
+/// full-sized segment is acknowledged at once all the same). On loopback
+/// acknowledgements go at once: there a delay would only add its length.
+const INTERFACE_ACK_DELAY: Duration = Duration::from_millis(10);
 /// Largest UDP payload in one Ethernet frame (1,500 less 28).
 const MAX_INTERFACE_DATAGRAM: usize = 1_472;
 /// Most connections a listener keeps waiting (`SOMAXCONN`, lowered: each
@@ -228,6 +233,12 @@ impl Socket {
                     ),
                 };
                 let handle = inner.new_tcp();
+                if !address.ip().is_loopback() {
+                    inner
+                        .sockets
+                        .get_mut::<tcp::Socket>(handle)
+                        .set_ack_delay(Some(INTERFACE_ACK_DELAY));
+                }
                 let (sockets, iface) = (&mut inner.sockets, &mut inner.iface);
                 let started = sockets.get_mut::<tcp::Socket>(handle).connect(
                     iface.context(),
@@ -339,6 +350,12 @@ impl Socket {
                 .remote_endpoint()
                 .map(from_endpoint)
                 .unwrap_or(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0));
+            if !peer.ip().is_loopback() {
+                inner
+                    .sockets
+                    .get_mut::<tcp::Socket>(handle)
+                    .set_ack_delay(Some(INTERFACE_ACK_DELAY));
+            }
             let accepted = Socket {
                 stack: self.stack.clone(),
                 state: Mutex::new(State::Tcp(Tcp::Connected {
