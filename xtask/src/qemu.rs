@@ -149,9 +149,9 @@ pub fn qemu_args(config: &BootConfig) -> Vec<String> {
     // default NIC.
     let netdev = match config.raw_link {
         // Frames as UDP datagrams to and from the harness (the other host).
-        Some((qemu_port, our_port)) => format!(
-            "socket,id=net0,udp=127.0.0.1:{our_port},localaddr=127.0.0.1:{qemu_port}"
-        ),
+        Some((qemu_port, our_port)) => {
+            format!("socket,id=net0,udp=127.0.0.1:{our_port},localaddr=127.0.0.1:{qemu_port}")
+        }
         None => {
             let mut netdev = String::from("user,id=net0");
             for forward in &config.forwards {
