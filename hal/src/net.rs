@@ -25,8 +25,9 @@ use virtio_drivers::{
     device::net::VirtIONetRaw,
     transport::{
         pci::{bus::DeviceFunction, virtio_device_type, PciTransport},
-        DeviceType,
+        DeviceStatus, DeviceType, InterruptStatus, Transport,
     },
+    PhysAddr,
 };
 
 use crate::{
@@ -177,9 +178,88 @@ pub struct NetStats {
     pub interrupts: u64,
 }
 
+/// The event-index feature bit (virtio 1.2, 6: `VIRTIO_F_EVENT_IDX`).
+const EVENT_IDX: u64 = 1 << 29;
+
+/// The PCI transport without the event-index feature. `virtio-drivers`
+/// decides whether to notify the device with an event-index test that
+/// holds whenever the device's index is stale, and QEMU's receive queue
+/// leaves it stale while it has buffers: every buffer posted would then
+/// cost a notification (an exit to the device model). Without the
+/// feature, the device's "no notify" flag is what counts, and it is right;
+/// interrupts are suppressed by the driver's flag while the kernel drains
+/// the queue ([`NetDevice::quiet`]).
+struct PlainTransport(PciTransport);
+
+impl Transport for PlainTransport {
+    fn device_type(&self) -> DeviceType {
+        self.0.device_type()
+    }
+    fn read_device_features(&mut self) -> u64 {
+        self.0.read_device_features() & !EVENT_IDX
+    }
+    fn write_driver_features(&mut self, driver_features: u64) {
+        self.0.write_driver_features(driver_features & !EVENT_IDX)
+    }
+    fn max_queue_size(&mut self, queue: u16) -> u32 {
+        self.0.max_queue_size(queue)
+    }
+    fn notify(&mut self, queue: u16) {
+        self.0.notify(queue)
+    }
+    fn get_status(&self) -> DeviceStatus {
+        self.0.get_status()
+    }
+    fn set_status(&mut self, status: DeviceStatus) {
+        self.0.set_status(status)
+    }
+    fn set_guest_page_size(&mut self, guest_page_size: u32) {
+        self.0.set_guest_page_size(guest_page_size)
+    }
+    fn requires_legacy_layout(&self) -> bool {
+        self.0.requires_legacy_layout()
+    }
+    fn queue_set(
+        &mut self,
+        queue: u16,
+        size: u32,
+        descriptors: PhysAddr,
+        driver_area: PhysAddr,
+        device_area: PhysAddr,
+    ) {
+        self.0
+            .queue_set(queue, size, descriptors, driver_area, device_area)
+    }
+    fn queue_unset(&mut self, queue: u16) {
+        self.0.queue_unset(queue)
+    }
+    fn queue_used(&mut self, queue: u16) -> bool {
+        self.0.queue_used(queue)
+    }
+    fn ack_interrupt(&mut self) -> InterruptStatus {
+        self.0.ack_interrupt()
+    }
+    fn read_config_generation(&self) -> u32 {
+        self.0.read_config_generation()
+    }
+    fn read_config_space<T: zerocopy::FromBytes + zerocopy::IntoBytes>(
+        &self,
+        offset: usize,
+    ) -> virtio_drivers::Result<T> {
+        self.0.read_config_space(offset)
+    }
+    fn write_config_space<T: zerocopy::IntoBytes + zerocopy::Immutable>(
+        &mut self,
+        offset: usize,
+        value: T,
+    ) -> virtio_drivers::Result<()> {
+        self.0.write_config_space(offset, value)
+    }
+}
+
 /// The virtio network interface.
 pub struct NetDevice {
-    driver: VirtIONetRaw<VirtioHal, PciTransport, QUEUE_SIZE>,
+    driver: VirtIONetRaw<VirtioHal, PlainTransport, QUEUE_SIZE>,
     /// Posted receive pages, by descriptor token.
     posted_receive: Vec<Option<DmaBuffer>>,
     /// Pages being sent with the length posted, by descriptor token.
@@ -209,7 +289,7 @@ impl NetDevice {
         }
         let transport = PciTransport::new::<VirtioHal, PortAccess>(&mut root, function)
             .map_err(|_| NetError::Device("the PCI transport was refused"))?;
-        let driver = VirtIONetRaw::new(transport).map_err(device_error)?;
+        let driver = VirtIONetRaw::new(PlainTransport(transport)).map_err(device_error)?;
         let mut device = NetDevice {
             driver,
             posted_receive: (0..QUEUE_SIZE).map(|_| None).collect(),
@@ -260,6 +340,18 @@ impl NetDevice {
             .ok_or(NetError::Device("token beyond the queue"))?;
         *slot = Some(page);
         Ok(())
+    }
+
+    /// Turns receive interrupts off (`quiet = true`) while the caller
+    /// drains the queue, and back on after (NAPI's pattern): a burst of
+    /// frames costs one interrupt. After turning them on, the caller must
+    /// look at the queue once more: a frame may have come in between.
+    pub fn quiet(&mut self, quiet: bool) {
+        if quiet {
+            self.driver.disable_interrupts();
+        } else {
+            self.driver.enable_interrupts();
+        }
     }
 
     /// The next received frame, if one is waiting.

@@ -152,11 +152,25 @@ fn serve() {
 /// Every frame waiting, into the graph; how many.
 fn drain(running: &Running) -> usize {
     let mut frames = 0;
+    running.nic.0.lock().quiet(true);
     loop {
         // The device lock is not held while the graph runs: handlers send.
         let frame = running.nic.0.lock().receive();
         let Some(frame) = frame else {
-            return frames;
+            // Interrupts back on, then one more look: a frame that came
+            // in between raised none.
+            let mut nic = running.nic.0.lock();
+            nic.quiet(false);
+            match nic.receive() {
+                Some(frame) => {
+                    nic.quiet(true);
+                    drop(nic);
+                    frames += 1;
+                    running.network.receive(Box::new(DeviceFrame(frame)));
+                    continue;
+                }
+                None => return frames,
+            }
         };
         frames += 1;
         running.network.receive(Box::new(DeviceFrame(frame)));
