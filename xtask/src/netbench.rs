@@ -297,13 +297,11 @@ fn linux_figures(context: &BenchContext) -> Result<Figures> {
     let mut child = command.spawn()?;
     let figures = measure_linux(&mut child, &forwards);
     // serve.sh runs QEMU under `timeout`, in a process group of its own:
-    // end that QEMU (by its kernel's path), then the script's group.
-    let _ = Command::new("pkill")
-        .args(["-TERM", "-f", &format!("{}/vmlinu", out.display())])
-        .status();
-    let _ = Command::new("kill")
-        .args(["-TERM", &format!("-{}", child.id())])
-        .status();
+    // end every process the script started, deepest first, then it.
+    for pid in descendants(child.id()).into_iter().rev() {
+        let _ = Command::new("kill").args(["-TERM", &pid.to_string()]).status();
+    }
+    let _ = child.kill();
     let _ = child.wait();
     figures
 }
@@ -330,4 +328,34 @@ fn measure_linux(child: &mut Child, forwards: &[Forward]) -> Result<Figures> {
         http_rps,
         busybox_rps: None,
     })
+}
+
+/// The processes under `pid` (children, their children, ...), parents
+/// before children, from `/proc`.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let mut parents = vec![pid];
+    while let Some(parent) = parents.pop() {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            break;
+        };
+        for entry in entries.flatten() {
+            let Some(child) = entry.file_name().to_str().and_then(|name| name.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            // The parent's id is the second field after the command's
+            // closing parenthesis.
+            let parent_of = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|field| field.parse::<u32>().ok());
+            if parent_of == Some(parent) {
+                found.push(child);
+                parents.push(child);
+            }
+        }
+    }
+    found
 }
