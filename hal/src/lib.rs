@@ -13,8 +13,8 @@
 //!   access, and user page tables.
 //! - [`sync`]: interrupt-safe spin locks.
 //! - [`qemu`]: exiting QEMU with a status for the test harness.
-//! - `native_code` (host only, for now): W^X code memory for the native
-//!   Wasm engine's generated code and the entry into it.
+//! - [`native_code`]: W^X code memory for the native Wasm engine's
+//!   generated code and the (unsafe) entry into it.
 //!
 //! Everything but the frame bitmap only builds for the bare-metal target
 //! (`target_os = "none"`); the bitmap is unit-tested on the host.
@@ -23,7 +23,6 @@
 extern crate alloc;
 
 pub mod frames;
-#[cfg(not(target_os = "none"))]
 pub mod native_code;
 
 #[cfg(target_os = "none")]

@@ -17,7 +17,7 @@
 use alloc::{boxed::Box, format, string::String, sync::Arc, vec::Vec};
 use core::{
     fmt,
-    sync::atomic::{AtomicU64, Ordering},
+    sync::atomic::{AtomicU64, AtomicU8, Ordering},
 };
 
 use dispatch::{BindingId, Budget, Clock, Event, Mode, Principal, Signature, Value, ValueType};
@@ -33,6 +33,7 @@ use crate::{
     purity::check_pure,
     runtime::{FaultedArgs, Strands},
     state::Installed,
+    tier::Tier,
 };
 
 /// Identity of a loaded extension (also its dispatcher [`Principal`]).
@@ -100,6 +101,8 @@ pub struct Shared {
     clock: Option<Arc<dyn Clock>>,
     /// The strand holding `instance`, 0 when none (or no strands).
     owner: AtomicU64,
+    /// The tier of the instance (`Tier::code`), set when it is installed.
+    pub(crate) tier: AtomicU8,
 }
 
 /// How long an invocation waits for its extension, busy on another strand,
@@ -160,6 +163,7 @@ impl Shared {
             strands,
             clock,
             owner: AtomicU64::new(0),
+            tier: AtomicU8::new(Tier::Interpreter.code()),
         }
     }
 
@@ -565,6 +569,11 @@ impl Extension {
             }
             None => Err(CallError::Type("no result".into())),
         }
+    }
+
+    /// The engine tier running the extension.
+    pub fn tier(&self) -> Tier {
+        Tier::from_code(self.shared.tier.load(Ordering::Acquire)).unwrap_or(Tier::Interpreter)
     }
 
     /// The extension's counters.

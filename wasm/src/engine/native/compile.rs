@@ -185,6 +185,7 @@ impl Compiler {
             types: &types,
             signature_ids: &signature_ids,
             functions: &info.function_types,
+            imported_functions: info.imported_functions,
             globals: &globals,
             call_conv: self.isa.default_call_conv(),
             frontend: self.isa.frontend_config(),

@@ -1,0 +1,576 @@
+//! A compiled module instantiated: its context, linear memory, globals,
+//! table and function addresses, the extension's state, and the runtime
+//! procedures generated code calls (kernel procedures, `memory.grow`,
+//! `memory.copy`, `memory.fill`). All safe Rust: the few lines that enter
+//! generated code and turn its context back into a [`Native`] are in
+//! [`super::entry`].
+
+use alloc::{boxed::Box, format, string::String, vec, vec::Vec};
+
+use hal::native_code::{CodeMemory, ENTRY_ARGUMENTS};
+use spindle_abi::{FaultKind, Import, MEMORY_EXPORT};
+use wasmparser::{DataKind, ElementItems, ElementKind, Operator, Parser, Payload};
+
+use super::{
+    compile::CompiledModule,
+    entry,
+    vmctx::{self, TrapCode},
+};
+use crate::{
+    config::{Limits, WASM_PAGE_BYTES},
+    engine::{ExportRef, HostContext, Instance, Trap, WasmValue},
+    host,
+    module::{ModuleInfo, WasmType},
+    state::ExtensionState,
+};
+
+/// Words of the context.
+pub(super) const CONTEXT_WORDS: usize = vmctx::CONTEXT_BYTES / 8;
+
+/// Why a module cannot be set up natively (it stays on the interpreter).
+fn refuse(what: &str) -> String {
+    format!("not run natively yet: {what}")
+}
+
+/// The value of a constant expression (`i32/i64/f32/f64.const`).
+fn constant(expression: &wasmparser::ConstExpr<'_>) -> Result<u64, String> {
+    let mut reader = expression.get_operators_reader();
+    let value = match reader.read().map_err(|e| String::from(e.message()))? {
+        Operator::I32Const { value } => u64::from(value as u32),
+        Operator::I64Const { value } => value as u64,
+        Operator::F32Const { value } => u64::from(value.bits()),
+        Operator::F64Const { value } => value.bits(),
+        _ => return Err(refuse("a non-constant initializer")),
+    };
+    Ok(value)
+}
+
+/// Whether a function of type `ty` can be entered from the runtime: integer
+/// parameters (at most [`ENTRY_ARGUMENTS`]) and at most one integer result.
+pub(super) fn is_enterable(ty: &crate::module::FuncType) -> bool {
+    let integer = |t: &WasmType| matches!(t, WasmType::I32 | WasmType::I64);
+    ty.params.len() <= ENTRY_ARGUMENTS
+        && ty.params.iter().all(integer)
+        && ty.results.len() <= 1
+        && ty.results.iter().all(integer)
+}
+
+/// What generated code reaches through its context, and the extension's
+/// state: everything the runtime procedures need.
+pub(super) struct Native {
+    /// The context generated code receives (laid out as [`vmctx`] says).
+    pub(super) context: [u64; CONTEXT_WORDS],
+    /// Linear memory (empty without one).
+    memory: Vec<u8>,
+    /// Most bytes linear memory may grow to.
+    memory_max_bytes: usize,
+    /// Whether the module exports its memory (kernel procedures read and
+    /// write only an exported memory, as under wasmi).
+    memory_exported: bool,
+    globals: Vec<u64>,
+    /// Table 0: (signature id, code address) pairs.
+    table: Vec<u64>,
+    /// Code address of every function (imports: zero; they are called
+    /// through the host-call trampoline).
+    functions: Vec<u64>,
+    /// Offset of every function's code (imports: unused).
+    offsets: Vec<usize>,
+    /// The kernel procedure each import resolved to.
+    imports: Vec<Import>,
+    /// The module's reading, for types and exports.
+    info: alloc::sync::Arc<ModuleInfo>,
+    /// Exports resolved so far (function indices), by [`ExportRef`].
+    exports: Vec<(String, u32)>,
+    /// A kernel procedure's trap, until the entry reports it.
+    pub(super) host_trap: Option<Trap>,
+    /// Deepest Wasm call nesting.
+    max_depth: u32,
+    state: ExtensionState,
+}
+
+impl Native {
+    /// Sets up `compiled` (whose code is in `code`) as the module `bytes`
+    /// says: memory and data, globals, table and elements.
+    fn new(
+        code: &CodeMemory,
+        compiled: &CompiledModule,
+        bytes: &[u8],
+        imports: &[Import],
+        state: ExtensionState,
+        limits: &Limits,
+        max_depth: u32,
+    ) -> Result<(Native, Option<u32>), String> {
+        let info = state.module.clone();
+        let (initial_pages, max_pages) = info.memory_pages.unwrap_or((0, Some(0)));
+        let limit_pages = u64::from(limits.memory_pages);
+        let max_pages = max_pages.unwrap_or(limit_pages).min(limit_pages);
+        if initial_pages > max_pages {
+            return Err(refuse("a memory above the limit"));
+        }
+        let mut memory = vec![0u8; (initial_pages * WASM_PAGE_BYTES) as usize];
+        let mut globals = Vec::new();
+        let mut table: Vec<u64> = Vec::new();
+        let mut function_types = Vec::new();
+        let mut start = None;
+        let imported = info.imported_functions as usize;
+        let mut functions = vec![0u64; imported];
+        let mut offsets = vec![0usize; imported];
+        for function in &compiled.functions {
+            functions.push(
+                code.address(function.offset)
+                    .ok_or_else(|| refuse("code outside its memory"))?,
+            );
+            offsets.push(function.offset);
+        }
+        for payload in Parser::new(0).parse_all(bytes) {
+            let payload = payload.map_err(|e| String::from(e.message()))?;
+            match payload {
+                Payload::StartSection { func, .. } => start = Some(func),
+                Payload::FunctionSection(reader) => {
+                    for index in reader {
+                        function_types.push(index.map_err(|e| String::from(e.message()))?);
+                    }
+                }
+                Payload::TableSection(reader) => {
+                    for table_type in reader {
+                        let table_type = table_type.map_err(|e| String::from(e.message()))?;
+                        if table.is_empty() {
+                            let elements = table_type.ty.initial;
+                            if elements > u64::from(limits.table_elements) {
+                                return Err(refuse("a table above the limit"));
+                            }
+                            table = vec![0; elements as usize * 2];
+                            for element in 0..elements as usize {
+                                table[element * 2] = u64::from(vmctx::NULL_SIGNATURE);
+                            }
+                        }
+                    }
+                }
+                Payload::GlobalSection(reader) => {
+                    for global in reader {
+                        let global = global.map_err(|e| String::from(e.message()))?;
+                        globals.push(constant(&global.init_expr)?);
+                    }
+                }
+                Payload::ElementSection(reader) => {
+                    for element in reader {
+                        let element = element.map_err(|e| String::from(e.message()))?;
+                        let ElementKind::Active {
+                            table_index,
+                            offset_expr,
+                        } = element.kind
+                        else {
+                            continue;
+                        };
+                        if table_index.unwrap_or(0) != 0 {
+                            return Err(refuse("tables other than 0"));
+                        }
+                        let ElementItems::Functions(items) = element.items else {
+                            return Err(refuse("element expressions"));
+                        };
+                        let first = constant(&offset_expr)? as u32 as usize;
+                        for (at, function) in items.into_iter().enumerate() {
+                            let function = function.map_err(|e| String::from(e.message()))?;
+                            let slot = first + at;
+                            let Some(defined) = (function as usize).checked_sub(imported) else {
+                                return Err(refuse("an imported function in a table"));
+                            };
+                            let type_index = *function_types
+                                .get(defined)
+                                .ok_or_else(|| refuse("element function"))?;
+                            let signature = compiled.signature_ids[type_index as usize];
+                            let address = functions[function as usize];
+                            let entry = table
+                                .get_mut(slot * 2..slot * 2 + 2)
+                                .ok_or_else(|| refuse("element outside the table"))?;
+                            entry[0] = u64::from(signature);
+                            entry[1] = address;
+                        }
+                    }
+                }
+                Payload::DataSection(reader) => {
+                    for data in reader {
+                        let data = data.map_err(|e| String::from(e.message()))?;
+                        if let DataKind::Active { offset_expr, .. } = data.kind {
+                            let first = constant(&offset_expr)? as u32 as usize;
+                            memory
+                                .get_mut(first..first + data.data.len())
+                                .ok_or_else(|| refuse("data outside memory"))?
+                                .copy_from_slice(data.data);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let memory_exported = info
+            .exports
+            .iter()
+            .any(|export| export.name == MEMORY_EXPORT && export.function.is_none());
+        let native = Native {
+            context: [0; CONTEXT_WORDS],
+            memory,
+            memory_max_bytes: (max_pages * WASM_PAGE_BYTES) as usize,
+            memory_exported,
+            globals,
+            table,
+            functions,
+            offsets,
+            imports: imports.to_vec(),
+            info,
+            exports: Vec::new(),
+            host_trap: None,
+            max_depth,
+            state,
+        };
+        Ok((native, start))
+    }
+
+    /// Fills the context for a call with `fuel` (the runtime procedures'
+    /// addresses and the stack limit are the entry's to set).
+    pub(super) fn prepare(&mut self, fuel: u64) {
+        let context = &mut self.context;
+        context[(vmctx::MEMORY_BASE / 8) as usize] = self.memory.as_mut_ptr() as u64;
+        context[(vmctx::MEMORY_BYTES / 8) as usize] = self.memory.len() as u64;
+        context[(vmctx::FUEL / 8) as usize] = fuel.min(i64::MAX as u64);
+        // TRAP (low half) and DEPTH (high half) both start at zero.
+        context[(vmctx::TRAP / 8) as usize] = 0;
+        // MAX_DEPTH (low half), TABLE_ELEMENTS (high half).
+        context[(vmctx::MAX_DEPTH / 8) as usize] =
+            u64::from(self.max_depth) | ((self.table.len() as u64 / 2) << 32);
+        context[(vmctx::TABLE_BASE / 8) as usize] = self.table.as_ptr() as u64;
+        context[(vmctx::FUNCTIONS / 8) as usize] = self.functions.as_ptr() as u64;
+        context[(vmctx::GLOBALS / 8) as usize] = self.globals.as_mut_ptr() as u64;
+        self.host_trap = None;
+    }
+
+    /// Fuel left after a call (zero when it ran out).
+    pub(super) fn fuel_left(&self) -> u64 {
+        (self.context[(vmctx::FUEL / 8) as usize] as i64).max(0) as u64
+    }
+
+    /// The trap code generated code stored, if any.
+    pub(super) fn trap_code(&self) -> u32 {
+        self.context[(vmctx::TRAP / 8) as usize] as u32
+    }
+
+    fn set_trap(&mut self, code: TrapCode) {
+        let word = &mut self.context[(vmctx::TRAP / 8) as usize];
+        *word = (*word & !0xffff_ffff) | u64::from(code as u32);
+    }
+
+    /// `memory.grow`: the old size in pages, or -1.
+    pub(super) fn grow(&mut self, pages: u32) -> i32 {
+        let old_pages = self.memory.len() / WASM_PAGE_BYTES as usize;
+        let new_bytes = (old_pages as u64 + u64::from(pages)) * WASM_PAGE_BYTES;
+        if new_bytes > self.memory_max_bytes as u64 {
+            return -1;
+        }
+        if self
+            .memory
+            .try_reserve_exact(new_bytes as usize - self.memory.len())
+            .is_err()
+        {
+            return -1;
+        }
+        self.memory.resize(new_bytes as usize, 0);
+        // The memory may have moved: generated code reloads both after
+        // every call.
+        self.context[(vmctx::MEMORY_BASE / 8) as usize] = self.memory.as_mut_ptr() as u64;
+        self.context[(vmctx::MEMORY_BYTES / 8) as usize] = self.memory.len() as u64;
+        old_pages as i32
+    }
+
+    fn range(&self, start: u32, len: u32) -> Option<core::ops::Range<usize>> {
+        let end = start as usize + len as usize;
+        (end <= self.memory.len()).then_some(start as usize..end)
+    }
+
+    /// `memory.copy`; out of bounds sets the trap.
+    pub(super) fn copy(&mut self, destination: u32, source: u32, len: u32) {
+        match (self.range(destination, len), self.range(source, len)) {
+            (Some(to), Some(from)) => self.memory.copy_within(from, to.start),
+            _ => self.set_trap(TrapCode::MemoryOutOfBounds),
+        }
+    }
+
+    /// `memory.fill`; out of bounds sets the trap.
+    pub(super) fn fill(&mut self, destination: u32, value: u32, len: u32) {
+        match self.range(destination, len) {
+            Some(range) => self.memory[range].fill(value as u8),
+            None => self.set_trap(TrapCode::MemoryOutOfBounds),
+        }
+    }
+
+    /// A call of import `import` with `arguments` (each widened to 64
+    /// bits); its result, or zero after setting the trap.
+    pub(super) fn host_call(
+        &mut self,
+        import: u32,
+        arguments: &[u64; vmctx::HOST_ARGUMENTS],
+    ) -> u64 {
+        let Some(&procedure) = self.imports.get(import as usize) else {
+            self.host_trap = Some(Trap::new(FaultKind::Other, "unknown kernel procedure"));
+            self.set_trap(TrapCode::Host);
+            return 0;
+        };
+        let spec = procedure.spec();
+        let mut values = [WasmValue::I32(0); vmctx::HOST_ARGUMENTS];
+        for ((value, &ty), &raw) in values.iter_mut().zip(spec.params).zip(arguments) {
+            *value = match ty {
+                spindle_abi::WasmType::I32 => WasmValue::I32(raw as u32 as i32),
+                spindle_abi::WasmType::I64 => WasmValue::I64(raw as i64),
+            };
+        }
+        let count = spec.params.len().min(vmctx::HOST_ARGUMENTS);
+        match host::call(self, procedure, &values[..count]) {
+            Ok(Some(WasmValue::I32(value))) => u64::from(value as u32),
+            Ok(Some(WasmValue::I64(value))) => value as u64,
+            Ok(Some(WasmValue::F32(bits))) => u64::from(bits),
+            Ok(Some(WasmValue::F64(bits))) => bits,
+            Ok(None) => 0,
+            Err(trap) => {
+                self.host_trap = Some(trap);
+                self.set_trap(TrapCode::Host);
+                0
+            }
+        }
+    }
+
+    fn memory_range(&self, offset: u32, len: u32) -> Result<core::ops::Range<usize>, Trap> {
+        if !self.memory_exported {
+            return Err(Trap::new(
+                FaultKind::BadPointer,
+                "the extension exports no memory",
+            ));
+        }
+        self.range(offset, len).ok_or_else(|| {
+            Trap::new(
+                FaultKind::BadPointer,
+                format!("{offset:#x}+{len} outside {} bytes", self.memory.len()),
+            )
+        })
+    }
+}
+
+impl HostContext for Native {
+    fn state(&self) -> &ExtensionState {
+        &self.state
+    }
+
+    fn state_mut(&mut self) -> &mut ExtensionState {
+        &mut self.state
+    }
+
+    fn read_memory(&self, offset: u32, len: u32) -> Result<Vec<u8>, Trap> {
+        Ok(self.memory[self.memory_range(offset, len)?].to_vec())
+    }
+
+    fn write_memory(&mut self, offset: u32, bytes: &[u8]) -> Result<(), Trap> {
+        let len =
+            u32::try_from(bytes.len()).map_err(|_| Trap::new(FaultKind::BadPointer, "too long"))?;
+        let range = self.memory_range(offset, len)?;
+        self.memory[range].copy_from_slice(bytes);
+        Ok(())
+    }
+
+    fn export(&mut self, name: &str) -> Option<ExportRef> {
+        if let Some(at) = self.exports.iter().position(|(n, _)| n == name) {
+            return Some(ExportRef(at as u32));
+        }
+        let function = self.info.exported_function(name)?;
+        self.exports.push((name.into(), function));
+        Some(ExportRef(self.exports.len() as u32 - 1))
+    }
+}
+
+/// An extension running as native code.
+pub struct NativeInstance {
+    /// Dropped after `native` (field order), though nothing runs then.
+    native: Box<Native>,
+    code: CodeMemory,
+    last_fuel_used: u64,
+}
+
+impl NativeInstance {
+    /// Sets up `compiled` for the module `bytes` (validated as
+    /// `state.module`) whose imports resolved to `imports`, and runs its
+    /// start function with `fuel`. `Err` says why it cannot run natively.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        compiled: &CompiledModule,
+        bytes: &[u8],
+        imports: &[Import],
+        state: ExtensionState,
+        limits: &Limits,
+        max_depth: u32,
+        fuel: u64,
+    ) -> Result<Result<NativeInstance, Trap>, String> {
+        let info = state.module.clone();
+        for export in &info.exports {
+            let Some(function) = export.function else {
+                continue;
+            };
+            match info.function_type(function) {
+                Some(ty) if is_enterable(ty) => {}
+                _ => return Err(refuse("an export with float or many values")),
+            }
+        }
+        let code = CodeMemory::new(&compiled.code).ok_or_else(|| refuse("no code memory"))?;
+        let (native, start) =
+            Native::new(&code, compiled, bytes, imports, state, limits, max_depth)?;
+        let mut instance = NativeInstance {
+            native: Box::new(native),
+            code,
+            last_fuel_used: 0,
+        };
+        if let Some(start) = start {
+            if (start as usize) < instance.native.info.imported_functions as usize {
+                return Err(refuse("an imported start function"));
+            }
+            if let Err(trap) = instance.call_function(start, &[], fuel) {
+                return Ok(Err(trap));
+            }
+        }
+        Ok(Ok(instance))
+    }
+
+    /// Calls function `index` with `args` (already checked against its
+    /// type) under `fuel`; its raw integer result.
+    fn call_function(&mut self, index: u32, args: &[i64], fuel: u64) -> Result<i64, Trap> {
+        let offset = *self
+            .native
+            .offsets
+            .get(index as usize)
+            .ok_or_else(|| Trap::new(FaultKind::Other, "no such function"))?;
+        let mut arguments = [0i64; ENTRY_ARGUMENTS];
+        arguments[..args.len()].copy_from_slice(args);
+        self.native.prepare(fuel);
+        let result = entry::run(&self.code, &mut self.native, offset, arguments);
+        self.last_fuel_used = fuel.saturating_sub(self.native.fuel_left());
+        match result {
+            Ok(value) => Ok(value),
+            Err(TrapCode::Host) => Err(self
+                .native
+                .host_trap
+                .take()
+                .unwrap_or_else(|| Trap::new(FaultKind::Other, "a kernel procedure trapped"))),
+            Err(code) => Err(Trap::new(code.fault_kind(), describe(code))),
+        }
+    }
+
+    /// Calls the exported function `name` with integer `arguments` and
+    /// `fuel` (host tests): its result (an `i32` sign-extended), or the
+    /// trap's code.
+    pub(super) fn call_raw(
+        &mut self,
+        name: &str,
+        arguments: &[i64],
+        fuel: u64,
+    ) -> Result<Result<Option<i64>, TrapCode>, String> {
+        let info = self.native.info.clone();
+        let index = info
+            .exported_function(name)
+            .ok_or_else(|| refuse("no such export"))?;
+        let ty = info.function_type(index).ok_or_else(|| refuse("no type"))?;
+        if arguments.len() != ty.params.len() || !is_enterable(ty) {
+            return Err(refuse("this signature"));
+        }
+        let offset = self.native.offsets[index as usize];
+        let mut padded = [0i64; ENTRY_ARGUMENTS];
+        padded[..arguments.len()].copy_from_slice(arguments);
+        self.native.prepare(fuel);
+        match entry::run(&self.code, &mut self.native, offset, padded) {
+            Ok(raw) => Ok(Ok(ty.results.first().map(|t| match t {
+                WasmType::I32 => i64::from(raw as i32),
+                _ => raw,
+            }))),
+            Err(code) => Ok(Err(code)),
+        }
+    }
+
+    /// Linear memory as it is now (host tests).
+    pub(super) fn memory(&self) -> &[u8] {
+        &self.native.memory
+    }
+}
+
+/// A trap's message, as wasmi words it.
+fn describe(code: TrapCode) -> &'static str {
+    match code {
+        TrapCode::Unreachable => "wasm `unreachable` instruction executed",
+        TrapCode::MemoryOutOfBounds => "out of bounds memory access",
+        TrapCode::DivisionByZero => "integer divide by zero",
+        TrapCode::IntegerOverflow => "integer overflow",
+        TrapCode::BadConversion => "invalid conversion to integer",
+        TrapCode::StackOverflow => "call stack exhausted",
+        TrapCode::TableOutOfBounds => "undefined element: out of bounds table access",
+        TrapCode::IndirectCallToNull => "uninitialized element",
+        TrapCode::BadSignature => "indirect call type mismatch",
+        TrapCode::OutOfFuel => "all fuel consumed by WebAssembly",
+        TrapCode::Host => "a kernel procedure trapped",
+    }
+}
+
+impl HostContext for NativeInstance {
+    fn state(&self) -> &ExtensionState {
+        self.native.state()
+    }
+
+    fn state_mut(&mut self) -> &mut ExtensionState {
+        self.native.state_mut()
+    }
+
+    fn read_memory(&self, offset: u32, len: u32) -> Result<Vec<u8>, Trap> {
+        self.native.read_memory(offset, len)
+    }
+
+    fn write_memory(&mut self, offset: u32, bytes: &[u8]) -> Result<(), Trap> {
+        self.native.write_memory(offset, bytes)
+    }
+
+    fn export(&mut self, name: &str) -> Option<ExportRef> {
+        self.native.export(name)
+    }
+}
+
+impl Instance for NativeInstance {
+    fn call(
+        &mut self,
+        function: ExportRef,
+        args: &[WasmValue],
+        fuel: u64,
+    ) -> Result<Option<WasmValue>, Trap> {
+        let Some(&(_, index)) = self.native.exports.get(function.0 as usize) else {
+            return Err(Trap::new(FaultKind::Other, "unknown export reference"));
+        };
+        let info = self.native.info.clone();
+        let Some(ty) = info.function_type(index) else {
+            return Err(Trap::new(FaultKind::Other, "unknown export reference"));
+        };
+        if args.len() != ty.params.len() || !is_enterable(ty) {
+            return Err(Trap::new(FaultKind::Other, "call with the wrong arity"));
+        }
+        let mut raw = [0i64; ENTRY_ARGUMENTS];
+        for (slot, arg) in raw.iter_mut().zip(args) {
+            *slot = match *arg {
+                WasmValue::I32(value) => i64::from(value),
+                WasmValue::I64(value) => value,
+                _ => return Err(Trap::new(FaultKind::Other, "call with the wrong types")),
+            };
+        }
+        let result = self.call_function(index, &raw[..args.len()], fuel)?;
+        Ok(ty.results.first().map(|t| match t {
+            WasmType::I32 => WasmValue::I32(result as i32),
+            _ => WasmValue::I64(result),
+        }))
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.native.memory.len()
+    }
+
+    fn last_fuel_used(&self) -> u64 {
+        self.last_fuel_used
+    }
+}
