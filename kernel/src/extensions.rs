@@ -27,9 +27,9 @@ use domain::{NameServer, SymbolType};
 use sched::sync::Mutex;
 use wasm_runtime::{
     domains::{export_kernel_interface, DomainResolver},
-    engine::wasmi::WasmiEngine,
+    engine::{native::NativeEngine, wasmi::WasmiEngine},
     port, Console, EngineConfig, EventPort, Extension, FaultKind, Limits, LoadRequest, Runtime,
-    Services,
+    Services, Tier,
 };
 
 /// Period of `Timer.Tick`, in milliseconds.
@@ -164,6 +164,15 @@ pub fn init(archive: &'static [u8]) -> &'static Extensions {
             },
             Limits::default(),
         );
+        // The native-code tier: loads stay on the interpreter unless a
+        // load, the shell or a test pins them to it.
+        let runtime = match NativeEngine::new(&EngineConfig::default()) {
+            Ok(native) => runtime.with_native_engine(Box::new(native)),
+            Err(error) => {
+                log::warn!("no native-code tier: {error}");
+                runtime
+            }
+        };
         let (tick, _tick_authority) = Event::new("Timer.Tick", tick_intrinsic as fn(&(u64,)));
         let tick = Arc::new(tick);
         tick.enable_accounting(Some(clock.clone()));
@@ -368,13 +377,29 @@ impl Extensions {
         self.load_bytes(name, bytes)
     }
 
+    /// Loads extension `name` from the boot archive on `tier`.
+    pub fn load_on(&self, name: &str, tier: Tier) -> Result<(), String> {
+        let bytes = self.module_bytes(name)?;
+        self.load_request(name, LoadRequest::new(name, bytes).tier(tier))
+    }
+
+    /// The tier extension `name` runs on, if it is loaded.
+    pub fn tier_of(&self, name: &str) -> Option<Tier> {
+        self.loaded.lock().get(name).map(Extension::tier)
+    }
+
     /// Loads an extension from `bytes` under `name`.
     pub fn load_bytes(&self, name: &str, bytes: &[u8]) -> Result<(), String> {
+        self.load_request(name, LoadRequest::new(name, bytes))
+    }
+
+    /// Loads `request` (granted Timer.Tick) as extension `name`.
+    fn load_request(&self, name: &str, request: LoadRequest<'_>) -> Result<(), String> {
         let mut loaded = self.loaded.lock();
         if loaded.contains_key(name) {
             return Err(format!("{name} is already loaded"));
         }
-        let request = LoadRequest::new(name, bytes).grant_event(self.tick_port.clone());
+        let request = request.grant_event(self.tick_port.clone());
         let extension = self
             .runtime
             .load(request)
@@ -481,8 +506,9 @@ impl Extensions {
             .map(|(name, extension)| {
                 let stats = extension.stats();
                 format!(
-                    "{name:<14} id={} handlers={} handles={} memory={}B invocations={} faults={}",
+                    "{name:<14} id={} tier={} handlers={} handles={} memory={}B invocations={} faults={}",
                     extension.id().0,
+                    extension.tier(),
                     stats.handlers,
                     stats.handles,
                     stats.memory_bytes,

@@ -11,6 +11,7 @@ mod busybox;
 mod dynamic;
 mod extensions;
 mod memory;
+mod native;
 mod page_cache;
 mod procfs;
 mod services;
@@ -46,13 +47,14 @@ pub(crate) use ensure;
 
 /// Runs every test; returns whether all passed.
 pub fn run_all() -> bool {
-    let groups: [&[KernelTest]; 15] = [
+    let groups: [&[KernelTest]; 16] = [
         memory::TESTS,
         services::TESTS,
         traps::TESTS,
         threads::TESTS,
         strands::TESTS,
         extensions::TESTS,
+        native::TESTS,
         user::TESTS,
         signals::TESTS,
         tracing::TESTS,

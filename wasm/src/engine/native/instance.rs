@@ -462,6 +462,7 @@ impl NativeInstance {
     /// Calls the exported function `name` with integer `arguments` and
     /// `fuel` (host tests): its result (an `i32` sign-extended), or the
     /// trap's code.
+    #[cfg(not(target_os = "none"))]
     pub(super) fn call_raw(
         &mut self,
         name: &str,
@@ -490,6 +491,7 @@ impl NativeInstance {
     }
 
     /// Linear memory as it is now (host tests).
+    #[cfg(not(target_os = "none"))]
     pub(super) fn memory(&self) -> &[u8] {
         &self.native.memory
     }
