@@ -283,22 +283,27 @@ fn ext() -> Result<(), String> {
     // Compile time alone of the ~60 KB module (Cranelift, in the guest).
     let big = extensions.module_bytes("big")?;
     let info = ModuleInfo::parse(big).map_err(|error| format!("{error}"))?;
-    let compiler = Compiler::new(CompileLimits::default()).map_err(|error| format!("{error}"))?;
-    let mut code_bytes = 0;
-    let compile = measure_n("ext.compile_50k", 1, |_| {
-        match compiler.compile(big, &info) {
+    for (suffix, optimize) in [("", true), (".opt_none", false)] {
+        let compiler = Compiler::new(CompileLimits {
+            optimize,
+            ..CompileLimits::default()
+        })
+        .map_err(|error| format!("{error}"))?;
+        let name = format!("ext.compile_50k{suffix}");
+        let mut code_bytes = 0;
+        let compile = measure_n(&name, 1, |_| match compiler.compile(big, &info) {
             Ok(compiled) => {
                 code_bytes = compiled.code.len();
                 true
             }
             Err(_) => false,
-        }
-    })?;
-    report(
-        "ext.compile_50k",
-        &compile,
-        &format!(" bytes={} code_bytes={code_bytes}", big.len()),
-    );
+        })?;
+        report(
+            &name,
+            &compile,
+            &format!(" bytes={} code_bytes={code_bytes}", big.len()),
+        );
+    }
 
     // Load + validate + link + instantiate (+ unload) of the ~60 KB module.
     let big = extensions.module_bytes("big")?;

@@ -145,6 +145,26 @@ pub fn get() -> Option<&'static Extensions> {
     EXTENSIONS.get()
 }
 
+/// Compiles `extension` to native code on a kernel thread of its own and
+/// swaps it in (`Runtime::tier_up`); until then, and if that fails, it
+/// runs on the interpreter.
+fn tier_up_in_background(name: &str, extension: Extension) {
+    let name = name.to_string();
+    let spawned = sched::spawn_with_stack("tier-up", EXTENSION_STACK_BYTES, move || {
+        let Some(extensions) = get() else {
+            return;
+        };
+        match extensions.runtime().tier_up(&extension) {
+            Ok(()) => log::info!("{name} runs as native code"),
+            // Unloaded meanwhile, or not compiled yet: it stays where it is.
+            Err(error) => log::debug!("{name} stays on the interpreter: {error}"),
+        }
+    });
+    if spawned.is_err() {
+        log::warn!("no memory for a tier-up thread: the extension stays on the interpreter");
+    }
+}
+
 /// Sets up the runtime and kernel events, and starts the `clock` thread.
 pub fn init(archive: &'static [u8]) -> &'static Extensions {
     let extensions = EXTENSIONS.call_once(|| {
@@ -399,6 +419,11 @@ impl Extensions {
         if loaded.contains_key(name) {
             return Err(format!("{name} is already loaded"));
         }
+        // On the default tier (nothing pinned) it starts on the
+        // interpreter and moves to native code once compiled.
+        let tiers_up = request.tier.is_none()
+            && self.runtime.pinned_tier().is_none()
+            && self.runtime.has_native_engine();
         let request = request.grant_event(self.tick_port.clone());
         let extension = self
             .runtime
@@ -423,6 +448,9 @@ impl Extensions {
                 ..FaultRecord::default()
             },
         );
+        if tiers_up {
+            tier_up_in_background(name, extension.clone());
+        }
         loaded.insert(name.to_string(), extension);
         Ok(())
     }

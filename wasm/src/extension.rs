@@ -103,6 +103,16 @@ pub struct Shared {
     owner: AtomicU64,
     /// The tier of the instance (`Tier::code`), set when it is installed.
     pub(crate) tier: AtomicU8,
+    /// What a later tier-up needs (loads on the default tier while a
+    /// native tier exists); taken by the tier-up.
+    pub(crate) tier_up: Mutex<Option<TierUpSource>>,
+}
+
+/// The module and its resolved imports, kept for a tier-up.
+pub(crate) struct TierUpSource {
+    pub(crate) bytes: Arc<[u8]>,
+    pub(crate) module: Arc<crate::module::ModuleInfo>,
+    pub(crate) imports: Vec<spindle_abi::Import>,
 }
 
 /// How long an invocation waits for its extension, busy on another strand,
@@ -164,6 +174,7 @@ impl Shared {
             clock,
             owner: AtomicU64::new(0),
             tier: AtomicU8::new(Tier::Interpreter.code()),
+            tier_up: Mutex::new(None),
         }
     }
 

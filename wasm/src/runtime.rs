@@ -19,10 +19,11 @@ use spindle_abi::INIT_EXPORT;
 
 use crate::{
     config::{EngineConfig, Limits},
+    engine::snapshot,
     engine::{wasmi::WasmiEngine, Engine},
     error::{LimitExceeded, LoadError},
     events::{port, EventPort},
-    extension::{CallError, Extension, ExtensionId, Shared},
+    extension::{CallError, Extension, ExtensionId, Shared, TierUpSource},
     handles::{Capability, EventRights, Handles},
     link::{resolve_imports, ImportResolver, Importer, KernelInterface},
     module::ModuleInfo,
@@ -225,6 +226,33 @@ impl Runtime {
         Tier::from_code(self.pinned.load(Ordering::Acquire))
     }
 
+    /// Moves `extension`, loaded on the default tier, to native code:
+    /// compiles its module here (on the caller's thread: the kernel runs
+    /// this on a thread of its own), then, under the extension's lock so
+    /// that no invocation sees a half-installed instance, copies the
+    /// interpreter's memory and globals into the native instance and
+    /// installs it. The extension keeps its id, handles, installations and
+    /// export references. `Err` says why it stays on the interpreter.
+    pub fn tier_up(&self, extension: &Extension) -> Result<(), LoadError> {
+        let native = self
+            .native
+            .as_ref()
+            .ok_or_else(|| LoadError::Engine("no native tier".into()))?;
+        let shared = &extension.shared;
+        let source = shared
+            .tier_up
+            .lock()
+            .take()
+            .ok_or_else(|| LoadError::Engine("not loaded for a tier-up".into()))?;
+        let takeover = native.prepare_takeover(
+            &source.bytes,
+            &source.module,
+            &source.imports,
+            &shared.limits,
+        )?;
+        crate::tier::take_over(shared, takeover).map_err(LoadError::Engine)
+    }
+
     /// The default limits.
     pub fn default_limits(&self) -> Limits {
         self.limits
@@ -312,14 +340,34 @@ impl Runtime {
                 shared.tier.store(Tier::Native.code(), Ordering::Release);
                 instance
             }
-            None => self.engine.instantiate(
-                request.bytes,
-                &module,
-                &imports,
-                make_state()?,
-                &limits,
-                limits.fuel_per_invocation,
-            )?,
+            None => {
+                // On the default tier with a native tier present, wasmi
+                // gets the module with its mutable globals exported, so a
+                // tier-up can read them; the source is kept for it.
+                let rewritten = match (tier, &self.native) {
+                    (None, Some(_)) => snapshot::export_mutable_globals(
+                        request.bytes,
+                        &snapshot::mutable_globals(request.bytes),
+                    ),
+                    _ => None,
+                };
+                let instance = self.engine.instantiate(
+                    rewritten.as_deref().unwrap_or(request.bytes),
+                    &module,
+                    &imports,
+                    make_state()?,
+                    &limits,
+                    limits.fuel_per_invocation,
+                )?;
+                if rewritten.is_some() {
+                    *shared.tier_up.lock() = Some(TierUpSource {
+                        bytes: Arc::from(request.bytes),
+                        module: module.clone(),
+                        imports: imports.clone(),
+                    });
+                }
+                instance
+            }
         };
         *shared.instance.lock() = Some(instance);
         let extension = Extension { shared };

@@ -3,7 +3,10 @@
 //! kernel). docs/design/0008-native-engine.md says how a module gets its
 //! tier and what keeps it on the interpreter.
 
-use core::fmt;
+use alloc::{boxed::Box, string::String};
+use core::{fmt, sync::atomic::Ordering};
+
+use crate::{engine::Takeover, extension::Shared};
 
 /// An engine tier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,4 +55,28 @@ impl fmt::Display for Tier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// Installs `takeover` in place of `shared`'s instance, with its state,
+/// memory and globals, under the instance lock: an invocation runs either
+/// entirely on the old instance or entirely on the new one. If the old
+/// instance cannot be read (or the snapshot does not fit), it stays.
+pub(crate) fn take_over(shared: &Shared, takeover: Box<dyn Takeover>) -> Result<(), String> {
+    let mut guard = shared
+        .lock_instance()
+        .ok_or_else(|| String::from("the extension stayed busy"))?;
+    let old = guard
+        .take()
+        .ok_or_else(|| String::from("the extension was unloaded"))?;
+    let snapshot = match old.snapshot() {
+        Some(snapshot) if takeover.accepts(&snapshot) => snapshot,
+        _ => {
+            *guard = Some(old);
+            return Err("its state cannot be moved to native code".into());
+        }
+    };
+    let state = old.into_state();
+    *guard = Some(takeover.finish(snapshot, state));
+    shared.tier.store(Tier::Native.code(), Ordering::Release);
+    Ok(())
 }

@@ -3,7 +3,9 @@
 //! every extension test of `ktests::extensions` passes again with the
 //! runtime pinned to the native tier (runaway and faulty handlers
 //! contained, 1,000 load/unload cycles at baseline, code memory included,
-//! the regression modules refused or contained).
+//! the regression modules refused or contained), and again with the
+//! interpreter pinned; an extension loaded on the default tier starts on
+//! the interpreter and moves to native code while it runs.
 
 use alloc::{format, string::String, vec::Vec};
 
@@ -19,6 +21,14 @@ pub const TESTS: &[KernelTest] = &[
     KernelTest {
         name: "extension_tests_pass_with_the_native_tier_pinned",
         run: extension_tests_pass_natively,
+    },
+    KernelTest {
+        name: "extension_tests_pass_with_the_interpreter_pinned",
+        run: extension_tests_pass_on_the_interpreter,
+    },
+    KernelTest {
+        name: "default_loads_start_on_the_interpreter_and_tier_up_while_running",
+        run: default_loads_tier_up_while_running,
     },
 ];
 
@@ -79,10 +89,16 @@ fn shipped_extensions_run_natively() -> TestResult {
 
 /// Every test of `ktests::extensions` again, on the native tier.
 fn extension_tests_pass_natively() -> TestResult {
+    run_pinned(Tier::Native)
+}
+
+/// Every test of `ktests::extensions` with `tier` pinned; the failures,
+/// each with its reason.
+fn run_pinned(tier: Tier) -> TestResult {
     let mut failures: Vec<String> = Vec::new();
-    pinned(Tier::Native, || {
+    pinned(tier, || {
         for test in extensions::TESTS {
-            hal::console::write_fmt(format_args!("\n  native: {} ... ", test.name));
+            hal::console::write_fmt(format_args!("\n  {tier}: {} ... ", test.name));
             match (test.run)() {
                 Ok(()) => hal::console::write_str("ok"),
                 Err(why) => {
@@ -96,4 +112,63 @@ fn extension_tests_pass_natively() -> TestResult {
     })?;
     ensure!(failures.is_empty(), "{}", failures.join("; "));
     Ok(())
+}
+
+/// Loaded on the default tier, `tick-counter` starts on the interpreter,
+/// is compiled on a kernel thread and swapped in while the clock thread
+/// keeps raising Timer.Tick into it: its count never goes back and keeps
+/// advancing on native code.
+fn default_loads_tier_up_while_running() -> TestResult {
+    let extensions = crate::extensions::get().ok_or("extensions not initialised")?;
+    extensions.load("tick-counter")?;
+    let result = (|| -> TestResult {
+        let started = extensions.tier_of("tick-counter");
+        let mut counts = Vec::new();
+        let mut tier = started;
+        // The compilation takes well under a second even under TCG.
+        for _ in 0..100 {
+            counts.push(count(extensions)?);
+            tier = extensions.tier_of("tick-counter");
+            if tier == Some(Tier::Native) {
+                break;
+            }
+            sched::sleep_ms(50);
+        }
+        ensure!(
+            started == Some(Tier::Interpreter),
+            "a default load did not start on the interpreter"
+        );
+        ensure!(
+            tier == Some(Tier::Native),
+            "tick-counter was not moved to native code in 5 s"
+        );
+        let at_swap = count(extensions)?;
+        sched::sleep_ms(100);
+        let after = count(extensions)?;
+        ensure!(
+            counts.windows(2).all(|pair| pair[0] <= pair[1])
+                && counts.last().is_some_and(|&last| last <= at_swap),
+            "the count went back across the tier-up: {counts:?} then {at_swap}"
+        );
+        ensure!(
+            after > at_swap,
+            "no tick counted on native code: {at_swap} then {after}"
+        );
+        Ok(())
+    })();
+    extensions.unload("tick-counter")?;
+    result
+}
+
+fn count(extensions: &crate::extensions::Extensions) -> Result<u64, String> {
+    match extensions.call("tick-counter", "count", &[])? {
+        Some(wasm_runtime::WasmValue::I64(value)) => Ok(value as u64),
+        _ => Err(String::from("tick-counter.count returned no i64")),
+    }
+}
+
+/// Every test of `ktests::extensions` again, on the interpreter (the run
+/// of the group itself is on the default tier, which tiers up).
+fn extension_tests_pass_on_the_interpreter() -> TestResult {
+    run_pinned(Tier::Interpreter)
 }

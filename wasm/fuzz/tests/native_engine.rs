@@ -254,3 +254,96 @@ fn unsupported_modules_stay_on_the_interpreter() {
     );
     assert_eq!(module.call("f", &[]).unwrap(), Some(WasmValue::I32(1)));
 }
+
+/// A runtime with both tiers and nothing pinned: loads start on wasmi and
+/// may tier up.
+fn default_runtime() -> Runtime {
+    Runtime::new(Services {
+        console: Arc::new(Recorder::default()),
+        clock: None,
+        strands: None,
+    })
+    .with_native_engine(Box::new(
+        NativeEngine::new(&EngineConfig::default()).unwrap(),
+    ))
+}
+
+/// `tick-counter` starts on wasmi, counts, moves to native code with its
+/// memory, handle table and installed handler, and goes on counting from
+/// where it was; unloading then removes the handler.
+#[test]
+fn tier_up_carries_memory_handles_and_handlers_over() {
+    let runtime = default_runtime();
+    let (event, port) = tick();
+    let bytes = extension("tick-counter");
+    let counter = load(
+        &runtime,
+        LoadRequest::new("tick-counter", &bytes).grant_event(port),
+        Tier::Interpreter,
+    );
+    for ticks in 0..10 {
+        event.raise(&mut (ticks,)).unwrap();
+    }
+    runtime.tier_up(&counter).unwrap();
+    assert_eq!(counter.tier(), Tier::Native);
+    for ticks in 10..25 {
+        event.raise(&mut (ticks,)).unwrap();
+    }
+    assert_eq!(
+        counter.call_typed("count", &[], ValueType::U64).unwrap(),
+        Value::U64(25)
+    );
+    assert!(runtime.tier_up(&counter).is_err(), "a second tier-up");
+    counter.unload().unwrap();
+    assert!(event.bindings().is_empty());
+}
+
+/// A module whose state is in a mutable global that it does not export
+/// (and in memory) keeps both across the tier-up.
+#[test]
+fn tier_up_carries_unexported_globals_over() {
+    let runtime = default_runtime();
+    let wat = r#"(module
+        (memory (export "memory") 1)
+        (global $calls (mut i64) (i64.const 0))
+        (func (export "bump") (result i64)
+          (global.set $calls (i64.add (global.get $calls) (i64.const 1)))
+          (i64.store (i32.const 64)
+            (i64.add (i64.load (i32.const 64)) (global.get $calls)))
+          (i64.load (i32.const 64))))"#;
+    let bytes = wat::parse_str(wat).unwrap();
+    let module = load(
+        &runtime,
+        LoadRequest::new("globals", &bytes),
+        Tier::Interpreter,
+    );
+    let bump = || match module.call("bump", &[]).unwrap() {
+        Some(WasmValue::I64(value)) => value,
+        other => panic!("bump returned {other:?}"),
+    };
+    // 1, 3, 6: the running sum of the call count.
+    assert_eq!([bump(), bump(), bump()], [1, 3, 6]);
+    runtime.tier_up(&module).unwrap();
+    assert_eq!(module.tier(), Tier::Native);
+    assert_eq!([bump(), bump()], [10, 15]);
+}
+
+/// `big` gives the same results when it tiers up halfway through as when
+/// it stays on wasmi.
+#[test]
+fn tier_up_halfway_gives_the_interpreters_results() {
+    let bytes = extension("big");
+    let stages = |tier_up_at: Option<i32>| {
+        let runtime = default_runtime();
+        let big = load(&runtime, LoadRequest::new("big", &bytes), Tier::Interpreter);
+        (0..8)
+            .map(|stage| {
+                if Some(stage) == tier_up_at {
+                    runtime.tier_up(&big).unwrap();
+                }
+                big.call("run", &[Value::I32(stage), Value::I64(1)])
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(stages(None), stages(Some(4)));
+}

@@ -35,6 +35,10 @@ pub struct CompileLimits {
     pub types: usize,
     /// Most machine code for the whole module, in bytes.
     pub code_bytes: usize,
+    /// Whether Cranelift optimizes (`opt_level = "speed"`) or not
+    /// (`"none"`: faster compilation, slower code; `ext.compile_50k`
+    /// measures both).
+    pub optimize: bool,
 }
 
 impl Default for CompileLimits {
@@ -45,6 +49,7 @@ impl Default for CompileLimits {
             nesting: 256,
             types: 4096,
             code_bytes: 4 << 20,
+            optimize: true,
         }
     }
 }
@@ -116,7 +121,7 @@ impl Compiler {
     pub fn new(limits: CompileLimits) -> Result<Self, CompileError> {
         let mut flags = settings::builder();
         for (name, value) in [
-            ("opt_level", "speed"),
+            ("opt_level", if limits.optimize { "speed" } else { "none" }),
             ("enable_verifier", "true"),
             ("enable_multi_ret_implicit_sret", "true"),
             ("enable_probestack", "false"),

@@ -4,17 +4,17 @@
 //! is refused with [`LoadError::Engine`], and the runtime keeps it on the
 //! interpreter (`crate::runtime::Tier`).
 
-use alloc::{boxed::Box, format};
+use alloc::{boxed::Box, format, sync::Arc};
 
 use spindle_abi::Import;
 
 use super::{
     compile::{CompileError, CompileLimits, Compiler},
-    instance::NativeInstance,
+    instance::{NativeInstance, Prepared},
 };
 use crate::{
     config::{EngineConfig, Limits},
-    engine::{Engine, Instance},
+    engine::{Engine, Instance, Takeover},
     error::LoadError,
     module::ModuleInfo,
     state::ExtensionState,
@@ -69,5 +69,28 @@ impl Engine for NativeEngine {
             Ok(Err(trap)) => Err(LoadError::InitFaulted(format!("{trap}"))),
             Err(why) => Err(LoadError::Engine(why)),
         }
+    }
+
+    fn prepare_takeover(
+        &self,
+        bytes: &[u8],
+        info: &Arc<ModuleInfo>,
+        imports: &[Import],
+        limits: &Limits,
+    ) -> Result<Box<dyn Takeover>, LoadError> {
+        let compiled = self
+            .compiler
+            .compile(bytes, info)
+            .map_err(|e| LoadError::Engine(format!("{e}")))?;
+        let prepared = Prepared::new(
+            &compiled,
+            bytes,
+            imports,
+            info.clone(),
+            limits,
+            self.max_depth,
+        )
+        .map_err(LoadError::Engine)?;
+        Ok(Box::new(prepared))
     }
 }

@@ -12,6 +12,7 @@ use spindle_abi::{FaultKind, Import, MEMORY_EXPORT};
 use wasmparser::{DataKind, ElementItems, ElementKind, Operator, Parser, Payload};
 
 use super::{
+    super::snapshot::{Snapshot, Takeover},
     compile::CompiledModule,
     entry,
     vmctx::{self, TrapCode},
@@ -55,11 +56,9 @@ pub(super) fn is_enterable(ty: &crate::module::FuncType) -> bool {
         && ty.results.iter().all(integer)
 }
 
-/// What generated code reaches through its context, and the extension's
-/// state: everything the runtime procedures need.
-pub(super) struct Native {
-    /// The context generated code receives (laid out as [`vmctx`] says).
-    pub(super) context: [u64; CONTEXT_WORDS],
+/// A compiled module set up as its sections say, before it has an
+/// extension's state (a tier-up prepares one off the extension's lock).
+pub(super) struct Layout {
     /// Linear memory (empty without one).
     memory: Vec<u8>,
     /// Most bytes linear memory may grow to.
@@ -79,28 +78,37 @@ pub(super) struct Native {
     imports: Vec<Import>,
     /// The module's reading, for types and exports.
     info: alloc::sync::Arc<ModuleInfo>,
+    /// Deepest Wasm call nesting.
+    max_depth: u32,
+    /// The start function, if any.
+    start: Option<u32>,
+}
+
+/// What generated code reaches through its context, and the extension's
+/// state: everything the runtime procedures need.
+pub(super) struct Native {
+    /// The context generated code receives (laid out as [`vmctx`] says).
+    pub(super) context: [u64; CONTEXT_WORDS],
+    layout: Layout,
     /// Exports resolved so far (function indices), by [`ExportRef`].
     exports: Vec<(String, u32)>,
     /// A kernel procedure's trap, until the entry reports it.
     pub(super) host_trap: Option<Trap>,
-    /// Deepest Wasm call nesting.
-    max_depth: u32,
     state: ExtensionState,
 }
 
-impl Native {
+impl Layout {
     /// Sets up `compiled` (whose code is in `code`) as the module `bytes`
-    /// says: memory and data, globals, table and elements.
-    fn new(
+    /// (read as `info`) says: memory and data, globals, table and elements.
+    pub(super) fn new(
         code: &CodeMemory,
         compiled: &CompiledModule,
         bytes: &[u8],
         imports: &[Import],
-        state: ExtensionState,
+        info: alloc::sync::Arc<ModuleInfo>,
         limits: &Limits,
         max_depth: u32,
-    ) -> Result<(Native, Option<u32>), String> {
-        let info = state.module.clone();
+    ) -> Result<Layout, String> {
         let (initial_pages, max_pages) = info.memory_pages.unwrap_or((0, Some(0)));
         let limit_pages = u64::from(limits.memory_pages);
         let max_pages = max_pages.unwrap_or(limit_pages).min(limit_pages);
@@ -207,8 +215,7 @@ impl Native {
             .exports
             .iter()
             .any(|export| export.name == MEMORY_EXPORT && export.function.is_none());
-        let native = Native {
-            context: [0; CONTEXT_WORDS],
+        Ok(Layout {
             memory,
             memory_max_bytes: (max_pages * WASM_PAGE_BYTES) as usize,
             memory_exported,
@@ -218,29 +225,60 @@ impl Native {
             offsets,
             imports: imports.to_vec(),
             info,
-            exports: Vec::new(),
-            host_trap: None,
             max_depth,
-            state,
-        };
-        Ok((native, start))
+            start,
+        })
     }
 
+    /// Whether `snapshot` fits: memory within the limit, in whole pages,
+    /// and globals that exist.
+    pub(super) fn accepts(&self, snapshot: &Snapshot) -> bool {
+        snapshot.memory.len() <= self.memory_max_bytes
+            && snapshot.memory.len() % WASM_PAGE_BYTES as usize == 0
+            && snapshot
+                .globals
+                .iter()
+                .all(|&(index, _)| (index as usize) < self.globals.len())
+    }
+
+    /// Takes a snapshot's memory and globals (after [`Layout::accepts`]).
+    fn restore(&mut self, memory: Vec<u8>, globals: Vec<(u32, u64)>) {
+        self.memory = memory;
+        for (index, value) in globals {
+            if let Some(slot) = self.globals.get_mut(index as usize) {
+                *slot = value;
+            }
+        }
+    }
+
+    /// The instance state around this layout, owning `state`.
+    pub(super) fn into_native(self, state: ExtensionState) -> Native {
+        Native {
+            context: [0; CONTEXT_WORDS],
+            layout: self,
+            exports: Vec::new(),
+            host_trap: None,
+            state,
+        }
+    }
+}
+
+impl Native {
     /// Fills the context for a call with `fuel` (the runtime procedures'
     /// addresses and the stack limit are the entry's to set).
     pub(super) fn prepare(&mut self, fuel: u64) {
         let context = &mut self.context;
-        context[(vmctx::MEMORY_BASE / 8) as usize] = self.memory.as_mut_ptr() as u64;
-        context[(vmctx::MEMORY_BYTES / 8) as usize] = self.memory.len() as u64;
+        context[(vmctx::MEMORY_BASE / 8) as usize] = self.layout.memory.as_mut_ptr() as u64;
+        context[(vmctx::MEMORY_BYTES / 8) as usize] = self.layout.memory.len() as u64;
         context[(vmctx::FUEL / 8) as usize] = fuel.min(i64::MAX as u64);
         // TRAP (low half) and DEPTH (high half) both start at zero.
         context[(vmctx::TRAP / 8) as usize] = 0;
         // MAX_DEPTH (low half), TABLE_ELEMENTS (high half).
         context[(vmctx::MAX_DEPTH / 8) as usize] =
-            u64::from(self.max_depth) | ((self.table.len() as u64 / 2) << 32);
-        context[(vmctx::TABLE_BASE / 8) as usize] = self.table.as_ptr() as u64;
-        context[(vmctx::FUNCTIONS / 8) as usize] = self.functions.as_ptr() as u64;
-        context[(vmctx::GLOBALS / 8) as usize] = self.globals.as_mut_ptr() as u64;
+            u64::from(self.layout.max_depth) | ((self.layout.table.len() as u64 / 2) << 32);
+        context[(vmctx::TABLE_BASE / 8) as usize] = self.layout.table.as_ptr() as u64;
+        context[(vmctx::FUNCTIONS / 8) as usize] = self.layout.functions.as_ptr() as u64;
+        context[(vmctx::GLOBALS / 8) as usize] = self.layout.globals.as_mut_ptr() as u64;
         self.host_trap = None;
     }
 
@@ -261,35 +299,36 @@ impl Native {
 
     /// `memory.grow`: the old size in pages, or -1.
     pub(super) fn grow(&mut self, pages: u32) -> i32 {
-        let old_pages = self.memory.len() / WASM_PAGE_BYTES as usize;
+        let old_pages = self.layout.memory.len() / WASM_PAGE_BYTES as usize;
         let new_bytes = (old_pages as u64 + u64::from(pages)) * WASM_PAGE_BYTES;
-        if new_bytes > self.memory_max_bytes as u64 {
+        if new_bytes > self.layout.memory_max_bytes as u64 {
             return -1;
         }
         if self
+            .layout
             .memory
-            .try_reserve_exact(new_bytes as usize - self.memory.len())
+            .try_reserve_exact(new_bytes as usize - self.layout.memory.len())
             .is_err()
         {
             return -1;
         }
-        self.memory.resize(new_bytes as usize, 0);
+        self.layout.memory.resize(new_bytes as usize, 0);
         // The memory may have moved: generated code reloads both after
         // every call.
-        self.context[(vmctx::MEMORY_BASE / 8) as usize] = self.memory.as_mut_ptr() as u64;
-        self.context[(vmctx::MEMORY_BYTES / 8) as usize] = self.memory.len() as u64;
+        self.context[(vmctx::MEMORY_BASE / 8) as usize] = self.layout.memory.as_mut_ptr() as u64;
+        self.context[(vmctx::MEMORY_BYTES / 8) as usize] = self.layout.memory.len() as u64;
         old_pages as i32
     }
 
     fn range(&self, start: u32, len: u32) -> Option<core::ops::Range<usize>> {
         let end = start as usize + len as usize;
-        (end <= self.memory.len()).then_some(start as usize..end)
+        (end <= self.layout.memory.len()).then_some(start as usize..end)
     }
 
     /// `memory.copy`; out of bounds sets the trap.
     pub(super) fn copy(&mut self, destination: u32, source: u32, len: u32) {
         match (self.range(destination, len), self.range(source, len)) {
-            (Some(to), Some(from)) => self.memory.copy_within(from, to.start),
+            (Some(to), Some(from)) => self.layout.memory.copy_within(from, to.start),
             _ => self.set_trap(TrapCode::MemoryOutOfBounds),
         }
     }
@@ -297,7 +336,7 @@ impl Native {
     /// `memory.fill`; out of bounds sets the trap.
     pub(super) fn fill(&mut self, destination: u32, value: u32, len: u32) {
         match self.range(destination, len) {
-            Some(range) => self.memory[range].fill(value as u8),
+            Some(range) => self.layout.memory[range].fill(value as u8),
             None => self.set_trap(TrapCode::MemoryOutOfBounds),
         }
     }
@@ -309,7 +348,7 @@ impl Native {
         import: u32,
         arguments: &[u64; vmctx::HOST_ARGUMENTS],
     ) -> u64 {
-        let Some(&procedure) = self.imports.get(import as usize) else {
+        let Some(&procedure) = self.layout.imports.get(import as usize) else {
             self.host_trap = Some(Trap::new(FaultKind::Other, "unknown kernel procedure"));
             self.set_trap(TrapCode::Host);
             return 0;
@@ -338,7 +377,7 @@ impl Native {
     }
 
     fn memory_range(&self, offset: u32, len: u32) -> Result<core::ops::Range<usize>, Trap> {
-        if !self.memory_exported {
+        if !self.layout.memory_exported {
             return Err(Trap::new(
                 FaultKind::BadPointer,
                 "the extension exports no memory",
@@ -347,7 +386,10 @@ impl Native {
         self.range(offset, len).ok_or_else(|| {
             Trap::new(
                 FaultKind::BadPointer,
-                format!("{offset:#x}+{len} outside {} bytes", self.memory.len()),
+                format!(
+                    "{offset:#x}+{len} outside {} bytes",
+                    self.layout.memory.len()
+                ),
             )
         })
     }
@@ -363,14 +405,14 @@ impl HostContext for Native {
     }
 
     fn read_memory(&self, offset: u32, len: u32) -> Result<Vec<u8>, Trap> {
-        Ok(self.memory[self.memory_range(offset, len)?].to_vec())
+        Ok(self.layout.memory[self.memory_range(offset, len)?].to_vec())
     }
 
     fn write_memory(&mut self, offset: u32, bytes: &[u8]) -> Result<(), Trap> {
         let len =
             u32::try_from(bytes.len()).map_err(|_| Trap::new(FaultKind::BadPointer, "too long"))?;
         let range = self.memory_range(offset, len)?;
-        self.memory[range].copy_from_slice(bytes);
+        self.layout.memory[range].copy_from_slice(bytes);
         Ok(())
     }
 
@@ -378,9 +420,68 @@ impl HostContext for Native {
         if let Some(at) = self.exports.iter().position(|(n, _)| n == name) {
             return Some(ExportRef(at as u32));
         }
-        let function = self.info.exported_function(name)?;
+        let function = self.layout.info.exported_function(name)?;
         self.exports.push((name.into(), function));
         Some(ExportRef(self.exports.len() as u32 - 1))
+    }
+}
+
+/// A module compiled into code memory and set up, waiting for the
+/// extension state it will own: what a tier-up prepares off the
+/// extension's lock.
+pub struct Prepared {
+    code: CodeMemory,
+    layout: Layout,
+}
+
+impl Prepared {
+    /// Copies `compiled` into code memory and sets up the module `bytes`
+    /// (read as `info`); `Err` says why it cannot run natively.
+    pub(super) fn new(
+        compiled: &CompiledModule,
+        bytes: &[u8],
+        imports: &[Import],
+        info: alloc::sync::Arc<ModuleInfo>,
+        limits: &Limits,
+        max_depth: u32,
+    ) -> Result<Prepared, String> {
+        for export in &info.exports {
+            let Some(function) = export.function else {
+                continue;
+            };
+            match info.function_type(function) {
+                Some(ty) if is_enterable(ty) => {}
+                _ => return Err(refuse("an export with float or many values")),
+            }
+        }
+        let code = CodeMemory::new(&compiled.code).ok_or_else(|| refuse("no code memory"))?;
+        let layout = Layout::new(&code, compiled, bytes, imports, info, limits, max_depth)?;
+        Ok(Prepared { code, layout })
+    }
+
+    fn into_instance(self, state: ExtensionState) -> NativeInstance {
+        NativeInstance {
+            native: Box::new(self.layout.into_native(state)),
+            code: self.code,
+            last_fuel_used: 0,
+        }
+    }
+}
+
+impl Takeover for Prepared {
+    fn accepts(&self, snapshot: &Snapshot) -> bool {
+        self.layout.accepts(snapshot)
+    }
+
+    fn finish(self: Box<Self>, snapshot: Snapshot, state: ExtensionState) -> Box<dyn Instance> {
+        let mut prepared = *self;
+        prepared.layout.restore(snapshot.memory, snapshot.globals);
+        let mut instance = prepared.into_instance(state);
+        // The same export references as the old instance's, in order.
+        for name in &snapshot.exports {
+            let _ = instance.native.export(name);
+        }
+        Box::new(instance)
     }
 }
 
@@ -406,26 +507,18 @@ impl NativeInstance {
         max_depth: u32,
         fuel: u64,
     ) -> Result<Result<NativeInstance, Trap>, String> {
-        let info = state.module.clone();
-        for export in &info.exports {
-            let Some(function) = export.function else {
-                continue;
-            };
-            match info.function_type(function) {
-                Some(ty) if is_enterable(ty) => {}
-                _ => return Err(refuse("an export with float or many values")),
-            }
-        }
-        let code = CodeMemory::new(&compiled.code).ok_or_else(|| refuse("no code memory"))?;
-        let (native, start) =
-            Native::new(&code, compiled, bytes, imports, state, limits, max_depth)?;
-        let mut instance = NativeInstance {
-            native: Box::new(native),
-            code,
-            last_fuel_used: 0,
-        };
+        let prepared = Prepared::new(
+            compiled,
+            bytes,
+            imports,
+            state.module.clone(),
+            limits,
+            max_depth,
+        )?;
+        let start = prepared.layout.start;
+        let mut instance = prepared.into_instance(state);
         if let Some(start) = start {
-            if (start as usize) < instance.native.info.imported_functions as usize {
+            if (start as usize) < instance.native.layout.info.imported_functions as usize {
                 return Err(refuse("an imported start function"));
             }
             if let Err(trap) = instance.call_function(start, &[], fuel) {
@@ -440,6 +533,7 @@ impl NativeInstance {
     fn call_function(&mut self, index: u32, args: &[i64], fuel: u64) -> Result<i64, Trap> {
         let offset = *self
             .native
+            .layout
             .offsets
             .get(index as usize)
             .ok_or_else(|| Trap::new(FaultKind::Other, "no such function"))?;
@@ -469,7 +563,7 @@ impl NativeInstance {
         arguments: &[i64],
         fuel: u64,
     ) -> Result<Result<Option<i64>, TrapCode>, String> {
-        let info = self.native.info.clone();
+        let info = self.native.layout.info.clone();
         let index = info
             .exported_function(name)
             .ok_or_else(|| refuse("no such export"))?;
@@ -477,7 +571,7 @@ impl NativeInstance {
         if arguments.len() != ty.params.len() || !is_enterable(ty) {
             return Err(refuse("this signature"));
         }
-        let offset = self.native.offsets[index as usize];
+        let offset = self.native.layout.offsets[index as usize];
         let mut padded = [0i64; ENTRY_ARGUMENTS];
         padded[..arguments.len()].copy_from_slice(arguments);
         self.native.prepare(fuel);
@@ -493,7 +587,7 @@ impl NativeInstance {
     /// Linear memory as it is now (host tests).
     #[cfg(not(target_os = "none"))]
     pub(super) fn memory(&self) -> &[u8] {
-        &self.native.memory
+        &self.native.layout.memory
     }
 }
 
@@ -546,7 +640,7 @@ impl Instance for NativeInstance {
         let Some(&(_, index)) = self.native.exports.get(function.0 as usize) else {
             return Err(Trap::new(FaultKind::Other, "unknown export reference"));
         };
-        let info = self.native.info.clone();
+        let info = self.native.layout.info.clone();
         let Some(ty) = info.function_type(index) else {
             return Err(Trap::new(FaultKind::Other, "unknown export reference"));
         };
@@ -569,10 +663,15 @@ impl Instance for NativeInstance {
     }
 
     fn memory_bytes(&self) -> usize {
-        self.native.memory.len()
+        self.native.layout.memory.len()
     }
 
     fn last_fuel_used(&self) -> u64 {
         self.last_fuel_used
+    }
+
+    fn into_state(self: Box<Self>) -> ExtensionState {
+        let instance = *self;
+        instance.native.state
     }
 }
