@@ -283,9 +283,16 @@ fn ext() -> Result<(), String> {
     // Compile time alone of the ~60 KB module (Cranelift, in the guest).
     let big = extensions.module_bytes("big")?;
     let info = ModuleInfo::parse(big).map_err(|error| format!("{error}"))?;
-    for (suffix, optimize) in [("", true), (".opt_none", false)] {
+    // The kernel's settings (optimized, verified), then without
+    // optimization, then without Cranelift's IR verifier.
+    for (suffix, optimize, verify) in [
+        ("", true, true),
+        (".opt_none", false, true),
+        (".no_verifier", true, false),
+    ] {
         let compiler = Compiler::new(CompileLimits {
             optimize,
+            verify,
             ..CompileLimits::default()
         })
         .map_err(|error| format!("{error}"))?;

@@ -7,7 +7,7 @@
 //! whose arguments can be built from scalars into an `Arc<dyn EventPort>`
 //! the kernel grants to extensions.
 
-use alloc::{sync::Arc, vec::Vec};
+use alloc::sync::Arc;
 use core::any::Any;
 
 use dispatch::{
@@ -208,12 +208,22 @@ pub struct WasmHandler {
     pub(crate) signature: Signature,
 }
 
-impl WasmHandler {
-    fn arguments(&self, args: &DynArgs<'_>) -> Result<Vec<WasmValue>, Fault> {
-        (0..self.signature.params.len())
-            .map(|index| args.get(index).map(lower).ok_or(Fault::BadResult))
-            .collect()
+/// The most arguments an event passes (the dispatcher's argument tuples
+/// stop at 8).
+const MAX_EVENT_ARGUMENTS: usize = 8;
+
+/// The first `count` arguments of a raise, lowered into an array on the
+/// stack (no allocation per raise); `None` if there are more than
+/// [`MAX_EVENT_ARGUMENTS`] or one is missing.
+fn lowered_arguments(
+    args: &DynArgs<'_>,
+    count: usize,
+) -> Option<([WasmValue; MAX_EVENT_ARGUMENTS], usize)> {
+    let mut lowered = [WasmValue::I32(0); MAX_EVENT_ARGUMENTS];
+    for (index, slot) in lowered.get_mut(..count)?.iter_mut().enumerate() {
+        *slot = lower(args.get(index)?);
     }
+    Some((lowered, count))
 }
 
 impl DynHandler for WasmHandler {
@@ -227,10 +237,11 @@ impl DynHandler for WasmHandler {
             .extension
             .upgrade()
             .ok_or_else(|| fault(CallError::Unloaded))?;
-        let arguments = self.arguments(args)?;
+        let (arguments, count) =
+            lowered_arguments(args, self.signature.params.len()).ok_or(Fault::BadResult)?;
         let budget = invocation.budget.and_then(|budget| budget.fuel);
         let result = extension
-            .invoke(self.export, &arguments, budget)
+            .invoke(self.export, &arguments[..count], budget)
             .map_err(fault)?;
         match (result, self.signature.result) {
             (None, None) => Ok(None),
@@ -263,14 +274,11 @@ impl DynGuard for WasmGuard {
         let Some(extension) = self.extension.upgrade() else {
             return false;
         };
-        let arguments: Option<Vec<WasmValue>> = (0..self.signature.params.len())
-            .map(|index| args.get(index).map(lower))
-            .collect();
-        let Some(arguments) = arguments else {
+        let Some((arguments, count)) = lowered_arguments(args, self.signature.params.len()) else {
             return false;
         };
         matches!(
-            extension.invoke(self.export, &arguments, None),
+            extension.invoke(self.export, &arguments[..count], None),
             Ok(Some(WasmValue::I32(v))) if v != 0
         )
     }

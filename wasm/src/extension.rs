@@ -185,7 +185,9 @@ impl Shared {
     pub(crate) fn lock_instance(&self) -> Option<InstanceGuard<'_>> {
         let me = self.strands.as_ref().map(|strands| strands.current());
         let now = || self.clock.as_ref().map(|clock| clock.now_ns());
-        let started = now();
+        // Read only once the lock is found taken: the common, uncontended
+        // invocation reads no clock.
+        let mut started = None;
         let mut yields = 0;
         loop {
             if let Some(guard) = self.instance.try_lock() {
@@ -195,6 +197,7 @@ impl Shared {
                     owner: &self.owner,
                 });
             }
+            let started = *started.get_or_insert_with(now);
             let (Some(strands), Some(me)) = (&self.strands, me) else {
                 return None;
             };

@@ -347,3 +347,46 @@ fn tier_up_halfway_gives_the_interpreters_results() {
     };
     assert_eq!(stages(None), stages(Some(4)));
 }
+
+/// Compile time of `big` under each compiler setting (host, for the
+/// design record: `cargo test -p wasm-fuzz --test native_engine
+/// compile_settings -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn compile_settings() {
+    use wasm_runtime::{
+        engine::native::{CompileLimits, Compiler},
+        module::ModuleInfo,
+    };
+    let bytes = extension("big");
+    let info = ModuleInfo::parse(&bytes).unwrap();
+    for (name, optimize, single_pass_registers, verify) in [
+        ("speed", true, false, true),
+        ("speed, no verifier", true, false, false),
+        ("none", false, false, true),
+        ("none, single-pass registers", false, true, true),
+        (
+            "none, single-pass registers, no verifier",
+            false,
+            true,
+            false,
+        ),
+    ] {
+        let compiler = Compiler::new(CompileLimits {
+            optimize,
+            single_pass_registers,
+            verify,
+            ..CompileLimits::default()
+        })
+        .unwrap();
+        let mut times = Vec::new();
+        let mut code = 0;
+        for _ in 0..5 {
+            let start = std::time::Instant::now();
+            code = compiler.compile(&bytes, &info).unwrap().code.len();
+            times.push(start.elapsed().as_secs_f64() * 1000.0);
+        }
+        times.sort_by(f64::total_cmp);
+        println!("{name}: median {:.1} ms, {code} bytes of code", times[2]);
+    }
+}

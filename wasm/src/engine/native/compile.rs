@@ -39,6 +39,13 @@ pub struct CompileLimits {
     /// (`"none"`: faster compilation, slower code; `ext.compile_50k`
     /// measures both).
     pub optimize: bool,
+    /// Whether registers are allocated in one pass (`regalloc_algorithm =
+    /// "single_pass"`: faster compilation, more spills) instead of by
+    /// backtracking.
+    pub single_pass_registers: bool,
+    /// Whether Cranelift's IR verifier checks every function before code
+    /// generation (an ill-formed translation is then an error, not code).
+    pub verify: bool,
 }
 
 impl Default for CompileLimits {
@@ -50,6 +57,8 @@ impl Default for CompileLimits {
             types: 4096,
             code_bytes: 4 << 20,
             optimize: true,
+            single_pass_registers: false,
+            verify: true,
         }
     }
 }
@@ -122,7 +131,18 @@ impl Compiler {
         let mut flags = settings::builder();
         for (name, value) in [
             ("opt_level", if limits.optimize { "speed" } else { "none" }),
-            ("enable_verifier", "true"),
+            (
+                "enable_verifier",
+                if limits.verify { "true" } else { "false" },
+            ),
+            (
+                "regalloc_algorithm",
+                if limits.single_pass_registers {
+                    "single_pass"
+                } else {
+                    "backtracking"
+                },
+            ),
             ("enable_multi_ret_implicit_sret", "true"),
             ("enable_probestack", "false"),
             ("is_pic", "true"),

@@ -84,14 +84,28 @@ pub(super) struct Layout {
     start: Option<u32>,
 }
 
+/// An export resolved for calls.
+struct ResolvedExport {
+    name: String,
+    /// Its function index.
+    function: u32,
+    /// How many parameters it takes.
+    params: usize,
+    /// Its result type, if any.
+    result: Option<WasmType>,
+    /// Whether the runtime can enter it (see [`is_enterable`]).
+    is_enterable: bool,
+}
+
 /// What generated code reaches through its context, and the extension's
 /// state: everything the runtime procedures need.
 pub(super) struct Native {
     /// The context generated code receives (laid out as [`vmctx`] says).
     pub(super) context: [u64; CONTEXT_WORDS],
     layout: Layout,
-    /// Exports resolved so far (function indices), by [`ExportRef`].
-    exports: Vec<(String, u32)>,
+    /// Exports resolved so far, by [`ExportRef`]: what a call needs of
+    /// each, looked up once.
+    exports: Vec<ResolvedExport>,
     /// A kernel procedure's trap, until the entry reports it.
     pub(super) host_trap: Option<Trap>,
     state: ExtensionState,
@@ -417,11 +431,19 @@ impl HostContext for Native {
     }
 
     fn export(&mut self, name: &str) -> Option<ExportRef> {
-        if let Some(at) = self.exports.iter().position(|(n, _)| n == name) {
+        if let Some(at) = self.exports.iter().position(|export| export.name == name) {
             return Some(ExportRef(at as u32));
         }
         let function = self.layout.info.exported_function(name)?;
-        self.exports.push((name.into(), function));
+        let ty = self.layout.info.function_type(function)?;
+        let resolved = ResolvedExport {
+            name: name.into(),
+            function,
+            params: ty.params.len(),
+            result: ty.results.first().copied(),
+            is_enterable: is_enterable(ty),
+        };
+        self.exports.push(resolved);
         Some(ExportRef(self.exports.len() as u32 - 1))
     }
 }
@@ -637,14 +659,11 @@ impl Instance for NativeInstance {
         args: &[WasmValue],
         fuel: u64,
     ) -> Result<Option<WasmValue>, Trap> {
-        let Some(&(_, index)) = self.native.exports.get(function.0 as usize) else {
+        let Some(export) = self.native.exports.get(function.0 as usize) else {
             return Err(Trap::new(FaultKind::Other, "unknown export reference"));
         };
-        let info = self.native.layout.info.clone();
-        let Some(ty) = info.function_type(index) else {
-            return Err(Trap::new(FaultKind::Other, "unknown export reference"));
-        };
-        if args.len() != ty.params.len() || !is_enterable(ty) {
+        let (index, result_type) = (export.function, export.result);
+        if args.len() != export.params || !export.is_enterable {
             return Err(Trap::new(FaultKind::Other, "call with the wrong arity"));
         }
         let mut raw = [0i64; ENTRY_ARGUMENTS];
@@ -656,7 +675,7 @@ impl Instance for NativeInstance {
             };
         }
         let result = self.call_function(index, &raw[..args.len()], fuel)?;
-        Ok(ty.results.first().map(|t| match t {
+        Ok(result_type.map(|t| match t {
             WasmType::I32 => WasmValue::I32(result as i32),
             _ => WasmValue::I64(result),
         }))
