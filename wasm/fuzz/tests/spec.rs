@@ -184,6 +184,9 @@ fn run_file(
                 }
                 match NativeModule::new(compiler, &bytes, &info, DEPTH) {
                     Ok(module) => native = Some(module),
+                    Err(why) if why.contains("over a compile limit") => {
+                        native_tally.skip("module over a compile limit (a frame above 8 KiB)")
+                    }
                     Err(why) if why.contains("not compiled yet") => {
                         native_tally.skip("module with an operator not compiled yet")
                     }

@@ -20,12 +20,16 @@ use super::{
     vmctx::{self, TrapCode},
 };
 
-/// Machine stack generated code may use below the entry, kernel
-/// procedures included. Kernel threads that run extensions have 64 KiB
-/// (user threads' kernel stacks) or 256 KiB; the compiler bounds a
-/// function's frame by its locals limit, so 24 KiB leaves a frame and the
-/// trap path room above the guard page.
-pub const STACK_BUDGET_BYTES: u64 = 24 * 1024;
+/// Machine stack generated code may use below the entry before its
+/// stack-limit check traps. On top of it: at most one frame of
+/// `CompileLimits::frame_bytes` (8 KiB), which a function may write before
+/// its check runs, and the kernel procedures it calls. Kernel threads that
+/// run extensions have 64 KiB (user threads' kernel stacks) or 256 KiB, so
+/// 16 + 8 KiB below a raise leaves a procedure and the raise path room
+/// above the guard page. (Nested entries, a procedure raising into
+/// another extension's native handler, each get a budget of their own:
+/// see docs/design/0008-native-engine.md, "What is left".)
+pub const STACK_BUDGET_BYTES: u64 = 16 * 1024;
 
 /// Runs the function at `offset` of `code` with `native`'s context (which
 /// `Native::prepare` filled) and `arguments`: its raw result, or the trap
