@@ -390,3 +390,29 @@ fn compile_settings() {
         println!("{name}: median {:.1} ms, {code} bytes of code", times[2]);
     }
 }
+
+/// A module exporting a kernel procedure it imports (no code of its own
+/// for that export) stays on the interpreter, where calling the export
+/// calls the procedure.
+#[test]
+fn re_exported_kernel_procedures_stay_on_the_interpreter() {
+    let (runtime, console) = runtime(Tier::Native);
+    let wat = r#"(module
+        (import "spindle" "log" (func $log (param i32 i32) (result i32)))
+        (memory (export "memory") 1)
+        (data (i32.const 0) "again")
+        (export "log_again" (func $log)))"#;
+    let bytes = wat::parse_str(wat).unwrap();
+    let module = load(
+        &runtime,
+        LoadRequest::new("again", &bytes),
+        Tier::Interpreter,
+    );
+    module
+        .call("log_again", &[Value::I32(0), Value::I32(5)])
+        .unwrap();
+    assert_eq!(
+        console.lines.lock().unwrap().as_slice(),
+        &["again: again".to_string()]
+    );
+}

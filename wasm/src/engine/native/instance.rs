@@ -471,6 +471,11 @@ impl Prepared {
             let Some(function) = export.function else {
                 continue;
             };
+            // A kernel procedure exported again has no code here: calls of
+            // it go through the trampoline from generated code only.
+            if function < info.imported_functions {
+                return Err(refuse("a kernel procedure exported again"));
+            }
             match info.function_type(function) {
                 Some(ty) if is_enterable(ty) => {}
                 _ => return Err(refuse("an export with float or many values")),
