@@ -282,7 +282,7 @@ impl Compiler {
                     "function {index} needs a {frame}-byte stack frame"
                 )));
             }
-            while module.code.len() % 16 != 0 {
+            while !module.code.len().is_multiple_of(16) {
                 // int3 between functions.
                 module.code.push(0xcc);
             }

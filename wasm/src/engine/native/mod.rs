@@ -8,8 +8,9 @@
 //!   depth, stack and signature checks;
 //! - [`compile`]: the module to position-independent machine code, under
 //!   [`compile::CompileLimits`];
-//! - `instance`: a compiled module set up (memory, globals, table), the
-//!   runtime procedures generated code calls, [`Instance`](super::Instance);
+//! - `layout`: a compiled module set up (memory, globals, table);
+//! - `instance`: around it, the runtime procedures generated code calls,
+//!   [`Instance`](super::Instance);
 //! - `entry`: the few `unsafe` lines that enter generated code and turn
 //!   its context back into the instance in the callbacks;
 //! - [`engine`]: [`NativeEngine`], the tier behind [`super::Engine`];
@@ -20,6 +21,7 @@ pub mod compile;
 pub mod engine;
 mod entry;
 mod instance;
+mod layout;
 #[cfg(not(target_os = "none"))]
 pub mod run;
 pub mod translate;
