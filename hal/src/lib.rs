@@ -15,8 +15,8 @@
 //! - [`qemu`]: exiting QEMU with a status for the test harness.
 //! - [`pci`], [`dma`], [`net`]: PCI configuration and MSI-X, memory devices
 //!   reach by physical address, and the virtio network interface.
-//! - `native_code` (host only, for now): W^X code memory for the native
-//!   Wasm engine's generated code and the entry into it.
+//! - [`native_code`]: W^X code memory for the native Wasm engine's
+//!   generated code and the (unsafe) entry into it.
 //!
 //! Everything but the frame bitmap only builds for the bare-metal target
 //! (`target_os = "none"`); the bitmap is unit-tested on the host.
@@ -25,7 +25,6 @@
 extern crate alloc;
 
 pub mod frames;
-#[cfg(not(target_os = "none"))]
 pub mod native_code;
 
 #[cfg(target_os = "none")]

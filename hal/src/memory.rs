@@ -9,6 +9,7 @@
 //! | [`HEAP_BASE`] .. `+ HEAP_MAX_BYTES`             | kernel heap, grown on demand          |
 //! | [`STACKS_BASE`] ..                              | kernel thread stacks with guard pages |
 //! | [`GENERAL_BASE`] .. [`GENERAL_END`]             | pages mapped through [`map`] et al.   |
+//! | [`CODE_BASE`] .. [`CODE_END`]                   | generated code (`native_code`), W^X   |
 //! | `0xffff_ffff_8000_0000` ..                      | the kernel image (text RX, rodata R, data RW) |
 //!
 //! The kernel owns its page tables: [`init`] builds a fresh PML4 from frames
@@ -49,6 +50,11 @@ pub const STACKS_BASE: u64 = 0xffff_c100_0000_0000;
 pub const GENERAL_BASE: u64 = 0xffff_c200_0000_0000;
 /// End (exclusive) of the region that [`map`] and friends manage.
 pub const GENERAL_END: u64 = 0xffff_c300_0000_0000;
+/// Start of the region of generated code (`crate::native_code`): pages
+/// there are writable while they are filled, then read-execute.
+pub const CODE_BASE: u64 = 0xffff_c300_0000_0000;
+/// End (exclusive) of the code region (16 GiB of address space).
+pub const CODE_END: u64 = CODE_BASE + (16 << 30);
 /// Virtual address the kernel image is linked at, minus its physical address.
 pub const KERNEL_VIRT_BASE: u64 = 0xffff_ffff_8000_0000;
 /// Size of a small page.
@@ -766,6 +772,31 @@ pub fn map_range(virt: u64, pages: u64, protection: Protection) -> Result<(), Ma
         check_general(last)?;
     }
     map_pages(virt, pages, protection.flags())
+}
+
+/// Makes `pages` mapped pages from `virt` in the code region read-execute
+/// (never writable again: W^X). `virt` must be page aligned.
+pub(crate) fn make_code_executable(virt: u64, pages: u64) -> Result<(), MapError> {
+    for index in 0..pages {
+        let address = virt + index * PAGE_SIZE;
+        if address % PAGE_SIZE != 0 || !(CODE_BASE..CODE_END).contains(&address) {
+            return Err(MapError::OutsideRegion(address));
+        }
+        let page = Page::<Size4KiB>::containing_address(VirtAddr::new(address));
+        with_tables(|mapper, _| {
+            // SAFETY: the page belongs to the code region, which only
+            // `native_code` maps and whose pages no Rust object lives in;
+            // dropping the write permission (and the no-execute bit)
+            // invalidates no reference.
+            let flush = unsafe {
+                mapper.update_flags(page, PageTableFlags::PRESENT | PageTableFlags::GLOBAL)
+            }
+            .map_err(|_| MapError::NotMapped(address))?;
+            flush.flush();
+            Ok(())
+        })?;
+    }
+    Ok(())
 }
 
 /// Unmaps `pages` pages at `virt` in an internal region and frees their frames.

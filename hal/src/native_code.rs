@@ -2,127 +2,270 @@
 //! entry into it (docs/design/0008-native-engine.md).
 //!
 //! Code memory is W^X: mapped writable, filled, then remapped read-execute
-//! before anything can run it, and never writable again. This is the host
-//! implementation (over `mmap`/`mprotect`), for the runtime's host tests;
-//! the kernel's (frames mapped through the kernel address space) is still
-//! to come.
+//! before anything can run it, and never writable again; dropping a
+//! [`CodeMemory`] unmaps its pages and frees their frames. In the kernel
+//! the pages are in their own region ([`crate::memory::CODE_BASE`]), one
+//! 4 MiB slot per module; on the host (the runtime's tests) they are an
+//! `mmap` made read-execute with `mprotect`.
 //!
-//! The trust boundary: what runs here is the output of the native
-//! engine's compiler (`wasm::engine::native`), which checks every memory
-//! access, call depth, fuel and indirect call itself, and the context it
-//! gets is the runtime's. Both are trusted as wasmi's executor is: this
-//! module cannot tell compiler output from other bytes.
+//! The trust boundary: making code memory is safe (it only copies bytes
+//! into pages nobody else uses); running it is not, since this module
+//! cannot tell compiler output from other bytes, nor a well-formed context
+//! from a forged one. So [`CodeMemory::enter`] is an `unsafe fn`: its one
+//! caller is the native engine's entry (`wasm/src/engine/native/entry.rs`),
+//! which only enters code its compiler produced, with a context it built.
 
-use core::ffi::c_void;
-
-const PAGE_BYTES: usize = 4096;
-const PROT_READ: i32 = 1;
-const PROT_WRITE: i32 = 2;
-const PROT_EXEC: i32 = 4;
-const MAP_PRIVATE: i32 = 2;
-const MAP_ANONYMOUS: i32 = 0x20;
-
-extern "C" {
-    fn mmap(
-        addr: *mut c_void,
-        len: usize,
-        prot: i32,
-        flags: i32,
-        fd: i32,
-        offset: i64,
-    ) -> *mut c_void;
-    fn mprotect(addr: *mut c_void, len: usize, prot: i32) -> i32;
-    fn munmap(addr: *mut c_void, len: usize) -> i32;
-}
-
-/// The signature every entry has: the context, then up to four integer
+/// The signature every entry has: the context, then up to eight integer
 /// arguments (a function with fewer ignores the rest, as the System V
-/// convention allows), an integer result in `rax`.
-type Entry = extern "sysv64" fn(*mut u64, i64, i64, i64, i64) -> i64;
+/// convention allows: the caller cleans up the stack), an integer result in
+/// `rax`.
+type Entry = extern "sysv64" fn(*mut u64, i64, i64, i64, i64, i64, i64, i64, i64) -> i64;
+
+/// The most arguments [`CodeMemory::enter`] passes.
+pub const ENTRY_ARGUMENTS: usize = 8;
 
 /// Read-execute memory holding generated code.
 pub struct CodeMemory {
-    base: *mut c_void,
-    mapped_bytes: usize,
+    pages: backing::Pages,
     code_bytes: usize,
 }
 
-// SAFETY: after `new` the mapping is read-only and owned by this value
-// alone; sharing or moving it between threads races on nothing.
-unsafe impl Send for CodeMemory {}
-// SAFETY: as above: `&CodeMemory` only reads immutable memory.
-unsafe impl Sync for CodeMemory {}
-
 impl CodeMemory {
     /// Copies `code` into fresh pages and makes them read-execute; `None`
-    /// when `code` is empty or the mapping fails.
+    /// when `code` is empty or larger than a slot, or no memory is left.
     pub fn new(code: &[u8]) -> Option<CodeMemory> {
         if code.is_empty() {
             return None;
         }
-        let mapped_bytes = code.len().div_ceil(PAGE_BYTES) * PAGE_BYTES;
-        // SAFETY: a new anonymous private mapping touches no existing
-        // memory; failure is checked below.
-        let base = unsafe {
-            mmap(
-                core::ptr::null_mut(),
-                mapped_bytes,
-                PROT_READ | PROT_WRITE,
-                MAP_PRIVATE | MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if base as isize == -1 || base.is_null() {
-            return None;
-        }
-        let memory = CodeMemory {
-            base,
-            mapped_bytes,
+        let pages = backing::Pages::new(code)?;
+        Some(CodeMemory {
+            pages,
             code_bytes: code.len(),
-        };
-        // SAFETY: `base` starts `mapped_bytes >= code.len()` writable bytes
-        // of our own fresh mapping, which cannot overlap `code`.
-        unsafe { core::ptr::copy_nonoverlapping(code.as_ptr(), base.cast::<u8>(), code.len()) };
-        // SAFETY: our own mapping; from here on it is read-execute (W^X).
-        if unsafe { mprotect(base, mapped_bytes, PROT_READ | PROT_EXEC) } != 0 {
-            return None;
-        }
-        Some(memory)
+        })
     }
 
     /// The address of the code at `offset`, for the runtime's function
     /// table; `None` past the end.
     pub fn address(&self, offset: usize) -> Option<u64> {
-        (offset < self.code_bytes).then(|| self.base as u64 + offset as u64)
+        (offset < self.code_bytes).then(|| self.pages.base() + offset as u64)
     }
 
-    /// Runs the function at `offset` with `context` (the runtime's
-    /// `vmctx`, laid out as `wasm::engine::native::vmctx` says) and
-    /// `arguments`; its integer result. `None` when `offset` is past the
-    /// end.
-    pub fn enter(&self, offset: usize, context: &mut [u64], arguments: [i64; 4]) -> Option<i64> {
+    /// Bytes of code held.
+    pub fn len(&self) -> usize {
+        self.code_bytes
+    }
+
+    /// Whether no code is held (never, once made).
+    pub fn is_empty(&self) -> bool {
+        self.code_bytes == 0
+    }
+
+    /// Runs the function at `offset` with `context` and `arguments`; its
+    /// integer result. `None` when `offset` is past the end.
+    ///
+    /// # Safety
+    ///
+    /// 1. The function at `offset` must be the start of a function the
+    ///    native engine's compiler emitted into this memory (System V
+    ///    convention, the context first, integer parameters only, at most
+    ///    [`ENTRY_ARGUMENTS`]).
+    /// 2. `context` must point to a context laid out as
+    ///    `wasm::engine::native::vmctx` says, whose addresses (linear
+    ///    memory and its size, globals, table, function table, runtime
+    ///    procedures) are all valid for the whole call, and whose stack
+    ///    limit leaves the generated code room on the current stack.
+    pub unsafe fn enter(
+        &self,
+        offset: usize,
+        context: *mut u64,
+        arguments: [i64; ENTRY_ARGUMENTS],
+    ) -> Option<i64> {
         let address = self.address(offset)?;
-        // SAFETY: `address` is inside this read-execute mapping, at the
-        // start of a function the native compiler emitted with the System V
-        // convention taking the context first (the trust boundary in the
-        // module documentation); a function of fewer integer parameters
-        // ignores the extra argument registers.
+        // SAFETY: `address` is inside this read-execute memory, at the start
+        // of a compiled function (condition 1), so it is a function of the
+        // `Entry` type as far as the used arguments go.
         let entry: Entry = unsafe { core::mem::transmute::<u64, Entry>(address) };
-        Some(entry(
-            context.as_mut_ptr(),
-            arguments[0],
-            arguments[1],
-            arguments[2],
-            arguments[3],
-        ))
+        let [a, b, c, d, e, f, g, h] = arguments;
+        // Calling it runs code that only touches what the context names
+        // (condition 2) and its own stack frames, bounded by the context's
+        // stack limit.
+        Some(entry(context, a, b, c, d, e, f, g, h))
     }
 }
 
-impl Drop for CodeMemory {
-    fn drop(&mut self) {
-        // SAFETY: the mapping is ours and nothing refers to it any more
-        // (entries run only through `&self`).
-        unsafe { munmap(self.base, self.mapped_bytes) };
+/// Bytes of code memory mapped now (whole pages), for leak checks.
+pub fn mapped_bytes() -> usize {
+    backing::MAPPED_BYTES.load(core::sync::atomic::Ordering::Relaxed)
+}
+
+#[cfg(target_os = "none")]
+mod backing {
+    //! The kernel's code memory: 4 MiB slots of the code region, pages
+    //! mapped from fresh frames.
+
+    use core::sync::atomic::{AtomicUsize, Ordering};
+
+    use crate::memory::{self, CODE_BASE, CODE_END, PAGE_SIZE};
+
+    /// Address space of one module's code (the compiler refuses more than
+    /// 4 MiB of code per module).
+    const SLOT_BYTES: u64 = 4 << 20;
+    const SLOTS: usize = ((CODE_END - CODE_BASE) / SLOT_BYTES) as usize;
+
+    /// Which slots are taken, one bit each.
+    static TAKEN: spin::Mutex<[u64; SLOTS / 64]> = spin::Mutex::new([0; SLOTS / 64]);
+    /// Bytes mapped by live code memories.
+    pub(super) static MAPPED_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+    fn take_slot() -> Option<usize> {
+        let mut taken = TAKEN.lock();
+        let (word, bits) = taken
+            .iter_mut()
+            .enumerate()
+            .find(|(_, w)| **w != u64::MAX)?;
+        let bit = bits.trailing_ones() as usize;
+        *bits |= 1 << bit;
+        Some(word * 64 + bit)
+    }
+
+    fn release_slot(slot: usize) {
+        TAKEN.lock()[slot / 64] &= !(1 << (slot % 64));
+    }
+
+    /// Pages of one slot holding code.
+    pub(super) struct Pages {
+        slot: usize,
+        pages: u64,
+    }
+
+    impl Pages {
+        pub(super) fn new(code: &[u8]) -> Option<Pages> {
+            let pages = (code.len() as u64).div_ceil(PAGE_SIZE);
+            if pages * PAGE_SIZE > SLOT_BYTES {
+                return None;
+            }
+            let slot = take_slot()?;
+            let base = CODE_BASE + slot as u64 * SLOT_BYTES;
+            if memory::map_internal(base, pages).is_err() {
+                release_slot(slot);
+                return None;
+            }
+            // From here on, dropping `mapped` unmaps and frees.
+            let mapped = Pages { slot, pages };
+            MAPPED_BYTES.fetch_add((pages * PAGE_SIZE) as usize, Ordering::Relaxed);
+            // SAFETY: `base` starts `pages` fresh, writable pages just mapped
+            // for this slot alone (at least `code.len()` bytes), which no
+            // Rust object lives in and which cannot overlap `code`.
+            unsafe {
+                core::ptr::copy_nonoverlapping(code.as_ptr(), base as *mut u8, code.len());
+            }
+            // W^X: read-execute from here on, never writable again.
+            memory::make_code_executable(base, pages).ok()?;
+            Some(mapped)
+        }
+
+        pub(super) fn base(&self) -> u64 {
+            CODE_BASE + self.slot as u64 * SLOT_BYTES
+        }
+    }
+
+    impl Drop for Pages {
+        fn drop(&mut self) {
+            // Entries run only through `&CodeMemory`, so nothing runs this
+            // code any more.
+            memory::unmap_internal(self.base(), self.pages);
+            MAPPED_BYTES.fetch_sub((self.pages * PAGE_SIZE) as usize, Ordering::Relaxed);
+            release_slot(self.slot);
+        }
+    }
+}
+
+#[cfg(not(target_os = "none"))]
+mod backing {
+    //! The host's code memory, for the runtime's tests: an anonymous
+    //! mapping, filled, then made read-execute.
+
+    use core::{
+        ffi::c_void,
+        sync::atomic::{AtomicUsize, Ordering},
+    };
+
+    const PAGE_BYTES: usize = 4096;
+    const PROT_READ: i32 = 1;
+    const PROT_WRITE: i32 = 2;
+    const PROT_EXEC: i32 = 4;
+    const MAP_PRIVATE: i32 = 2;
+    const MAP_ANONYMOUS: i32 = 0x20;
+
+    extern "C" {
+        fn mmap(
+            addr: *mut c_void,
+            len: usize,
+            prot: i32,
+            flags: i32,
+            fd: i32,
+            offset: i64,
+        ) -> *mut c_void;
+        fn mprotect(addr: *mut c_void, len: usize, prot: i32) -> i32;
+        fn munmap(addr: *mut c_void, len: usize) -> i32;
+    }
+
+    /// Bytes mapped by live code memories.
+    pub(super) static MAPPED_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+    /// One mapping holding code.
+    pub(super) struct Pages {
+        base: *mut c_void,
+        mapped_bytes: usize,
+    }
+
+    // SAFETY: after `new` the mapping is read-only and owned by this value
+    // alone; sharing or moving it between threads races on nothing.
+    unsafe impl Send for Pages {}
+    // SAFETY: as above: `&Pages` only reads immutable memory.
+    unsafe impl Sync for Pages {}
+
+    impl Pages {
+        pub(super) fn new(code: &[u8]) -> Option<Pages> {
+            let mapped_bytes = code.len().div_ceil(PAGE_BYTES) * PAGE_BYTES;
+            // SAFETY: a new anonymous private mapping touches no existing
+            // memory; failure is checked below.
+            let base = unsafe {
+                mmap(
+                    core::ptr::null_mut(),
+                    mapped_bytes,
+                    PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            if base as isize == -1 || base.is_null() {
+                return None;
+            }
+            let pages = Pages { base, mapped_bytes };
+            MAPPED_BYTES.fetch_add(mapped_bytes, Ordering::Relaxed);
+            // SAFETY: `base` starts `mapped_bytes >= code.len()` writable
+            // bytes of our own fresh mapping, which cannot overlap `code`.
+            unsafe { core::ptr::copy_nonoverlapping(code.as_ptr(), base.cast::<u8>(), code.len()) };
+            // SAFETY: our own mapping; from here on it is read-execute (W^X).
+            if unsafe { mprotect(base, mapped_bytes, PROT_READ | PROT_EXEC) } != 0 {
+                return None;
+            }
+            Some(pages)
+        }
+
+        pub(super) fn base(&self) -> u64 {
+            self.base as u64
+        }
+    }
+
+    impl Drop for Pages {
+        fn drop(&mut self) {
+            // SAFETY: the mapping is ours and nothing refers to it any more
+            // (entries run only through `&CodeMemory`).
+            unsafe { munmap(self.base, self.mapped_bytes) };
+            MAPPED_BYTES.fetch_sub(self.mapped_bytes, Ordering::Relaxed);
+        }
     }
 }

@@ -6,7 +6,10 @@
 //! - `ext`: raising an event with its intrinsic only, with a native guarded
 //!   handler, with a Wasm handler, with a Wasm handler and Wasm guard; a
 //!   Wasm-to-kernel call of an empty procedure (SPIN's "protected in-kernel
-//!   call"); load + validate + link + instantiate of a ~60 KB module.
+//!   call"); the RFC 1071 checksum of 1,500 bytes in Wasm and in Rust; the
+//!   Wasm figures once on the default tier and once pinned to each tier
+//!   (`.wasmi`, `.native`); compiling a ~60 KB module to native code; load +
+//!   validate + link + instantiate of it.
 //!
 //! Each figure is the median of [`REPETITIONS`] timed runs of many
 //! iterations, timed with the calibrated TSC, and printed as
@@ -17,7 +20,12 @@ use alloc::{format, string::String, vec::Vec};
 use core::hint::black_box;
 
 use dispatch::{BindingId, Event, Install, Principal, RaiseCache};
-use wasm_runtime::bench::{self as fixtures, Fixture};
+use wasm_runtime::{
+    bench::{self as fixtures, Fixture},
+    engine::native::{CompileLimits, Compiler},
+    module::ModuleInfo,
+    LoadRequest, Tier,
+};
 
 const ITERATIONS: u64 = 200_000;
 const REPETITIONS: usize = 11;
@@ -257,41 +265,52 @@ fn ext() -> Result<(), String> {
     })?;
     report_ratio("ext.native_guarded", &native_guarded, baseline);
 
-    // Wasm handlers: the bench extension bound to Bench.Event.
+    // The Wasm figures on the default tier (no suffix), then pinned to
+    // each tier (`.wasmi`, `.native`).
     let bench_wasm = extensions.module_bytes("bench")?;
-    let fixture =
-        Fixture::new(extensions.runtime(), bench_wasm).map_err(|error| format!("{error}"))?;
-    const WASM_ITERATIONS: u64 = 5_000;
-    let binding = fixture
-        .bind_handler()
-        .map_err(|error| format!("{error:?}"))?;
-    // The handler returns nothing: `raise` says whether it ran without
-    // a fault.
-    let wasm_handler = measure_n("ext.wasm_handler", WASM_ITERATIONS, |i| fixture.raise(i))?;
-    fixture
-        .unbind(binding)
-        .map_err(|error| format!("{error:?}"))?;
-    report_ratio("ext.wasm_handler", &wasm_handler, baseline);
+    for tier in [None, Some(Tier::Interpreter), Some(Tier::Native)] {
+        wasm_figures(extensions, bench_wasm, tier, baseline)?;
+    }
 
-    let binding = fixture
-        .bind_handler_and_guard()
-        .map_err(|error| format!("{error:?}"))?;
-    let wasm_guarded = measure_n("ext.wasm_guarded", WASM_ITERATIONS, |i| fixture.raise(i))?;
-    fixture
-        .unbind(binding)
-        .map_err(|error| format!("{error:?}"))?;
-    report_ratio("ext.wasm_guarded", &wasm_guarded, baseline);
-
-    // Wasm -> kernel: one invocation making many empty kernel calls.
-    const NULL_CALLS: u32 = 10_000;
-    let wasm_to_kernel = measure_n("ext.wasm_to_kernel", 1, |_| {
-        fixture.null_calls(NULL_CALLS).is_ok()
+    // The checksum in Rust compiled into the kernel: the native baseline.
+    let packet = fixtures::packet();
+    let expected = fixtures::checksum(&packet);
+    let rust_checksum = measure("ext.checksum_1500.rust", |_| {
+        fixtures::checksum(black_box(&packet[..])) == expected
     })?;
-    let per_call: Vec<f64> = wasm_to_kernel
-        .iter()
-        .map(|ns| ns / f64::from(NULL_CALLS))
-        .collect();
-    report_ratio("ext.wasm_to_kernel", &per_call, baseline);
+    report_ratio("ext.checksum_1500.rust", &rust_checksum, baseline);
+
+    // Compile time alone of the ~60 KB module (Cranelift, in the guest).
+    let big = extensions.module_bytes("big")?;
+    let info = ModuleInfo::parse(big).map_err(|error| format!("{error}"))?;
+    // The kernel's settings (optimized, verified), then without
+    // optimization, then without Cranelift's IR verifier.
+    for (suffix, optimize, verify) in [
+        ("", true, true),
+        (".opt_none", false, true),
+        (".no_verifier", true, false),
+    ] {
+        let compiler = Compiler::new(CompileLimits {
+            optimize,
+            verify,
+            ..CompileLimits::default()
+        })
+        .map_err(|error| format!("{error}"))?;
+        let name = format!("ext.compile_50k{suffix}");
+        let mut code_bytes = 0;
+        let compile = measure_n(&name, 1, |_| match compiler.compile(big, &info) {
+            Ok(compiled) => {
+                code_bytes = compiled.code.len();
+                true
+            }
+            Err(_) => false,
+        })?;
+        report(
+            &name,
+            &compile,
+            &format!(" bytes={} code_bytes={code_bytes}", big.len()),
+        );
+    }
 
     // Load + validate + link + instantiate (+ unload) of the ~60 KB module.
     let big = extensions.module_bytes("big")?;
@@ -299,6 +318,71 @@ fn ext() -> Result<(), String> {
         fixtures::load(extensions.runtime(), big).is_ok()
     })?;
     report("ext.load_50k", &load, &format!(" bytes={}", big.len()));
-    drop(fixture);
+    Ok(())
+}
+
+/// Raising `Bench.Event` to an empty Wasm handler, with a Wasm guard, a
+/// Wasm-to-kernel call, and the checksum of the 1,500-byte packet, with
+/// the bench extension on `tier` (the default tier when `None`); the
+/// figures are named `ext.<figure>` or `ext.<figure>.<tier>`.
+fn wasm_figures(
+    extensions: &crate::extensions::Extensions,
+    bench_wasm: &[u8],
+    tier: Option<Tier>,
+    baseline: f64,
+) -> Result<(), String> {
+    let suffix = tier.map_or(String::new(), |tier| format!(".{tier}"));
+    let name = |figure: &str| format!("ext.{figure}{suffix}");
+    let mut request = LoadRequest::new("bench", bench_wasm);
+    if let Some(tier) = tier {
+        request = request.tier(tier);
+    }
+    let fixture =
+        Fixture::load(extensions.runtime(), request).map_err(|error| format!("{error}"))?;
+    if let Some(tier) = tier {
+        let ran = fixture.extension.tier();
+        if ran != tier {
+            return Err(format!("the bench extension ran on {ran}, not {tier}"));
+        }
+    }
+    const WASM_ITERATIONS: u64 = 5_000;
+    let binding = fixture
+        .bind_handler()
+        .map_err(|error| format!("{error:?}"))?;
+    // The handler returns nothing: `raise` says whether it ran without
+    // a fault.
+    let wasm_handler = measure_n(&name("wasm_handler"), WASM_ITERATIONS, |i| fixture.raise(i))?;
+    fixture
+        .unbind(binding)
+        .map_err(|error| format!("{error:?}"))?;
+    report_ratio(&name("wasm_handler"), &wasm_handler, baseline);
+
+    let binding = fixture
+        .bind_handler_and_guard()
+        .map_err(|error| format!("{error:?}"))?;
+    let wasm_guarded = measure_n(&name("wasm_guarded"), WASM_ITERATIONS, |i| fixture.raise(i))?;
+    fixture
+        .unbind(binding)
+        .map_err(|error| format!("{error:?}"))?;
+    report_ratio(&name("wasm_guarded"), &wasm_guarded, baseline);
+
+    // Wasm -> kernel: one invocation making many empty kernel calls.
+    const NULL_CALLS: u32 = 10_000;
+    let wasm_to_kernel = measure_n(&name("wasm_to_kernel"), 1, |_| {
+        fixture.null_calls(NULL_CALLS).is_ok()
+    })?;
+    let per_call: Vec<f64> = wasm_to_kernel
+        .iter()
+        .map(|ns| ns / f64::from(NULL_CALLS))
+        .collect();
+    report_ratio(&name("wasm_to_kernel"), &per_call, baseline);
+
+    // The checksum of the packet (a kernel-to-Wasm call included).
+    const CHECKSUM_ITERATIONS: u64 = 2_000;
+    let expected = fixtures::checksum(&fixtures::packet());
+    let checksum = measure_n(&name("checksum_1500"), CHECKSUM_ITERATIONS, |_| {
+        fixture.checksum(fixtures::PACKET_BYTES as u32) == Ok(expected)
+    })?;
+    report_ratio(&name("checksum_1500"), &checksum, baseline);
     Ok(())
 }

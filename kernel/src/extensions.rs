@@ -27,9 +27,9 @@ use domain::{NameServer, SymbolType};
 use sched::sync::Mutex;
 use wasm_runtime::{
     domains::{export_kernel_interface, DomainResolver},
-    engine::wasmi::WasmiEngine,
+    engine::{native::NativeEngine, wasmi::WasmiEngine},
     port, Console, EngineConfig, EventPort, Extension, FaultKind, Limits, LoadRequest, Runtime,
-    Services,
+    Services, Tier,
 };
 
 /// Period of `Timer.Tick`, in milliseconds.
@@ -145,6 +145,26 @@ pub fn get() -> Option<&'static Extensions> {
     EXTENSIONS.get()
 }
 
+/// Compiles `extension` to native code on a kernel thread of its own and
+/// swaps it in (`Runtime::tier_up`); until then, and if that fails, it
+/// runs on the interpreter.
+fn tier_up_in_background(name: &str, extension: Extension) {
+    let name = name.to_string();
+    let spawned = sched::spawn_with_stack("tier-up", EXTENSION_STACK_BYTES, move || {
+        let Some(extensions) = get() else {
+            return;
+        };
+        match extensions.runtime().tier_up(&extension) {
+            Ok(()) => log::info!("{name} runs as native code"),
+            // Unloaded meanwhile, or not compiled yet: it stays where it is.
+            Err(error) => log::debug!("{name} stays on the interpreter: {error}"),
+        }
+    });
+    if spawned.is_err() {
+        log::warn!("no memory for a tier-up thread: the extension stays on the interpreter");
+    }
+}
+
 /// Sets up the runtime and kernel events, and starts the `clock` thread.
 pub fn init(archive: &'static [u8]) -> &'static Extensions {
     let extensions = EXTENSIONS.call_once(|| {
@@ -164,6 +184,15 @@ pub fn init(archive: &'static [u8]) -> &'static Extensions {
             },
             Limits::default(),
         );
+        // The native-code tier: loads stay on the interpreter unless a
+        // load, the shell or a test pins them to it.
+        let runtime = match NativeEngine::new(&EngineConfig::default()) {
+            Ok(native) => runtime.with_native_engine(Box::new(native)),
+            Err(error) => {
+                log::warn!("no native-code tier: {error}");
+                runtime
+            }
+        };
         let (tick, _tick_authority) = Event::new("Timer.Tick", tick_intrinsic as fn(&(u64,)));
         let tick = Arc::new(tick);
         tick.enable_accounting(Some(clock.clone()));
@@ -368,13 +397,34 @@ impl Extensions {
         self.load_bytes(name, bytes)
     }
 
+    /// Loads extension `name` from the boot archive on `tier`.
+    pub fn load_on(&self, name: &str, tier: Tier) -> Result<(), String> {
+        let bytes = self.module_bytes(name)?;
+        self.load_request(name, LoadRequest::new(name, bytes).tier(tier))
+    }
+
+    /// The tier extension `name` runs on, if it is loaded.
+    pub fn tier_of(&self, name: &str) -> Option<Tier> {
+        self.loaded.lock().get(name).map(Extension::tier)
+    }
+
     /// Loads an extension from `bytes` under `name`.
     pub fn load_bytes(&self, name: &str, bytes: &[u8]) -> Result<(), String> {
+        self.load_request(name, LoadRequest::new(name, bytes))
+    }
+
+    /// Loads `request` (granted Timer.Tick) as extension `name`.
+    fn load_request(&self, name: &str, request: LoadRequest<'_>) -> Result<(), String> {
         let mut loaded = self.loaded.lock();
         if loaded.contains_key(name) {
             return Err(format!("{name} is already loaded"));
         }
-        let mut request = LoadRequest::new(name, bytes).grant_event(self.tick_port.clone());
+        // On the default tier (nothing pinned) it starts on the
+        // interpreter and moves to native code once compiled.
+        let tiers_up = request.tier.is_none()
+            && self.runtime.pinned_tier().is_none()
+            && self.runtime.has_native_engine();
+        let mut request = request.grant_event(self.tick_port.clone());
         // The protocol graph's events, when there is a network interface:
         // any extension may serve a port (SPIN's in-kernel protocols).
         for port in crate::network::event_ports() {
@@ -403,6 +453,9 @@ impl Extensions {
                 ..FaultRecord::default()
             },
         );
+        if tiers_up {
+            tier_up_in_background(name, extension.clone());
+        }
         loaded.insert(name.to_string(), extension);
         Ok(())
     }
@@ -486,8 +539,9 @@ impl Extensions {
             .map(|(name, extension)| {
                 let stats = extension.stats();
                 format!(
-                    "{name:<14} id={} handlers={} handles={} memory={}B invocations={} faults={}",
+                    "{name:<14} id={} tier={} handlers={} handles={} memory={}B invocations={} faults={}",
                     extension.id().0,
+                    extension.tier(),
                     stats.handlers,
                     stats.handles,
                     stats.memory_bytes,

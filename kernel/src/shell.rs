@@ -8,6 +8,7 @@
 use alloc::{string::String, vec::Vec};
 
 use hal::console;
+use wasm_runtime::Tier;
 
 /// The prompt; the test harness waits for exactly this string.
 pub const PROMPT: &str = "spindle> ";
@@ -42,7 +43,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: "ext",
-        help: "extensions: ext list | available | load NAME | unload NAME | call NAME FUNCTION [ARG...]",
+        help: "extensions: ext list | available | load NAME [wasmi|native] | unload NAME | call NAME FUNCTION [ARG...]",
         run: ext,
     },
     Command {
@@ -315,9 +316,15 @@ fn ext(arguments: &str) {
             print_lines(extensions.available());
             Ok(String::new())
         }
-        (Some("load"), Some(name)) => extensions
-            .load(name)
-            .map(|()| alloc::format!("loaded {name}")),
+        (Some("load"), Some(name)) => match words.next().map(|word| (word, Tier::parse(word))) {
+            None => extensions.load(name),
+            Some((_, Some(tier))) => extensions.load_on(name, tier),
+            Some((word, None)) => Err(alloc::format!("no tier {word}: wasmi or native")),
+        }
+        .map(|()| match extensions.tier_of(name) {
+            Some(tier) => alloc::format!("loaded {name} ({tier})"),
+            None => alloc::format!("loaded {name}"),
+        }),
         (Some("unload"), Some(name)) => extensions.unload(name),
         (Some("call"), Some(name)) => match words.next() {
             Some(function) => {
@@ -337,7 +344,7 @@ fn ext(arguments: &str) {
             None => Err(String::from("usage: ext call NAME FUNCTION [ARG...]")),
         },
         _ => Err(String::from(
-            "usage: ext list | load NAME | unload NAME | call NAME FUNCTION [ARG...] | available",
+            "usage: ext list | load NAME [wasmi|native] | unload NAME | call NAME FUNCTION [ARG...] | available",
         )),
     };
     match result {

@@ -9,7 +9,9 @@
 //! - the same after [`Fixture::bind_handler_and_guard`]: plus a Wasm guard;
 //! - [`Fixture::null_calls`]: `n` Wasm-to-kernel calls of an empty
 //!   procedure in one invocation (divide by `n`);
-//! - [`load`]: load + validate + link + instantiate of a module (`big`).
+//! - [`load`]: load + validate + link + instantiate of a module (`big`);
+//! - [`Fixture::checksum`]: the RFC 1071 checksum of the 1,500-byte
+//!   [`packet`] in Wasm, against [`checksum`], the same function in Rust.
 
 use alloc::sync::Arc;
 
@@ -36,28 +38,39 @@ pub struct Fixture {
     /// The bench extension.
     pub extension: Extension,
     null_calls: ExportRef,
+    checksum: ExportRef,
 }
 
 impl Fixture {
     /// Loads the bench extension (`extensions/bench`) into `runtime` and
     /// creates `Bench.Event` without handlers.
     pub fn new(runtime: &Runtime, bench_wasm: &[u8]) -> Result<Fixture, LoadError> {
+        Fixture::load(runtime, LoadRequest::new("bench", bench_wasm))
+    }
+
+    /// The same, loading `request` (for a tier pinned by the request).
+    pub fn load(runtime: &Runtime, request: LoadRequest<'_>) -> Result<Fixture, LoadError> {
         let (event, authority) = Event::new("Bench.Event", no_intrinsic as fn(&BenchArgs));
         let event = Arc::new(event);
         // The intrinsic handler is removed so a raise runs the Wasm handler
         // alone (not an error: the kernel removes its own installation).
         let _ = event.remove(Principal::KERNEL, BindingId::INTRINSIC);
         let port = port(event.clone());
-        let extension = runtime.load(LoadRequest::new("bench", bench_wasm))?;
-        let null_calls = extension
-            .resolve("null_calls")
-            .map_err(|e| LoadError::InitFaulted(alloc::format!("{e}")))?;
+        let extension = runtime.load(request)?;
+        let resolve = |name: &str| {
+            extension
+                .resolve(name)
+                .map_err(|e| LoadError::InitFaulted(alloc::format!("{e}")))
+        };
+        let null_calls = resolve("null_calls")?;
+        let checksum = resolve("checksum")?;
         Ok(Fixture {
             event,
             authority,
             port,
             extension,
             null_calls,
+            checksum,
         })
     }
 
@@ -90,6 +103,17 @@ impl Fixture {
             .map(drop)
     }
 
+    /// The Wasm checksum of the first `len` bytes of [`packet`].
+    pub fn checksum(&self, len: u32) -> Result<u16, CallError> {
+        match self
+            .extension
+            .call_resolved(self.checksum, &[WasmValue::I32(len as i32)])?
+        {
+            Some(WasmValue::I32(sum)) => Ok(sum as u16),
+            _ => Err(CallError::Type("checksum returned no i32".into())),
+        }
+    }
+
     /// One call of the exported handler directly (no dispatcher): the
     /// kernel-to-Wasm call cost.
     pub fn call_handler(&self) -> Result<(), CallError> {
@@ -104,4 +128,36 @@ pub fn load(runtime: &Runtime, bytes: &[u8]) -> Result<(), LoadError> {
     // Unloading cannot be busy: nothing else knows this extension.
     let _ = extension.unload();
     Ok(())
+}
+
+/// Bytes of the checksum benchmark's packet (an Ethernet MTU).
+pub const PACKET_BYTES: usize = 1500;
+
+/// The checksum benchmark's packet: the bytes the bench extension builds
+/// the same way (`extensions/bench`).
+pub const fn packet() -> [u8; PACKET_BYTES] {
+    let mut bytes = [0u8; PACKET_BYTES];
+    let mut at = 0;
+    while at < PACKET_BYTES {
+        bytes[at] = (at.wrapping_mul(7).wrapping_add(13) ^ (at >> 3)) as u8;
+        at += 1;
+    }
+    bytes
+}
+
+/// The RFC 1071 Internet checksum of `bytes` (the bench extension's
+/// `checksum` in Rust: the native baseline of `ext.checksum_1500`).
+pub fn checksum(bytes: &[u8]) -> u16 {
+    let mut sum: u32 = 0;
+    let mut pairs = bytes.chunks_exact(2);
+    for pair in &mut pairs {
+        sum += u32::from(u16::from_be_bytes([pair[0], pair[1]]));
+    }
+    if let [last] = pairs.remainder() {
+        sum += u32::from(*last) << 8;
+    }
+    while sum >> 16 != 0 {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
 }

@@ -236,23 +236,41 @@ pub struct WasmHandler {
 /// Packets lent to one invocation, by parameter position.
 type Lent = Vec<(usize, PacketRef)>;
 
-impl WasmHandler {
-    /// The Wasm arguments, and the packets to lend (parameter position,
-    /// packet): their handle is filled in when they are lent.
-    fn arguments(&self, args: &DynArgs<'_>) -> Result<(Vec<WasmValue>, Lent), Fault> {
-        let mut values = Vec::with_capacity(self.signature.params.len());
-        let mut packets = Vec::new();
-        for (index, param) in self.signature.params.iter().enumerate() {
-            if is_packet(param.ty) {
-                let packet = args.get_any::<PacketRef>(index).ok_or(Fault::BadResult)?;
-                packets.push((index, packet.clone()));
-                values.push(WasmValue::I32(0));
-            } else {
-                values.push(args.get(index).map(lower).ok_or(Fault::BadResult)?);
-            }
-        }
-        Ok((values, packets))
+/// The most arguments an event passes (the dispatcher's argument tuples
+/// stop at 8).
+const MAX_EVENT_ARGUMENTS: usize = 8;
+
+/// The arguments of a raise for parameters `params`, lowered into an
+/// array on the stack (no allocation per raise); a packet parameter is
+/// `-1` until it is lent (see [`packets_to_lend`]). `None` if there are
+/// more than [`MAX_EVENT_ARGUMENTS`] or one is missing.
+fn lowered_arguments(
+    args: &DynArgs<'_>,
+    params: &[dispatch::Param],
+) -> Option<([WasmValue; MAX_EVENT_ARGUMENTS], usize)> {
+    let count = params.len();
+    let mut lowered = [WasmValue::I32(0); MAX_EVENT_ARGUMENTS];
+    for ((index, slot), param) in lowered.get_mut(..count)?.iter_mut().enumerate().zip(params) {
+        *slot = if is_packet(param.ty) {
+            WasmValue::I32(-1)
+        } else {
+            lower(args.get(index)?)
+        };
     }
+    Some((lowered, count))
+}
+
+/// The packets among the arguments, to lend for the invocation (empty,
+/// without allocating, for events without one).
+fn packets_to_lend(args: &DynArgs<'_>, params: &[dispatch::Param]) -> Result<Lent, Fault> {
+    let mut packets = Vec::new();
+    for (index, param) in params.iter().enumerate() {
+        if is_packet(param.ty) {
+            let packet = args.get_any::<PacketRef>(index).ok_or(Fault::BadResult)?;
+            packets.push((index, packet.clone()));
+        }
+    }
+    Ok(packets)
 }
 
 impl DynHandler for WasmHandler {
@@ -266,12 +284,14 @@ impl DynHandler for WasmHandler {
             .extension
             .upgrade()
             .ok_or_else(|| fault(CallError::Unloaded))?;
-        let (arguments, packets) = self.arguments(args)?;
+        let (arguments, count) =
+            lowered_arguments(args, &self.signature.params).ok_or(Fault::BadResult)?;
         let budget = invocation.budget.and_then(|budget| budget.fuel);
+        let packets = packets_to_lend(args, &self.signature.params)?;
         let result = if packets.is_empty() {
-            extension.invoke(self.export, &arguments, budget)
+            extension.invoke(self.export, &arguments[..count], budget)
         } else {
-            extension.invoke_lending(self.export, arguments, packets, budget)
+            extension.invoke_lending(self.export, arguments[..count].to_vec(), packets, budget)
         }
         .map_err(fault)?;
         match (result, self.signature.result) {
@@ -307,21 +327,11 @@ impl DynGuard for WasmGuard {
         };
         // Guards get no packet (a packet is lent to handlers only; guards
         // on packets are declarative, on the event's scalar parameters).
-        let arguments: Option<Vec<WasmValue>> = self
-            .signature
-            .params
-            .iter()
-            .enumerate()
-            .map(|(index, param)| match is_packet(param.ty) {
-                true => Some(WasmValue::I32(-1)),
-                false => args.get(index).map(lower),
-            })
-            .collect();
-        let Some(arguments) = arguments else {
+        let Some((arguments, count)) = lowered_arguments(args, &self.signature.params) else {
             return false;
         };
         matches!(
-            extension.invoke(self.export, &arguments, None),
+            extension.invoke(self.export, &arguments[..count], None),
             Ok(Some(WasmValue::I32(v))) if v != 0
         )
     }

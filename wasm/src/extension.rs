@@ -17,7 +17,7 @@
 use alloc::{boxed::Box, format, string::String, sync::Arc, vec::Vec};
 use core::{
     fmt,
-    sync::atomic::{AtomicU64, Ordering},
+    sync::atomic::{AtomicU64, AtomicU8, Ordering},
 };
 
 use dispatch::{BindingId, Budget, Clock, Event, Mode, Principal, Signature, Value, ValueType};
@@ -33,6 +33,7 @@ use crate::{
     purity::check_pure,
     runtime::{FaultedArgs, Strands},
     state::Installed,
+    tier::Tier,
 };
 
 /// Identity of a loaded extension (also its dispatcher [`Principal`]).
@@ -100,6 +101,18 @@ pub struct Shared {
     clock: Option<Arc<dyn Clock>>,
     /// The strand holding `instance`, 0 when none (or no strands).
     owner: AtomicU64,
+    /// The tier of the instance (`Tier::code`), set when it is installed.
+    pub(crate) tier: AtomicU8,
+    /// What a later tier-up needs (loads on the default tier while a
+    /// native tier exists); taken by the tier-up.
+    pub(crate) tier_up: Mutex<Option<TierUpSource>>,
+}
+
+/// The module and its resolved imports, kept for a tier-up.
+pub(crate) struct TierUpSource {
+    pub(crate) bytes: Arc<[u8]>,
+    pub(crate) module: Arc<crate::module::ModuleInfo>,
+    pub(crate) imports: Vec<spindle_abi::Import>,
 }
 
 /// How long an invocation waits for its extension, busy on another strand,
@@ -160,6 +173,8 @@ impl Shared {
             strands,
             clock,
             owner: AtomicU64::new(0),
+            tier: AtomicU8::new(Tier::Interpreter.code()),
+            tier_up: Mutex::new(None),
         }
     }
 
@@ -170,7 +185,9 @@ impl Shared {
     pub(crate) fn lock_instance(&self) -> Option<InstanceGuard<'_>> {
         let me = self.strands.as_ref().map(|strands| strands.current());
         let now = || self.clock.as_ref().map(|clock| clock.now_ns());
-        let started = now();
+        // Read only once the lock is found taken: the common, uncontended
+        // invocation reads no clock.
+        let mut started = None;
         let mut yields = 0;
         loop {
             if let Some(guard) = self.instance.try_lock() {
@@ -180,6 +197,7 @@ impl Shared {
                     owner: &self.owner,
                 });
             }
+            let started = *started.get_or_insert_with(now);
             let (Some(strands), Some(me)) = (&self.strands, me) else {
                 return None;
             };
@@ -624,6 +642,11 @@ impl Extension {
             }
             None => Err(CallError::Type("no result".into())),
         }
+    }
+
+    /// The engine tier running the extension.
+    pub fn tier(&self) -> Tier {
+        Tier::from_code(self.shared.tier.load(Ordering::Acquire)).unwrap_or(Tier::Interpreter)
     }
 
     /// The extension's counters.

@@ -12,21 +12,23 @@
 //!    the load and leaves nothing installed.
 
 use alloc::{boxed::Box, string::String, sync::Arc, vec::Vec};
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 use dispatch::{Authority, Clock, Event, Principal};
 use spindle_abi::INIT_EXPORT;
 
 use crate::{
     config::{EngineConfig, Limits},
+    engine::snapshot,
     engine::{wasmi::WasmiEngine, Engine},
     error::{LimitExceeded, LoadError},
     events::{port, EventPort},
-    extension::{CallError, Extension, ExtensionId, Shared},
+    extension::{CallError, Extension, ExtensionId, Shared, TierUpSource},
     handles::{Capability, EventRights, Handles},
     link::{resolve_imports, ImportResolver, Importer, KernelInterface},
     module::ModuleInfo,
     state::ExtensionState,
+    tier::Tier,
 };
 
 /// Arguments of `Extension.Faulted`: the extension's id and the
@@ -78,6 +80,9 @@ pub struct LoadRequest<'a> {
     pub grants: Vec<(String, Capability)>,
     /// Limits; the runtime's defaults if `None`.
     pub limits: Option<Limits>,
+    /// The tier to run on; the runtime's pinned tier (or the interpreter)
+    /// if `None`.
+    pub tier: Option<Tier>,
 }
 
 impl<'a> LoadRequest<'a> {
@@ -88,7 +93,16 @@ impl<'a> LoadRequest<'a> {
             bytes,
             grants: Vec::new(),
             limits: None,
+            tier: None,
         }
+    }
+
+    /// Pins the extension to `tier`. A module the native tier does not
+    /// handle yet runs on the interpreter anyway ([`Extension::tier`] says
+    /// which ran).
+    pub fn tier(mut self, tier: Tier) -> Self {
+        self.tier = Some(tier);
+        self
     }
 
     /// Grants an event under its own name: the extension may install
@@ -121,6 +135,11 @@ impl<'a> LoadRequest<'a> {
 /// The extension runtime.
 pub struct Runtime {
     engine: Box<dyn Engine>,
+    /// The native-code tier, if the kernel built one.
+    native: Option<Box<dyn Engine>>,
+    /// The tier loads use when their request names none (`Tier::code`; 0:
+    /// the interpreter).
+    pinned: AtomicU8,
     resolver: Arc<dyn ImportResolver>,
     services: Arc<Services>,
     limits: Limits,
@@ -154,6 +173,8 @@ impl Runtime {
             Event::new(FAULTED_EVENT, faulted_intrinsic as fn(&FaultedArgs));
         Runtime {
             engine,
+            native: None,
+            pinned: AtomicU8::new(0),
             resolver,
             services: Arc::new(services),
             limits,
@@ -179,6 +200,57 @@ impl Runtime {
     /// `Extension.Faulted` as a port, to grant to a policy extension.
     pub fn faulted_port(&self) -> Arc<dyn EventPort> {
         port(self.faulted.clone())
+    }
+
+    /// Adds the native-code tier.
+    pub fn with_native_engine(mut self, engine: Box<dyn Engine>) -> Self {
+        self.native = Some(engine);
+        self
+    }
+
+    /// Whether a native-code tier is present.
+    pub fn has_native_engine(&self) -> bool {
+        self.native.is_some()
+    }
+
+    /// Pins every later load that names no tier to `tier` (`None`: the
+    /// interpreter): the tests and benchmarks run the same extensions on
+    /// each tier this way.
+    pub fn pin_tier(&self, tier: Option<Tier>) {
+        self.pinned
+            .store(tier.map_or(0, Tier::code), Ordering::Release);
+    }
+
+    /// The tier pinned by [`Runtime::pin_tier`].
+    pub fn pinned_tier(&self) -> Option<Tier> {
+        Tier::from_code(self.pinned.load(Ordering::Acquire))
+    }
+
+    /// Moves `extension`, loaded on the default tier, to native code:
+    /// compiles its module here (on the caller's thread: the kernel runs
+    /// this on a thread of its own), then, under the extension's lock so
+    /// that no invocation sees a half-installed instance, copies the
+    /// interpreter's memory and globals into the native instance and
+    /// installs it. The extension keeps its id, handles, installations and
+    /// export references. `Err` says why it stays on the interpreter.
+    pub fn tier_up(&self, extension: &Extension) -> Result<(), LoadError> {
+        let native = self
+            .native
+            .as_ref()
+            .ok_or_else(|| LoadError::Engine("no native tier".into()))?;
+        let shared = &extension.shared;
+        let source = shared
+            .tier_up
+            .lock()
+            .take()
+            .ok_or_else(|| LoadError::Engine("not loaded for a tier-up".into()))?;
+        let takeover = native.prepare_takeover(
+            &source.bytes,
+            &source.module,
+            &source.imports,
+            &shared.limits,
+        )?;
+        crate::tier::take_over(shared, takeover).map_err(LoadError::Engine)
     }
 
     /// The default limits.
@@ -215,10 +287,6 @@ impl Runtime {
             principal,
         };
         let imports = resolve_imports(&*self.resolver, &importer, &info)?;
-        let handles = Handles::new(principal, limits.handles);
-        for (name, capability) in request.grants {
-            handles.insert(name, capability)?;
-        }
         let domain = crate::domains::extension_domain(request.name, &info).ok();
         let shared = Arc::new(Shared::new(
             id,
@@ -229,26 +297,78 @@ impl Runtime {
             self.services.strands.clone(),
             self.services.clock.clone(),
         ));
-        let state = ExtensionState {
-            name: request.name.into(),
-            principal,
-            handles,
-            installed: Vec::new(),
-            services: self.services.clone(),
-            limits,
-            pure_imports: imports.iter().map(|import| import.spec().is_pure).collect(),
-            module: Arc::new(info),
-            extension: Arc::downgrade(&shared),
+        let module = Arc::new(info);
+        let pure_imports: Vec<bool> = imports.iter().map(|import| import.spec().is_pure).collect();
+        // A fresh state for each engine tried: a refused native attempt
+        // consumed the first.
+        let make_state = || -> Result<ExtensionState, LoadError> {
+            let handles = Handles::new(principal, limits.handles);
+            for (name, capability) in &request.grants {
+                handles.insert(name.clone(), capability.clone())?;
+            }
+            Ok(ExtensionState {
+                name: request.name.into(),
+                principal,
+                handles,
+                installed: Vec::new(),
+                services: self.services.clone(),
+                limits,
+                pure_imports: pure_imports.clone(),
+                module: module.clone(),
+                extension: Arc::downgrade(&shared),
+            })
         };
-        let module = state.module.clone();
-        let instance = self.engine.instantiate(
-            request.bytes,
-            &module,
-            &imports,
-            state,
-            &limits,
-            limits.fuel_per_invocation,
-        )?;
+        let tier = request.tier.or(self.pinned_tier());
+        let mut native_instance = None;
+        if let (Some(Tier::Native), Some(native)) = (tier, &self.native) {
+            match native.instantiate(
+                request.bytes,
+                &module,
+                &imports,
+                make_state()?,
+                &limits,
+                limits.fuel_per_invocation,
+            ) {
+                Ok(instance) => native_instance = Some(instance),
+                // Not compiled or set up natively: the interpreter runs it.
+                Err(LoadError::Engine(_)) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        let instance = match native_instance {
+            Some(instance) => {
+                shared.tier.store(Tier::Native.code(), Ordering::Release);
+                instance
+            }
+            None => {
+                // On the default tier with a native tier present, wasmi
+                // gets the module with its mutable globals exported, so a
+                // tier-up can read them; the source is kept for it.
+                let rewritten = match (tier, &self.native) {
+                    (None, Some(_)) => snapshot::export_mutable_globals(
+                        request.bytes,
+                        &snapshot::mutable_globals(request.bytes),
+                    ),
+                    _ => None,
+                };
+                let instance = self.engine.instantiate(
+                    rewritten.as_deref().unwrap_or(request.bytes),
+                    &module,
+                    &imports,
+                    make_state()?,
+                    &limits,
+                    limits.fuel_per_invocation,
+                )?;
+                if rewritten.is_some() {
+                    *shared.tier_up.lock() = Some(TierUpSource {
+                        bytes: Arc::from(request.bytes),
+                        module: module.clone(),
+                        imports: imports.clone(),
+                    });
+                }
+                instance
+            }
+        };
         *shared.instance.lock() = Some(instance);
         let extension = Extension { shared };
         if module.exported_function(INIT_EXPORT).is_some() {

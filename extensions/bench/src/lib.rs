@@ -1,6 +1,7 @@
 //! What the extension benchmarks call (`wasm_runtime::bench`): an empty
 //! handler and an always-true guard for `Bench.Event(u64)`, and a loop of
-//! `n` empty kernel calls (`spindle.null_call`).
+//! `n` empty kernel calls (`spindle.null_call`), and the RFC 1071 checksum
+//! of a 1,500-byte packet.
 #![no_std]
 
 /// The empty handler.
@@ -19,4 +20,43 @@ pub extern "C" fn null_calls(n: u32) {
     for _ in 0..n {
         spindle_sdk::null_call();
     }
+}
+
+/// Bytes of the checksum benchmark's packet (an Ethernet MTU).
+const PACKET_BYTES: usize = 1500;
+
+/// The packet: the same bytes as `wasm_runtime::bench::packet` builds in
+/// the kernel, so both checksums must agree.
+static PACKET: [u8; PACKET_BYTES] = packet();
+
+const fn packet() -> [u8; PACKET_BYTES] {
+    let mut bytes = [0u8; PACKET_BYTES];
+    let mut at = 0;
+    while at < PACKET_BYTES {
+        bytes[at] = (at.wrapping_mul(7).wrapping_add(13) ^ (at >> 3)) as u8;
+        at += 1;
+    }
+    bytes
+}
+
+/// The RFC 1071 Internet checksum of the first `len` bytes of the packet
+/// (the same function as `wasm_runtime::bench::checksum`, for
+/// `ext.checksum_1500` against `ext.checksum_1500.rust`).
+#[no_mangle]
+pub extern "C" fn checksum(len: u32) -> u32 {
+    // Through black_box so the compiler cannot fold the constant packet.
+    let packet: &[u8] = core::hint::black_box(&PACKET[..]);
+    let bytes = &packet[..(len as usize).min(PACKET_BYTES)];
+    let mut sum: u32 = 0;
+    let mut pairs = bytes.chunks_exact(2);
+    for pair in &mut pairs {
+        sum += u32::from(u16::from_be_bytes([pair[0], pair[1]]));
+    }
+    if let [last] = pairs.remainder() {
+        sum += u32::from(*last) << 8;
+    }
+    while sum >> 16 != 0 {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    u32::from(!(sum as u16))
 }

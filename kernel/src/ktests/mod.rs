@@ -12,6 +12,7 @@ mod dynamic;
 mod extensions;
 mod memory;
 mod network;
+mod native;
 mod page_cache;
 mod procfs;
 mod services;
@@ -47,13 +48,14 @@ pub(crate) use ensure;
 
 /// Runs every test; returns whether all passed.
 pub fn run_all() -> bool {
-    let groups: [&[KernelTest]; 16] = [
+    let groups: [&[KernelTest]; 17] = [
         memory::TESTS,
         services::TESTS,
         traps::TESTS,
         threads::TESTS,
         strands::TESTS,
         extensions::TESTS,
+        native::TESTS,
         user::TESTS,
         signals::TESTS,
         tracing::TESTS,

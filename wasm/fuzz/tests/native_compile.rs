@@ -236,3 +236,33 @@ fn generated_modules_compile_or_are_refused_cleanly() {
     }
     assert!(compiled > 20, "only {compiled} generated modules compiled");
 }
+
+/// A function keeping thousands of values live needs a stack frame larger
+/// than the limit: refused (it stays on wasmi), since a frame is written
+/// before the function's stack-limit check runs.
+#[test]
+fn functions_with_huge_frames_are_refused() {
+    let values = 1500;
+    let mut body = String::new();
+    // Loads, which the compiler cannot fold or move across each other's
+    // bounds checks: every value stays live until the additions.
+    for value in 0..values {
+        body.push_str(&format!("(i64.load offset={} (i32.const 0)) ", value * 8));
+    }
+    for _ in 1..values {
+        body.push_str("(i64.add) ");
+    }
+    let wat = format!("(module (memory 1) (func (export \"f\") (result i64) {body}))");
+    let bytes = wat::parse_str(&wat).unwrap();
+    let info = ModuleInfo::parse(&bytes).unwrap();
+    match Compiler::new(CompileLimits::default())
+        .unwrap()
+        .compile(&bytes, &info)
+    {
+        Err(CompileError::Limit(why)) => assert!(why.contains("stack frame"), "{why}"),
+        other => panic!(
+            "expected a frame limit, got {:?}",
+            other.map(|m| m.code.len())
+        ),
+    }
+}

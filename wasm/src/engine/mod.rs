@@ -17,7 +17,10 @@ use crate::{config::Limits, error::LoadError, module::ModuleInfo, state::Extensi
 
 #[cfg(feature = "native")]
 pub mod native;
+pub mod snapshot;
 pub mod wasmi;
+
+pub use snapshot::{Snapshot, Takeover};
 
 /// A Wasm value crossing the seam (floats as their bits).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +106,14 @@ pub trait Instance: HostContext + Send {
     fn memory_bytes(&self) -> usize;
     /// Fuel consumed by the last [`Instance::call`].
     fn last_fuel_used(&self) -> u64;
+    /// What the code changed, to move the extension to another tier;
+    /// `None` when this engine cannot read all of it.
+    fn snapshot(&self) -> Option<Snapshot> {
+        None
+    }
+    /// Ends the instance, giving back the extension's state (a tier-up
+    /// hands it to the new instance).
+    fn into_state(self: Box<Self>) -> ExtensionState;
 }
 
 /// Executes WebAssembly.
@@ -119,4 +130,18 @@ pub trait Engine: Send + Sync {
         limits: &Limits,
         fuel: u64,
     ) -> Result<Box<dyn Instance>, LoadError>;
+
+    /// Prepares an instance of the module to take over a running one (a
+    /// tier-up): everything that can fail (compilation, code memory,
+    /// setup) happens here, without the extension's lock. Engines that
+    /// cannot refuse.
+    fn prepare_takeover(
+        &self,
+        _bytes: &[u8],
+        _info: &alloc::sync::Arc<ModuleInfo>,
+        _imports: &[Import],
+        _limits: &Limits,
+    ) -> Result<Box<dyn Takeover>, LoadError> {
+        Err(LoadError::Engine("this engine takes over no instance".into()))
+    }
 }

@@ -43,7 +43,10 @@ use wasmi::{
     StoreLimits, StoreLimitsBuilder, TrapCode, Val, ValType,
 };
 
-use super::{Engine, ExportRef, HostContext, Instance, Trap, WasmValue};
+use super::{
+    snapshot::{mutable_globals, Snapshot, GLOBAL_EXPORT_PREFIX},
+    Engine, ExportRef, HostContext, Instance, Trap, WasmValue,
+};
 use crate::{
     config::{EngineConfig, Limits},
     error::LoadError,
@@ -98,6 +101,10 @@ struct StoreData {
     /// Exported functions resolved so far, indexed by [`ExportRef`].
     exports: Vec<(alloc::string::String, Func)>,
     instance: Option<wasmi::Instance>,
+    /// The module's mutable globals: a snapshot reads them under the
+    /// names `snapshot::export_mutable_globals` gave them (if the module
+    /// instantiated is the rewritten one).
+    mutable_globals: Vec<u32>,
 }
 
 impl Engine for WasmiEngine {
@@ -129,6 +136,7 @@ impl Engine for WasmiEngine {
                 limits: store_limits,
                 exports: Vec::new(),
                 instance: None,
+                mutable_globals: mutable_globals(bytes),
             },
         );
         store.limiter(|data| &mut data.limits);
@@ -415,5 +423,37 @@ impl Instance for WasmiInstance {
 
     fn last_fuel_used(&self) -> u64 {
         self.last_fuel_used
+    }
+
+    fn snapshot(&self) -> Option<Snapshot> {
+        let data = self.store.data();
+        let instance = data.instance?;
+        let memory = match data.memory {
+            Some(memory) => memory.data(&self.store).to_vec(),
+            // A memory wasmi does not show (not exported) cannot be moved.
+            None if data.state.module.memory_pages.is_some() => return None,
+            None => Vec::new(),
+        };
+        let mut globals = Vec::with_capacity(data.mutable_globals.len());
+        for &index in &data.mutable_globals {
+            let name = format!("{GLOBAL_EXPORT_PREFIX}{index}");
+            let value = match instance.get_global(&self.store, &name)?.get(&self.store) {
+                Val::I32(v) => u64::from(v as u32),
+                Val::I64(v) => v as u64,
+                Val::F32(v) => u64::from(v.to_bits()),
+                Val::F64(v) => v.to_bits(),
+                _ => return None,
+            };
+            globals.push((index, value));
+        }
+        Some(Snapshot {
+            memory,
+            globals,
+            exports: data.exports.iter().map(|(name, _)| name.clone()).collect(),
+        })
+    }
+
+    fn into_state(self: Box<Self>) -> ExtensionState {
+        self.store.into_data().state
     }
 }

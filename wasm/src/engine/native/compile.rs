@@ -35,6 +35,22 @@ pub struct CompileLimits {
     pub types: usize,
     /// Most machine code for the whole module, in bytes.
     pub code_bytes: usize,
+    /// Largest stack frame of one function, in bytes. A function writes
+    /// its frame (spilling its parameters, say) before its stack-limit
+    /// check runs, so this bounds how far below the limit generated code
+    /// can reach (`entry::STACK_BUDGET_BYTES` says how the two add up).
+    pub frame_bytes: u32,
+    /// Whether Cranelift optimizes (`opt_level = "speed"`) or not
+    /// (`"none"`: faster compilation, slower code; `ext.compile_50k`
+    /// measures both).
+    pub optimize: bool,
+    /// Whether registers are allocated in one pass (`regalloc_algorithm =
+    /// "single_pass"`: faster compilation, more spills) instead of by
+    /// backtracking.
+    pub single_pass_registers: bool,
+    /// Whether Cranelift's IR verifier checks every function before code
+    /// generation (an ill-formed translation is then an error, not code).
+    pub verify: bool,
 }
 
 impl Default for CompileLimits {
@@ -45,6 +61,10 @@ impl Default for CompileLimits {
             nesting: 256,
             types: 4096,
             code_bytes: 4 << 20,
+            frame_bytes: 8 * 1024,
+            optimize: true,
+            single_pass_registers: false,
+            verify: true,
         }
     }
 }
@@ -103,6 +123,26 @@ pub struct CompiledModule {
     pub calls_runtime: bool,
 }
 
+/// The bytes Cranelift's x86_64 prologue takes off the stack pointer:
+/// `push rbp; mov rbp, rsp` then `sub rsp, imm` (its frame and
+/// callee-saved registers). A function without that prologue has no frame
+/// beyond its return address.
+fn prologue_frame_bytes(code: &[u8]) -> u32 {
+    const FRAME_SETUP: [u8; 4] = [0x55, 0x48, 0x89, 0xe5];
+    const SUB_RSP_IMM8: [u8; 3] = [0x48, 0x83, 0xec];
+    const SUB_RSP_IMM32: [u8; 3] = [0x48, 0x81, 0xec];
+    if code.get(..4) != Some(&FRAME_SETUP[..]) {
+        return 0;
+    }
+    match code.get(4..7) {
+        Some(op) if op == SUB_RSP_IMM8 => code.get(7).map_or(0, |&imm| u32::from(imm)),
+        Some(op) if op == SUB_RSP_IMM32 => code.get(7..11).map_or(u32::MAX, |imm| {
+            u32::from_le_bytes([imm[0], imm[1], imm[2], imm[3]])
+        }),
+        _ => 0,
+    }
+}
+
 /// The compiler: a configured Cranelift target, reused for every module.
 pub struct Compiler {
     isa: OwnedTargetIsa,
@@ -116,8 +156,19 @@ impl Compiler {
     pub fn new(limits: CompileLimits) -> Result<Self, CompileError> {
         let mut flags = settings::builder();
         for (name, value) in [
-            ("opt_level", "speed"),
-            ("enable_verifier", "true"),
+            ("opt_level", if limits.optimize { "speed" } else { "none" }),
+            (
+                "enable_verifier",
+                if limits.verify { "true" } else { "false" },
+            ),
+            (
+                "regalloc_algorithm",
+                if limits.single_pass_registers {
+                    "single_pass"
+                } else {
+                    "backtracking"
+                },
+            ),
             ("enable_multi_ret_implicit_sret", "true"),
             ("enable_probestack", "false"),
             ("is_pic", "true"),
@@ -185,6 +236,7 @@ impl Compiler {
             types: &types,
             signature_ids: &signature_ids,
             functions: &info.function_types,
+            imported_functions: info.imported_functions,
             globals: &globals,
             call_conv: self.isa.default_call_conv(),
             frontend: self.isa.frontend_config(),
@@ -224,7 +276,13 @@ impl Compiler {
                 )));
             }
             let code = compiled.code_buffer();
-            while module.code.len() % 16 != 0 {
+            let frame = prologue_frame_bytes(code);
+            if frame > self.limits.frame_bytes {
+                return Err(CompileError::Limit(format!(
+                    "function {index} needs a {frame}-byte stack frame"
+                )));
+            }
+            while !module.code.len().is_multiple_of(16) {
                 // int3 between functions.
                 module.code.push(0xcc);
             }

@@ -1,24 +1,33 @@
-//! The native-code engine's compiler: the Wasm the kernel validated,
-//! translated by us to Cranelift IR and compiled to x86_64 in the kernel
+//! The native-code engine: the Wasm the kernel validated, translated by us
+//! to Cranelift IR and compiled to x86_64 in the kernel
 //! (docs/design/0008-native-engine.md).
 //!
 //! - [`vmctx`]: the context layout and trap codes generated code shares
 //!   with the runtime;
 //! - [`translate`]: Wasm operators to Cranelift IR, with the bounds, fuel,
-//!   depth and signature checks;
+//!   depth, stack and signature checks;
 //! - [`compile`]: the module to position-independent machine code, under
-//!   [`compile::CompileLimits`].
-//!
-//! - `run` (host only): a compiled module without imports set up and
-//!   called through `hal::native_code`, for the differential tests.
-//!
-//! The kernel's code memory and the [`super::Engine`] implementation are
-//! not written yet (docs/design/0008-native-engine.md, "What is left").
+//!   [`compile::CompileLimits`];
+//! - `layout`: a compiled module set up (memory, globals, table);
+//! - `instance`: around it, the runtime procedures generated code calls,
+//!   [`Instance`](super::Instance);
+//! - `entry`: the few `unsafe` lines that enter generated code and turn
+//!   its context back into the instance in the callbacks;
+//! - [`engine`]: [`NativeEngine`], the tier behind [`super::Engine`];
+//! - `run` (host only): a compiled module without imports called by name,
+//!   for the differential tests.
 
 pub mod compile;
+pub mod engine;
+mod entry;
+mod instance;
+mod layout;
 #[cfg(not(target_os = "none"))]
 pub mod run;
 pub mod translate;
 pub mod vmctx;
 
 pub use compile::{CompileError, CompileLimits, CompiledModule, Compiler};
+pub use engine::NativeEngine;
+pub use entry::STACK_BUDGET_BYTES;
+pub use instance::NativeInstance;

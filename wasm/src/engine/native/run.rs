@@ -1,228 +1,94 @@
 //! Running compiled code on the host, for the differential tests: a module
-//! without imports, its memory, globals and table set up from constant
-//! initializers, and its exports called with integer arguments.
-//!
-//! This is the first half of the future `NativeEngine`: what it does not
-//! do yet (imports, the runtime's memory procedures, float arguments,
-//! several results) it refuses.
+//! without imports instantiated by the native engine's own code path and
+//! its exports called by name with integer arguments, the trap's code
+//! returned as generated code stored it.
 
-use alloc::{format, string::String, vec, vec::Vec};
-
-use hal::native_code::CodeMemory;
-use wasmparser::{DataKind, ElementItems, ElementKind, Operator, Parser, Payload};
-
-use super::{
-    compile::{CompiledModule, Compiler},
-    vmctx::{self, TrapCode},
+use alloc::{
+    format,
+    string::String,
+    sync::{Arc, Weak},
+    vec::Vec,
 };
+
+use dispatch::Principal;
+
+use super::{compile::Compiler, instance::NativeInstance, vmctx::TrapCode};
 use crate::{
-    config::WASM_PAGE_BYTES,
-    module::{ModuleInfo, WasmType},
+    config::Limits,
+    handles::Handles,
+    module::ModuleInfo,
+    runtime::{Console, Services},
+    state::ExtensionState,
 };
+
+/// Drops what a module would log (modules here have no imports).
+struct Silent;
+
+impl Console for Silent {
+    fn log(&self, _extension: &str, _message: &str) {}
+}
 
 /// A compiled module ready to run.
 pub struct NativeModule {
-    code: CodeMemory,
-    compiled: CompiledModule,
-    info: ModuleInfo,
-    context: Vec<u64>,
-    memory: Vec<u8>,
-    globals: Vec<u64>,
-    functions: Vec<u64>,
-    table: Vec<u64>,
-    max_depth: u32,
-}
-
-fn refuse(what: &str) -> String {
-    format!("not run natively yet: {what}")
-}
-
-/// The value of a constant expression (`i32/i64/f32/f64.const`).
-fn constant(expression: &wasmparser::ConstExpr<'_>) -> Result<u64, String> {
-    let mut reader = expression.get_operators_reader();
-    let value = match reader.read().map_err(|e| String::from(e.message()))? {
-        Operator::I32Const { value } => u64::from(value as u32),
-        Operator::I64Const { value } => value as u64,
-        Operator::F32Const { value } => u64::from(value.bits()),
-        Operator::F64Const { value } => value.bits(),
-        _ => return Err(refuse("a non-constant initializer")),
-    };
-    Ok(value)
+    instance: NativeInstance,
 }
 
 impl NativeModule {
     /// Compiles and sets up `bytes` (validated as `info`), with calls
-    /// nested at most `max_depth` deep.
+    /// nested at most `max_depth` deep; its start function, if any, runs
+    /// with a generous fuel.
     pub fn new(
         compiler: &Compiler,
         bytes: &[u8],
         info: &ModuleInfo,
         max_depth: u32,
     ) -> Result<NativeModule, String> {
-        if info.imported_functions > 0 || info.imports.len() > 0 {
-            return Err(refuse("imports"));
+        if info.imported_functions > 0 || !info.imports.is_empty() {
+            return Err("not run natively here: imports".into());
         }
         let compiled = compiler.compile(bytes, info).map_err(|e| format!("{e}"))?;
-        if compiled.calls_runtime {
-            return Err(refuse("memory.grow, memory.copy or memory.fill"));
-        }
-        let code = CodeMemory::new(&compiled.code).ok_or_else(|| refuse("no code memory"))?;
-        let pages = info.memory_pages.map_or(0, |(initial, _)| initial);
-        let mut memory = vec![0u8; (pages * WASM_PAGE_BYTES) as usize];
-        let mut globals = Vec::new();
-        let mut table: Vec<u64> = Vec::new();
-        let mut function_types = Vec::new();
-        for payload in Parser::new(0).parse_all(bytes) {
-            let payload = payload.map_err(|e| String::from(e.message()))?;
-            match payload {
-                Payload::FunctionSection(reader) => {
-                    for index in reader {
-                        function_types.push(index.map_err(|e| String::from(e.message()))?);
-                    }
-                }
-                Payload::TableSection(reader) => {
-                    for table_type in reader {
-                        let table_type = table_type.map_err(|e| String::from(e.message()))?;
-                        if table.is_empty() {
-                            let elements = table_type.ty.initial as usize;
-                            table = vec![0; elements * 2];
-                            for element in 0..elements {
-                                table[element * 2] = u64::from(vmctx::NULL_SIGNATURE);
-                            }
-                        }
-                    }
-                }
-                Payload::GlobalSection(reader) => {
-                    for global in reader {
-                        let global = global.map_err(|e| String::from(e.message()))?;
-                        globals.push(constant(&global.init_expr)?);
-                    }
-                }
-                Payload::ElementSection(reader) => {
-                    for element in reader {
-                        let element = element.map_err(|e| String::from(e.message()))?;
-                        let ElementKind::Active {
-                            table_index,
-                            offset_expr,
-                        } = element.kind
-                        else {
-                            continue;
-                        };
-                        if table_index.unwrap_or(0) != 0 {
-                            return Err(refuse("tables other than 0"));
-                        }
-                        let ElementItems::Functions(items) = element.items else {
-                            return Err(refuse("element expressions"));
-                        };
-                        let start = constant(&offset_expr)? as u32 as usize;
-                        for (at, function) in items.into_iter().enumerate() {
-                            let function = function.map_err(|e| String::from(e.message()))?;
-                            let slot = start + at;
-                            let type_index = *function_types
-                                .get(function as usize)
-                                .ok_or_else(|| refuse("element function"))?;
-                            let signature = compiled.signature_ids[type_index as usize];
-                            let offset = compiled.functions[function as usize].offset;
-                            let entry = table
-                                .get_mut(slot * 2..slot * 2 + 2)
-                                .ok_or_else(|| refuse("element outside the table"))?;
-                            entry[0] = u64::from(signature);
-                            entry[1] = code.address(offset).unwrap_or(0);
-                        }
-                    }
-                }
-                Payload::DataSection(reader) => {
-                    for data in reader {
-                        let data = data.map_err(|e| String::from(e.message()))?;
-                        if let DataKind::Active { offset_expr, .. } = data.kind {
-                            let start = constant(&offset_expr)? as u32 as usize;
-                            memory
-                                .get_mut(start..start + data.data.len())
-                                .ok_or_else(|| refuse("data outside memory"))?
-                                .copy_from_slice(data.data);
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-        let functions = compiled
-            .functions
-            .iter()
-            .map(|function| code.address(function.offset).unwrap_or(0))
-            .collect();
-        Ok(NativeModule {
-            code,
-            compiled,
-            info: info.clone(),
-            context: vec![0; vmctx::CONTEXT_BYTES / 8],
-            memory,
-            globals,
-            functions,
-            table,
+        let limits = Limits::default();
+        let state = ExtensionState {
+            name: "test".into(),
+            principal: Principal(1),
+            handles: Handles::new(Principal(1), limits.handles),
+            installed: Vec::new(),
+            services: Arc::new(Services {
+                console: Arc::new(Silent),
+                clock: None,
+                strands: None,
+            }),
+            limits,
+            module: Arc::new(info.clone()),
+            pure_imports: Vec::new(),
+            extension: Weak::new(),
+        };
+        let instance = NativeInstance::new(
+            &compiled,
+            bytes,
+            &[],
+            state,
+            &limits,
             max_depth,
-        })
+            limits.fuel_per_invocation,
+        )?
+        .map_err(|trap| format!("the start function trapped: {trap}"))?;
+        Ok(NativeModule { instance })
     }
 
     /// Linear memory as it is now.
     pub fn memory(&self) -> &[u8] {
-        &self.memory
+        self.instance.memory()
     }
 
     /// Calls the exported function `name` with integer `arguments` and
-    /// `fuel`: its result (an `i32` zero-extended), or the trap.
+    /// `fuel`: its result (an `i32` sign-extended), or the trap.
     pub fn call(
         &mut self,
         name: &str,
         arguments: &[i64],
         fuel: u64,
     ) -> Result<Result<Option<i64>, TrapCode>, String> {
-        let index = self
-            .info
-            .exported_function(name)
-            .ok_or_else(|| refuse("no such export"))?;
-        let ty = self
-            .info
-            .function_type(index)
-            .ok_or_else(|| refuse("no type"))?;
-        let integer = |t: &WasmType| matches!(t, WasmType::I32 | WasmType::I64);
-        if arguments.len() != ty.params.len()
-            || arguments.len() > 4
-            || !ty.params.iter().all(integer)
-            || ty.results.len() > 1
-            || !ty.results.iter().all(integer)
-        {
-            return Err(refuse("this signature"));
-        }
-        let result_type = ty.results.first().copied();
-        let offset = self.compiled.functions[index as usize].offset;
-        let mut padded = [0i64; 4];
-        padded[..arguments.len()].copy_from_slice(arguments);
-        let context = &mut self.context;
-        context[(vmctx::MEMORY_BASE / 8) as usize] = self.memory.as_mut_ptr() as u64;
-        context[(vmctx::MEMORY_BYTES / 8) as usize] = self.memory.len() as u64;
-        context[(vmctx::FUEL / 8) as usize] = fuel.min(i64::MAX as u64);
-        // TRAP (low half) and DEPTH (high half) both start at zero.
-        context[(vmctx::TRAP / 8) as usize] = 0;
-        // MAX_DEPTH (low half), TABLE_ELEMENTS (high half).
-        context[(vmctx::MAX_DEPTH / 8) as usize] =
-            u64::from(self.max_depth) | ((self.table.len() as u64 / 2) << 32);
-        context[(vmctx::TABLE_BASE / 8) as usize] = self.table.as_ptr() as u64;
-        context[(vmctx::FUNCTIONS / 8) as usize] = self.functions.as_ptr() as u64;
-        context[(vmctx::GLOBALS / 8) as usize] = self.globals.as_mut_ptr() as u64;
-        let raw = self
-            .code
-            .enter(offset, context, padded)
-            .ok_or_else(|| refuse("no code"))?;
-        let trap = context[(vmctx::TRAP / 8) as usize] as u32;
-        if trap != 0 {
-            return Ok(Err(
-                TrapCode::from_raw(trap).ok_or_else(|| refuse("trap code"))?
-            ));
-        }
-        Ok(Ok(result_type.map(|t| match t {
-            WasmType::I32 => i64::from(raw as i32),
-            _ => raw,
-        })))
+        self.instance.call_raw(name, arguments, fuel)
     }
 }

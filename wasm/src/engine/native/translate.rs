@@ -19,7 +19,8 @@ use alloc::{string::String, vec::Vec};
 
 use cranelift_codegen::ir::{
     condcodes::{FloatCC, IntCC},
-    types, AbiParam, Block, InstBuilder, MemFlagsData, Signature, Type, Value,
+    types, AbiParam, Block, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind,
+    Type, Value,
 };
 use cranelift_frontend::{FunctionBuilder, Switch, Variable};
 use wasmparser::{BlockType, FunctionBody, MemArg, Operator, ValType};
@@ -47,6 +48,9 @@ pub struct ModuleEnv<'a> {
     pub signature_ids: &'a [u32],
     /// The type of every function, imported first.
     pub functions: &'a [FuncType],
+    /// How many of [`ModuleEnv::functions`] are imported (kernel
+    /// procedures, called through the context's host-call trampoline).
+    pub imported_functions: u32,
     /// The type of every global.
     pub globals: &'a [WasmType],
     /// The calling convention of the target.
@@ -216,6 +220,20 @@ pub fn translate(
         calls_runtime: false,
     };
     translator.trap_if(too_deep, TrapCode::StackOverflow);
+    // The machine stack: this frame is already allocated, so the check is
+    // that it stays above the limit the runtime set (which leaves room
+    // below for one more frame and the kernel procedures).
+    let stack_pointer = translator.builder.ins().get_stack_pointer(types::I64);
+    let stack_limit =
+        translator
+            .builder
+            .ins()
+            .load(types::I64, trusted(), vmctx, vmctx::STACK_LIMIT);
+    let below = translator
+        .builder
+        .ins()
+        .icmp(IntCC::UnsignedLessThan, stack_pointer, stack_limit);
+    translator.trap_if(below, TrapCode::StackOverflow);
     let deeper = translator.builder.ins().iadd_imm_s(depth, 1);
     translator
         .builder
@@ -544,6 +562,9 @@ impl Translator<'_, '_> {
             .get(function_index as usize)
             .ok_or_else(|| unsupported("function index"))?
             .clone();
+        if function_index < self.env.imported_functions {
+            return self.host_call(function_index, &ty);
+        }
         let table = self
             .builder
             .ins()
@@ -622,6 +643,64 @@ impl Translator<'_, '_> {
             .ins()
             .load(types::I64, trusted(), entry, vmctx::TABLE_ENTRY_CODE);
         self.call_code(code, &ty)
+    }
+
+    /// Calls kernel procedure `import` through the runtime's trampoline:
+    /// the arguments go into an array on the stack (kernel procedures take
+    /// `i32` and `i64` only, at most [`vmctx::HOST_ARGUMENTS`]), the result
+    /// comes back as an `i64`.
+    fn host_call(&mut self, import: u32, ty: &FuncType) -> Result<(), TranslateError> {
+        if ty.params.len() > vmctx::HOST_ARGUMENTS || ty.results.len() > 1 {
+            return Err(unsupported("a kernel procedure of this arity"));
+        }
+        let integer = |t: &WasmType| matches!(t, WasmType::I32 | WasmType::I64);
+        if !ty.params.iter().all(integer) || !ty.results.iter().all(integer) {
+            return Err(unsupported("a kernel procedure with non-integer values"));
+        }
+        self.calls_runtime = true;
+        let slot = self.builder.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            (vmctx::HOST_ARGUMENTS * 8) as u32,
+            3,
+        ));
+        let args = self.pop_n(ty.params.len());
+        for (at, (&arg, &param)) in args.iter().zip(&ty.params).enumerate() {
+            let wide = if param == WasmType::I32 {
+                self.builder.ins().uextend(types::I64, arg)
+            } else {
+                arg
+            };
+            self.builder
+                .ins()
+                .stack_store(types::I64, wide, slot, (at * 8) as i32);
+        }
+        let array = self.builder.ins().stack_addr(types::I64, slot, 0);
+        let mut signature = Signature::new(self.env.call_conv);
+        signature.params.push(AbiParam::new(types::I64));
+        signature.params.push(AbiParam::new(types::I32));
+        signature.params.push(AbiParam::new(types::I64));
+        signature.returns.push(AbiParam::new(types::I64));
+        let signature = self.builder.import_signature(signature);
+        let code = self
+            .builder
+            .ins()
+            .load(types::I64, trusted(), self.vmctx, vmctx::HOST_CALL);
+        let index = self.builder.ins().iconst(types::I32, i64::from(import));
+        let call = self
+            .builder
+            .ins()
+            .call_indirect(signature, code, &[self.vmctx, index, array]);
+        let result = self.builder.inst_results(call)[0];
+        self.check_trap_after_call();
+        if let Some(&result_type) = ty.results.first() {
+            let value = if result_type == WasmType::I32 {
+                self.builder.ins().ireduce(types::I32, result)
+            } else {
+                result
+            };
+            self.push(value);
+        }
+        Ok(())
     }
 
     /// Calls one of the runtime's memory procedures at `slot`.

@@ -42,8 +42,23 @@ pub const MEMORY_COPY: i32 = 72;
 /// Offset of the runtime's `memory.fill` (`fn(vmctx, dst, value, len)`),
 /// which sets [`TRAP`] when the range is out of bounds.
 pub const MEMORY_FILL: i32 = 80;
+/// Offset of the runtime's call into a kernel procedure
+/// (`fn(vmctx, import: i32, arguments: *const u64) -> i64`): the one
+/// trampoline every imported function goes through. It sets [`TRAP`] to
+/// [`TrapCode::Host`] when the procedure trapped.
+pub const HOST_CALL: i32 = 88;
+/// Offset of the lowest stack address generated code may use (`u64`): a
+/// function whose frame reaches below it traps with
+/// [`TrapCode::StackOverflow`] instead of running off the kernel stack.
+pub const STACK_LIMIT: i32 = 96;
+/// Offset of the runtime's own pointer to the instance (`u64`), which the
+/// runtime procedures above use; generated code never reads it.
+pub const HOST: i32 = 104;
 /// Bytes of the context.
-pub const CONTEXT_BYTES: usize = 88;
+pub const CONTEXT_BYTES: usize = 112;
+/// Most arguments of a kernel procedure (the host-call trampoline's
+/// argument array).
+pub const HOST_ARGUMENTS: usize = 8;
 
 /// Bytes of one table element.
 pub const TABLE_ENTRY_BYTES: i64 = 16;
@@ -76,11 +91,13 @@ pub enum TrapCode {
     BadSignature = 9,
     /// The fuel ran out.
     OutOfFuel = 10,
+    /// A kernel procedure trapped (the runtime keeps its trap).
+    Host = 11,
 }
 
 impl TrapCode {
     /// Every code, for decoding.
-    pub const ALL: [TrapCode; 10] = [
+    pub const ALL: [TrapCode; 11] = [
         TrapCode::Unreachable,
         TrapCode::MemoryOutOfBounds,
         TrapCode::DivisionByZero,
@@ -91,6 +108,7 @@ impl TrapCode {
         TrapCode::IndirectCallToNull,
         TrapCode::BadSignature,
         TrapCode::OutOfFuel,
+        TrapCode::Host,
     ];
 
     /// The code generated code stored, if it is one.
@@ -109,6 +127,8 @@ impl TrapCode {
             TrapCode::StackOverflow => FaultKind::StackOverflow,
             TrapCode::IndirectCallToNull | TrapCode::BadSignature => FaultKind::IndirectCall,
             TrapCode::OutOfFuel => FaultKind::BudgetExhausted,
+            // The runtime reports the procedure's own trap instead.
+            TrapCode::Host => FaultKind::Other,
         }
     }
 }

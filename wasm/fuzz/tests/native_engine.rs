@@ -1,0 +1,418 @@
+//! The native engine behind the runtime (docs/design/0008-native-engine.md):
+//! the shipped extensions pinned to the native tier run natively (kernel
+//! procedures through the host-call trampoline, memory procedures, faults
+//! and budgets contained) and give the interpreter's results; code memory
+//! goes back to where it was after load/unload cycles.
+//!
+//! The shipped extensions come from `target/extensions/` (`./x test`
+//! builds them first; under a plain `cargo test`, `./x build-extensions`).
+
+use std::{
+    path::PathBuf,
+    sync::{Arc, Mutex},
+};
+
+use dispatch::{Event, Principal, Value, ValueType};
+use spindle_abi::FaultKind;
+use wasm_runtime::{
+    engine::native::NativeEngine, events::port, Console, EngineConfig, Extension, LoadRequest,
+    Runtime, Services, Tier, WasmValue,
+};
+
+#[derive(Default)]
+struct Recorder {
+    lines: Mutex<Vec<String>>,
+}
+
+impl Console for Recorder {
+    fn log(&self, extension: &str, message: &str) {
+        self.lines
+            .lock()
+            .unwrap()
+            .push(format!("{extension}: {message}"));
+    }
+}
+
+fn tick_intrinsic(_: &(u64,)) {}
+
+/// A runtime with both tiers, loads pinned to `tier`.
+fn runtime(tier: Tier) -> (Runtime, Arc<Recorder>) {
+    let console = Arc::new(Recorder::default());
+    let runtime = Runtime::new(Services {
+        console: console.clone(),
+        clock: None,
+        strands: None,
+    })
+    .with_native_engine(Box::new(
+        NativeEngine::new(&EngineConfig::default()).unwrap(),
+    ));
+    runtime.pin_tier(Some(tier));
+    (runtime, console)
+}
+
+fn extension(name: &str) -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/extensions")
+        .join(format!("{name}.wasm"));
+    std::fs::read(&path).unwrap_or_else(|error| {
+        panic!(
+            "{}: {error} (build the extensions with ./x build-extensions; ./x test does)",
+            path.display()
+        )
+    })
+}
+
+fn load(runtime: &Runtime, request: LoadRequest<'_>, tier: Tier) -> Extension {
+    let extension = runtime.load(request).unwrap();
+    assert_eq!(
+        extension.tier(),
+        tier,
+        "{} ran on the wrong tier",
+        extension.name()
+    );
+    extension
+}
+
+fn tick() -> (Arc<Event<(u64,), ()>>, Arc<dyn wasm_runtime::EventPort>) {
+    let (event, _authority) = Event::new("Timer.Tick", tick_intrinsic as fn(&(u64,)));
+    let event = Arc::new(event);
+    event
+        .remove(Principal::KERNEL, dispatch::BindingId::INTRINSIC)
+        .unwrap();
+    let port = port(event.clone());
+    (event, port)
+}
+
+/// `hello` logs through `spindle.log` (the host-call trampoline reading
+/// linear memory) on both tiers.
+#[test]
+fn hello_logs_on_both_tiers() {
+    for tier in [Tier::Interpreter, Tier::Native] {
+        let (runtime, console) = runtime(tier);
+        let bytes = extension("hello");
+        load(&runtime, LoadRequest::new("hello", &bytes), tier);
+        assert_eq!(
+            console.lines.lock().unwrap().as_slice(),
+            &["hello: hello from a Wasm extension".to_string()]
+        );
+    }
+}
+
+/// `tick-counter` installs its handler from `init` (kernel procedures with
+/// handles) and counts raises natively.
+#[test]
+fn tick_counter_counts_natively() {
+    let (runtime, _) = runtime(Tier::Native);
+    let (event, port) = tick();
+    let bytes = extension("tick-counter");
+    let counter = load(
+        &runtime,
+        LoadRequest::new("tick-counter", &bytes).grant_event(port),
+        Tier::Native,
+    );
+    assert_eq!(event.bindings().len(), 1);
+    for ticks in 0..25 {
+        event.raise(&mut (ticks,)).unwrap();
+    }
+    assert_eq!(
+        counter.call_typed("count", &[], ValueType::U64).unwrap(),
+        Value::U64(25)
+    );
+    counter.unload().unwrap();
+    assert!(event.bindings().is_empty());
+}
+
+fn fault_log(runtime: &Runtime) -> Arc<Mutex<Vec<(u64, u32)>>> {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let sink = log.clone();
+    runtime
+        .faulted()
+        .install(
+            Principal::KERNEL,
+            dispatch::Install::new(dispatch::Handler::new(move |args: &(u64, u32)| {
+                sink.lock().unwrap().push(*args);
+            })),
+        )
+        .unwrap();
+    log
+}
+
+/// `runaway` loops forever in its handler: the fuel check at loop headers
+/// stops it with the interpreter's fault kind.
+#[test]
+fn runaway_is_stopped_natively() {
+    let (runtime, _) = runtime(Tier::Native);
+    let faults = fault_log(&runtime);
+    let (event, port) = tick();
+    let bytes = extension("runaway");
+    let runaway = load(
+        &runtime,
+        LoadRequest::new("runaway", &bytes).grant_event(port),
+        Tier::Native,
+    );
+    assert!(event.raise(&mut (1,)).is_err());
+    assert_eq!(
+        faults.lock().unwrap().as_slice(),
+        &[(runaway.id().0, FaultKind::BudgetExhausted.code())]
+    );
+}
+
+/// `faulty`'s modes trap in generated code (unreachable, out-of-bounds
+/// store) and in a kernel procedure (bad handle): each is contained with
+/// the interpreter's fault kind, and another extension's handler still
+/// runs.
+#[test]
+fn faulty_handlers_are_contained_natively() {
+    let (runtime, _) = runtime(Tier::Native);
+    let faults = fault_log(&runtime);
+    let (event, port) = tick();
+    let bytes = extension("faulty");
+    let faulty = load(
+        &runtime,
+        LoadRequest::new("faulty", &bytes).grant_event(port.clone()),
+        Tier::Native,
+    );
+    let counter_bytes = extension("tick-counter");
+    let counter = load(
+        &runtime,
+        LoadRequest::new("tick-counter", &counter_bytes).grant_event(port),
+        Tier::Native,
+    );
+    for (mode, kind) in [
+        (0, FaultKind::Unreachable),
+        (1, FaultKind::Unreachable),
+        (2, FaultKind::OutOfBounds),
+        (3, FaultKind::BadHandle),
+    ] {
+        faulty.call("set_mode", &[Value::I32(mode)]).unwrap();
+        let _ = event.raise(&mut (7,));
+        assert_eq!(
+            faults.lock().unwrap().last(),
+            Some(&(faulty.id().0, kind.code())),
+            "mode {mode}"
+        );
+    }
+    assert_eq!(
+        counter.call_typed("count", &[], ValueType::U64).unwrap(),
+        Value::U64(4)
+    );
+}
+
+/// The 62 KB `big` module compiles and gives the interpreter's results.
+#[test]
+fn big_gives_the_interpreters_results() {
+    let bytes = extension("big");
+    let mut results = Vec::new();
+    for tier in [Tier::Interpreter, Tier::Native] {
+        let (runtime, _) = runtime(tier);
+        let big = load(&runtime, LoadRequest::new("big", &bytes), tier);
+        let outcomes: Vec<_> = (0..8)
+            .map(|stage| big.call("run", &[Value::I32(stage), Value::I64(1)]))
+            .collect();
+        results.push(outcomes);
+    }
+    assert_eq!(results[0], results[1]);
+}
+
+/// Load/unload cycles under the native tier give code memory back.
+#[test]
+fn load_unload_cycles_return_code_memory() {
+    let (runtime, _) = runtime(Tier::Native);
+    let (_event, port) = tick();
+    let bytes = extension("tick-counter");
+    let cycle = || {
+        let counter = load(
+            &runtime,
+            LoadRequest::new("tick-counter", &bytes).grant_event(port.clone()),
+            Tier::Native,
+        );
+        assert!(hal::native_code::mapped_bytes() > 0);
+        counter.unload().unwrap();
+    };
+    cycle();
+    let baseline = hal::native_code::mapped_bytes();
+    for _ in 0..100 {
+        cycle();
+    }
+    assert_eq!(hal::native_code::mapped_bytes(), baseline);
+}
+
+/// A module the native tier does not compile yet (a `table.get`) runs on
+/// the interpreter even when pinned to native.
+#[test]
+fn unsupported_modules_stay_on_the_interpreter() {
+    let (runtime, _) = runtime(Tier::Native);
+    let wat = r#"(module
+        (table 1 funcref)
+        (func (export "f") (result i32)
+          (ref.is_null (table.get (i32.const 0)))))"#;
+    let bytes = wat::parse_str(wat).unwrap();
+    let module = load(
+        &runtime,
+        LoadRequest::new("tables", &bytes),
+        Tier::Interpreter,
+    );
+    assert_eq!(module.call("f", &[]).unwrap(), Some(WasmValue::I32(1)));
+}
+
+/// A runtime with both tiers and nothing pinned: loads start on wasmi and
+/// may tier up.
+fn default_runtime() -> Runtime {
+    Runtime::new(Services {
+        console: Arc::new(Recorder::default()),
+        clock: None,
+        strands: None,
+    })
+    .with_native_engine(Box::new(
+        NativeEngine::new(&EngineConfig::default()).unwrap(),
+    ))
+}
+
+/// `tick-counter` starts on wasmi, counts, moves to native code with its
+/// memory, handle table and installed handler, and goes on counting from
+/// where it was; unloading then removes the handler.
+#[test]
+fn tier_up_carries_memory_handles_and_handlers_over() {
+    let runtime = default_runtime();
+    let (event, port) = tick();
+    let bytes = extension("tick-counter");
+    let counter = load(
+        &runtime,
+        LoadRequest::new("tick-counter", &bytes).grant_event(port),
+        Tier::Interpreter,
+    );
+    for ticks in 0..10 {
+        event.raise(&mut (ticks,)).unwrap();
+    }
+    runtime.tier_up(&counter).unwrap();
+    assert_eq!(counter.tier(), Tier::Native);
+    for ticks in 10..25 {
+        event.raise(&mut (ticks,)).unwrap();
+    }
+    assert_eq!(
+        counter.call_typed("count", &[], ValueType::U64).unwrap(),
+        Value::U64(25)
+    );
+    assert!(runtime.tier_up(&counter).is_err(), "a second tier-up");
+    counter.unload().unwrap();
+    assert!(event.bindings().is_empty());
+}
+
+/// A module whose state is in a mutable global that it does not export
+/// (and in memory) keeps both across the tier-up.
+#[test]
+fn tier_up_carries_unexported_globals_over() {
+    let runtime = default_runtime();
+    let wat = r#"(module
+        (memory (export "memory") 1)
+        (global $calls (mut i64) (i64.const 0))
+        (func (export "bump") (result i64)
+          (global.set $calls (i64.add (global.get $calls) (i64.const 1)))
+          (i64.store (i32.const 64)
+            (i64.add (i64.load (i32.const 64)) (global.get $calls)))
+          (i64.load (i32.const 64))))"#;
+    let bytes = wat::parse_str(wat).unwrap();
+    let module = load(
+        &runtime,
+        LoadRequest::new("globals", &bytes),
+        Tier::Interpreter,
+    );
+    let bump = || match module.call("bump", &[]).unwrap() {
+        Some(WasmValue::I64(value)) => value,
+        other => panic!("bump returned {other:?}"),
+    };
+    // 1, 3, 6: the running sum of the call count.
+    assert_eq!([bump(), bump(), bump()], [1, 3, 6]);
+    runtime.tier_up(&module).unwrap();
+    assert_eq!(module.tier(), Tier::Native);
+    assert_eq!([bump(), bump()], [10, 15]);
+}
+
+/// `big` gives the same results when it tiers up halfway through as when
+/// it stays on wasmi.
+#[test]
+fn tier_up_halfway_gives_the_interpreters_results() {
+    let bytes = extension("big");
+    let stages = |tier_up_at: Option<i32>| {
+        let runtime = default_runtime();
+        let big = load(&runtime, LoadRequest::new("big", &bytes), Tier::Interpreter);
+        (0..8)
+            .map(|stage| {
+                if Some(stage) == tier_up_at {
+                    runtime.tier_up(&big).unwrap();
+                }
+                big.call("run", &[Value::I32(stage), Value::I64(1)])
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(stages(None), stages(Some(4)));
+}
+
+/// Compile time of `big` under each compiler setting (host, for the
+/// design record: `cargo test -p wasm-fuzz --test native_engine
+/// compile_settings -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn compile_settings() {
+    use wasm_runtime::{
+        engine::native::{CompileLimits, Compiler},
+        module::ModuleInfo,
+    };
+    let bytes = extension("big");
+    let info = ModuleInfo::parse(&bytes).unwrap();
+    for (name, optimize, single_pass_registers, verify) in [
+        ("speed", true, false, true),
+        ("speed, no verifier", true, false, false),
+        ("none", false, false, true),
+        ("none, single-pass registers", false, true, true),
+        (
+            "none, single-pass registers, no verifier",
+            false,
+            true,
+            false,
+        ),
+    ] {
+        let compiler = Compiler::new(CompileLimits {
+            optimize,
+            single_pass_registers,
+            verify,
+            ..CompileLimits::default()
+        })
+        .unwrap();
+        let mut times = Vec::new();
+        let mut code = 0;
+        for _ in 0..5 {
+            let start = std::time::Instant::now();
+            code = compiler.compile(&bytes, &info).unwrap().code.len();
+            times.push(start.elapsed().as_secs_f64() * 1000.0);
+        }
+        times.sort_by(f64::total_cmp);
+        println!("{name}: median {:.1} ms, {code} bytes of code", times[2]);
+    }
+}
+
+/// A module exporting a kernel procedure it imports (no code of its own
+/// for that export) stays on the interpreter, where calling the export
+/// calls the procedure.
+#[test]
+fn re_exported_kernel_procedures_stay_on_the_interpreter() {
+    let (runtime, console) = runtime(Tier::Native);
+    let wat = r#"(module
+        (import "spindle" "log" (func $log (param i32 i32) (result i32)))
+        (memory (export "memory") 1)
+        (data (i32.const 0) "again")
+        (export "log_again" (func $log)))"#;
+    let bytes = wat::parse_str(wat).unwrap();
+    let module = load(
+        &runtime,
+        LoadRequest::new("again", &bytes),
+        Tier::Interpreter,
+    );
+    module
+        .call("log_again", &[Value::I32(0), Value::I32(5)])
+        .unwrap();
+    assert_eq!(
+        console.lines.lock().unwrap().as_slice(),
+        &["again: again".to_string()]
+    );
+}

@@ -1,0 +1,130 @@
+//! The one place outside `hal` with `unsafe`: entering generated code and
+//! the runtime procedures it calls back (docs/design/0008-native-engine.md,
+//! "Entering generated code"; `xtask/src/policy.rs` allows this file and
+//! no other).
+//!
+//! Why here and not in `hal`: `hal::native_code::CodeMemory::enter` is an
+//! `unsafe fn` because `hal` cannot know that the bytes are the compiler's
+//! output or that the context is well formed. This module can: [`run`]
+//! takes the [`CodeMemory`] that `NativeInstance` made from
+//! [`super::CompiledModule`] (built only by `Compiler::compile`) and the
+//! [`Native`] whose context `Native::prepare` filled, and the callbacks
+//! below only turn the context generated code passes back into that same
+//! [`Native`]. Everything they then do is safe code in `instance.rs`.
+#![allow(unsafe_code)]
+
+use hal::native_code::{CodeMemory, ENTRY_ARGUMENTS};
+
+use super::{
+    instance::Native,
+    vmctx::{self, TrapCode},
+};
+
+/// Machine stack generated code may use below the entry before its
+/// stack-limit check traps. On top of it: at most one frame of
+/// `CompileLimits::frame_bytes` (8 KiB), which a function may write before
+/// its check runs, and the kernel procedures it calls. Kernel threads that
+/// run extensions have 64 KiB (user threads' kernel stacks) or 256 KiB, so
+/// 16 + 8 KiB below a raise leaves a procedure and the raise path room
+/// above the guard page. (Nested entries, a procedure raising into
+/// another extension's native handler, each get a budget of their own:
+/// see docs/design/0008-native-engine.md, "What is left".)
+pub const STACK_BUDGET_BYTES: u64 = 16 * 1024;
+
+/// Runs the function at `offset` of `code` with `native`'s context (which
+/// `Native::prepare` filled) and `arguments`: its raw result, or the trap
+/// code generated code stored.
+pub(super) fn run(
+    code: &CodeMemory,
+    native: &mut Native,
+    offset: usize,
+    arguments: [i64; ENTRY_ARGUMENTS],
+) -> Result<i64, TrapCode> {
+    // The stack limit: this frame's address minus the budget.
+    let marker = 0u8;
+    let here = core::ptr::addr_of!(marker) as u64;
+    let context = &mut native.context;
+    context[(vmctx::HOST_CALL / 8) as usize] = host_call as *const () as u64;
+    context[(vmctx::MEMORY_GROW / 8) as usize] = memory_grow as *const () as u64;
+    context[(vmctx::MEMORY_COPY / 8) as usize] = memory_copy as *const () as u64;
+    context[(vmctx::MEMORY_FILL / 8) as usize] = memory_fill as *const () as u64;
+    context[(vmctx::STACK_LIMIT / 8) as usize] = here.saturating_sub(STACK_BUDGET_BYTES);
+    // From here to the end of the call `native` is used only through this
+    // pointer (by the callbacks), so no reference aliases it meanwhile.
+    let pointer: *mut Native = native;
+    // SAFETY: `pointer` comes from a live `&mut Native`; `context` is a
+    // field of it.
+    let context = unsafe { core::ptr::addr_of_mut!((*pointer).context) }.cast::<u64>();
+    // SAFETY: `context` points to the context array; the HOST slot is
+    // within it (`vmctx::HOST` < `vmctx::CONTEXT_BYTES`).
+    unsafe {
+        context
+            .add((vmctx::HOST / 8) as usize)
+            .write(pointer as u64)
+    };
+    // SAFETY: (1) `code` was made by `NativeInstance` from the output of
+    // `Compiler::compile` and `offset` is one of its functions' starts,
+    // whose type `is_enterable` checked (integer parameters, at most eight,
+    // at most one integer result); (2) the context was filled by
+    // `Native::prepare` and above: its memory, globals, table and function
+    // addresses are `native`'s own vectors, which nothing resizes while
+    // the code runs except `Native::grow`, which updates the context; the
+    // runtime procedures are the functions below; the stack limit leaves
+    // `STACK_BUDGET_BYTES` from here.
+    let raw = unsafe { code.enter(offset, context, arguments) };
+    // SAFETY: the call is over; `pointer` is `native` again.
+    let native = unsafe { &mut *pointer };
+    match (raw, native.trap_code()) {
+        (Some(value), 0) => Ok(value),
+        (None, _) => Err(TrapCode::Unreachable),
+        (_, raw_code) => Err(TrapCode::from_raw(raw_code).unwrap_or(TrapCode::Unreachable)),
+    }
+}
+
+/// The [`Native`] whose context generated code passed back.
+///
+/// # Safety
+///
+/// `context` must be the context [`run`] passed to generated code, during
+/// that call: its HOST slot then holds the pointer to the [`Native`] that
+/// [`run`] borrowed mutably and uses only through that pointer, and no
+/// other callback is running (generated code is single-threaded and these
+/// callbacks do not re-enter it).
+unsafe fn native_of<'a>(context: *mut u64) -> &'a mut Native {
+    // SAFETY: per the function's contract, the HOST slot holds a pointer to
+    // a live `Native` nothing else references during this callback.
+    unsafe { &mut *(context.add((vmctx::HOST / 8) as usize).read() as *mut Native) }
+}
+
+/// The host-call trampoline: kernel procedure `import` with the
+/// `vmctx::HOST_ARGUMENTS` words at `arguments`.
+extern "sysv64" fn host_call(context: *mut u64, import: u32, arguments: *const u64) -> u64 {
+    // SAFETY: generated code calls this only through the context's
+    // HOST_CALL slot, passing the context it received from `run`.
+    let native = unsafe { native_of(context) };
+    // SAFETY: generated code passes the address of the
+    // `vmctx::HOST_ARGUMENTS`-word array it filled in its own frame.
+    let arguments = unsafe { &*arguments.cast::<[u64; vmctx::HOST_ARGUMENTS]>() };
+    native.host_call(import, arguments)
+}
+
+/// `memory.grow`: the old size in pages, or -1.
+extern "sysv64" fn memory_grow(context: *mut u64, pages: u32) -> u32 {
+    // SAFETY: as for `host_call`, through the MEMORY_GROW slot.
+    let native = unsafe { native_of(context) };
+    native.grow(pages) as u32
+}
+
+/// `memory.copy`.
+extern "sysv64" fn memory_copy(context: *mut u64, destination: u32, source: u32, len: u32) {
+    // SAFETY: as for `host_call`, through the MEMORY_COPY slot.
+    let native = unsafe { native_of(context) };
+    native.copy(destination, source, len);
+}
+
+/// `memory.fill`.
+extern "sysv64" fn memory_fill(context: *mut u64, destination: u32, value: u32, len: u32) {
+    // SAFETY: as for `host_call`, through the MEMORY_FILL slot.
+    let native = unsafe { native_of(context) };
+    native.fill(destination, value, len);
+}

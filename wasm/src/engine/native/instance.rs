@@ -1,0 +1,502 @@
+//! A compiled module instantiated: its context, its `layout::Layout`
+//! (memory, globals, table, function addresses), the extension's state,
+//! and the runtime procedures generated code calls (kernel procedures, `memory.grow`,
+//! `memory.copy`, `memory.fill`). All safe Rust: the few lines that enter
+//! generated code and turn its context back into a [`Native`] are in
+//! [`super::entry`].
+
+use alloc::{boxed::Box, format, string::String, vec::Vec};
+
+use hal::native_code::{CodeMemory, ENTRY_ARGUMENTS};
+use spindle_abi::{FaultKind, Import};
+
+use super::{
+    super::snapshot::{Snapshot, Takeover},
+    compile::CompiledModule,
+    entry,
+    layout::{refuse, Layout},
+    vmctx::{self, TrapCode},
+};
+use crate::{
+    config::{Limits, WASM_PAGE_BYTES},
+    engine::{ExportRef, HostContext, Instance, Trap, WasmValue},
+    host,
+    module::{ModuleInfo, WasmType},
+    state::ExtensionState,
+};
+
+/// Words of the context.
+pub(super) const CONTEXT_WORDS: usize = vmctx::CONTEXT_BYTES / 8;
+
+/// Whether a function of type `ty` can be entered from the runtime: integer
+/// parameters (at most [`ENTRY_ARGUMENTS`]) and at most one integer result.
+pub(super) fn is_enterable(ty: &crate::module::FuncType) -> bool {
+    let integer = |t: &WasmType| matches!(t, WasmType::I32 | WasmType::I64);
+    ty.params.len() <= ENTRY_ARGUMENTS
+        && ty.params.iter().all(integer)
+        && ty.results.len() <= 1
+        && ty.results.iter().all(integer)
+}
+
+/// An export resolved for calls.
+struct ResolvedExport {
+    name: String,
+    /// Its function index.
+    function: u32,
+    /// How many parameters it takes.
+    params: usize,
+    /// Its result type, if any.
+    result: Option<WasmType>,
+    /// Whether the runtime can enter it (see [`is_enterable`]).
+    is_enterable: bool,
+}
+
+/// What generated code reaches through its context, and the extension's
+/// state: everything the runtime procedures need.
+pub(super) struct Native {
+    /// The context generated code receives (laid out as [`vmctx`] says).
+    pub(super) context: [u64; CONTEXT_WORDS],
+    layout: Layout,
+    /// Exports resolved so far, by [`ExportRef`]: what a call needs of
+    /// each, looked up once.
+    exports: Vec<ResolvedExport>,
+    /// A kernel procedure's trap, until the entry reports it.
+    pub(super) host_trap: Option<Trap>,
+    state: ExtensionState,
+}
+
+impl Layout {
+    /// The instance state around this layout, owning `state`.
+    pub(super) fn into_native(self, state: ExtensionState) -> Native {
+        Native {
+            context: [0; CONTEXT_WORDS],
+            layout: self,
+            exports: Vec::new(),
+            host_trap: None,
+            state,
+        }
+    }
+}
+
+impl Native {
+    /// Fills the context for a call with `fuel` (the runtime procedures'
+    /// addresses and the stack limit are the entry's to set).
+    pub(super) fn prepare(&mut self, fuel: u64) {
+        let context = &mut self.context;
+        context[(vmctx::MEMORY_BASE / 8) as usize] = self.layout.memory.as_mut_ptr() as u64;
+        context[(vmctx::MEMORY_BYTES / 8) as usize] = self.layout.memory.len() as u64;
+        context[(vmctx::FUEL / 8) as usize] = fuel.min(i64::MAX as u64);
+        // TRAP (low half) and DEPTH (high half) both start at zero.
+        context[(vmctx::TRAP / 8) as usize] = 0;
+        // MAX_DEPTH (low half), TABLE_ELEMENTS (high half).
+        context[(vmctx::MAX_DEPTH / 8) as usize] =
+            u64::from(self.layout.max_depth) | ((self.layout.table.len() as u64 / 2) << 32);
+        context[(vmctx::TABLE_BASE / 8) as usize] = self.layout.table.as_ptr() as u64;
+        context[(vmctx::FUNCTIONS / 8) as usize] = self.layout.functions.as_ptr() as u64;
+        context[(vmctx::GLOBALS / 8) as usize] = self.layout.globals.as_mut_ptr() as u64;
+        self.host_trap = None;
+    }
+
+    /// Fuel left after a call (zero when it ran out).
+    pub(super) fn fuel_left(&self) -> u64 {
+        (self.context[(vmctx::FUEL / 8) as usize] as i64).max(0) as u64
+    }
+
+    /// The trap code generated code stored, if any.
+    pub(super) fn trap_code(&self) -> u32 {
+        self.context[(vmctx::TRAP / 8) as usize] as u32
+    }
+
+    fn set_trap(&mut self, code: TrapCode) {
+        let word = &mut self.context[(vmctx::TRAP / 8) as usize];
+        *word = (*word & !0xffff_ffff) | u64::from(code as u32);
+    }
+
+    /// `memory.grow`: the old size in pages, or -1.
+    pub(super) fn grow(&mut self, pages: u32) -> i32 {
+        let old_pages = self.layout.memory.len() / WASM_PAGE_BYTES as usize;
+        let new_bytes = (old_pages as u64 + u64::from(pages)) * WASM_PAGE_BYTES;
+        if new_bytes > self.layout.memory_max_bytes as u64 {
+            return -1;
+        }
+        if self
+            .layout
+            .memory
+            .try_reserve_exact(new_bytes as usize - self.layout.memory.len())
+            .is_err()
+        {
+            return -1;
+        }
+        self.layout.memory.resize(new_bytes as usize, 0);
+        // The memory may have moved: generated code reloads both after
+        // every call.
+        self.context[(vmctx::MEMORY_BASE / 8) as usize] = self.layout.memory.as_mut_ptr() as u64;
+        self.context[(vmctx::MEMORY_BYTES / 8) as usize] = self.layout.memory.len() as u64;
+        old_pages as i32
+    }
+
+    fn range(&self, start: u32, len: u32) -> Option<core::ops::Range<usize>> {
+        let end = start as usize + len as usize;
+        (end <= self.layout.memory.len()).then_some(start as usize..end)
+    }
+
+    /// `memory.copy`; out of bounds sets the trap.
+    pub(super) fn copy(&mut self, destination: u32, source: u32, len: u32) {
+        match (self.range(destination, len), self.range(source, len)) {
+            (Some(to), Some(from)) => self.layout.memory.copy_within(from, to.start),
+            _ => self.set_trap(TrapCode::MemoryOutOfBounds),
+        }
+    }
+
+    /// `memory.fill`; out of bounds sets the trap.
+    pub(super) fn fill(&mut self, destination: u32, value: u32, len: u32) {
+        match self.range(destination, len) {
+            Some(range) => self.layout.memory[range].fill(value as u8),
+            None => self.set_trap(TrapCode::MemoryOutOfBounds),
+        }
+    }
+
+    /// A call of import `import` with `arguments` (each widened to 64
+    /// bits); its result, or zero after setting the trap.
+    pub(super) fn host_call(
+        &mut self,
+        import: u32,
+        arguments: &[u64; vmctx::HOST_ARGUMENTS],
+    ) -> u64 {
+        let Some(&procedure) = self.layout.imports.get(import as usize) else {
+            self.host_trap = Some(Trap::new(FaultKind::Other, "unknown kernel procedure"));
+            self.set_trap(TrapCode::Host);
+            return 0;
+        };
+        let spec = procedure.spec();
+        let mut values = [WasmValue::I32(0); vmctx::HOST_ARGUMENTS];
+        for ((value, &ty), &raw) in values.iter_mut().zip(spec.params).zip(arguments) {
+            *value = match ty {
+                spindle_abi::WasmType::I32 => WasmValue::I32(raw as u32 as i32),
+                spindle_abi::WasmType::I64 => WasmValue::I64(raw as i64),
+            };
+        }
+        let count = spec.params.len().min(vmctx::HOST_ARGUMENTS);
+        match host::call(self, procedure, &values[..count]) {
+            Ok(Some(WasmValue::I32(value))) => u64::from(value as u32),
+            Ok(Some(WasmValue::I64(value))) => value as u64,
+            Ok(Some(WasmValue::F32(bits))) => u64::from(bits),
+            Ok(Some(WasmValue::F64(bits))) => bits,
+            Ok(None) => 0,
+            Err(trap) => {
+                self.host_trap = Some(trap);
+                self.set_trap(TrapCode::Host);
+                0
+            }
+        }
+    }
+
+    fn memory_range(&self, offset: u32, len: u32) -> Result<core::ops::Range<usize>, Trap> {
+        if !self.layout.memory_exported {
+            return Err(Trap::new(
+                FaultKind::BadPointer,
+                "the extension exports no memory",
+            ));
+        }
+        self.range(offset, len).ok_or_else(|| {
+            Trap::new(
+                FaultKind::BadPointer,
+                format!(
+                    "{offset:#x}+{len} outside {} bytes",
+                    self.layout.memory.len()
+                ),
+            )
+        })
+    }
+}
+
+impl HostContext for Native {
+    fn state(&self) -> &ExtensionState {
+        &self.state
+    }
+
+    fn state_mut(&mut self) -> &mut ExtensionState {
+        &mut self.state
+    }
+
+    fn read_memory(&self, offset: u32, len: u32) -> Result<Vec<u8>, Trap> {
+        Ok(self.layout.memory[self.memory_range(offset, len)?].to_vec())
+    }
+
+    fn write_memory(&mut self, offset: u32, bytes: &[u8]) -> Result<(), Trap> {
+        let len =
+            u32::try_from(bytes.len()).map_err(|_| Trap::new(FaultKind::BadPointer, "too long"))?;
+        let range = self.memory_range(offset, len)?;
+        self.layout.memory[range].copy_from_slice(bytes);
+        Ok(())
+    }
+
+    fn export(&mut self, name: &str) -> Option<ExportRef> {
+        if let Some(at) = self.exports.iter().position(|export| export.name == name) {
+            return Some(ExportRef(at as u32));
+        }
+        let function = self.layout.info.exported_function(name)?;
+        let ty = self.layout.info.function_type(function)?;
+        let resolved = ResolvedExport {
+            name: name.into(),
+            function,
+            params: ty.params.len(),
+            result: ty.results.first().copied(),
+            is_enterable: is_enterable(ty),
+        };
+        self.exports.push(resolved);
+        Some(ExportRef(self.exports.len() as u32 - 1))
+    }
+}
+
+/// A module compiled into code memory and set up, waiting for the
+/// extension state it will own: what a tier-up prepares off the
+/// extension's lock.
+pub struct Prepared {
+    code: CodeMemory,
+    layout: Layout,
+}
+
+impl Prepared {
+    /// Copies `compiled` into code memory and sets up the module `bytes`
+    /// (read as `info`); `Err` says why it cannot run natively.
+    pub(super) fn new(
+        compiled: &CompiledModule,
+        bytes: &[u8],
+        imports: &[Import],
+        info: alloc::sync::Arc<ModuleInfo>,
+        limits: &Limits,
+        max_depth: u32,
+    ) -> Result<Prepared, String> {
+        for export in &info.exports {
+            let Some(function) = export.function else {
+                continue;
+            };
+            // A kernel procedure exported again has no code here: calls of
+            // it go through the trampoline from generated code only.
+            if function < info.imported_functions {
+                return Err(refuse("a kernel procedure exported again"));
+            }
+            match info.function_type(function) {
+                Some(ty) if is_enterable(ty) => {}
+                _ => return Err(refuse("an export with float or many values")),
+            }
+        }
+        let code = CodeMemory::new(&compiled.code).ok_or_else(|| refuse("no code memory"))?;
+        let layout = Layout::new(&code, compiled, bytes, imports, info, limits, max_depth)?;
+        Ok(Prepared { code, layout })
+    }
+
+    fn into_instance(self, state: ExtensionState) -> NativeInstance {
+        NativeInstance {
+            native: Box::new(self.layout.into_native(state)),
+            code: self.code,
+            last_fuel_used: 0,
+        }
+    }
+}
+
+impl Takeover for Prepared {
+    fn accepts(&self, snapshot: &Snapshot) -> bool {
+        self.layout.accepts(snapshot)
+    }
+
+    fn finish(self: Box<Self>, snapshot: Snapshot, state: ExtensionState) -> Box<dyn Instance> {
+        let mut prepared = *self;
+        prepared.layout.restore(snapshot.memory, snapshot.globals);
+        let mut instance = prepared.into_instance(state);
+        // The same export references as the old instance's, in order.
+        for name in &snapshot.exports {
+            let _ = instance.native.export(name);
+        }
+        Box::new(instance)
+    }
+}
+
+/// An extension running as native code.
+pub struct NativeInstance {
+    /// Dropped after `native` (field order), though nothing runs then.
+    native: Box<Native>,
+    code: CodeMemory,
+    last_fuel_used: u64,
+}
+
+impl NativeInstance {
+    /// Sets up `compiled` for the module `bytes` (validated as
+    /// `state.module`) whose imports resolved to `imports`, and runs its
+    /// start function with `fuel`. `Err` says why it cannot run natively.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        compiled: &CompiledModule,
+        bytes: &[u8],
+        imports: &[Import],
+        state: ExtensionState,
+        limits: &Limits,
+        max_depth: u32,
+        fuel: u64,
+    ) -> Result<Result<NativeInstance, Trap>, String> {
+        let prepared = Prepared::new(
+            compiled,
+            bytes,
+            imports,
+            state.module.clone(),
+            limits,
+            max_depth,
+        )?;
+        let start = prepared.layout.start;
+        let mut instance = prepared.into_instance(state);
+        if let Some(start) = start {
+            if (start as usize) < instance.native.layout.info.imported_functions as usize {
+                return Err(refuse("an imported start function"));
+            }
+            if let Err(trap) = instance.call_function(start, &[], fuel) {
+                return Ok(Err(trap));
+            }
+        }
+        Ok(Ok(instance))
+    }
+
+    /// Calls function `index` with `args` (already checked against its
+    /// type) under `fuel`; its raw integer result.
+    fn call_function(&mut self, index: u32, args: &[i64], fuel: u64) -> Result<i64, Trap> {
+        let offset = *self
+            .native
+            .layout
+            .offsets
+            .get(index as usize)
+            .ok_or_else(|| Trap::new(FaultKind::Other, "no such function"))?;
+        let mut arguments = [0i64; ENTRY_ARGUMENTS];
+        arguments[..args.len()].copy_from_slice(args);
+        self.native.prepare(fuel);
+        let result = entry::run(&self.code, &mut self.native, offset, arguments);
+        self.last_fuel_used = fuel.saturating_sub(self.native.fuel_left());
+        match result {
+            Ok(value) => Ok(value),
+            Err(TrapCode::Host) => Err(self
+                .native
+                .host_trap
+                .take()
+                .unwrap_or_else(|| Trap::new(FaultKind::Other, "a kernel procedure trapped"))),
+            Err(code) => Err(Trap::new(code.fault_kind(), describe(code))),
+        }
+    }
+
+    /// Calls the exported function `name` with integer `arguments` and
+    /// `fuel` (host tests): its result (an `i32` sign-extended), or the
+    /// trap's code.
+    #[cfg(not(target_os = "none"))]
+    pub(super) fn call_raw(
+        &mut self,
+        name: &str,
+        arguments: &[i64],
+        fuel: u64,
+    ) -> Result<Result<Option<i64>, TrapCode>, String> {
+        let info = self.native.layout.info.clone();
+        let index = info
+            .exported_function(name)
+            .ok_or_else(|| refuse("no such export"))?;
+        let ty = info.function_type(index).ok_or_else(|| refuse("no type"))?;
+        if arguments.len() != ty.params.len() || !is_enterable(ty) {
+            return Err(refuse("this signature"));
+        }
+        let offset = self.native.layout.offsets[index as usize];
+        let mut padded = [0i64; ENTRY_ARGUMENTS];
+        padded[..arguments.len()].copy_from_slice(arguments);
+        self.native.prepare(fuel);
+        match entry::run(&self.code, &mut self.native, offset, padded) {
+            Ok(raw) => Ok(Ok(ty.results.first().map(|t| match t {
+                WasmType::I32 => i64::from(raw as i32),
+                _ => raw,
+            }))),
+            Err(code) => Ok(Err(code)),
+        }
+    }
+
+    /// Linear memory as it is now (host tests).
+    #[cfg(not(target_os = "none"))]
+    pub(super) fn memory(&self) -> &[u8] {
+        &self.native.layout.memory
+    }
+}
+
+/// A trap's message, as wasmi words it.
+fn describe(code: TrapCode) -> &'static str {
+    match code {
+        TrapCode::Unreachable => "wasm `unreachable` instruction executed",
+        TrapCode::MemoryOutOfBounds => "out of bounds memory access",
+        TrapCode::DivisionByZero => "integer divide by zero",
+        TrapCode::IntegerOverflow => "integer overflow",
+        TrapCode::BadConversion => "invalid conversion to integer",
+        TrapCode::StackOverflow => "call stack exhausted",
+        TrapCode::TableOutOfBounds => "undefined element: out of bounds table access",
+        TrapCode::IndirectCallToNull => "uninitialized element",
+        TrapCode::BadSignature => "indirect call type mismatch",
+        TrapCode::OutOfFuel => "all fuel consumed by WebAssembly",
+        TrapCode::Host => "a kernel procedure trapped",
+    }
+}
+
+impl HostContext for NativeInstance {
+    fn state(&self) -> &ExtensionState {
+        self.native.state()
+    }
+
+    fn state_mut(&mut self) -> &mut ExtensionState {
+        self.native.state_mut()
+    }
+
+    fn read_memory(&self, offset: u32, len: u32) -> Result<Vec<u8>, Trap> {
+        self.native.read_memory(offset, len)
+    }
+
+    fn write_memory(&mut self, offset: u32, bytes: &[u8]) -> Result<(), Trap> {
+        self.native.write_memory(offset, bytes)
+    }
+
+    fn export(&mut self, name: &str) -> Option<ExportRef> {
+        self.native.export(name)
+    }
+}
+
+impl Instance for NativeInstance {
+    fn call(
+        &mut self,
+        function: ExportRef,
+        args: &[WasmValue],
+        fuel: u64,
+    ) -> Result<Option<WasmValue>, Trap> {
+        let Some(export) = self.native.exports.get(function.0 as usize) else {
+            return Err(Trap::new(FaultKind::Other, "unknown export reference"));
+        };
+        let (index, result_type) = (export.function, export.result);
+        if args.len() != export.params || !export.is_enterable {
+            return Err(Trap::new(FaultKind::Other, "call with the wrong arity"));
+        }
+        let mut raw = [0i64; ENTRY_ARGUMENTS];
+        for (slot, arg) in raw.iter_mut().zip(args) {
+            *slot = match *arg {
+                WasmValue::I32(value) => i64::from(value),
+                WasmValue::I64(value) => value,
+                _ => return Err(Trap::new(FaultKind::Other, "call with the wrong types")),
+            };
+        }
+        let result = self.call_function(index, &raw[..args.len()], fuel)?;
+        Ok(result_type.map(|t| match t {
+            WasmType::I32 => WasmValue::I32(result as i32),
+            _ => WasmValue::I64(result),
+        }))
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.native.layout.memory.len()
+    }
+
+    fn last_fuel_used(&self) -> u64 {
+        self.last_fuel_used
+    }
+
+    fn into_state(self: Box<Self>) -> ExtensionState {
+        let instance = *self;
+        instance.native.state
+    }
+}

@@ -1,0 +1,218 @@
+//! A compiled module set up as its sections say: linear memory and
+//! active data, globals from constant initializers, table 0 from active
+//! element segments, function addresses in code memory; what a tier-up
+//! copies a running instance's memory and globals into. Safe Rust; the
+//! instance around it is `instance.rs`.
+
+use alloc::{format, string::String, vec, vec::Vec};
+
+use hal::native_code::CodeMemory;
+use spindle_abi::{Import, MEMORY_EXPORT};
+use wasmparser::{DataKind, ElementItems, ElementKind, Operator, Parser, Payload};
+
+use super::{super::snapshot::Snapshot, compile::CompiledModule, vmctx};
+use crate::{
+    config::{Limits, WASM_PAGE_BYTES},
+    module::ModuleInfo,
+};
+
+/// Why a module cannot be set up natively (it stays on the interpreter).
+pub(super) fn refuse(what: &str) -> String {
+    format!("not run natively yet: {what}")
+}
+
+/// The value of a constant expression (`i32/i64/f32/f64.const`).
+fn constant(expression: &wasmparser::ConstExpr<'_>) -> Result<u64, String> {
+    let mut reader = expression.get_operators_reader();
+    let value = match reader.read().map_err(|e| String::from(e.message()))? {
+        Operator::I32Const { value } => u64::from(value as u32),
+        Operator::I64Const { value } => value as u64,
+        Operator::F32Const { value } => u64::from(value.bits()),
+        Operator::F64Const { value } => value.bits(),
+        _ => return Err(refuse("a non-constant initializer")),
+    };
+    Ok(value)
+}
+
+/// A compiled module set up as its sections say, before it has an
+/// extension's state (a tier-up prepares one off the extension's lock).
+pub(super) struct Layout {
+    /// Linear memory (empty without one).
+    pub(super) memory: Vec<u8>,
+    /// Most bytes linear memory may grow to.
+    pub(super) memory_max_bytes: usize,
+    /// Whether the module exports its memory (kernel procedures read and
+    /// write only an exported memory, as under wasmi).
+    pub(super) memory_exported: bool,
+    pub(super) globals: Vec<u64>,
+    /// Table 0: (signature id, code address) pairs.
+    pub(super) table: Vec<u64>,
+    /// Code address of every function (imports: zero; they are called
+    /// through the host-call trampoline).
+    pub(super) functions: Vec<u64>,
+    /// Offset of every function's code (imports: unused).
+    pub(super) offsets: Vec<usize>,
+    /// The kernel procedure each import resolved to.
+    pub(super) imports: Vec<Import>,
+    /// The module's reading, for types and exports.
+    pub(super) info: alloc::sync::Arc<ModuleInfo>,
+    /// Deepest Wasm call nesting.
+    pub(super) max_depth: u32,
+    /// The start function, if any.
+    pub(super) start: Option<u32>,
+}
+
+impl Layout {
+    /// Sets up `compiled` (whose code is in `code`) as the module `bytes`
+    /// (read as `info`) says: memory and data, globals, table and elements.
+    pub(super) fn new(
+        code: &CodeMemory,
+        compiled: &CompiledModule,
+        bytes: &[u8],
+        imports: &[Import],
+        info: alloc::sync::Arc<ModuleInfo>,
+        limits: &Limits,
+        max_depth: u32,
+    ) -> Result<Layout, String> {
+        let (initial_pages, max_pages) = info.memory_pages.unwrap_or((0, Some(0)));
+        let limit_pages = u64::from(limits.memory_pages);
+        let max_pages = max_pages.unwrap_or(limit_pages).min(limit_pages);
+        if initial_pages > max_pages {
+            return Err(refuse("a memory above the limit"));
+        }
+        let mut memory = vec![0u8; (initial_pages * WASM_PAGE_BYTES) as usize];
+        let mut globals = Vec::new();
+        let mut table: Vec<u64> = Vec::new();
+        let mut function_types = Vec::new();
+        let mut start = None;
+        let imported = info.imported_functions as usize;
+        let mut functions = vec![0u64; imported];
+        let mut offsets = vec![0usize; imported];
+        for function in &compiled.functions {
+            functions.push(
+                code.address(function.offset)
+                    .ok_or_else(|| refuse("code outside its memory"))?,
+            );
+            offsets.push(function.offset);
+        }
+        for payload in Parser::new(0).parse_all(bytes) {
+            let payload = payload.map_err(|e| String::from(e.message()))?;
+            match payload {
+                Payload::StartSection { func, .. } => start = Some(func),
+                Payload::FunctionSection(reader) => {
+                    for index in reader {
+                        function_types.push(index.map_err(|e| String::from(e.message()))?);
+                    }
+                }
+                Payload::TableSection(reader) => {
+                    for table_type in reader {
+                        let table_type = table_type.map_err(|e| String::from(e.message()))?;
+                        if table.is_empty() {
+                            let elements = table_type.ty.initial;
+                            if elements > u64::from(limits.table_elements) {
+                                return Err(refuse("a table above the limit"));
+                            }
+                            table = vec![0; elements as usize * 2];
+                            for element in 0..elements as usize {
+                                table[element * 2] = u64::from(vmctx::NULL_SIGNATURE);
+                            }
+                        }
+                    }
+                }
+                Payload::GlobalSection(reader) => {
+                    for global in reader {
+                        let global = global.map_err(|e| String::from(e.message()))?;
+                        globals.push(constant(&global.init_expr)?);
+                    }
+                }
+                Payload::ElementSection(reader) => {
+                    for element in reader {
+                        let element = element.map_err(|e| String::from(e.message()))?;
+                        let ElementKind::Active {
+                            table_index,
+                            offset_expr,
+                        } = element.kind
+                        else {
+                            continue;
+                        };
+                        if table_index.unwrap_or(0) != 0 {
+                            return Err(refuse("tables other than 0"));
+                        }
+                        let ElementItems::Functions(items) = element.items else {
+                            return Err(refuse("element expressions"));
+                        };
+                        let first = constant(&offset_expr)? as u32 as usize;
+                        for (at, function) in items.into_iter().enumerate() {
+                            let function = function.map_err(|e| String::from(e.message()))?;
+                            let slot = first + at;
+                            let Some(defined) = (function as usize).checked_sub(imported) else {
+                                return Err(refuse("an imported function in a table"));
+                            };
+                            let type_index = *function_types
+                                .get(defined)
+                                .ok_or_else(|| refuse("element function"))?;
+                            let signature = compiled.signature_ids[type_index as usize];
+                            let address = functions[function as usize];
+                            let entry = table
+                                .get_mut(slot * 2..slot * 2 + 2)
+                                .ok_or_else(|| refuse("element outside the table"))?;
+                            entry[0] = u64::from(signature);
+                            entry[1] = address;
+                        }
+                    }
+                }
+                Payload::DataSection(reader) => {
+                    for data in reader {
+                        let data = data.map_err(|e| String::from(e.message()))?;
+                        if let DataKind::Active { offset_expr, .. } = data.kind {
+                            let first = constant(&offset_expr)? as u32 as usize;
+                            memory
+                                .get_mut(first..first + data.data.len())
+                                .ok_or_else(|| refuse("data outside memory"))?
+                                .copy_from_slice(data.data);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let memory_exported = info
+            .exports
+            .iter()
+            .any(|export| export.name == MEMORY_EXPORT && export.function.is_none());
+        Ok(Layout {
+            memory,
+            memory_max_bytes: (max_pages * WASM_PAGE_BYTES) as usize,
+            memory_exported,
+            globals,
+            table,
+            functions,
+            offsets,
+            imports: imports.to_vec(),
+            info,
+            max_depth,
+            start,
+        })
+    }
+
+    /// Whether `snapshot` fits: memory within the limit, in whole pages,
+    /// and globals that exist.
+    pub(super) fn accepts(&self, snapshot: &Snapshot) -> bool {
+        snapshot.memory.len() <= self.memory_max_bytes
+            && snapshot.memory.len().is_multiple_of(WASM_PAGE_BYTES as usize)
+            && snapshot
+                .globals
+                .iter()
+                .all(|&(index, _)| (index as usize) < self.globals.len())
+    }
+
+    /// Takes a snapshot's memory and globals (after [`Layout::accepts`]).
+    pub(super) fn restore(&mut self, memory: Vec<u8>, globals: Vec<(u32, u64)>) {
+        self.memory = memory;
+        for (index, value) in globals {
+            if let Some(slot) = self.globals.get_mut(index as usize) {
+                *slot = value;
+            }
+        }
+    }
+}
