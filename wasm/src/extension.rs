@@ -222,40 +222,59 @@ impl Shared {
         args: &[WasmValue],
         budget: Option<u64>,
     ) -> Result<Option<WasmValue>, CallError> {
-        let fuel = budget.map_or(self.limits.fuel_per_invocation, |b| {
-            b.min(self.limits.fuel_per_invocation)
-        });
-        let outcome = {
-            let Some(mut guard) = self.lock_instance() else {
-                return Err(CallError::Busy);
-            };
-            let Some(instance) = guard.as_mut() else {
-                return Err(CallError::Unloaded);
-            };
-            self.invocations.fetch_add(1, Ordering::Relaxed);
-            instance.call(export, args, fuel)
-        };
-        outcome.map_err(|trap| {
-            self.faults.fetch_add(1, Ordering::Relaxed);
-            let mut args = (self.id.0, trap.kind.code());
-            // The intrinsic handler cannot fail and handlers' faults are
-            // theirs: nothing to do with the result here.
-            let _ = self.faulted.raise(&mut args);
-            CallError::Trap(trap)
-        })
+        self.run(budget, |instance, fuel| instance.call(export, args, fuel))
     }
-}
 
-impl Shared {
     /// [`Self::invoke`], lending `packets` for the call: each goes into the
     /// extension's handle table, its handle becomes argument `position`,
     /// and every lent handle is revoked when the call returns (or traps).
+    /// No handle left for a packet is the extension's fault, as a trap.
     pub(crate) fn invoke_lending(
         &self,
         export: ExportRef,
         mut args: Vec<WasmValue>,
         packets: Vec<(usize, crate::packet::PacketRef)>,
         budget: Option<u64>,
+    ) -> Result<Option<WasmValue>, CallError> {
+        self.run(budget, |instance, fuel| {
+            let mut lent = Vec::with_capacity(packets.len());
+            let mut refused = None;
+            for (position, packet) in packets {
+                let handles = &instance.state().handles;
+                match handles.insert("packet".into(), Capability::Packet(packet)) {
+                    Ok(handle) => {
+                        lent.push(handle);
+                        if let Some(slot) = args.get_mut(position) {
+                            *slot = WasmValue::I32(handle);
+                        }
+                    }
+                    Err(limit) => {
+                        refused = Some(Trap::new(
+                            spindle_abi::FaultKind::Other,
+                            format!("no handle for a packet: {limit}"),
+                        ));
+                        break;
+                    }
+                }
+            }
+            let outcome = match refused {
+                Some(trap) => Err(trap),
+                None => instance.call(export, &args, fuel),
+            };
+            for handle in lent {
+                // Dropped by the extension already, or still there.
+                let _ = instance.state().handles.remove(handle);
+            }
+            outcome
+        })
+    }
+
+    /// Runs `call` on the locked instance with the invocation's fuel;
+    /// counts it, and counts and reports a trap (after the unlock).
+    fn run(
+        &self,
+        budget: Option<u64>,
+        call: impl FnOnce(&mut dyn Instance, u64) -> Result<Option<WasmValue>, Trap>,
     ) -> Result<Option<WasmValue>, CallError> {
         let fuel = budget.map_or(self.limits.fuel_per_invocation, |b| {
             b.min(self.limits.fuel_per_invocation)
@@ -267,38 +286,14 @@ impl Shared {
             let Some(instance) = guard.as_mut() else {
                 return Err(CallError::Unloaded);
             };
-            let mut lent = Vec::with_capacity(packets.len());
-            for (position, packet) in packets {
-                let handles = &instance.state().handles;
-                match handles.insert("packet".into(), Capability::Packet(packet)) {
-                    Ok(handle) => {
-                        lent.push(handle);
-                        if let Some(slot) = args.get_mut(position) {
-                            *slot = WasmValue::I32(handle);
-                        }
-                    }
-                    Err(limit) => {
-                        for handle in lent {
-                            let _ = instance.state().handles.remove(handle);
-                        }
-                        return Err(CallError::Trap(crate::engine::Trap::new(
-                            spindle_abi::FaultKind::Other,
-                            format!("no handle for a packet: {limit}"),
-                        )));
-                    }
-                }
-            }
             self.invocations.fetch_add(1, Ordering::Relaxed);
-            let outcome = instance.call(export, &args, fuel);
-            for handle in lent {
-                // Dropped by the extension already, or still there.
-                let _ = instance.state().handles.remove(handle);
-            }
-            outcome
+            call(instance.as_mut(), fuel)
         };
         outcome.map_err(|trap| {
             self.faults.fetch_add(1, Ordering::Relaxed);
             let mut args = (self.id.0, trap.kind.code());
+            // The intrinsic handler cannot fail and handlers' faults are
+            // theirs: nothing to do with the result here.
             let _ = self.faulted.raise(&mut args);
             CallError::Trap(trap)
         })
