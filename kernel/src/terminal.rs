@@ -148,20 +148,40 @@ impl Terminal {
     /// Takes what has been typed into `pending`. A signal key is not
     /// kept: it discards what was typed before it, echoes as `^C` (say),
     /// and signals the foreground process group.
+    ///
+    /// Two threads take input (the signal-key watcher and a reader), so
+    /// `pending` stays locked from reading a byte off the line to queueing
+    /// it: otherwise one thread could hold a byte it has read while the
+    /// other queues the bytes typed after it, and input would arrive out
+    /// of order (`spindle` read as `sindlep`).
     fn take_input(&self) {
-        while let Some(byte) = hal::console::try_read_byte() {
-            match self.signal_key(byte) {
-                None => self.pending.lock().push_back(byte),
-                Some(signal) => {
-                    self.pending.lock().clear();
-                    if self.flag(3) & ECHO != 0 {
-                        crate::user::console_write(&[b'^', byte + b'@', b'\n']);
-                    }
-                    let group = self.foreground.load(Ordering::Relaxed);
-                    if group != 0 {
-                        let _ = crate::signals::kill(0, -(group as i32), signal);
+        loop {
+            let signal_key = {
+                let mut pending = self.pending.lock();
+                let mut signal_key = None;
+                while let Some(byte) = hal::console::try_read_byte() {
+                    match self.signal_key(byte) {
+                        None => pending.push_back(byte),
+                        Some(signal) => {
+                            pending.clear();
+                            signal_key = Some((byte, signal));
+                            break;
+                        }
                     }
                 }
+                signal_key
+            };
+            // The echo and the signal go out with `pending` unlocked:
+            // delivering a signal can wake and run a reader of this terminal.
+            let Some((byte, signal)) = signal_key else {
+                return;
+            };
+            if self.flag(3) & ECHO != 0 {
+                crate::user::console_write(&[b'^', byte + b'@', b'\n']);
+            }
+            let group = self.foreground.load(Ordering::Relaxed);
+            if group != 0 {
+                let _ = crate::signals::kill(0, -(group as i32), signal);
             }
         }
     }
