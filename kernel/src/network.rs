@@ -88,6 +88,9 @@ pub fn init() {
         wasm_runtime::port(events.icmp.clone()),
         wasm_runtime::port(events.udp.clone()),
         wasm_runtime::port(events.tcp.clone()),
+        wasm_runtime::port(events.ip_send.clone()),
+        wasm_runtime::port(events.udp_send.clone()),
+        wasm_runtime::port(events.tcp_send.clone()),
     ];
     RUNNING.call_once(|| Running {
         network,
@@ -207,31 +210,55 @@ pub fn network() -> Option<&'static Network> {
 /// The forwardings running (SPIN's forwarder), by forwarded port.
 static FORWARDERS: spin::Mutex<Vec<Arc<net::forwarder::Forwarder>>> = spin::Mutex::new(Vec::new());
 
-/// Relays UDP datagrams for `port` to `target` (`ADDRESS:PORT`).
-pub fn forward(port: u16, target: &str) -> Result<(), alloc::string::String> {
+/// Relays `protocol` packets for `port` to `target` (`ADDRESS:PORT`).
+pub fn forward(
+    protocol: net::forwarder::Protocol,
+    port: u16,
+    target: &str,
+) -> Result<(), alloc::string::String> {
     use alloc::format;
     let network = network().ok_or("no network interface")?;
     let address: core::net::SocketAddrV4 = target
         .parse()
         .map_err(|_| format!("`{target}` is not an IPv4 address and port"))?;
+    let target = ((*address.ip()).into(), address.port());
+    let name = protocol.name();
     let mut forwarders = FORWARDERS.lock();
-    if forwarders.iter().any(|forwarder| forwarder.port == port) {
-        return Err(format!("port {port} is forwarded already"));
+    let same = |forwarder: &&Arc<net::forwarder::Forwarder>| forwarder.protocol == protocol;
+    if forwarders
+        .iter()
+        .filter(same)
+        .any(|forwarder| forwarder.port == port)
+    {
+        return Err(format!("{name} port {port} is forwarded already"));
     }
-    let forwarder =
-        net::forwarder::Forwarder::install(network, port, ((*address.ip()).into(), address.port()))
-            .map_err(|error| format!("cannot install the forwarder: {error}"))?;
+    // Answers are told apart by their source: one forwarding per target.
+    if forwarders
+        .iter()
+        .filter(same)
+        .any(|forwarder| forwarder.target == target)
+    {
+        return Err(format!(
+            "{target} is the target of another {name} forwarding already",
+            target = address
+        ));
+    }
+    let forwarder = net::forwarder::Forwarder::install(network, protocol, port, target)
+        .map_err(|error| format!("cannot install the forwarder: {error}"))?;
     forwarders.push(forwarder);
     Ok(())
 }
 
-/// Stops forwarding `port`; how many datagrams it relayed.
-pub fn unforward(port: u16) -> Result<u64, alloc::string::String> {
+/// Stops forwarding `protocol` on `port`; how many packets it relayed.
+pub fn unforward(
+    protocol: net::forwarder::Protocol,
+    port: u16,
+) -> Result<u64, alloc::string::String> {
     let mut forwarders = FORWARDERS.lock();
     let at = forwarders
         .iter()
-        .position(|forwarder| forwarder.port == port)
-        .ok_or_else(|| alloc::format!("port {port} is not forwarded"))?;
+        .position(|forwarder| forwarder.protocol == protocol && forwarder.port == port)
+        .ok_or_else(|| alloc::format!("{} port {port} is not forwarded", protocol.name()))?;
     let forwarder = forwarders.remove(at);
     forwarder.remove();
     Ok(forwarder.relayed())

@@ -68,7 +68,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: "net",
-        help: "the network interface: net (address and counters) | net forward PORT ADDRESS:PORT | net unforward PORT",
+        help: "the network interface: net (address and counters) | net forward [udp|tcp] PORT ADDRESS:PORT | net unforward [udp|tcp] PORT",
         run: net,
     },
     Command {
@@ -368,36 +368,46 @@ fn domains(_: &str) {
     }
 }
 
+/// How the `net` command is written.
+const NET_USAGE: &str =
+    "usage: net | net forward [udp|tcp] PORT ADDRESS:PORT | net unforward [udp|tcp] PORT\n";
+
 fn net(arguments: &str) {
     let words: alloc::vec::Vec<&str> = arguments.split_whitespace().collect();
     match words.as_slice() {
         [] => {}
-        ["forward", port, target] => {
-            match port.parse::<u16>() {
-                Ok(port) => match crate::network::forward(port, target) {
-                    Ok(()) => {
-                        console::write_fmt(format_args!("forwarding UDP port {port} to {target}\n"))
-                    }
-                    Err(error) => console::write_fmt(format_args!("error: {error}\n")),
+        ["forward", rest @ ..] | ["unforward", rest @ ..] => {
+            let (protocol, rest) = match rest {
+                ["tcp", rest @ ..] => (net::forwarder::Protocol::Tcp, rest),
+                ["udp", rest @ ..] => (net::forwarder::Protocol::Udp, rest),
+                rest => (net::forwarder::Protocol::Udp, rest),
+            };
+            let name = protocol.name();
+            match (words[0], rest) {
+                ("forward", [port, target]) => match port.parse::<u16>() {
+                    Ok(port) => match crate::network::forward(protocol, port, target) {
+                        Ok(()) => console::write_fmt(format_args!(
+                            "forwarding {name} port {port} to {target}\n"
+                        )),
+                        Err(error) => console::write_fmt(format_args!("error: {error}\n")),
+                    },
+                    Err(_) => console::write_fmt(format_args!("error: `{port}` is not a port\n")),
                 },
-                Err(_) => console::write_fmt(format_args!("error: `{port}` is not a port\n")),
-            }
-            return;
-        }
-        ["unforward", port] => {
-            match port.parse::<u16>() {
-                Ok(port) => match crate::network::unforward(port) {
-                    Ok(relayed) => console::write_fmt(format_args!(
-                        "stopped forwarding UDP port {port} ({relayed} datagrams relayed)\n"
-                    )),
-                    Err(error) => console::write_fmt(format_args!("error: {error}\n")),
+                ("unforward", [port]) => match port.parse::<u16>() {
+                    Ok(port) => match crate::network::unforward(protocol, port) {
+                        Ok(relayed) => console::write_fmt(format_args!(
+                            "stopped forwarding {name} port {port} ({relayed} packets relayed)\n"
+                        )),
+                        Err(error) => console::write_fmt(format_args!("error: {error}\n")),
+                    },
+                    Err(_) => console::write_fmt(format_args!("error: `{port}` is not a port\n")),
                 },
-                Err(_) => console::write_fmt(format_args!("error: `{port}` is not a port\n")),
+                _ => console::write_str(NET_USAGE),
             }
             return;
         }
         _ => {
-            console::write_str("usage: net | net forward PORT ADDRESS:PORT | net unforward PORT\n");
+            console::write_str(NET_USAGE);
             return;
         }
     }

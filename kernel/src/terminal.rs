@@ -103,7 +103,8 @@ impl Terminal {
         // VINTR ^C, VQUIT ^\, VERASE DEL, VKILL ^U, VEOF ^D, VTIME 0,
         // VMIN 1, then VSTART ^Q, VSTOP ^S, VSUSP ^Z.
         let control = [3u8, 0x1c, 0x7f, 0x15, 4, 0, 1, 0, 0x11, 0x13, 0x1a];
-        termios[CONTROL_CHARACTERS_AT..CONTROL_CHARACTERS_AT + control.len()].copy_from_slice(&control);
+        termios[CONTROL_CHARACTERS_AT..CONTROL_CHARACTERS_AT + control.len()]
+            .copy_from_slice(&control);
         let mut window = [0u8; 8];
         window[0..2].copy_from_slice(&24u16.to_le_bytes());
         window[2..4].copy_from_slice(&80u16.to_le_bytes());
@@ -212,7 +213,13 @@ impl Device for Terminal {
         }
         let (input, local) = (self.flag(0), self.flag(3));
         let echo = local & ECHO != 0;
-        let translate = |byte: u8| if byte == b'\r' && input & ICRNL != 0 { b'\n' } else { byte };
+        let translate = |byte: u8| {
+            if byte == b'\r' && input & ICRNL != 0 {
+                b'\n'
+            } else {
+                byte
+            }
+        };
         if local & ICANON == 0 {
             // Raw: what has been typed, at least one byte (VMIN 1).
             let mut count = 0;
@@ -227,7 +234,11 @@ impl Device for Terminal {
                     crate::user::console_write(&buf[count - 1..count]);
                 }
             }
-            return if count == 0 { Err(Errno::EAGAIN) } else { Ok(count) };
+            return if count == 0 {
+                Err(Errno::EAGAIN)
+            } else {
+                Ok(count)
+            };
         }
         let mut count = 0;
         while count < buf.len() {
@@ -314,8 +325,7 @@ impl Device for Terminal {
                 if group < 0 {
                     return Err(Errno::EINVAL);
                 }
-                self.foreground
-                    .store(group as u64, Ordering::Relaxed);
+                self.foreground.store(group as u64, Ordering::Relaxed);
             }
             TIOCSCTTY => {}
             _ => return Err(Errno::ENOTTY),
@@ -327,4 +337,3 @@ impl Device for Terminal {
         false
     }
 }
-

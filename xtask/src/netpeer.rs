@@ -221,6 +221,65 @@ impl HostHttpServer {
     }
 }
 
+/// A one-connection TCP echo server on the host's 127.0.0.1 (the guest
+/// reaches it as 10.0.2.2:`port`): what it reads it writes back, until the
+/// client closes its sending side.
+pub struct HostTcpEcho {
+    /// Its port.
+    pub port: u16,
+    thread: JoinHandle<std::io::Result<u64>>,
+}
+
+impl HostTcpEcho {
+    /// Starts it.
+    pub fn start() -> Result<HostTcpEcho> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let port = listener.local_addr()?.port();
+        let thread = thread::spawn(move || -> std::io::Result<u64> {
+            let (mut stream, _) = listener.accept()?;
+            stream.set_read_timeout(Some(Duration::from_secs(60)))?;
+            let mut reader = stream.try_clone()?;
+            let echoed = std::io::copy(&mut reader, &mut stream)?;
+            stream.shutdown(Shutdown::Write)?;
+            Ok(echoed)
+        });
+        Ok(HostTcpEcho { port, thread })
+    }
+
+    /// Waits for it to have served its connection: the bytes it echoed.
+    pub fn finish(self) -> Result<u64> {
+        match self.thread.join() {
+            Ok(Ok(echoed)) => Ok(echoed),
+            Ok(Err(error)) => Err(format!("the host's TCP echo server: {error}").into()),
+            Err(_) => Err("the host's TCP echo server panicked".into()),
+        }
+    }
+}
+
+/// Connects to the host's `port`, sends `data` (from a second thread, so
+/// that neither direction waits for the other), closes the sending side
+/// and reads everything that comes back.
+pub fn tcp_round_trip(port: u16, data: &[u8], within: Duration) -> Result<Vec<u8>> {
+    let stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(within))?;
+    stream.set_write_timeout(Some(within))?;
+    let mut writer = stream.try_clone()?;
+    let outgoing = data.to_vec();
+    let sender = thread::spawn(move || -> std::io::Result<()> {
+        writer.write_all(&outgoing)?;
+        writer.shutdown(Shutdown::Write)
+    });
+    let mut back = Vec::new();
+    let read = (&stream).read_to_end(&mut back);
+    match sender.join() {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => return Err(format!("sending to port {port}: {error}").into()),
+        Err(_) => return Err("the sending thread panicked".into()),
+    }
+    read.map_err(|error| format!("reading from port {port}: {error}"))?;
+    Ok(back)
+}
+
 /// `count` deterministic pseudo-random bytes (the same on every run), for
 /// transfers checked end to end.
 pub fn pattern(count: usize) -> Vec<u8> {

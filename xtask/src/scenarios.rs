@@ -135,6 +135,7 @@ pub const SCENARIOS: &[Scenario] = &[
             (Protocol::Udp, 5353),
             (Protocol::Tcp, 8080),
             (Protocol::Tcp, 9000),
+            (Protocol::Tcp, 9100),
         ],
         raw_link: false,
     },
@@ -552,8 +553,8 @@ fn sh(guest: &mut Guest, line: &str, within: Option<Duration>) -> Result<String>
 /// The virtio-net interface on QEMU's user network, from the host through
 /// forwarded ports: the Wasm UDP echo (`udp-echo`, a guarded handler on
 /// `UDP.PacketArrived`) answers datagrams and stops when unloaded; the
-/// kernel's forwarder relays datagrams to a server on the host and back; a
-/// Linux program's TCP server (busybox `httpd`) serves a megabyte intact;
+/// kernel's forwarder relays datagrams to a server on the host and back,
+/// and a TCP connection to an echo server on the host; a Linux program's TCP server (busybox `httpd`) serves a megabyte intact;
 /// two megabytes uploaded to busybox `nc` arrive intact; busybox `wget`
 /// in the guest fetches a megabyte from a server on the host.
 fn network_serves_udp_echo_tcp_and_http(guest: &mut Guest) -> Result<()> {
@@ -625,7 +626,7 @@ fn network_serves_udp_echo_tcp_and_http(guest: &mut Guest) -> Result<()> {
     let responder = netpeer::HostUdpResponder::start(b"relayed:")?;
     let forwarding = sh(
         guest,
-        &format!("spindle net forward 5353 10.0.2.2:{}", responder.port),
+        &format!("spindle net forward udp 5353 10.0.2.2:{}", responder.port),
         None,
     )?;
     expect_in(
@@ -652,9 +653,52 @@ fn network_serves_udp_echo_tcp_and_http(guest: &mut Guest) -> Result<()> {
         }
         None => return Err("nothing came back through the forwarder".into()),
     }
-    let stopped = sh(guest, "spindle net unforward 5353", None)?;
-    expect_in("spindle net unforward", &stopped, "datagrams relayed")?;
+    let stopped = sh(guest, "spindle net unforward udp 5353", None)?;
+    expect_in("spindle net unforward", &stopped, "packets relayed")?;
     drop(responder);
+
+    // The forwarder on TCP: a connection to port 9100 redirected, segment
+    // by segment, to an echo server on the host; half a megabyte each way.
+    let echo = netpeer::HostTcpEcho::start()?;
+    let forwarding = sh(
+        guest,
+        &format!("spindle net forward tcp 9100 10.0.2.2:{}", echo.port),
+        None,
+    )?;
+    expect_in(
+        "spindle net forward tcp",
+        &forwarding,
+        "forwarding TCP port 9100",
+    )?;
+    let data = netpeer::pattern(512 << 10);
+    let back = netpeer::tcp_round_trip(
+        guest.host_port(Protocol::Tcp, 9100)?,
+        &data,
+        Duration::from_secs(60),
+    )?;
+    if back != data {
+        return Err(format!(
+            "through the TCP forwarder: {} bytes came back for the {} sent, {}",
+            back.len(),
+            data.len(),
+            if back.len() == data.len() {
+                "different"
+            } else {
+                "a different count"
+            }
+        )
+        .into());
+    }
+    let echoed = echo.finish()?;
+    if echoed != data.len() as u64 {
+        return Err(format!(
+            "the host's echo server saw {echoed} bytes, not {}",
+            data.len()
+        )
+        .into());
+    }
+    let stopped = sh(guest, "spindle net unforward tcp 9100", None)?;
+    expect_in("spindle net unforward tcp", &stopped, "packets relayed")?;
 
     // A Linux program's TCP server, reached from the host.
     let started = sh(
@@ -724,7 +768,9 @@ fn network_serves_udp_echo_tcp_and_http(guest: &mut Guest) -> Result<()> {
 /// The NIC on a raw link whose other end is the harness: an ARP request
 /// for the guest's address is answered; ICMP echo requests (ping) are
 /// answered with the same identifier, sequence and data and valid
-/// checksums; the Wasm UDP echo answers a datagram; then 2,000 hostile
+/// checksums; the Wasm UDP echo answers a datagram; the Wasm send-side
+/// filter (`egress-filter`, on `UDP.PacketSend`) keeps its answers to
+/// port 9 off the wire until unloaded; then 2,000 hostile
 /// frames (random bytes, truncations, bit flips in good frames) go in
 /// through the device, and the guest still answers ping and counts them
 /// as malformed.
@@ -781,6 +827,48 @@ fn raw_peer_frames(guest: &mut Guest) -> Result<()> {
     {
         return Err(format!("a wrong UDP echo: {}", hex(&echo)).into());
     }
+    // The send side: egress-filter refuses datagrams to port 9 on
+    // `UDP.PacketSend`, so the echo's answer to a client on port 9 never
+    // reaches the wire, while a client on port 10 is answered; unloaded,
+    // port 9 is answered again.
+    let loaded = sh(guest, "spindle ext load egress-filter", None)?;
+    expect_in(
+        "spindle ext load egress-filter",
+        &loaded,
+        "refusing UDP datagrams to port 9",
+    )?;
+    let echo_to = |link: &netpeer::RawLink, client_port: u16, wait: Duration| {
+        link.send(&netpeer::udp_frame(client_port, 7, b"who answers?"))?;
+        link.receive_matching(wait, |frame| {
+            frame.get(23) == Some(&17) && frame.get(36..38) == Some(&client_port.to_be_bytes()[..])
+        })
+    };
+    if let Some(answer) = echo_to(&link, 9, Duration::from_secs(3))? {
+        return Err(format!(
+            "a datagram to port 9 left through egress-filter: {}",
+            hex(&answer)
+        )
+        .into());
+    }
+    echo_to(&link, 10, Duration::from_secs(10))?
+        .ok_or("with egress-filter loaded, no echo to port 10 either")?;
+    let refused = sh(guest, "spindle ext call egress-filter refused", None)?;
+    expect_in(
+        "spindle ext call egress-filter refused",
+        &refused,
+        "refused returned 1 ",
+    )?;
+    let counted = sh(guest, "spindle ext call egress-filter sent_udp", None)?;
+    expect_in(
+        "spindle ext call egress-filter sent_udp",
+        &counted,
+        "sent_udp returned 1 ",
+    )?;
+    let unloaded = sh(guest, "spindle ext unload egress-filter", None)?;
+    expect_in("spindle ext unload egress-filter", &unloaded, "unloaded")?;
+    echo_to(&link, 9, Duration::from_secs(10))?
+        .ok_or("egress-filter unloaded, still no echo to port 9")?;
+
     let seeds = [
         netpeer::echo_request(1, 1, b"seed"),
         netpeer::udp_frame(1, 7, b"seed"),

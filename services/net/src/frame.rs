@@ -17,6 +17,9 @@ use wasm_runtime::{PacketAccess, ReplyError};
 
 use crate::Network;
 
+/// Bytes of an Ethernet header.
+pub(crate) const ETHERNET_HEADER: usize = 14;
+
 /// The bytes of a received frame, wherever the driver keeps them (the
 /// kernel lends the DMA page the device wrote; tests use a `Vec`).
 pub trait FrameBuffer: Send + Sync {
@@ -109,6 +112,9 @@ pub struct Frame {
     pub(crate) payload: usize,
     /// The IPv4 header, for IPv4 frames.
     pub ipv4: Option<Ipv4Info>,
+    /// Whether this host is sending the frame (a send event's packet),
+    /// rather than receiving it.
+    pub outgoing: bool,
 }
 
 impl Frame {
@@ -134,7 +140,27 @@ impl Frame {
             source_mac,
             payload,
             ipv4,
+            outgoing: false,
         })
+    }
+
+    /// An IP packet this host is about to send, parsed as a received
+    /// frame would be so that send handlers see the same layer views as
+    /// receive handlers. The packet starts at byte [`ETHERNET_HEADER`] of
+    /// `frame`, behind room for an Ethernet header (written here: no
+    /// addresses, type IPv4). `Err` if the packet is malformed.
+    pub(crate) fn outgoing(
+        network: &'static Network,
+        mut frame: alloc::vec::Vec<u8>,
+    ) -> Result<Frame, Malformed> {
+        let header = frame
+            .get_mut(..ETHERNET_HEADER)
+            .ok_or(Malformed::Ethernet)?;
+        header.fill(0);
+        header[12..].copy_from_slice(&u16::from(EthernetProtocol::Ipv4).to_be_bytes());
+        let mut frame = Frame::parse(network, Box::new(frame))?;
+        frame.outgoing = true;
+        Ok(frame)
     }
 
     /// The whole frame.
@@ -262,6 +288,9 @@ impl PacketAccess for LayerView {
     }
 
     fn reply(&self, data: &[u8]) -> Result<(), ReplyError> {
+        if self.frame.outgoing {
+            return Err(ReplyError::NoReply);
+        }
         let (Layer::Udp, Some(ipv4)) = (self.layer, self.frame.ipv4) else {
             return Err(ReplyError::NoReply);
         };

@@ -26,7 +26,9 @@ pub type IpArgs = (PacketRef, u32, u32, u32);
 /// `ICMP.PacketArrived(packet, type, source)`.
 pub type IcmpArgs = (PacketRef, u32, u32);
 /// `UDP.PacketArrived` and `TCP.PacketArrived`: `(packet, source address,
-/// source port, destination port)`.
+/// source port, destination port)`. The send events `UDP.PacketSend` and
+/// `TCP.PacketSend` have the same parameters with the *destination*
+/// address second: the other host's address, in both directions.
 pub type PortArgs = (PacketRef, u32, u32, u32);
 
 /// The parameter of `UDP.PacketArrived` and `TCP.PacketArrived` holding
@@ -49,6 +51,15 @@ pub const ICMP_ARRIVED: &str = "ICMP.PacketArrived";
 pub const UDP_ARRIVED: &str = "UDP.PacketArrived";
 /// See [`ETHER_ARRIVED`].
 pub const TCP_ARRIVED: &str = "TCP.PacketArrived";
+/// The send side: every IPv4 packet this host sends, before it is routed.
+pub const IP_SEND: &str = "IP.PacketSend";
+/// See [`IP_SEND`]: UDP datagrams, before `IP.PacketSend`.
+pub const UDP_SEND: &str = "UDP.PacketSend";
+/// See [`IP_SEND`]: TCP segments, before `IP.PacketSend`.
+pub const TCP_SEND: &str = "TCP.PacketSend";
+/// The parameter of `UDP.PacketSend` and `TCP.PacketSend` holding the
+/// source port (what a server's outgoing traffic is guarded on).
+pub const SOURCE_PORT: usize = 2;
 
 /// The graph's events.
 pub struct Events {
@@ -62,6 +73,13 @@ pub struct Events {
     pub udp: Arc<Event<PortArgs, ()>>,
     /// TCP segments.
     pub tcp: Arc<Event<PortArgs, ()>>,
+    /// IPv4 packets this host sends; a handler returning `false` keeps
+    /// the packet from being sent.
+    pub ip_send: Arc<Event<IpArgs, bool>>,
+    /// UDP datagrams this host sends (see [`Events::ip_send`]).
+    pub udp_send: Arc<Event<PortArgs, bool>>,
+    /// TCP segments this host sends (see [`Events::ip_send`]).
+    pub tcp_send: Arc<Event<PortArgs, bool>>,
     icmp_authority: Authority,
     udp_authority: Authority,
     tcp_authority: Authority,
@@ -77,6 +95,9 @@ impl Events {
         let (udp, udp_authority) = Event::builder(UDP_ARRIVED).build();
         let (tcp, tcp_authority) = Event::builder(TCP_ARRIVED).build();
         Events {
+            ip_send: Arc::new(send_event(IP_SEND)),
+            udp_send: Arc::new(send_event(UDP_SEND)),
+            tcp_send: Arc::new(send_event(TCP_SEND)),
             ether: Arc::new(ether),
             ip: Arc::new(ip),
             icmp: Arc::new(icmp),
@@ -114,6 +135,76 @@ impl Events {
             Predicate::equals(Field::Param(ICMP_TYPE), u64::from(ECHO_REQUEST)),
         ));
         let _ = self.icmp.install(Principal::KERNEL, echo);
+    }
+}
+
+/// A send event: its intrinsic lets the packet go, and the results of
+/// all handlers are folded with "and": one refusal keeps it from going.
+fn send_event<A: dispatch::EventArgs>(name: &'static str) -> Event<A, bool> {
+    let (event, authority) = Event::builder(name).intrinsic(|_: &A| true).build();
+    // The authority is the event's own: this cannot fail.
+    let _ = event.set_result_handler(&authority, Some(Arc::new(|a: bool, b: bool| a && b)));
+    event
+}
+
+impl Events {
+    /// Whether an extension handles a send event: only then is an
+    /// outgoing packet built apart (a copy) and the send events raised.
+    pub(crate) fn send_is_observed(&self) -> bool {
+        !(self.ip_send.is_intrinsic_only()
+            && self.udp_send.is_intrinsic_only()
+            && self.tcp_send.is_intrinsic_only())
+    }
+}
+
+/// Raises the send events for a packet this host is about to send:
+/// `UDP.PacketSend` or `TCP.PacketSend`, then `IP.PacketSend`. Whether
+/// every handler let it go (a raise whose handlers all faulted does not).
+pub(crate) fn sending(frame: &Arc<Frame>) -> bool {
+    let Some(ipv4) = frame.ipv4 else {
+        return false;
+    };
+    let events = &frame.network.events;
+    let destination = u32::from(ipv4.destination);
+    let transport = match ipv4.transport {
+        Transport::Udp {
+            source_port,
+            destination_port,
+            ..
+        } => Some((&events.udp_send, Layer::Udp, source_port, destination_port)),
+        Transport::Tcp {
+            source_port,
+            destination_port,
+        } => Some((&events.tcp_send, Layer::Tcp, source_port, destination_port)),
+        _ => None,
+    };
+    if let Some((event, layer, source_port, destination_port)) = transport {
+        let mut args = (
+            packet(frame, layer),
+            destination,
+            u32::from(source_port),
+            u32::from(destination_port),
+        );
+        if !event.raise(&mut args).unwrap_or(false) {
+            return false;
+        }
+    }
+    let mut args = (
+        packet(frame, Layer::Ip),
+        u32::from(protocol_number(ipv4.transport)),
+        u32::from(ipv4.source),
+        destination,
+    );
+    events.ip_send.raise(&mut args).unwrap_or(false)
+}
+
+/// The IP protocol number of a transport.
+fn protocol_number(transport: Transport) -> u8 {
+    match transport {
+        Transport::Icmp { .. } => u8::from(IpProtocol::Icmp),
+        Transport::Udp { .. } => u8::from(IpProtocol::Udp),
+        Transport::Tcp { .. } => u8::from(IpProtocol::Tcp),
+        Transport::Other(protocol) => protocol,
     }
 }
 
@@ -155,15 +246,9 @@ fn ether_intrinsic(args: &EtherArgs) {
                 network.stats.add(&network.stats.not_for_us, 1);
                 return;
             }
-            let protocol = match ipv4.transport {
-                Transport::Icmp { .. } => u8::from(IpProtocol::Icmp),
-                Transport::Udp { .. } => u8::from(IpProtocol::Udp),
-                Transport::Tcp { .. } => u8::from(IpProtocol::Tcp),
-                Transport::Other(protocol) => protocol,
-            };
             let mut args = (
                 packet(frame, Layer::Ip),
-                u32::from(protocol),
+                u32::from(protocol_number(ipv4.transport)),
                 u32::from(ipv4.source),
                 u32::from(ipv4.destination),
             );

@@ -15,7 +15,7 @@
 //!   the next) and the defaults (UDP and TCP go to the sockets when no
 //!   extension takes them);
 //! - [`arp`]: the neighbour table, answering and asking;
-//! - [`forwarder`]: SPIN's forwarder, UDP datagrams for a port relayed
+//! - [`forwarder`]: SPIN's forwarder, UDP datagrams or TCP segments for a port relayed
 //!   to another host and back, in the kernel;
 //! - [`output`]: IPv4, UDP and ICMP output through the interface's
 //!   [`Link`];

@@ -14,12 +14,15 @@ use smoltcp::{
 };
 use wasm_runtime::ReplyError;
 
-use crate::Network;
+use alloc::sync::Arc;
+
+use crate::{
+    frame::{Frame, ETHERNET_HEADER},
+    Network,
+};
 
 /// Largest IP packet a frame carries (Ethernet's MTU).
 pub const MTU: usize = 1500;
-/// Bytes of an Ethernet header.
-const ETHERNET_HEADER: usize = 14;
 /// Bytes of an IPv4 header without options.
 const IPV4_HEADER: usize = 20;
 /// Bytes of a UDP header.
@@ -75,12 +78,52 @@ impl Network {
     }
 
     /// Sends an IP packet of `len` bytes that `fill` writes (header
-    /// included) to `destination`: in place when the next hop's MAC is
-    /// known, else kept (copied) while ARP asks for it.
-    fn route(&self, destination: Ipv4Address, len: usize, fill: &mut dyn FnMut(&mut [u8])) -> bool {
+    /// included) to `destination`, unless a handler of a send event
+    /// refuses it. `false` if it was not sent.
+    ///
+    /// While no extension handles a send event (the usual case), the
+    /// events cost one test and the packet is written in place; otherwise
+    /// it is built apart, shown to the send events' handlers, and copied
+    /// to the device if they let it go.
+    pub(crate) fn route(
+        &'static self,
+        destination: Ipv4Address,
+        len: usize,
+        fill: &mut dyn FnMut(&mut [u8]),
+    ) -> bool {
         if len > MTU {
             return false;
         }
+        if !self.events.send_is_observed() {
+            return self.route_unobserved(destination, len, fill);
+        }
+        let mut bytes = alloc::vec![0; ETHERNET_HEADER + len];
+        fill(&mut bytes[ETHERNET_HEADER..]);
+        let frame = match Frame::outgoing(self, bytes) {
+            Ok(frame) => Arc::new(frame),
+            Err(reason) => {
+                self.stats.malformed(reason);
+                return false;
+            }
+        };
+        if !crate::graph::sending(&frame) {
+            self.stats.add(&self.stats.send_refused, 1);
+            return false;
+        }
+        let Some(packet) = frame.ip_packet() else {
+            return false;
+        };
+        self.route_unobserved(destination, len, &mut |out| out.copy_from_slice(packet))
+    }
+
+    /// [`Network::route`] without the send events: in place when the next
+    /// hop's MAC is known, else kept (copied) while ARP asks for it.
+    fn route_unobserved(
+        &self,
+        destination: Ipv4Address,
+        len: usize,
+        fill: &mut dyn FnMut(&mut [u8]),
+    ) -> bool {
         let hop = self.next_hop(destination);
         let broadcast = hop == Ipv4Address::BROADCAST
             || (self.config.accepts(hop) && hop != self.config.address);
@@ -105,7 +148,7 @@ impl Network {
 
     /// Sends an IP packet from the sockets (header included, addressed by
     /// them). `false` if it is malformed or too long.
-    pub fn send_ip_packet(&self, packet: &[u8]) -> bool {
+    pub fn send_ip_packet(&'static self, packet: &[u8]) -> bool {
         let Ok(header) = Ipv4Packet::new_checked(packet) else {
             return false;
         };
@@ -118,7 +161,7 @@ impl Network {
     /// Sends an IPv4 packet from our address with `payload_len` bytes of
     /// `protocol` payload that `fill` writes.
     pub(crate) fn send_ip(
-        &self,
+        &'static self,
         destination: Ipv4Address,
         protocol: IpProtocol,
         payload_len: usize,
@@ -146,7 +189,7 @@ impl Network {
     /// Sends a UDP datagram of `data` from our `source_port` to
     /// `destination`:`destination_port`.
     pub fn send_udp(
-        &self,
+        &'static self,
         source_port: u16,
         destination: Ipv4Address,
         destination_port: u16,

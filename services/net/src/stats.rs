@@ -21,6 +21,7 @@ pub(crate) struct Counters {
     pub(crate) arp_waiting_dropped: AtomicU64,
     pub(crate) echo_answered: AtomicU64,
     pub(crate) no_listener: AtomicU64,
+    pub(crate) send_refused: AtomicU64,
 }
 
 const MALFORMED_KINDS: usize = 9;
@@ -80,6 +81,7 @@ impl Counters {
             arp_waiting_dropped: read(&self.arp_waiting_dropped),
             echo_answered: read(&self.echo_answered),
             no_listener: read(&self.no_listener),
+            send_refused: read(&self.send_refused),
         }
     }
 }
@@ -111,6 +113,8 @@ pub struct Stats {
     pub echo_answered: u64,
     /// Packets for the sockets while none were attached.
     pub no_listener: u64,
+    /// Packets a handler of a send event refused (not sent).
+    pub send_refused: u64,
 }
 
 impl Stats {
@@ -133,6 +137,7 @@ impl Stats {
             ("dropped waiting for arp", self.arp_waiting_dropped),
             ("icmp echoes answered", self.echo_answered),
             ("packets with no socket layer", self.no_listener),
+            ("packets refused by send handlers", self.send_refused),
         ];
         for (name, value) in MALFORMED_NAMES.iter().zip(self.malformed) {
             lines.push((name, value));

@@ -12,7 +12,7 @@ use smoltcp::{
     wire::{
         ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetFrame, EthernetProtocol,
         EthernetRepr, Icmpv4Packet, IpAddress, IpProtocol, Ipv4Address, Ipv4Packet, Ipv4Repr,
-        UdpPacket, UdpRepr,
+        TcpPacket, TcpSeqNumber, UdpPacket, UdpRepr,
     },
 };
 
@@ -345,7 +345,13 @@ fn the_forwarder_relays_both_ways_and_stops_when_removed() {
     receive(network, arp_reply_from_peer());
     let _ = link.take();
     let target = Ipv4Address::new(192, 0, 2, 53);
-    let forwarder = crate::forwarder::Forwarder::install(network, 5353, (target, 53)).unwrap();
+    let forwarder = crate::forwarder::Forwarder::install(
+        network,
+        crate::forwarder::Protocol::Udp,
+        5353,
+        (target, 53),
+    )
+    .unwrap();
     receive(network, udp(40000, 5353, b"question"));
     let sent = link.take();
     assert_eq!(sent.len(), 1);
@@ -380,4 +386,202 @@ fn the_forwarder_relays_both_ways_and_stops_when_removed() {
     forwarder.remove();
     receive(network, udp(40000, 5353, b"question"));
     assert!(link.take().is_empty(), "removed: no relay");
+}
+
+/// A TCP segment from `source`:`source_port` to our `destination_port`
+/// (sequence and acknowledgment numbers as given, flags ACK and PSH).
+fn tcp_from(
+    source: Ipv4Address,
+    source_port: u16,
+    destination_port: u16,
+    sequence: u32,
+    data: &[u8],
+) -> Vec<u8> {
+    let mut segment = vec![0; 20 + data.len()];
+    {
+        let mut tcp = TcpPacket::new_unchecked(&mut segment[..]);
+        tcp.set_src_port(source_port);
+        tcp.set_dst_port(destination_port);
+        tcp.set_seq_number(TcpSeqNumber(sequence as i32));
+        tcp.set_ack_number(TcpSeqNumber(7));
+        tcp.set_header_len(20);
+        tcp.set_ack(true);
+        tcp.set_psh(true);
+        tcp.set_window_len(4096);
+        tcp.payload_mut().copy_from_slice(data);
+        tcp.fill_checksum(&IpAddress::Ipv4(source), &IpAddress::Ipv4(US));
+    }
+    ip_from(source, IpProtocol::Tcp, &segment)
+}
+
+/// The TCP segment in a sent frame, its checksums checked: (source
+/// address, destination address, source port, destination port,
+/// sequence number, data).
+fn sent_tcp(frame: &[u8]) -> (Ipv4Address, Ipv4Address, u16, u16, u32, Vec<u8>) {
+    let frame = EthernetFrame::new_checked(frame).unwrap();
+    let packet = Ipv4Packet::new_checked(frame.payload()).unwrap();
+    assert!(packet.verify_checksum());
+    let segment = TcpPacket::new_checked(packet.payload()).unwrap();
+    assert!(segment.verify_checksum(
+        &IpAddress::Ipv4(packet.src_addr()),
+        &IpAddress::Ipv4(packet.dst_addr())
+    ));
+    (
+        packet.src_addr(),
+        packet.dst_addr(),
+        segment.src_port(),
+        segment.dst_port(),
+        segment.seq_number().0 as u32,
+        segment.payload().to_vec(),
+    )
+}
+
+/// A TCP forwarder redirects a client's segments to the target from a
+/// relay port, sequence numbers and data untouched, and the target's
+/// segments back to the client from the forwarded port; a second client
+/// gets another relay port; segments from a stranger to a relay port, or
+/// for a port nobody forwards, go to the sockets instead.
+#[test]
+fn the_tcp_forwarder_redirects_segments_both_ways() {
+    let (network, link) = network();
+    let delivered = Arc::new(Mutex::new(0usize));
+    let counted = delivered.clone();
+    network.attach_sockets(Arc::new(move |_| *counted.lock().unwrap() += 1));
+    receive(network, arp_reply_from_peer());
+    let _ = link.take();
+    let target = Ipv4Address::new(192, 0, 2, 80);
+    let forwarder = crate::forwarder::Forwarder::install(
+        network,
+        crate::forwarder::Protocol::Tcp,
+        8080,
+        (target, 80),
+    )
+    .unwrap();
+    receive(
+        network,
+        tcp_from(PEER, 40000, 8080, 1000, b"GET / HTTP/1.0\r\n\r\n"),
+    );
+    let sent = link.take();
+    assert_eq!(sent.len(), 1);
+    let (from, to, relay, port, sequence, data) = sent_tcp(&sent[0]);
+    assert_eq!((from, to, port, sequence), (US, target, 80, 1000));
+    assert!(crate::forwarder::RELAY_PORTS.contains(&relay));
+    assert_eq!(data, b"GET / HTTP/1.0\r\n\r\n");
+    receive(
+        network,
+        tcp_from(target, 80, relay, 5000, b"HTTP/1.0 200 OK\r\n"),
+    );
+    let sent = link.take();
+    assert_eq!(sent.len(), 1);
+    let (from, to, source_port, client_port, sequence, data) = sent_tcp(&sent[0]);
+    assert_eq!(
+        (from, to, source_port, client_port, sequence),
+        (US, PEER, 8080, 40000, 5000)
+    );
+    assert_eq!(data, b"HTTP/1.0 200 OK\r\n");
+    receive(network, tcp_from(PEER, 40001, 8080, 1, b"x"));
+    let (_, _, other_relay, ..) = sent_tcp(&link.take()[0]);
+    assert_ne!(
+        other_relay, relay,
+        "a second client has a relay port of its own"
+    );
+    assert_eq!(forwarder.relayed(), 3);
+    assert_eq!(*delivered.lock().unwrap(), 0);
+    receive(
+        network,
+        tcp_from(Ipv4Address::new(192, 0, 2, 99), 80, relay, 9, b"forged"),
+    );
+    receive(network, tcp_from(target, 81, relay, 9, b"other port"));
+    receive(network, tcp_from(PEER, 40000, 8081, 1, b"not forwarded"));
+    assert!(link.take().is_empty());
+    assert_eq!(*delivered.lock().unwrap(), 3, "not relayed: to the sockets");
+    forwarder.remove();
+    receive(network, tcp_from(PEER, 40000, 8080, 1, b"after"));
+    assert!(link.take().is_empty(), "removed: no relay");
+    assert_eq!(forwarder.relayed(), 3);
+}
+
+/// The send side: `UDP.PacketSend` handlers see the datagram's data and
+/// ports before it goes, one guarded on destination port 9 refuses its
+/// datagrams (counted, never on the link); `IP.PacketSend` sees every
+/// packet sent, ICMP echo replies included; with the handlers removed,
+/// packets go in place again and nothing is refused.
+#[test]
+fn send_events_see_outgoing_packets_and_a_handler_can_refuse_them() {
+    let (network, link) = network();
+    receive(network, arp_reply_from_peer());
+    let _ = link.take();
+    // (destination address, destination port, data) of each datagram.
+    type Seen = Vec<(u32, u32, Vec<u8>)>;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let record = seen.clone();
+    let observe = Install::new(Handler::new(move |args: &graph::PortArgs| {
+        let mut data = vec![0; args.0 .0.len()];
+        args.0 .0.read(0, &mut data);
+        assert!(
+            args.0 .0.reply(b"no").is_err(),
+            "no replies on the send side"
+        );
+        record.lock().unwrap().push((args.1, args.3, data));
+        true
+    }));
+    let refuse = Install::new(Handler::new(|_: &graph::PortArgs| false)).guard(Guard::when(
+        Predicate::equals(Field::Param(graph::DESTINATION_PORT), 9),
+    ));
+    let ip_sent = Arc::new(Mutex::new(Vec::new()));
+    let count = ip_sent.clone();
+    let ip_observe = Install::new(Handler::new(move |args: &graph::IpArgs| {
+        count.lock().unwrap().push((args.1, args.3));
+        true
+    }));
+    let events = network.events();
+    let bindings = [
+        events.udp_send.install(Principal::KERNEL, observe).unwrap(),
+        events.udp_send.install(Principal::KERNEL, refuse).unwrap(),
+    ];
+    let ip_binding = events
+        .ip_send
+        .install(Principal::KERNEL, ip_observe)
+        .unwrap();
+
+    network.send_udp(7, PEER, 10, b"allowed").unwrap();
+    let sent = link.take();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent_udp(&sent[0]), (US, PEER, 7, 10, b"allowed".to_vec()));
+    assert!(network.send_udp(7, PEER, 9, b"refused").is_err());
+    assert!(link.take().is_empty(), "refused: not sent");
+    assert_eq!(network.stats().send_refused, 1);
+    let peer = u32::from(PEER);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![
+            (peer, 10, b"allowed".to_vec()),
+            (peer, 9, b"refused".to_vec())
+        ]
+    );
+    receive(network, ip(IpProtocol::Icmp, &echo_request_message()));
+    assert_eq!(link.take().len(), 1, "the echo reply goes");
+    assert_eq!(
+        *ip_sent.lock().unwrap(),
+        vec![(17, peer), (1, peer)],
+        "IP.PacketSend saw the datagram allowed and the echo reply"
+    );
+
+    for binding in bindings {
+        events.udp_send.remove(Principal::KERNEL, binding).unwrap();
+    }
+    events
+        .ip_send
+        .remove(Principal::KERNEL, ip_binding)
+        .unwrap();
+    network.send_udp(7, PEER, 9, b"unobserved").unwrap();
+    assert_eq!(link.take().len(), 1);
+    assert_eq!(network.stats().send_refused, 1);
+}
+
+/// An ICMP echo request with a valid checksum.
+fn echo_request_message() -> Vec<u8> {
+    let mut message = vec![8, 0, 0, 0, 0x12, 0x34, 0, 1, b'p', b'i', b'n', b'g'];
+    Icmpv4Packet::new_unchecked(&mut message[..]).fill_checksum();
+    message
 }
