@@ -383,6 +383,7 @@ impl<A: EventArgs, R: EventResult> EventBuilder<A, R> {
             name: self.name,
             intrinsic: self.intrinsic,
             plain: AtomicBool::new(false),
+            unhandled: AtomicBool::new(false),
             list: Publication::new(Arc::new(List::empty(id))),
             state: Mutex::new(state),
             counters: Counters::default(),
@@ -420,6 +421,10 @@ pub struct Event<A, R> {
     /// unguarded, synchronous, with accounting off: `raise` then calls it
     /// directly. Stored after the list it describes is published.
     plain: AtomicBool,
+    /// True exactly when no handler is installed (not even an intrinsic)
+    /// and accounting is off: a raise would run the default handler
+    /// alone. Stored after the list it describes is published.
+    unhandled: AtomicBool,
     list: Publication<List<A, R>>,
     /// Writers' lock: every change to the handler set goes through it.
     state: Mutex<State<A, R>>,
@@ -1270,6 +1275,15 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
         self.plain.load(Ordering::Acquire)
     }
 
+    /// Whether no handler is installed and accounting is off, so that a
+    /// raise would only run the default handler (if any). A raiser whose
+    /// arguments are costly to build (a packet made a capability) may then
+    /// do what the default does itself, as `raise` calls a lone intrinsic
+    /// directly.
+    pub fn is_unhandled(&self) -> bool {
+        self.unhandled.load(Ordering::Acquire)
+    }
+
     /// The generation of the published list (changes on every publication).
     pub fn generation(&self) -> u64 {
         self.list.generation()
@@ -1418,13 +1432,20 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
             fields,
             accounting: state.accounting.clone(),
         };
+        let unhandled = state.accounting.is_none() && state.bindings.is_empty();
         if !plain {
             // Leave the shortcut before the list it bypasses changes.
             self.plain.store(false, Ordering::Release);
         }
+        if !unhandled {
+            self.unhandled.store(false, Ordering::Release);
+        }
         self.list.publish(Arc::new(list));
         if plain {
             self.plain.store(true, Ordering::Release);
+        }
+        if unhandled {
+            self.unhandled.store(true, Ordering::Release);
         }
     }
 }

@@ -48,6 +48,33 @@ impl Spawner for ThreadSpawner {
 
 // --- Intrinsic handler and the plain-call shortcut ----------------------
 
+/// An event with a default handler and nothing installed says so (its
+/// raisers may run the default themselves); a handler installed, or
+/// accounting on, and it no longer does; removed, it does again.
+#[test]
+fn an_event_with_only_a_default_is_unhandled_until_a_handler_is_installed() {
+    let (event, authority) = Event::<(u64,), u64>::builder("Port.Arrived").build();
+    event
+        .set_default(&authority, Some(Handler::new(|a: &(u64,)| a.0 + 100)))
+        .unwrap();
+    assert!(event.is_unhandled());
+    assert!(!event.is_intrinsic_only());
+    assert_eq!(event.raise(&mut (1,)), Ok(101));
+    let binding = event
+        .install(EXTENSION, Install::new(Handler::new(|a: &(u64,)| a.0)))
+        .unwrap();
+    assert!(!event.is_unhandled(), "a handler could take the raise");
+    assert_eq!(event.raise(&mut (1,)), Ok(1));
+    event.remove(EXTENSION, binding).unwrap();
+    assert!(event.is_unhandled());
+    event.enable_accounting(None);
+    assert!(!event.is_unhandled(), "accounting counts every raise");
+    event.disable_accounting();
+    assert!(event.is_unhandled());
+    let (with_intrinsic, _) = Event::new("Math.Double", double);
+    assert!(!with_intrinsic.is_unhandled(), "an intrinsic is a handler");
+}
+
 #[test]
 fn intrinsic_only_raise_is_a_plain_call() {
     let (event, authority) = Event::new("Math.Double", double);

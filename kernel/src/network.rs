@@ -53,6 +53,14 @@ static THREAD: AtomicU64 = AtomicU64::new(0);
 /// Set by the interrupt, cleared by the thread before it drains.
 static PENDING: AtomicBool = AtomicBool::new(false);
 
+/// Nanoseconds the `net` thread spent taking frames through the graph
+/// (the device, the events, the sockets' queue) and polling the sockets'
+/// stack (smoltcp): where the receive path's time goes (`spindle net`).
+/// Wall time, so a thread that preempted the `net` thread is counted too.
+static GRAPH_NS: AtomicU64 = AtomicU64::new(0);
+/// See [`GRAPH_NS`].
+static POLL_NS: AtomicU64 = AtomicU64::new(0);
+
 /// Brings the interface up if the machine has one: the graph, the socket
 /// stack's attachment, the thread. Logs what it found.
 pub fn init() {
@@ -139,9 +147,15 @@ fn serve() {
     };
     loop {
         PENDING.store(false, Ordering::Release);
+        let started = hal::timer::uptime_ns();
         let frames = drain(running);
+        let drained = hal::timer::uptime_ns();
         if let Some(personality) = crate::linux::personality() {
             personality.sockets().poll();
+        }
+        if frames > 0 {
+            GRAPH_NS.fetch_add(drained - started, Ordering::Relaxed);
+            POLL_NS.fetch_add(hal::timer::uptime_ns() - drained, Ordering::Relaxed);
         }
         if frames > 0 {
             linux::wake_network_waiters();
@@ -199,6 +213,22 @@ pub fn report() -> Option<Vec<(&'static str, u64)>> {
     lines.push(("device: receive errors", device.receive_errors));
     lines.push(("device: transmit ring full", device.send_busy));
     lines.push(("device: receive interrupts", device.interrupts));
+    lines.push((
+        "net thread: us in the graph",
+        GRAPH_NS.load(Ordering::Relaxed) / 1000,
+    ));
+    lines.push((
+        "net thread: us polling the sockets",
+        POLL_NS.load(Ordering::Relaxed) / 1000,
+    ));
+    if let Some(personality) = crate::linux::personality() {
+        let sockets = personality.sockets();
+        lines.push((
+            "sockets: tcp segments coalesced",
+            sockets.coalesced_segments(),
+        ));
+        lines.push(("sockets: packets dropped", sockets.dropped_packets()));
+    }
     Some(lines)
 }
 

@@ -185,7 +185,13 @@ fn measure_spindle(guest: &mut Guest) -> Result<Figures> {
         "(while true; do nc -l -p 5001 >/dev/null; done) & echo sink-started",
         "sink-started",
     )?;
+    // Threads' CPU time around the transfer and the interface's counters
+    // after it, in the saved log (target/qemu-logs/bench-net.log): where
+    // the guest's time went, frames, coalesced segments.
+    shell(guest, "spindle threads", "cpu_ms")?;
     let tcp_mbps = tcp_sink_rate(guest.host_port(Protocol::Tcp, 5001)?)?;
+    shell(guest, "spindle net", "device: receive interrupts")?;
+    shell(guest, "spindle threads", "cpu_ms")?;
     shell(
         guest,
         "mkdir -p /www && echo 'baseline httpd' > /www/index.html && spindle http start 80 /www",
@@ -299,7 +305,9 @@ fn linux_figures(context: &BenchContext) -> Result<Figures> {
     // serve.sh runs QEMU under `timeout`, in a process group of its own:
     // end every process the script started, deepest first, then it.
     for pid in descendants(child.id()).into_iter().rev() {
-        let _ = Command::new("kill").args(["-TERM", &pid.to_string()]).status();
+        let _ = Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status();
     }
     let _ = child.kill();
     let _ = child.wait();
@@ -340,7 +348,10 @@ fn descendants(pid: u32) -> Vec<u32> {
             break;
         };
         for entry in entries.flatten() {
-            let Some(child) = entry.file_name().to_str().and_then(|name| name.parse::<u32>().ok())
+            let Some(child) = entry
+                .file_name()
+                .to_str()
+                .and_then(|name| name.parse::<u32>().ok())
             else {
                 continue;
             };

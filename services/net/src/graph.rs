@@ -221,20 +221,34 @@ fn packet(frame: &Arc<Frame>, layer: Layer) -> PacketRef {
 }
 
 /// A frame arrived: raises `Ether.PacketArrived`.
+///
+/// Each layer builds its event's packet argument (a capability, an
+/// allocation) only when some handler could see it: while an event has
+/// its intrinsic alone, `raise` would call just that, so the layer calls
+/// the intrinsic's body itself; while `UDP.PacketArrived` or
+/// `TCP.PacketArrived` has no handler, the layer does what its default
+/// does (the sockets). The events paper's shortcut (003 §3), taken before
+/// the arguments are made.
 pub(crate) fn arrived(network: &'static Network, frame: Arc<Frame>) {
+    let event = &network.events.ether;
+    if event.is_intrinsic_only() {
+        return ether_layer(&frame);
+    }
     let mut args = (packet(&frame, Layer::Ethernet), u32::from(frame.ethertype));
     // No handler and no intrinsic is impossible; a faulting extension's
     // handler is the dispatcher's to count.
-    let _ = network.events.ether.raise(&mut args);
+    let _ = event.raise(&mut args);
 }
 
-/// `Ether.PacketArrived`'s intrinsic: ARP is answered here, IPv4 for us
-/// goes up as `IP.PacketArrived`.
+/// `Ether.PacketArrived`'s intrinsic.
 fn ether_intrinsic(args: &EtherArgs) {
-    let Some(view) = view_of(&args.0) else {
-        return;
-    };
-    let frame = &view.frame;
+    if let Some(view) = view_of(&args.0) {
+        ether_layer(&view.frame);
+    }
+}
+
+/// ARP is answered here, IPv4 for us goes up as `IP.PacketArrived`.
+fn ether_layer(frame: &Arc<Frame>) {
     let network = frame.network;
     match EthernetProtocol::from(frame.ethertype) {
         EthernetProtocol::Arp => crate::arp::arrived(network, frame),
@@ -246,24 +260,31 @@ fn ether_intrinsic(args: &EtherArgs) {
                 network.stats.add(&network.stats.not_for_us, 1);
                 return;
             }
+            let event = &network.events.ip;
+            if event.is_intrinsic_only() {
+                return ip_layer(frame);
+            }
             let mut args = (
                 packet(frame, Layer::Ip),
                 u32::from(protocol_number(ipv4.transport)),
                 u32::from(ipv4.source),
                 u32::from(ipv4.destination),
             );
-            let _ = network.events.ip.raise(&mut args);
+            let _ = event.raise(&mut args);
         }
         _ => network.stats.add(&network.stats.other_ethertype, 1),
     }
 }
 
-/// `IP.PacketArrived`'s intrinsic: raises the transport's event.
+/// `IP.PacketArrived`'s intrinsic.
 fn ip_intrinsic(args: &IpArgs) {
-    let Some(view) = view_of(&args.0) else {
-        return;
-    };
-    let frame = &view.frame;
+    if let Some(view) = view_of(&args.0) {
+        ip_layer(&view.frame);
+    }
+}
+
+/// Raises the transport's event.
+fn ip_layer(frame: &Arc<Frame>) {
     let network = frame.network;
     let Some(ipv4) = frame.ipv4 else {
         return;
@@ -278,26 +299,25 @@ fn ip_intrinsic(args: &IpArgs) {
             source_port,
             destination_port,
             ..
-        } => {
-            let mut args = (
-                packet(frame, Layer::Udp),
-                source,
-                u32::from(source_port),
-                u32::from(destination_port),
-            );
-            let _ = network.events.udp.raise(&mut args);
         }
-        Transport::Tcp {
+        | Transport::Tcp {
             source_port,
             destination_port,
         } => {
+            let (event, layer) = match ipv4.transport {
+                Transport::Udp { .. } => (&network.events.udp, Layer::Udp),
+                _ => (&network.events.tcp, Layer::Tcp),
+            };
+            if event.is_unhandled() {
+                return deliver(frame);
+            }
             let mut args = (
-                packet(frame, Layer::Tcp),
+                packet(frame, layer),
                 source,
                 u32::from(source_port),
                 u32::from(destination_port),
             );
-            let _ = network.events.tcp.raise(&mut args);
+            let _ = event.raise(&mut args);
         }
         Transport::Other(_) => network.stats.add(&network.stats.other_protocol, 1),
     }

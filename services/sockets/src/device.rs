@@ -11,6 +11,7 @@
 use alloc::{collections::VecDeque, sync::Arc, vec, vec::Vec};
 use core::net::Ipv4Addr;
 
+use crate::coalesce;
 use smoltcp::{
     phy::{self, Device, DeviceCapabilities, Medium},
     time::Instant,
@@ -33,8 +34,11 @@ pub(crate) struct StackDevice {
     inbound: VecDeque<Vec<u8>>,
     /// The interface's address and output, once attached.
     interface: Option<(Ipv4Addr, Output)>,
-    /// Packets dropped because a queue was full or nothing could send.
+    /// Packets dropped because a queue was full, nothing could send, or
+    /// a TCP checksum was wrong.
     pub(crate) dropped: u64,
+    /// Segments merged into the one before them ([`crate::coalesce`]).
+    pub(crate) coalesced: u64,
 }
 
 impl StackDevice {
@@ -44,6 +48,7 @@ impl StackDevice {
             inbound: VecDeque::new(),
             interface: None,
             dropped: 0,
+            coalesced: 0,
         }
     }
 
@@ -51,13 +56,34 @@ impl StackDevice {
         self.interface = Some((address, output));
     }
 
-    /// A packet from the interface, for the next poll.
+    /// A packet from the interface, for the next poll. A TCP segment
+    /// with a bad checksum is dropped here (smoltcp is told not to check
+    /// again: see [`crate::coalesce`]).
     pub(crate) fn push_inbound(&mut self, packet: &[u8]) {
-        if self.inbound.len() >= QUEUE_LIMIT {
+        if self.inbound.len() >= QUEUE_LIMIT || !coalesce::verify(packet) {
             self.dropped += 1;
             return;
         }
         self.inbound.push_back(packet.to_vec());
+    }
+
+    /// The next packet from the interface, with the in-order data
+    /// segments of its connection behind it merged in: all but the last
+    /// of the run, so that smoltcp sees two segments and acknowledges at
+    /// once (its delayed ACK waits after one segment, whatever its size).
+    fn next_inbound(&mut self) -> Option<Vec<u8>> {
+        let mut packet = self.inbound.pop_front()?;
+        while let (Some(next), Some(after)) = (self.inbound.front(), self.inbound.get(1)) {
+            if !coalesce::continues(&packet, next) || !coalesce::continues(next, after) {
+                break;
+            }
+            let Some(next) = self.inbound.pop_front() else {
+                break;
+            };
+            coalesce::append(&mut packet, &next);
+            self.coalesced += 1;
+        }
+        Some(packet)
     }
 
     /// Where a packet smoltcp sent goes.
@@ -113,10 +139,10 @@ impl Device for StackDevice {
 
     fn receive(&mut self, _timestamp: Instant) -> Option<(RxToken, TxToken<'_>)> {
         // Looped packets first: they are ours, and never wait on a wire.
-        let packet = self
-            .looped
-            .pop_front()
-            .or_else(|| self.inbound.pop_front())?;
+        let packet = match self.looped.pop_front() {
+            Some(packet) => packet,
+            None => self.next_inbound()?,
+        };
         Some((RxToken(packet), TxToken(self)))
     }
 
@@ -128,6 +154,9 @@ impl Device for StackDevice {
         let mut capabilities = DeviceCapabilities::default();
         capabilities.medium = Medium::Ip;
         capabilities.max_transmission_unit = if self.interface.is_some() { MTU } else { 65535 };
+        // Inbound TCP checksums are verified as segments are queued (so
+        // that merged ones need none); looped segments are our own.
+        capabilities.checksum.tcp = smoltcp::phy::Checksum::Tx;
         capabilities
     }
 }

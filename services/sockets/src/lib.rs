@@ -24,6 +24,7 @@
 
 extern crate alloc;
 
+mod coalesce;
 mod device;
 mod socket;
 mod stack;
