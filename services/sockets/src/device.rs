@@ -56,6 +56,11 @@ impl StackDevice {
         self.interface = Some((address, output));
     }
 
+    /// Whether packets wait for the next poll (looped or inbound).
+    pub(crate) fn has_waiting(&self) -> bool {
+        !self.looped.is_empty() || !self.inbound.is_empty()
+    }
+
     /// A packet from the interface, for the next poll. A TCP segment
     /// with a bad checksum is dropped here (smoltcp is told not to check
     /// again: see [`crate::coalesce`]).

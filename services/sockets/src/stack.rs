@@ -181,12 +181,20 @@ impl Stack {
         }
     }
 
-    /// Runs `f` on the stack after moving it forward; moves it forward
-    /// again after, so that what `f` sent is delivered.
+    /// Runs `f` on the stack after moving it forward (when packets wait
+    /// for it); moves it forward again after, so that what `f` sent is
+    /// delivered.
+    ///
+    /// The poll before `f` is skipped when no packet waits: it would only
+    /// run timers, which the poll after `f` runs too (and the kernel's
+    /// `net` thread every 10 ms). A program reading a stream in small
+    /// pieces then pays one pass over the sockets per call, not two.
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Inner) -> R) -> R {
         let mut inner = self.inner.lock();
         let now = Instant::from_millis((self.clock)() as i64);
-        inner.poll(now);
+        if inner.device.has_waiting() {
+            inner.poll(now);
+        }
         let result = f(&mut inner);
         inner.poll(now);
         result
