@@ -45,7 +45,7 @@ use crate::{
     error::{Error, GuardId, RaiseError, RaiseFailure},
     fused::{compile, Fused, FusedViews, Held, HeldRoutine, Routine, RoutineCode},
     guard::{field_value, Field, Guard, GuardCode, Predicate, Test},
-    handler::{Code, Fault, Handler, Invocation, Mode, Spawner},
+    handler::{Code, FallibleCode, Fault, Handler, Invocation, Mode, Spawner},
     order::{place, BindingId, Order},
     publish::Publication,
     signature::{EventArgs, EventResult, Passing, Signature},
@@ -236,6 +236,11 @@ struct Entry<A, R> {
     /// The code when it is a synchronous by-value Rust closure, called
     /// without matching on code kind and mode.
     fast: Option<ByValueCode<A, R>>,
+    /// The code when it is typed code that may fail
+    /// ([`Handler::fallible`]), synchronous or ephemeral, with the
+    /// invocation (its budget) it is called with: also called without
+    /// matching on code kind and mode.
+    fallible: Option<(FallibleCode<A, R>, Invocation)>,
     code: Code<A, R>,
     signature: Arc<Signature>,
     mode: Mode,
@@ -719,13 +724,31 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
                 return;
             }
         }
-        match &entry.fast {
-            Some(code) => {
-                let value = code(args);
-                outcome.accept(value, &list.result);
-            }
-            None => self.invoke(list, entry, args, outcome),
+        if let Some(code) = &entry.fast {
+            let value = code(args);
+            outcome.accept(value, &list.result);
+            return;
         }
+        if let Some((code, invocation)) = &entry.fallible {
+            match code(args, invocation) {
+                Ok(value) => outcome.accept(value, &list.result),
+                Err(fault) => self.faulted(fault, outcome),
+            }
+            return;
+        }
+        self.invoke(list, entry, args, outcome)
+    }
+
+    /// A handler faulted: counted, and kept for the raiser in case no
+    /// other handler answers.
+    #[cold]
+    #[inline(never)]
+    fn faulted(&self, fault: Fault, outcome: &mut Outcome<R>) {
+        if fault == Fault::BudgetExhausted {
+            Counters::bump(&self.counters.terminated, 1);
+        }
+        Counters::bump(&self.counters.faults, 1);
+        outcome.fault = Some(fault);
     }
 
     #[inline(never)]
@@ -759,13 +782,7 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
         };
         match result {
             Ok(value) => outcome.accept(value, &list.result),
-            Err(fault) => {
-                if fault == Fault::BudgetExhausted {
-                    Counters::bump(&self.counters.terminated, 1);
-                }
-                Counters::bump(&self.counters.faults, 1);
-                outcome.fault = Some(fault);
-            }
+            Err(fault) => self.faulted(fault, outcome),
         }
     }
 
@@ -1362,6 +1379,18 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
                     guard,
                     fast: match (&b.handler.code, b.mode) {
                         (Code::ByValue(f), Mode::Synchronous) => Some(f.clone()),
+                        _ => None,
+                    },
+                    fallible: match (&b.handler.code, b.mode) {
+                        (Code::Fallible(f), Mode::Synchronous) => {
+                            Some((f.clone(), Invocation::default()))
+                        }
+                        (Code::Fallible(f), Mode::Ephemeral(budget)) => Some((
+                            f.clone(),
+                            Invocation {
+                                budget: Some(budget),
+                            },
+                        )),
                         _ => None,
                     },
                     code: b.handler.code.clone(),
