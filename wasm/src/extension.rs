@@ -269,13 +269,49 @@ impl Shared {
         })
     }
 
+    /// [`Self::invoke`] through the engine's typed entry
+    /// ([`Instance::call_integers`]): integer arguments of the Wasm types
+    /// `types` in, the integer result (0 for none) out, no [`WasmValue`]
+    /// on the way when the engine has the entry (native code); otherwise
+    /// the arguments are converted for [`Instance::call`].
+    #[inline]
+    pub(crate) fn invoke_integers(
+        &self,
+        export: ExportRef,
+        args: &[i64],
+        types: &[WasmType],
+        budget: Option<u64>,
+    ) -> Result<i64, CallError> {
+        self.run(budget, |instance, fuel| {
+            if let Some(result) = instance.call_integers(export, args, fuel) {
+                return result;
+            }
+            let mut values = [WasmValue::I32(0); crate::events::MAX_EVENT_ARGUMENTS];
+            for ((value, &raw), &ty) in values.iter_mut().zip(args).zip(types) {
+                *value = match ty {
+                    WasmType::I64 => WasmValue::I64(raw),
+                    _ => WasmValue::I32(raw as i32),
+                };
+            }
+            let count = args.len().min(values.len());
+            Ok(match instance.call(export, &values[..count], fuel)? {
+                Some(WasmValue::I32(value)) => i64::from(value),
+                Some(WasmValue::I64(value)) => value,
+                Some(WasmValue::F32(bits)) => i64::from(bits),
+                Some(WasmValue::F64(bits)) => bits as i64,
+                None => 0,
+            })
+        })
+    }
+
     /// Runs `call` on the locked instance with the invocation's fuel;
     /// counts it, and counts and reports a trap (after the unlock).
-    fn run(
+    #[inline]
+    fn run<T>(
         &self,
         budget: Option<u64>,
-        call: impl FnOnce(&mut dyn Instance, u64) -> Result<Option<WasmValue>, Trap>,
-    ) -> Result<Option<WasmValue>, CallError> {
+        call: impl FnOnce(&mut dyn Instance, u64) -> Result<T, Trap>,
+    ) -> Result<T, CallError> {
         let fuel = budget.map_or(self.limits.fuel_per_invocation, |b| {
             b.min(self.limits.fuel_per_invocation)
         });
@@ -289,14 +325,20 @@ impl Shared {
             self.invocations.fetch_add(1, Ordering::Relaxed);
             call(instance.as_mut(), fuel)
         };
-        outcome.map_err(|trap| {
-            self.faults.fetch_add(1, Ordering::Relaxed);
-            let mut args = (self.id.0, trap.kind.code());
-            // The intrinsic handler cannot fail and handlers' faults are
-            // theirs: nothing to do with the result here.
-            let _ = self.faulted.raise(&mut args);
-            CallError::Trap(trap)
-        })
+        outcome.map_err(|trap| self.report(trap))
+    }
+
+    /// Counts a trap and raises `Extension.Faulted` for it (off the hot
+    /// path: the instance is unlocked by now).
+    #[cold]
+    #[inline(never)]
+    fn report(&self, trap: Trap) -> CallError {
+        self.faults.fetch_add(1, Ordering::Relaxed);
+        let mut args = (self.id.0, trap.kind.code());
+        // The intrinsic handler cannot fail and handlers' faults are
+        // theirs: nothing to do with the result here.
+        let _ = self.faulted.raise(&mut args);
+        CallError::Trap(trap)
     }
 }
 

@@ -102,6 +102,19 @@ pub trait Instance: HostContext + Send {
         args: &[WasmValue],
         fuel: u64,
     ) -> Result<Option<WasmValue>, Trap>;
+    /// The typed entry: calls `function` with integer `args` (an `i32`
+    /// as its value sign- or zero-extended, an `i64` as is) and `fuel`,
+    /// without [`WasmValue`]s; its result as an integer (an `i32`
+    /// sign-extended, 0 when it has none). `None` when this engine has no
+    /// such entry: the caller converts and uses [`Instance::call`].
+    fn call_integers(
+        &mut self,
+        _function: ExportRef,
+        _args: &[i64],
+        _fuel: u64,
+    ) -> Option<Result<i64, Trap>> {
+        None
+    }
     /// Bytes of linear memory currently allocated.
     fn memory_bytes(&self) -> usize;
     /// Fuel consumed by the last [`Instance::call`].
