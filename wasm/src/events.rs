@@ -16,7 +16,7 @@ use dispatch::{
 };
 
 use crate::{
-    engine::{ExportRef, WasmValue},
+    engine::{ExportRef, SelfContainedCall, WasmValue},
     extension::{CallError, Shared},
     module::WasmType,
     packet::{is_packet, PacketRef},
@@ -113,7 +113,7 @@ where
         let signature = handler.signature.clone();
         // Integer arguments and result: the typed entry, called with the
         // argument tuple itself (no `DynArgs`, no runtime values).
-        let code = match TypedWasm::of(&handler.extension, handler.export, &signature) {
+        let code = match TypedWasm::of(&handler.extension, handler.export, &signature, None) {
             Some(typed) => Handler::fallible(signature, move |args: &A, invocation| {
                 typed.call::<A, R>(args, invocation)
             }),
@@ -122,7 +122,12 @@ where
         // Wasm code can always be stopped cleanly: it accepts termination.
         let mut install = Install::new(code.ephemeral().named("wasm")).mode(mode);
         if let Some(guard) = guard {
-            let typed = TypedWasm::of(&guard.extension, guard.export, &guard.signature);
+            let typed = TypedWasm::of(
+                &guard.extension,
+                guard.export,
+                &guard.signature,
+                guard.self_contained.clone(),
+            );
             install = install.guard(match typed {
                 Some(typed) => Guard::new(move |args: &A| typed.test(args)),
                 None => Guard::dynamic(guard.signature.clone(), guard),
@@ -245,6 +250,8 @@ struct TypedWasm {
     count: usize,
     /// The event's result type, if any.
     result: Option<ValueType>,
+    /// For a guard: its code, callable without the instance lock.
+    self_contained: Option<Arc<dyn SelfContainedCall>>,
 }
 
 impl TypedWasm {
@@ -254,6 +261,7 @@ impl TypedWasm {
         extension: &alloc::sync::Weak<Shared>,
         export: ExportRef,
         signature: &Signature,
+        self_contained: Option<Arc<dyn SelfContainedCall>>,
     ) -> Option<TypedWasm> {
         let integer = |ty: ValueType| match lowered(ty)? {
             _ if is_packet(ty) => None,
@@ -277,6 +285,7 @@ impl TypedWasm {
             types,
             count,
             result: signature.result,
+            self_contained,
         })
     }
 
@@ -292,6 +301,10 @@ impl TypedWasm {
                 return Err(CallError::Type(alloc::format!("parameter {index}")));
             };
             *slot = value as i64;
+        }
+        if let Some(call) = &self.self_contained {
+            // A self-contained guard: no instance lock.
+            return extension.invoke_self_contained(call.as_ref(), &raw[..self.count]);
         }
         extension.invoke_integers(
             self.export,
@@ -418,6 +431,9 @@ fn fault(error: CallError) -> Fault {
 #[derive(Clone)]
 pub struct WasmGuard {
     pub(crate) extension: alloc::sync::Weak<Shared>,
+    /// Its code, callable without the instance, when it is
+    /// self-contained on the native tier.
+    pub(crate) self_contained: Option<Arc<dyn SelfContainedCall>>,
     pub(crate) export: ExportRef,
     pub(crate) signature: Signature,
 }

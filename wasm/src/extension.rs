@@ -17,7 +17,7 @@
 use alloc::{boxed::Box, format, string::String, sync::Arc, vec::Vec};
 use core::{
     fmt,
-    sync::atomic::{AtomicU64, AtomicU8, Ordering},
+    sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering},
 };
 
 use dispatch::{BindingId, Budget, Clock, Event, Mode, Principal, Signature, Value, ValueType};
@@ -25,7 +25,7 @@ use spin::Mutex;
 
 use crate::{
     config::Limits,
-    engine::{ExportRef, HostContext, Instance, Trap, WasmValue},
+    engine::{ExportRef, HostContext, Instance, SelfContainedCall, Trap, WasmValue},
     error::{BindError, LimitExceeded},
     events::{lift, lower, lowered, EventPort, WasmGuard, WasmHandler},
     handles::Capability,
@@ -101,6 +101,9 @@ pub struct Shared {
     clock: Option<Arc<dyn Clock>>,
     /// The strand holding `instance`, 0 when none (or no strands).
     owner: AtomicU64,
+    /// Set by [`Extension::unload`]: self-contained guards, which run
+    /// without `instance`, check it instead.
+    unloaded: AtomicBool,
     /// The tier of the instance (`Tier::code`), set when it is installed.
     pub(crate) tier: AtomicU8,
     /// What a later tier-up needs (loads on the default tier while a
@@ -173,6 +176,7 @@ impl Shared {
             strands,
             clock,
             owner: AtomicU64::new(0),
+            unloaded: AtomicBool::new(false),
             tier: AtomicU8::new(Tier::Interpreter.code()),
             tier_up: Mutex::new(None),
         }
@@ -302,6 +306,24 @@ impl Shared {
                 None => 0,
             })
         })
+    }
+
+    /// Calls a self-contained function (a guard, see
+    /// [`HostContext::self_contained`]) without the instance lock: it
+    /// shares nothing with the instance's other invocations. Counted, and
+    /// its trap reported, like any invocation.
+    #[inline]
+    pub(crate) fn invoke_self_contained(
+        &self,
+        call: &dyn SelfContainedCall,
+        args: &[i64],
+    ) -> Result<i64, CallError> {
+        if self.unloaded.load(Ordering::Acquire) {
+            return Err(CallError::Unloaded);
+        }
+        self.invocations.fetch_add(1, Ordering::Relaxed);
+        call.call(args, self.limits.fuel_per_invocation)
+            .map_err(|trap| self.report(trap))
     }
 
     /// Runs `call` on the locked instance with the invocation's fuel;
@@ -487,6 +509,7 @@ pub(crate) fn bind(
             })?;
             Some(WasmGuard {
                 extension: extension.clone(),
+                self_contained: context.self_contained(export),
                 export,
                 signature: Signature {
                     params: signature.params.clone(),
@@ -712,7 +735,9 @@ impl Extension {
     pub fn unload(&self) -> Result<UnloadReport, UnloadError> {
         let instance = {
             let mut guard = self.shared.lock_instance().ok_or(UnloadError::Busy)?;
-            guard.take().ok_or(UnloadError::Unloaded)?
+            let instance = guard.take().ok_or(UnloadError::Unloaded)?;
+            self.shared.unloaded.store(true, Ordering::Release);
+            instance
         };
         let mut instance = instance;
         let memory_freed = instance.memory_bytes();

@@ -80,6 +80,44 @@ pub(super) fn run(
     }
 }
 
+/// Runs the self-contained function at `offset` of `code` (one whose body
+/// `purity::FunctionEffects::is_self_contained` found to reach no memory,
+/// global, table or other function) on a context of its own, with
+/// `fuel`, calls nested at most `max_depth` deep and `arguments`: no
+/// instance, no lock, nothing shared with the instance's other
+/// invocations. Its raw result, or the trap code it stored.
+pub(super) fn run_self_contained(
+    code: &CodeMemory,
+    offset: usize,
+    max_depth: u32,
+    fuel: u64,
+    arguments: [i64; ENTRY_ARGUMENTS],
+) -> Result<i64, TrapCode> {
+    let mut context = [0u64; vmctx::CONTEXT_BYTES / 8];
+    let here = core::ptr::addr_of!(context) as u64;
+    context[(vmctx::FUEL / 8) as usize] = fuel.min(i64::MAX as u64);
+    // MAX_DEPTH (low half), TABLE_ELEMENTS (high half): no table.
+    context[(vmctx::MAX_DEPTH / 8) as usize] = u64::from(max_depth);
+    context[(vmctx::STACK_LIMIT / 8) as usize] = here.saturating_sub(STACK_BUDGET_BYTES);
+    // Everything else stays zero: no memory (a size of 0 bytes, so even
+    // an access the scan missed would trap as out of bounds), no
+    // globals, table, function table or runtime procedures, no instance.
+    // SAFETY: (1) as in `run`: `code` holds `Compiler::compile`'s output
+    // and `offset` is one of its functions' starts, whose type
+    // `is_enterable` checked; (2) the function's body reaches nothing but
+    // its arguments and locals (`is_self_contained`, checked by the
+    // caller from the module's own scan), so its code reads and writes
+    // only the context's fuel, trap, depth and limits, all in `context`,
+    // a live array of this frame, and calls nothing; the stack limit
+    // leaves `STACK_BUDGET_BYTES` from here.
+    let raw = unsafe { code.enter(offset, context.as_mut_ptr(), arguments) };
+    match (raw, context[(vmctx::TRAP / 8) as usize] as u32) {
+        (Some(value), 0) => Ok(value),
+        (None, _) => Err(TrapCode::Unreachable),
+        (_, raw_code) => Err(TrapCode::from_raw(raw_code).unwrap_or(TrapCode::Unreachable)),
+    }
+}
+
 /// Puts the runtime procedures' addresses into their context slots (once
 /// per instance, by `Native::fill_context`).
 pub(super) fn fill_procedures(context: &mut [u64]) {

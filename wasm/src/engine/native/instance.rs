@@ -5,7 +5,7 @@
 //! generated code and turn its context back into a [`Native`] are in
 //! [`super::entry`].
 
-use alloc::{boxed::Box, format, string::String, vec::Vec};
+use alloc::{boxed::Box, format, string::String, sync::Arc, vec::Vec};
 
 use hal::native_code::{CodeMemory, ENTRY_ARGUMENTS};
 use spindle_abi::{FaultKind, Import};
@@ -19,7 +19,7 @@ use super::{
 };
 use crate::{
     config::{Limits, WASM_PAGE_BYTES},
-    engine::{ExportRef, HostContext, Instance, Trap, WasmValue},
+    engine::{ExportRef, HostContext, Instance, SelfContainedCall, Trap, WasmValue},
     host,
     module::{ModuleInfo, WasmType},
     state::ExtensionState,
@@ -63,18 +63,22 @@ pub(super) struct Native {
     /// A kernel procedure's trap, until the entry reports it.
     pub(super) host_trap: Option<Trap>,
     state: ExtensionState,
+    /// The code (shared with [`NativeInstance`]), for self-contained
+    /// guards, which keep it alive without the instance.
+    code: Arc<CodeMemory>,
 }
 
 impl Layout {
     /// The instance state around this layout, owning `state`, its
     /// context filled (see [`Native::fill_context`]).
-    pub(super) fn into_native(self, state: ExtensionState) -> Native {
+    pub(super) fn into_native(self, state: ExtensionState, code: Arc<CodeMemory>) -> Native {
         let mut native = Native {
             context: [0; CONTEXT_WORDS],
             layout: self,
             exports: Vec::new(),
             host_trap: None,
             state,
+            code,
         };
         native.fill_context();
         native
@@ -256,6 +260,50 @@ impl HostContext for Native {
         self.exports.push(resolved);
         Some(ExportRef(self.exports.len() as u32 - 1))
     }
+
+    fn self_contained(&self, function: ExportRef) -> Option<Arc<dyn SelfContainedCall>> {
+        let export = self.exports.get(function.0 as usize)?;
+        let effects = self.layout.info.effects_of(export.function)?;
+        if !effects.is_self_contained || !export.is_enterable {
+            return None;
+        }
+        Some(Arc::new(SelfContained {
+            code: self.code.clone(),
+            offset: *self.layout.offsets.get(export.function as usize)?,
+            max_depth: self.layout.max_depth,
+            params: export.params,
+            result: export.result,
+        }))
+    }
+}
+
+/// A self-contained exported function (see `HostContext::self_contained`),
+/// run on a context of its own by `entry::run_self_contained`.
+struct SelfContained {
+    code: Arc<CodeMemory>,
+    offset: usize,
+    max_depth: u32,
+    params: usize,
+    result: Option<WasmType>,
+}
+
+impl SelfContainedCall for SelfContained {
+    fn call(&self, args: &[i64], fuel: u64) -> Result<i64, Trap> {
+        if args.len() != self.params {
+            return Err(Trap::new(FaultKind::Other, "call with the wrong arity"));
+        }
+        let mut arguments = [0i64; ENTRY_ARGUMENTS];
+        let count = args.len().min(ENTRY_ARGUMENTS);
+        arguments[..count].copy_from_slice(&args[..count]);
+        match entry::run_self_contained(&self.code, self.offset, self.max_depth, fuel, arguments) {
+            Ok(raw) => Ok(match self.result {
+                // Generated code leaves the upper half of an `i32` undefined.
+                Some(WasmType::I32) => i64::from(raw as i32),
+                _ => raw,
+            }),
+            Err(code) => Err(Trap::new(code.fault_kind(), describe(code))),
+        }
+    }
 }
 
 /// A module compiled into code memory and set up, waiting for the
@@ -297,9 +345,10 @@ impl Prepared {
     }
 
     fn into_instance(self, state: ExtensionState) -> NativeInstance {
+        let code = Arc::new(self.code);
         NativeInstance {
-            native: Box::new(self.layout.into_native(state)),
-            code: self.code,
+            native: Box::new(self.layout.into_native(state, code.clone())),
+            code,
             last_fuel_used: 0,
         }
     }
@@ -327,7 +376,7 @@ impl Takeover for Prepared {
 pub struct NativeInstance {
     /// Dropped after `native` (field order), though nothing runs then.
     native: Box<Native>,
-    code: CodeMemory,
+    code: Arc<CodeMemory>,
     last_fuel_used: u64,
 }
 
@@ -474,6 +523,10 @@ impl HostContext for NativeInstance {
 
     fn export(&mut self, name: &str) -> Option<ExportRef> {
         self.native.export(name)
+    }
+
+    fn self_contained(&self, function: ExportRef) -> Option<Arc<dyn SelfContainedCall>> {
+        self.native.self_contained(function)
     }
 }
 
