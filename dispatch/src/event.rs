@@ -246,6 +246,13 @@ struct Entry<A, R> {
     mode: Mode,
 }
 
+/// The one entry of a list that [`List::lone`] calls directly.
+struct Lone<A, R> {
+    guard: Option<GuardFn<A>>,
+    code: FallibleCode<A, R>,
+    invocation: Invocation,
+}
+
 /// How a list is raised, decided at publication so that a raise tests one
 /// value before running its loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -281,6 +288,11 @@ pub struct List<A, R> {
     routine: Option<RoutineCode<A, R>>,
     /// The handlers, on the `General` plan (else empty).
     entries: Box<[Entry<A, R>]>,
+    /// On the `General` plan, when its one entry is fallible typed code
+    /// (an extension's native handler) and nothing else needs the general
+    /// loop (no accounting, result handler, working copy or decision
+    /// index): that entry's guard, code and invocation, called directly.
+    lone: Option<Lone<A, R>>,
     index: Option<DecisionIndex>,
     /// The index is used (it exists, no entry mutates its arguments, and it
     /// is mergeable): entries' guards then omit their index key.
@@ -603,6 +615,26 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
     /// The `Indexed` and `General` plans.
     #[inline(never)]
     fn dispatch_planned(&self, list: &List<A, R>, args: &mut A) -> Result<R, RaiseError> {
+        if let Some(lone) = &list.lone {
+            // What `run` does for a list of this one entry, without the
+            // loop and the outcome.
+            if let Some(guard) = &lone.guard {
+                if !guard(args) {
+                    return self.nothing_fired(list, args, None);
+                }
+            }
+            return match (lone.code)(args, &lone.invocation) {
+                Ok(result) => Ok(result),
+                Err(fault) => {
+                    let mut outcome = Outcome {
+                        result: None,
+                        fault: None,
+                    };
+                    self.faulted(fault, &mut outcome);
+                    self.nothing_fired(list, args, outcome.fault)
+                }
+            };
+        }
         if list.plan == Plan::General {
             return self.dispatch_general(list, args);
         }
@@ -1429,6 +1461,24 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
             (Plan::Scan, _) => Some(Arc::new(SimpleLoop(simple_entries.clone()))),
             _ => None,
         };
+        let lone = match &*entries {
+            [Entry {
+                guard,
+                fallible: Some((code, invocation)),
+                ..
+            }] if state.accounting.is_none()
+                && state.result.is_none()
+                && !mutates
+                && !use_index =>
+            {
+                Some(Lone {
+                    guard: guard.clone(),
+                    code: code.clone(),
+                    invocation: *invocation,
+                })
+            }
+            _ => None,
+        };
         let list = List {
             event: self.id,
             plan,
@@ -1436,6 +1486,7 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
             routine,
             simple: simple_entries,
             entries,
+            lone,
             index,
             use_index,
             needs_copy: mutates && !self.all_by_reference,
@@ -1467,6 +1518,7 @@ impl<A, R> List<A, R> {
             all_fused: false,
             routine: None,
             entries: Box::new([]),
+            lone: None,
             index: None,
             use_index: false,
             needs_copy: false,

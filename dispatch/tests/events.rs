@@ -641,6 +641,18 @@ fn fallible_typed_handlers_get_the_tuple_and_their_faults_are_contained() {
         .unwrap();
     assert_eq!(event.raise(&mut (4,)), Ok(7), "terminated: the default");
     assert_eq!(event.stats().terminated, 1);
+    event.remove(EXTENSION, event.bindings()[0]).unwrap();
+    let faults = event.stats().faults;
+    // Guarded: a false guard leaves the raise to the default.
+    event
+        .install(
+            EXTENSION,
+            Install::new(fallible(2)).guard(Guard::new(|args: &(u64,)| args.0 != 5)),
+        )
+        .unwrap();
+    assert_eq!(event.raise(&mut (5,)), Ok(7), "guard false: the default");
+    assert_eq!(event.raise(&mut (6,)), Ok(62), "guard true: the handler");
+    assert_eq!(event.stats().faults, faults, "no new fault");
     // A wrong signature is refused at installation, as for dynamic code.
     let wrong = Handler::fallible(
         Signature::new(&[ValueType::U64], Some(ValueType::I32)),
