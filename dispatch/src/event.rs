@@ -45,7 +45,7 @@ use crate::{
     error::{Error, GuardId, RaiseError, RaiseFailure},
     fused::{compile, Fused, FusedViews, Held, HeldRoutine, Routine, RoutineCode},
     guard::{field_value, Field, Guard, GuardCode, Predicate, Test},
-    handler::{Code, Fault, Handler, Invocation, Mode, Spawner},
+    handler::{Code, FallibleCode, Fault, Handler, Invocation, Mode, Spawner},
     order::{place, BindingId, Order},
     publish::Publication,
     signature::{EventArgs, EventResult, Passing, Signature},
@@ -236,9 +236,21 @@ struct Entry<A, R> {
     /// The code when it is a synchronous by-value Rust closure, called
     /// without matching on code kind and mode.
     fast: Option<ByValueCode<A, R>>,
+    /// The code when it is typed code that may fail
+    /// ([`Handler::fallible`]), synchronous or ephemeral, with the
+    /// invocation (its budget) it is called with: also called without
+    /// matching on code kind and mode.
+    fallible: Option<(FallibleCode<A, R>, Invocation)>,
     code: Code<A, R>,
     signature: Arc<Signature>,
     mode: Mode,
+}
+
+/// The one entry of a list that [`List::lone`] calls directly.
+struct Lone<A, R> {
+    guard: Option<GuardFn<A>>,
+    code: FallibleCode<A, R>,
+    invocation: Invocation,
 }
 
 /// How a list is raised, decided at publication so that a raise tests one
@@ -276,6 +288,11 @@ pub struct List<A, R> {
     routine: Option<RoutineCode<A, R>>,
     /// The handlers, on the `General` plan (else empty).
     entries: Box<[Entry<A, R>]>,
+    /// On the `General` plan, when its one entry is fallible typed code
+    /// (an extension's native handler) and nothing else needs the general
+    /// loop (no accounting, result handler, working copy or decision
+    /// index): that entry's guard, code and invocation, called directly.
+    lone: Option<Lone<A, R>>,
     index: Option<DecisionIndex>,
     /// The index is used (it exists, no entry mutates its arguments, and it
     /// is mergeable): entries' guards then omit their index key.
@@ -603,6 +620,26 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
     /// The `Indexed` and `General` plans.
     #[inline(never)]
     fn dispatch_planned(&self, list: &List<A, R>, args: &mut A) -> Result<R, RaiseError> {
+        if let Some(lone) = &list.lone {
+            // What `run` does for a list of this one entry, without the
+            // loop and the outcome.
+            if let Some(guard) = &lone.guard {
+                if !guard(args) {
+                    return self.nothing_fired(list, args, None);
+                }
+            }
+            return match (lone.code)(args, &lone.invocation) {
+                Ok(result) => Ok(result),
+                Err(fault) => {
+                    let mut outcome = Outcome {
+                        result: None,
+                        fault: None,
+                    };
+                    self.faulted(fault, &mut outcome);
+                    self.nothing_fired(list, args, outcome.fault)
+                }
+            };
+        }
         if list.plan == Plan::General {
             return self.dispatch_general(list, args);
         }
@@ -724,13 +761,31 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
                 return;
             }
         }
-        match &entry.fast {
-            Some(code) => {
-                let value = code(args);
-                outcome.accept(value, &list.result);
-            }
-            None => self.invoke(list, entry, args, outcome),
+        if let Some(code) = &entry.fast {
+            let value = code(args);
+            outcome.accept(value, &list.result);
+            return;
         }
+        if let Some((code, invocation)) = &entry.fallible {
+            match code(args, invocation) {
+                Ok(value) => outcome.accept(value, &list.result),
+                Err(fault) => self.faulted(fault, outcome),
+            }
+            return;
+        }
+        self.invoke(list, entry, args, outcome)
+    }
+
+    /// A handler faulted: counted, and kept for the raiser in case no
+    /// other handler answers.
+    #[cold]
+    #[inline(never)]
+    fn faulted(&self, fault: Fault, outcome: &mut Outcome<R>) {
+        if fault == Fault::BudgetExhausted {
+            Counters::bump(&self.counters.terminated, 1);
+        }
+        Counters::bump(&self.counters.faults, 1);
+        outcome.fault = Some(fault);
     }
 
     #[inline(never)]
@@ -764,13 +819,7 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
         };
         match result {
             Ok(value) => outcome.accept(value, &list.result),
-            Err(fault) => {
-                if fault == Fault::BudgetExhausted {
-                    Counters::bump(&self.counters.terminated, 1);
-                }
-                Counters::bump(&self.counters.faults, 1);
-                outcome.fault = Some(fault);
-            }
+            Err(fault) => self.faulted(fault, outcome),
         }
     }
 
@@ -1378,6 +1427,18 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
                         (Code::ByValue(f), Mode::Synchronous) => Some(f.clone()),
                         _ => None,
                     },
+                    fallible: match (&b.handler.code, b.mode) {
+                        (Code::Fallible(f), Mode::Synchronous) => {
+                            Some((f.clone(), Invocation::default()))
+                        }
+                        (Code::Fallible(f), Mode::Ephemeral(budget)) => Some((
+                            f.clone(),
+                            Invocation {
+                                budget: Some(budget),
+                            },
+                        )),
+                        _ => None,
+                    },
                     code: b.handler.code.clone(),
                     signature: b.handler.signature.clone(),
                     mode: b.mode,
@@ -1414,6 +1475,24 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
             (Plan::Scan, _) => Some(Arc::new(SimpleLoop(simple_entries.clone()))),
             _ => None,
         };
+        let lone = match &*entries {
+            [Entry {
+                guard,
+                fallible: Some((code, invocation)),
+                ..
+            }] if state.accounting.is_none()
+                && state.result.is_none()
+                && !mutates
+                && !use_index =>
+            {
+                Some(Lone {
+                    guard: guard.clone(),
+                    code: code.clone(),
+                    invocation: *invocation,
+                })
+            }
+            _ => None,
+        };
         let list = List {
             event: self.id,
             plan,
@@ -1421,6 +1500,7 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
             routine,
             simple: simple_entries,
             entries,
+            lone,
             index,
             use_index,
             needs_copy: mutates && !self.all_by_reference,
@@ -1459,6 +1539,7 @@ impl<A, R> List<A, R> {
             all_fused: false,
             routine: None,
             entries: Box::new([]),
+            lone: None,
             index: None,
             use_index: false,
             needs_copy: false,

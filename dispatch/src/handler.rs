@@ -257,7 +257,13 @@ pub(crate) enum Code<A, R> {
         closure: Option<Arc<dyn Any + Send + Sync>>,
         code: Arc<dyn DynHandler>,
     },
+    /// Typed code that may fail (see [`Handler::fallible`]).
+    Fallible(FallibleCode<A, R>),
 }
+
+/// Typed code that may fail, as [`Handler::fallible`] takes it.
+pub(crate) type FallibleCode<A, R> =
+    Arc<dyn Fn(&A, &Invocation) -> Result<R, Fault> + Send + Sync>;
 
 impl<A, R> Clone for Code<A, R> {
     fn clone(&self) -> Self {
@@ -268,6 +274,7 @@ impl<A, R> Clone for Code<A, R> {
                 closure: closure.clone(),
                 code: code.clone(),
             },
+            Code::Fallible(f) => Code::Fallible(f.clone()),
         }
     }
 }
@@ -359,6 +366,27 @@ impl<A: EventArgs, R: EventResult> Handler<A, R> {
         }
     }
 
+    /// Typed code that reads its arguments (all by value) and may fail:
+    /// what an engine with a typed entry installs (the extension
+    /// runtime's native Wasm handlers), so that a raise passes the
+    /// argument tuple itself, without [`DynArgs`] or runtime values, and
+    /// a trap still reaches the dispatcher as a [`Fault`] (counted, and
+    /// the default handler or an error for the raiser). `signature` is
+    /// checked against the event at installation, as for
+    /// [`Handler::dynamic`].
+    pub fn fallible(
+        signature: Signature,
+        code: impl Fn(&A, &Invocation) -> Result<R, Fault> + Send + Sync + 'static,
+    ) -> Self {
+        Handler {
+            code: Code::Fallible(Arc::new(code)),
+            signature: Arc::new(signature),
+            accepts_termination: false,
+            closure_type: None,
+            name: "fallible",
+        }
+    }
+
     /// Attaches a closure to runtime-typed code that declares it expects a
     /// closure of type `expected`; a closure of another type is refused at
     /// installation (003 §2.4: "the type of the associated closure must be a
@@ -418,6 +446,8 @@ impl<A: EventArgs, R: EventResult> Code<A, R> {
             Code::ByValue(_) => false,
             Code::ByReference(_) => true,
             Code::Dynamic { .. } => signature.has_by_reference(),
+            // Typed code reads its arguments by value.
+            Code::Fallible(_) => false,
         }
     }
 
@@ -433,6 +463,7 @@ impl<A: EventArgs, R: EventResult> Code<A, R> {
         match self {
             Code::ByValue(f) => Ok(f(args)),
             Code::ByReference(f) => Ok(f(args)),
+            Code::Fallible(f) => f(args, invocation),
             Code::Dynamic { closure, code } => {
                 let mut view = if signature.has_by_reference() {
                     DynArgs::mutable(args as &mut dyn DynArgsView, signature)

@@ -618,6 +618,76 @@ fn ephemeral_handlers_must_accept_termination_and_are_bounded() {
     );
 }
 
+/// Typed code that may fail (what the runtime installs for native Wasm
+/// handlers): its result reaches the raiser, its budget is the
+/// installation's, and a fault is counted and turns into the default or
+/// an error, as for runtime-typed code.
+#[test]
+fn fallible_typed_handlers_get_the_tuple_and_their_faults_are_contained() {
+    let (event, authority) = Event::new("Net.PacketArrived", double);
+    event
+        .remove(Principal::KERNEL, BindingId::INTRINSIC)
+        .unwrap();
+    let signature = Signature::new(&[ValueType::U64], Some(ValueType::U64));
+    let fallible = |cost: u64| {
+        Handler::fallible(
+            signature.clone(),
+            move |args: &(u64,), invocation: &Invocation| {
+                match invocation.budget.and_then(|budget| budget.fuel) {
+                    Some(fuel) if fuel < cost => Err(Fault::BudgetExhausted),
+                    _ if args.0 == 13 => Err(Fault::Trap("unlucky".into())),
+                    _ => Ok(args.0 * 10 + cost),
+                }
+            },
+        )
+        .ephemeral()
+    };
+    let binding = event
+        .install(EXTENSION, Install::new(fallible(2)))
+        .unwrap();
+    assert_eq!(event.raise(&mut (4,)), Ok(42));
+    assert_eq!(
+        event.raise(&mut (13,)),
+        Err(RaiseFailure::Faulted {
+            event: "Net.PacketArrived",
+            fault: Fault::Trap("unlucky".into())
+        }
+        .into())
+    );
+    assert_eq!(event.stats().faults, 1);
+    event
+        .set_default(&authority, Some(Handler::new(|_: &(u64,)| 7)))
+        .unwrap();
+    assert_eq!(event.raise(&mut (13,)), Ok(7), "the default answers");
+    event.remove(EXTENSION, binding).unwrap();
+    event
+        .install(
+            EXTENSION,
+            Install::new(fallible(50)).mode(Mode::Ephemeral(Budget::fuel(10))),
+        )
+        .unwrap();
+    assert_eq!(event.raise(&mut (4,)), Ok(7), "terminated: the default");
+    assert_eq!(event.stats().terminated, 1);
+    event.remove(EXTENSION, event.bindings()[0]).unwrap();
+    let faults = event.stats().faults;
+    // Guarded: a false guard leaves the raise to the default.
+    event
+        .install(
+            EXTENSION,
+            Install::new(fallible(2)).guard(Guard::new(|args: &(u64,)| args.0 != 5)),
+        )
+        .unwrap();
+    assert_eq!(event.raise(&mut (5,)), Ok(7), "guard false: the default");
+    assert_eq!(event.raise(&mut (6,)), Ok(62), "guard true: the handler");
+    assert_eq!(event.stats().faults, faults, "no new fault");
+    // A wrong signature is refused at installation, as for dynamic code.
+    let wrong = Handler::fallible(
+        Signature::new(&[ValueType::U64], Some(ValueType::I32)),
+        |_: &(u64,), _: &Invocation| Ok(0u64),
+    );
+    assert!(event.install(EXTENSION, Install::new(wrong)).is_err());
+}
+
 #[test]
 fn authorizer_can_require_ephemeral() {
     let (event, authority) = Event::new("Net.PacketArrived", double);

@@ -16,8 +16,9 @@ use dispatch::{
 };
 
 use crate::{
-    engine::{ExportRef, WasmValue},
+    engine::{ExportRef, SelfContainedCall, WasmValue},
     extension::{CallError, Shared},
+    module::WasmType,
     packet::{is_packet, PacketRef},
 };
 
@@ -110,15 +111,27 @@ where
         mode: Mode,
     ) -> Result<BindingId, dispatch::Error> {
         let signature = handler.signature.clone();
+        // Integer arguments and result: the typed entry, called with the
+        // argument tuple itself (no `DynArgs`, no runtime values).
+        let code = match TypedWasm::of(&handler.extension, handler.export, &signature, None) {
+            Some(typed) => Handler::fallible(signature, move |args: &A, invocation| {
+                typed.call::<A, R>(args, invocation)
+            }),
+            None => Handler::dynamic(signature, handler),
+        };
         // Wasm code can always be stopped cleanly: it accepts termination.
-        let mut install = Install::new(
-            Handler::dynamic(signature, handler)
-                .ephemeral()
-                .named("wasm"),
-        )
-        .mode(mode);
+        let mut install = Install::new(code.ephemeral().named("wasm")).mode(mode);
         if let Some(guard) = guard {
-            install = install.guard(Guard::dynamic(guard.signature.clone(), guard));
+            let typed = TypedWasm::of(
+                &guard.extension,
+                guard.export,
+                &guard.signature,
+                guard.self_contained.clone(),
+            );
+            install = install.guard(match typed {
+                Some(typed) => Guard::new(move |args: &A| typed.test(args)),
+                None => Guard::dynamic(guard.signature.clone(), guard),
+            });
         }
         self.event.install(requester, install)
     }
@@ -223,6 +236,108 @@ pub(crate) fn to_slot(value: Value) -> u64 {
     }
 }
 
+/// An exported Wasm function whose parameters and result are all integers
+/// (no packet, no float), called through the engine's typed entry
+/// ([`Shared::invoke_integers`]) by a typed handler or guard closure: the
+/// dispatcher hands it the argument tuple, each parameter becomes one
+/// 64-bit register argument. Holds its extension weakly, as
+/// [`WasmHandler`] does.
+struct TypedWasm {
+    extension: alloc::sync::Weak<Shared>,
+    export: ExportRef,
+    /// The Wasm type of each parameter (for an engine without the entry).
+    types: [WasmType; MAX_EVENT_ARGUMENTS],
+    count: usize,
+    /// The event's result type, if any.
+    result: Option<ValueType>,
+    /// For a guard: its code, callable without the instance lock.
+    self_contained: Option<Arc<dyn SelfContainedCall>>,
+}
+
+impl TypedWasm {
+    /// The typed call of `export` for `signature`; `None` when a parameter
+    /// or the result is not an integer (those take [`WasmHandler`]).
+    fn of(
+        extension: &alloc::sync::Weak<Shared>,
+        export: ExportRef,
+        signature: &Signature,
+        self_contained: Option<Arc<dyn SelfContainedCall>>,
+    ) -> Option<TypedWasm> {
+        let integer = |ty: ValueType| match lowered(ty)? {
+            _ if is_packet(ty) => None,
+            ty @ (WasmType::I32 | WasmType::I64) => Some(ty),
+            _ => None,
+        };
+        let count = signature.params.len();
+        if count > MAX_EVENT_ARGUMENTS {
+            return None;
+        }
+        let mut types = [WasmType::I32; MAX_EVENT_ARGUMENTS];
+        for (slot, param) in types.iter_mut().zip(&signature.params) {
+            *slot = integer(param.ty)?;
+        }
+        if let Some(result) = signature.result {
+            integer(result)?;
+        }
+        Some(TypedWasm {
+            extension: extension.clone(),
+            export,
+            types,
+            count,
+            result: signature.result,
+            self_contained,
+        })
+    }
+
+    /// Runs the function on `args` with the invocation's fuel: its
+    /// integer result.
+    #[inline(always)]
+    fn invoke<A: EventArgs>(&self, args: &A, budget: Option<u64>) -> Result<i64, CallError> {
+        let extension = self.extension.upgrade().ok_or(CallError::Unloaded)?;
+        let mut raw = [0i64; MAX_EVENT_ARGUMENTS];
+        for (index, slot) in raw.iter_mut().enumerate().take(self.count) {
+            // An integer parameter's bits, as `to_slot` writes them.
+            let Some(value) = args.scalar(index) else {
+                return Err(CallError::Type(alloc::format!("parameter {index}")));
+            };
+            *slot = value as i64;
+        }
+        if let Some(call) = &self.self_contained {
+            // A self-contained guard: no instance lock.
+            return extension.invoke_self_contained(call.as_ref(), &raw[..self.count]);
+        }
+        extension.invoke_integers(
+            self.export,
+            &raw[..self.count],
+            &self.types[..self.count],
+            budget,
+        )
+    }
+
+    /// As a handler: the result as the event's type.
+    #[inline]
+    fn call<A: EventArgs, R: EventResult>(
+        &self,
+        args: &A,
+        invocation: &Invocation,
+    ) -> Result<R, Fault> {
+        let budget = invocation.budget.and_then(|budget| budget.fuel);
+        let raw = self.invoke(args, budget).map_err(fault)?;
+        let value = match self.result {
+            Some(ty) => Some(from_slot(raw as u64, ty).ok_or(Fault::BadResult)?),
+            None => None,
+        };
+        R::from_value(value).ok_or(Fault::BadResult)
+    }
+
+    /// As a guard: true when it returned non-zero; a guard that traps
+    /// (or finds its extension busy or gone) is false.
+    #[inline]
+    fn test<A: EventArgs>(&self, args: &A) -> bool {
+        matches!(self.invoke(args, None), Ok(value) if value as i32 != 0)
+    }
+}
+
 /// An exported Wasm function installed as a handler. Holds its extension
 /// weakly: after unload, a raiser still holding an old handler list gets a
 /// fault, and the extension's memory is already freed.
@@ -238,7 +353,7 @@ type Lent = Vec<(usize, PacketRef)>;
 
 /// The most arguments an event passes (the dispatcher's argument tuples
 /// stop at 8).
-const MAX_EVENT_ARGUMENTS: usize = 8;
+pub(crate) const MAX_EVENT_ARGUMENTS: usize = 8;
 
 /// The arguments of a raise for parameters `params`, lowered into an
 /// array on the stack (no allocation per raise); a packet parameter is
@@ -316,6 +431,9 @@ fn fault(error: CallError) -> Fault {
 #[derive(Clone)]
 pub struct WasmGuard {
     pub(crate) extension: alloc::sync::Weak<Shared>,
+    /// Its code, callable without the instance, when it is
+    /// self-contained on the native tier.
+    pub(crate) self_contained: Option<Arc<dyn SelfContainedCall>>,
     pub(crate) export: ExportRef,
     pub(crate) signature: Signature,
 }

@@ -17,7 +17,7 @@
 use alloc::{boxed::Box, format, string::String, sync::Arc, vec::Vec};
 use core::{
     fmt,
-    sync::atomic::{AtomicU64, AtomicU8, Ordering},
+    sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering},
 };
 
 use dispatch::{BindingId, Budget, Clock, Event, Mode, Principal, Signature, Value, ValueType};
@@ -25,7 +25,7 @@ use spin::Mutex;
 
 use crate::{
     config::Limits,
-    engine::{ExportRef, HostContext, Instance, Trap, WasmValue},
+    engine::{ExportRef, HostContext, Instance, SelfContainedCall, Trap, WasmValue},
     error::{BindError, LimitExceeded},
     events::{lift, lower, lowered, EventPort, WasmGuard, WasmHandler},
     handles::Capability,
@@ -101,6 +101,9 @@ pub struct Shared {
     clock: Option<Arc<dyn Clock>>,
     /// The strand holding `instance`, 0 when none (or no strands).
     owner: AtomicU64,
+    /// Set by [`Extension::unload`]: self-contained guards, which run
+    /// without `instance`, check it instead.
+    unloaded: AtomicBool,
     /// The tier of the instance (`Tier::code`), set when it is installed.
     pub(crate) tier: AtomicU8,
     /// What a later tier-up needs (loads on the default tier while a
@@ -173,6 +176,7 @@ impl Shared {
             strands,
             clock,
             owner: AtomicU64::new(0),
+            unloaded: AtomicBool::new(false),
             tier: AtomicU8::new(Tier::Interpreter.code()),
             tier_up: Mutex::new(None),
         }
@@ -269,13 +273,67 @@ impl Shared {
         })
     }
 
+    /// [`Self::invoke`] through the engine's typed entry
+    /// ([`Instance::call_integers`]): integer arguments of the Wasm types
+    /// `types` in, the integer result (0 for none) out, no [`WasmValue`]
+    /// on the way when the engine has the entry (native code); otherwise
+    /// the arguments are converted for [`Instance::call`].
+    #[inline]
+    pub(crate) fn invoke_integers(
+        &self,
+        export: ExportRef,
+        args: &[i64],
+        types: &[WasmType],
+        budget: Option<u64>,
+    ) -> Result<i64, CallError> {
+        self.run(budget, |instance, fuel| {
+            if let Some(result) = instance.call_integers(export, args, fuel) {
+                return result;
+            }
+            let mut values = [WasmValue::I32(0); crate::events::MAX_EVENT_ARGUMENTS];
+            for ((value, &raw), &ty) in values.iter_mut().zip(args).zip(types) {
+                *value = match ty {
+                    WasmType::I64 => WasmValue::I64(raw),
+                    _ => WasmValue::I32(raw as i32),
+                };
+            }
+            let count = args.len().min(values.len());
+            Ok(match instance.call(export, &values[..count], fuel)? {
+                Some(WasmValue::I32(value)) => i64::from(value),
+                Some(WasmValue::I64(value)) => value,
+                Some(WasmValue::F32(bits)) => i64::from(bits),
+                Some(WasmValue::F64(bits)) => bits as i64,
+                None => 0,
+            })
+        })
+    }
+
+    /// Calls a self-contained function (a guard, see
+    /// [`HostContext::self_contained`]) without the instance lock: it
+    /// shares nothing with the instance's other invocations. Counted, and
+    /// its trap reported, like any invocation.
+    #[inline]
+    pub(crate) fn invoke_self_contained(
+        &self,
+        call: &dyn SelfContainedCall,
+        args: &[i64],
+    ) -> Result<i64, CallError> {
+        if self.unloaded.load(Ordering::Acquire) {
+            return Err(CallError::Unloaded);
+        }
+        self.invocations.fetch_add(1, Ordering::Relaxed);
+        call.call(args, self.limits.fuel_per_invocation)
+            .map_err(|trap| self.report(trap))
+    }
+
     /// Runs `call` on the locked instance with the invocation's fuel;
     /// counts it, and counts and reports a trap (after the unlock).
-    fn run(
+    #[inline]
+    fn run<T>(
         &self,
         budget: Option<u64>,
-        call: impl FnOnce(&mut dyn Instance, u64) -> Result<Option<WasmValue>, Trap>,
-    ) -> Result<Option<WasmValue>, CallError> {
+        call: impl FnOnce(&mut dyn Instance, u64) -> Result<T, Trap>,
+    ) -> Result<T, CallError> {
         let fuel = budget.map_or(self.limits.fuel_per_invocation, |b| {
             b.min(self.limits.fuel_per_invocation)
         });
@@ -289,14 +347,20 @@ impl Shared {
             self.invocations.fetch_add(1, Ordering::Relaxed);
             call(instance.as_mut(), fuel)
         };
-        outcome.map_err(|trap| {
-            self.faults.fetch_add(1, Ordering::Relaxed);
-            let mut args = (self.id.0, trap.kind.code());
-            // The intrinsic handler cannot fail and handlers' faults are
-            // theirs: nothing to do with the result here.
-            let _ = self.faulted.raise(&mut args);
-            CallError::Trap(trap)
-        })
+        outcome.map_err(|trap| self.report(trap))
+    }
+
+    /// Counts a trap and raises `Extension.Faulted` for it (off the hot
+    /// path: the instance is unlocked by now).
+    #[cold]
+    #[inline(never)]
+    fn report(&self, trap: Trap) -> CallError {
+        self.faults.fetch_add(1, Ordering::Relaxed);
+        let mut args = (self.id.0, trap.kind.code());
+        // The intrinsic handler cannot fail and handlers' faults are
+        // theirs: nothing to do with the result here.
+        let _ = self.faulted.raise(&mut args);
+        CallError::Trap(trap)
     }
 }
 
@@ -445,6 +509,7 @@ pub(crate) fn bind(
             })?;
             Some(WasmGuard {
                 extension: extension.clone(),
+                self_contained: context.self_contained(export),
                 export,
                 signature: Signature {
                     params: signature.params.clone(),
@@ -670,7 +735,9 @@ impl Extension {
     pub fn unload(&self) -> Result<UnloadReport, UnloadError> {
         let instance = {
             let mut guard = self.shared.lock_instance().ok_or(UnloadError::Busy)?;
-            guard.take().ok_or(UnloadError::Unloaded)?
+            let instance = guard.take().ok_or(UnloadError::Unloaded)?;
+            self.shared.unloaded.store(true, Ordering::Release);
+            instance
         };
         let mut instance = instance;
         let memory_freed = instance.memory_bytes();

@@ -28,15 +28,15 @@ const MAX_NAME_BYTES: u32 = 256;
 const MAX_LOG_BYTES: u32 = 4096;
 
 /// Runs kernel procedure `import` for the extension behind `context`.
-pub fn call(
+pub fn call<Args: HostArgs + ?Sized>(
     context: &mut dyn HostContext,
     import: Import,
-    args: &[WasmValue],
+    args: &Args,
 ) -> Result<Option<WasmValue>, Trap> {
     let status = |status: Status| Ok(Some(WasmValue::I32(status.code())));
     match import {
         Import::Log => {
-            let text = match read_text(context, i32_at(args, 0), i32_at(args, 1), MAX_LOG_BYTES)? {
+            let text = match read_text(context, args.i32_at(0), args.i32_at(1), MAX_LOG_BYTES)? {
                 Some(text) => text,
                 None => return status(Status::Invalid),
             };
@@ -55,7 +55,7 @@ pub fn call(
             Ok(Some(WasmValue::I64(now as i64)))
         }
         Import::HandleFind => {
-            let Some(name) = read_text(context, i32_at(args, 0), i32_at(args, 1), MAX_NAME_BYTES)?
+            let Some(name) = read_text(context, args.i32_at(0), args.i32_at(1), MAX_NAME_BYTES)?
             else {
                 return status(Status::Invalid);
             };
@@ -65,16 +65,16 @@ pub fn call(
             }
         }
         Import::HandleKind => {
-            let kind = context.state().handles.get(i32_at(args, 0))?.kind();
+            let kind = context.state().handles.get(args.i32_at(0))?.kind();
             Ok(Some(WasmValue::I32(kind as i32)))
         }
         Import::HandleDrop => {
-            context.state().handles.remove(i32_at(args, 0))?;
+            context.state().handles.remove(args.i32_at(0))?;
             status(Status::Ok)
         }
         Import::Install => install(context, args),
         Import::Remove => {
-            let handle = i32_at(args, 0);
+            let handle = args.i32_at(0);
             let Capability::Binding { event, binding } =
                 (*context.state().handles.get(handle)?).clone()
             else {
@@ -91,11 +91,11 @@ pub fn call(
         Import::Raise => raise(context, args),
         Import::GuardEquals => {
             let Capability::Binding { event, binding } =
-                (*context.state().handles.get(i32_at(args, 0))?).clone()
+                (*context.state().handles.get(args.i32_at(0))?).clone()
             else {
                 return status(Status::WrongKind);
             };
-            let param = i32_at(args, 1);
+            let param = args.i32_at(1);
             let fits = usize::try_from(param)
                 .ok()
                 .and_then(|param| event.signature().params.get(param))
@@ -104,21 +104,21 @@ pub fn call(
                 return status(Status::Type);
             }
             let principal = context.state().principal;
-            match event.add_equals_guard(principal, binding, param as usize, i64_at(args, 2) as u64)
+            match event.add_equals_guard(principal, binding, param as usize, args.i64_at(2) as u64)
             {
                 Ok(()) => status(Status::Ok),
                 Err(error) => status(dispatch_status(&error)),
             }
         }
         Import::PacketLength => {
-            let packet = packet_of(context, i32_at(args, 0))?;
+            let packet = packet_of(context, args.i32_at(0))?;
             Ok(Some(WasmValue::I32(
                 packet.0.len().min(i32::MAX as usize) as i32
             )))
         }
         Import::PacketRead => {
-            let packet = packet_of(context, i32_at(args, 0))?;
-            let (offset, len) = (i32_at(args, 1), i32_at(args, 3));
+            let packet = packet_of(context, args.i32_at(0))?;
+            let (offset, len) = (args.i32_at(1), args.i32_at(3));
             if offset < 0 || len < 0 {
                 return status(Status::Invalid);
             }
@@ -126,16 +126,16 @@ pub fn call(
             let mut bytes = alloc::vec![0; (len as usize).min(available)];
             let copied = packet.0.read(offset as usize, &mut bytes);
             bytes.truncate(copied);
-            context.write_memory(i32_at(args, 2) as u32, &bytes)?;
+            context.write_memory(args.i32_at(2) as u32, &bytes)?;
             Ok(Some(WasmValue::I32(copied as i32)))
         }
         Import::PacketReply => {
-            let packet = packet_of(context, i32_at(args, 0))?;
-            let len = i32_at(args, 2);
+            let packet = packet_of(context, args.i32_at(0))?;
+            let len = args.i32_at(2);
             if !(0..=MAX_REPLY_BYTES).contains(&len) {
                 return status(Status::Invalid);
             }
-            let data = context.read_memory(i32_at(args, 1) as u32, len as u32)?;
+            let data = context.read_memory(args.i32_at(1) as u32, len as u32)?;
             match packet.0.reply(&data) {
                 Ok(()) => status(Status::Ok),
                 Err(_) => status(Status::Invalid),
@@ -160,17 +160,44 @@ fn packet_of(context: &dyn HostContext, handle: i32) -> Result<crate::packet::Pa
     }
 }
 
-fn i32_at(args: &[WasmValue], index: usize) -> i32 {
-    match args.get(index) {
-        Some(WasmValue::I32(v)) => *v,
-        _ => 0,
+/// A procedure's arguments as an engine passes them: wasmi's values, or
+/// native code's 64-bit registers (the typed trampolines,
+/// `engine/native/entry.rs`), read without converting either into the
+/// other. Validation matched the types to the procedure's, so a missing
+/// or mistyped argument (read as 0) cannot happen.
+pub trait HostArgs {
+    /// Argument `index` as an `i32`.
+    fn i32_at(&self, index: usize) -> i32;
+    /// Argument `index` as an `i64`.
+    fn i64_at(&self, index: usize) -> i64;
+}
+
+impl HostArgs for [WasmValue] {
+    fn i32_at(&self, index: usize) -> i32 {
+        match self.get(index) {
+            Some(WasmValue::I32(v)) => *v,
+            _ => 0,
+        }
+    }
+
+    fn i64_at(&self, index: usize) -> i64 {
+        match self.get(index) {
+            Some(WasmValue::I64(v)) => *v,
+            _ => 0,
+        }
     }
 }
 
-fn i64_at(args: &[WasmValue], index: usize) -> i64 {
-    match args.get(index) {
-        Some(WasmValue::I64(v)) => *v,
-        _ => 0,
+/// Native code's arguments: each in the low bits of a 64-bit word.
+impl HostArgs for [u64] {
+    #[inline]
+    fn i32_at(&self, index: usize) -> i32 {
+        self.get(index).map_or(0, |&word| word as u32 as i32)
+    }
+
+    #[inline]
+    fn i64_at(&self, index: usize) -> i64 {
+        self.get(index).map_or(0, |&word| word as i64)
     }
 }
 
@@ -204,27 +231,30 @@ fn event_and_rights(
     })
 }
 
-fn install(context: &mut dyn HostContext, args: &[WasmValue]) -> Result<Option<WasmValue>, Trap> {
+fn install<Args: HostArgs + ?Sized>(
+    context: &mut dyn HostContext,
+    args: &Args,
+) -> Result<Option<WasmValue>, Trap> {
     let status = |status: Status| Ok(Some(WasmValue::I32(status.code())));
-    let Some(event) = event_of(context, i32_at(args, 0))? else {
+    let Some(event) = event_of(context, args.i32_at(0))? else {
         return status(Status::WrongKind);
     };
-    let Some(handler) = read_text(context, i32_at(args, 1), i32_at(args, 2), MAX_NAME_BYTES)?
+    let Some(handler) = read_text(context, args.i32_at(1), args.i32_at(2), MAX_NAME_BYTES)?
     else {
         return status(Status::Invalid);
     };
-    let guard = if i32_at(args, 4) == 0 {
+    let guard = if args.i32_at(4) == 0 {
         None
     } else {
-        match read_text(context, i32_at(args, 3), i32_at(args, 4), MAX_NAME_BYTES)? {
+        match read_text(context, args.i32_at(3), args.i32_at(4), MAX_NAME_BYTES)? {
             Some(guard) => Some(guard),
             None => return status(Status::Invalid),
         }
     };
-    let mode = match InstallMode::from_code(i32_at(args, 5)) {
+    let mode = match InstallMode::from_code(args.i32_at(5)) {
         Some(InstallMode::Synchronous) => Mode::Synchronous,
         Some(InstallMode::Ephemeral) => {
-            Mode::Ephemeral(Budget::fuel(i64_at(args, 6).max(0) as u64))
+            Mode::Ephemeral(Budget::fuel(args.i64_at(6).max(0) as u64))
         }
         None => return status(Status::Invalid),
     };
@@ -252,9 +282,12 @@ fn install(context: &mut dyn HostContext, args: &[WasmValue]) -> Result<Option<W
     }
 }
 
-fn raise(context: &mut dyn HostContext, args: &[WasmValue]) -> Result<Option<WasmValue>, Trap> {
+fn raise<Args: HostArgs + ?Sized>(
+    context: &mut dyn HostContext,
+    args: &Args,
+) -> Result<Option<WasmValue>, Trap> {
     let status = |status: Status| Ok(Some(WasmValue::I32(status.code())));
-    let Some((event, rights)) = event_and_rights(context, i32_at(args, 0))? else {
+    let Some((event, rights)) = event_and_rights(context, args.i32_at(0))? else {
         return status(Status::WrongKind);
     };
     if !rights.raise {
@@ -262,11 +295,11 @@ fn raise(context: &mut dyn HostContext, args: &[WasmValue]) -> Result<Option<Was
         return status(Status::Denied);
     }
     let signature = event.signature();
-    let count = i32_at(args, 2);
+    let count = args.i32_at(2);
     if count < 0 || count as usize != signature.params.len() {
         return status(Status::Type);
     }
-    let bytes = context.read_memory(i32_at(args, 1) as u32, count as u32 * 8)?;
+    let bytes = context.read_memory(args.i32_at(1) as u32, count as u32 * 8)?;
     let mut values = Vec::with_capacity(count as usize);
     for (slot, param) in bytes.chunks_exact(8).zip(&signature.params) {
         let mut raw = [0; 8];
@@ -280,7 +313,7 @@ fn raise(context: &mut dyn HostContext, args: &[WasmValue]) -> Result<Option<Was
         None => status(Status::Type),
         Some(Ok(result)) => {
             if let Some(value) = result {
-                context.write_memory(i32_at(args, 3) as u32, &to_slot(value).to_le_bytes())?;
+                context.write_memory(args.i32_at(3) as u32, &to_slot(value).to_le_bytes())?;
             }
             status(Status::Ok)
         }

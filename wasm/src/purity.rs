@@ -39,15 +39,27 @@ pub struct FunctionEffects {
     pub first_side_effect: Option<(usize, &'static str)>,
     /// Direct calls: (byte offset, callee function index).
     pub calls: Vec<(usize, u32)>,
+    /// Whether the body reaches nothing but its arguments and locals: no
+    /// call of any kind, no linear memory, global or table instruction
+    /// (reads included). Such a guard can run natively without the
+    /// instance: it needs no memory, globals, table or other function
+    /// (`engine::native`, the self-contained entry).
+    pub is_self_contained: bool,
 }
 
 impl FunctionEffects {
     /// Scans one function body.
     pub fn scan(body: &FunctionBody<'_>) -> wasmparser::Result<Self> {
-        let mut effects = FunctionEffects::default();
+        let mut effects = FunctionEffects {
+            is_self_contained: true,
+            ..FunctionEffects::default()
+        };
         let mut reader = body.get_operators_reader()?;
         while !reader.eof() {
             let (operator, offset) = reader.read_with_offset()?;
+            if reaches_state(&operator) {
+                effects.is_self_contained = false;
+            }
             match operator {
                 Operator::Call { function_index } | Operator::ReturnCall { function_index } => {
                     effects.calls.push((offset, function_index));
@@ -63,6 +75,38 @@ impl FunctionEffects {
         }
         Ok(effects)
     }
+}
+
+/// Whether the instruction reaches anything beyond the operand stack and
+/// the locals: any call, or any linear memory, global or table
+/// instruction, reading or writing.
+fn reaches_state(operator: &Operator<'_>) -> bool {
+    use Operator as O;
+    side_effect(operator).is_some()
+        || matches!(
+            operator,
+            O::Call { .. }
+                | O::ReturnCall { .. }
+                | O::I32Load { .. }
+                | O::I64Load { .. }
+                | O::F32Load { .. }
+                | O::F64Load { .. }
+                | O::I32Load8S { .. }
+                | O::I32Load8U { .. }
+                | O::I32Load16S { .. }
+                | O::I32Load16U { .. }
+                | O::I64Load8S { .. }
+                | O::I64Load8U { .. }
+                | O::I64Load16S { .. }
+                | O::I64Load16U { .. }
+                | O::I64Load32S { .. }
+                | O::I64Load32U { .. }
+                | O::MemorySize { .. }
+                | O::GlobalGet { .. }
+                | O::TableGet { .. }
+                | O::TableSize { .. }
+                | O::RefFunc { .. }
+        )
 }
 
 /// The instruction's name if it changes state that outlives the invocation

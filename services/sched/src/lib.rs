@@ -31,7 +31,11 @@ use alloc::{
     sync::Arc,
     vec::Vec,
 };
-use core::{cmp::Reverse, fmt};
+use core::{
+    cmp::Reverse,
+    fmt,
+    sync::atomic::{AtomicU64, Ordering},
+};
 
 use hal::{
     context::{self, Context, KernelStack},
@@ -261,6 +265,7 @@ impl Scheduler {
             return None;
         }
         self.current = next;
+        CURRENT.store(next.0, Ordering::Relaxed);
         self.context_switches += 1;
         let thread = self.threads.get_mut(&next).expect("ready thread vanished");
         thread.state = ThreadState::Running;
@@ -305,6 +310,7 @@ pub fn init(name: &str) {
     let (idle, _) = scheduler.add("idle", idle_context, true);
     scheduler.threads.get_mut(&boot).expect("boot thread").state = ThreadState::Running;
     scheduler.current = boot;
+    CURRENT.store(boot.0, Ordering::Relaxed);
     scheduler.idle = idle;
     *SCHEDULER.lock() = Some(scheduler);
     timer::set_tick_hook(on_tick);
@@ -415,9 +421,18 @@ pub fn hand_off(to: ThreadId) {
     );
 }
 
+/// The running thread's id, as `Scheduler::current`, readable without the
+/// scheduler's lock: the extension runtime asks for it on every
+/// invocation (to tell a re-entrant call from a busy instance), where
+/// taking the lock with interrupts disabled was a visible part of a
+/// native Wasm handler's cost. One CPU: only `pick_next` and `init` write it, with
+/// the lock held, and a thread reads it only while it runs, when it names
+/// that thread.
+static CURRENT: AtomicU64 = AtomicU64::new(0);
+
 /// The running thread.
 pub fn current() -> ThreadId {
-    with_scheduler(|scheduler| scheduler.current)
+    ThreadId(CURRENT.load(Ordering::Relaxed))
 }
 
 /// Switches to `next` (if any) with interrupts already disabled.

@@ -15,8 +15,8 @@ use std::{
 use dispatch::{Event, Principal, Value, ValueType};
 use spindle_abi::FaultKind;
 use wasm_runtime::{
-    engine::native::NativeEngine, events::port, Console, EngineConfig, Extension, LoadRequest,
-    Runtime, Services, Tier, WasmValue,
+    engine::native::NativeEngine, events::port, Bind, Console, EngineConfig, Extension,
+    LoadRequest, Runtime, Services, Tier, WasmValue,
 };
 
 #[derive(Default)]
@@ -253,6 +253,70 @@ fn unsupported_modules_stay_on_the_interpreter() {
         Tier::Interpreter,
     );
     assert_eq!(module.call("f", &[]).unwrap(), Some(WasmValue::I32(1)));
+}
+
+/// Guards on both tiers: a self-contained one (which native code runs
+/// without the instance lock, on a context of its own), one that traps
+/// (false, reported as the interpreter reports it) and one that reads
+/// memory (through the instance, as a handler) select the same ticks.
+#[test]
+fn guards_select_the_same_ticks_on_both_tiers() {
+    let wat = r#"(module
+        (memory (export "memory") 1)
+        (data (i32.const 0) "\01")
+        (global $count (mut i64) (i64.const 0))
+        (func (export "on_tick") (param i64)
+          (global.set $count (i64.add (global.get $count) (i64.const 1))))
+        (func (export "count") (result i64) (global.get $count))
+        (func (export "even") (param i64) (result i32)
+          (i64.eqz (i64.rem_u (local.get 0) (i64.const 2))))
+        (func (export "trap") (param i64) (result i32) unreachable)
+        (func (export "reads_memory") (param i64) (result i32)
+          (i32.and
+            (i32.load8_u (i32.const 0))
+            (i64.eqz (i64.rem_u (local.get 0) (i64.const 3))))))"#;
+    let bytes = wat::parse_str(wat).unwrap();
+    for tier in [Tier::Interpreter, Tier::Native] {
+        let (runtime, _) = runtime(tier);
+        let faults = fault_log(&runtime);
+        let (event, port) = tick();
+        let guards = load(&runtime, LoadRequest::new("guards", &bytes), tier);
+        let count = || guards.call_typed("count", &[], ValueType::I64).unwrap();
+        let even = guards
+            .bind(&port, &Bind::handler("on_tick").guard("even"))
+            .unwrap();
+        for ticks in 0..10 {
+            // An odd tick has no handler: the raise's error is expected.
+            let ran = event.raise(&mut (ticks,)).is_ok();
+            assert_eq!(ran, ticks % 2 == 0, "{tier}: tick {ticks}");
+        }
+        assert_eq!(count(), Value::I64(5), "{tier}: even ticks");
+        guards.unbind(&port, even).unwrap();
+        let trapping = guards
+            .bind(&port, &Bind::handler("on_tick").guard("trap"))
+            .unwrap();
+        for ticks in 0..3 {
+            assert!(event.raise(&mut (ticks,)).is_err(), "{tier}: nothing ran");
+        }
+        assert_eq!(count(), Value::I64(5), "{tier}: a trapping guard is false");
+        let unreachable = FaultKind::Unreachable.code();
+        assert_eq!(
+            faults.lock().unwrap().as_slice(),
+            &[(guards.id().0, unreachable); 3],
+            "{tier}: each trap reported"
+        );
+        guards.unbind(&port, trapping).unwrap();
+        guards
+            .bind(&port, &Bind::handler("on_tick").guard("reads_memory"))
+            .unwrap();
+        for ticks in 0..9 {
+            let ran = event.raise(&mut (ticks,)).is_ok();
+            assert_eq!(ran, ticks % 3 == 0, "{tier}: tick {ticks}");
+        }
+        assert_eq!(count(), Value::I64(8), "{tier}: every third tick");
+        guards.unload().unwrap();
+        assert!(event.bindings().is_empty());
+    }
 }
 
 /// A runtime with both tiers and nothing pinned: loads start on wasmi and

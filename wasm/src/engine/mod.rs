@@ -8,7 +8,7 @@
 //! state and checked access to its linear memory. Nothing above this module
 //! names wasmi.
 
-use alloc::{boxed::Box, string::String, vec::Vec};
+use alloc::{boxed::Box, string::String, sync::Arc, vec::Vec};
 use core::fmt;
 
 use spindle_abi::{FaultKind, Import};
@@ -91,6 +91,22 @@ pub trait HostContext {
     fn write_memory(&mut self, offset: u32, bytes: &[u8]) -> Result<(), Trap>;
     /// The exported function `name`, resolved for calls.
     fn export(&mut self, name: &str) -> Option<ExportRef>;
+    /// A way to call `function` without the instance, when the engine has
+    /// one and the function is self-contained
+    /// (`purity::FunctionEffects::is_self_contained`: it reaches no
+    /// memory, global, table or other function, so calls of it share
+    /// nothing with the instance's other invocations). Guards take it.
+    fn self_contained(&self, _function: ExportRef) -> Option<Arc<dyn SelfContainedCall>> {
+        None
+    }
+}
+
+/// A self-contained function's code, callable without its instance (see
+/// [`HostContext::self_contained`]): it keeps the code alive itself.
+pub trait SelfContainedCall: Send + Sync {
+    /// Calls it with integer `args` (as [`Instance::call_integers`] takes
+    /// them) and `fuel`: its integer result (an `i32` sign-extended).
+    fn call(&self, args: &[i64], fuel: u64) -> Result<i64, Trap>;
 }
 
 /// An instantiated extension.
@@ -102,6 +118,19 @@ pub trait Instance: HostContext + Send {
         args: &[WasmValue],
         fuel: u64,
     ) -> Result<Option<WasmValue>, Trap>;
+    /// The typed entry: calls `function` with integer `args` (an `i32`
+    /// as its value sign- or zero-extended, an `i64` as is) and `fuel`,
+    /// without [`WasmValue`]s; its result as an integer (an `i32`
+    /// sign-extended, 0 when it has none). `None` when this engine has no
+    /// such entry: the caller converts and uses [`Instance::call`].
+    fn call_integers(
+        &mut self,
+        _function: ExportRef,
+        _args: &[i64],
+        _fuel: u64,
+    ) -> Option<Result<i64, Trap>> {
+        None
+    }
     /// Bytes of linear memory currently allocated.
     fn memory_bytes(&self) -> usize;
     /// Fuel consumed by the last [`Instance::call`].

@@ -32,8 +32,9 @@ use super::{
 pub const STACK_BUDGET_BYTES: u64 = 16 * 1024;
 
 /// Runs the function at `offset` of `code` with `native`'s context (which
-/// `Native::prepare` filled) and `arguments`: its raw result, or the trap
-/// code generated code stored.
+/// `Native::fill_context` and `Native::prepare` filled) and `arguments`:
+/// its raw result, or the trap code generated code stored.
+#[inline]
 pub(super) fn run(
     code: &CodeMemory,
     native: &mut Native,
@@ -44,10 +45,6 @@ pub(super) fn run(
     let marker = 0u8;
     let here = core::ptr::addr_of!(marker) as u64;
     let context = &mut native.context;
-    context[(vmctx::HOST_CALL / 8) as usize] = host_call as *const () as u64;
-    context[(vmctx::MEMORY_GROW / 8) as usize] = memory_grow as *const () as u64;
-    context[(vmctx::MEMORY_COPY / 8) as usize] = memory_copy as *const () as u64;
-    context[(vmctx::MEMORY_FILL / 8) as usize] = memory_fill as *const () as u64;
     context[(vmctx::STACK_LIMIT / 8) as usize] = here.saturating_sub(STACK_BUDGET_BYTES);
     // From here to the end of the call `native` is used only through this
     // pointer (by the callbacks), so no reference aliases it meanwhile.
@@ -66,11 +63,13 @@ pub(super) fn run(
     // `Compiler::compile` and `offset` is one of its functions' starts,
     // whose type `is_enterable` checked (integer parameters, at most eight,
     // at most one integer result); (2) the context was filled by
-    // `Native::prepare` and above: its memory, globals, table and function
-    // addresses are `native`'s own vectors, which nothing resizes while
-    // the code runs except `Native::grow`, which updates the context; the
-    // runtime procedures are the functions below; the stack limit leaves
-    // `STACK_BUDGET_BYTES` from here.
+    // `Native::fill_context`, `Native::prepare` and above: its memory,
+    // globals, table and function addresses are `native`'s own vectors,
+    // which nothing resizes except `Native::grow`, which updates the
+    // context, and a tier-up's restore, after which the context is filled
+    // again; the runtime procedures are the functions below
+    // (`fill_procedures`); the stack limit leaves `STACK_BUDGET_BYTES`
+    // from here.
     let raw = unsafe { code.enter(offset, context, arguments) };
     // SAFETY: the call is over; `pointer` is `native` again.
     let native = unsafe { &mut *pointer };
@@ -79,6 +78,52 @@ pub(super) fn run(
         (None, _) => Err(TrapCode::Unreachable),
         (_, raw_code) => Err(TrapCode::from_raw(raw_code).unwrap_or(TrapCode::Unreachable)),
     }
+}
+
+/// Runs the self-contained function at `offset` of `code` (one whose body
+/// `purity::FunctionEffects::is_self_contained` found to reach no memory,
+/// global, table or other function) on a context of its own, with
+/// `fuel`, calls nested at most `max_depth` deep and `arguments`: no
+/// instance, no lock, nothing shared with the instance's other
+/// invocations. Its raw result, or the trap code it stored.
+pub(super) fn run_self_contained(
+    code: &CodeMemory,
+    offset: usize,
+    max_depth: u32,
+    fuel: u64,
+    arguments: [i64; ENTRY_ARGUMENTS],
+) -> Result<i64, TrapCode> {
+    let mut context = [0u64; vmctx::CONTEXT_BYTES / 8];
+    let here = core::ptr::addr_of!(context) as u64;
+    context[(vmctx::FUEL / 8) as usize] = fuel.min(i64::MAX as u64);
+    // MAX_DEPTH (low half), TABLE_ELEMENTS (high half): no table.
+    context[(vmctx::MAX_DEPTH / 8) as usize] = u64::from(max_depth);
+    context[(vmctx::STACK_LIMIT / 8) as usize] = here.saturating_sub(STACK_BUDGET_BYTES);
+    // Everything else stays zero: no memory (a size of 0 bytes, so even
+    // an access the scan missed would trap as out of bounds), no
+    // globals, table, function table or runtime procedures, no instance.
+    // SAFETY: (1) as in `run`: `code` holds `Compiler::compile`'s output
+    // and `offset` is one of its functions' starts, whose type
+    // `is_enterable` checked; (2) the function's body reaches nothing but
+    // its arguments and locals (`is_self_contained`, checked by the
+    // caller from the module's own scan), so its code reads and writes
+    // only the context's fuel, trap, depth and limits, all in `context`,
+    // a live array of this frame, and calls nothing; the stack limit
+    // leaves `STACK_BUDGET_BYTES` from here.
+    let raw = unsafe { code.enter(offset, context.as_mut_ptr(), arguments) };
+    match (raw, context[(vmctx::TRAP / 8) as usize] as u32) {
+        (Some(value), 0) => Ok(value),
+        (None, _) => Err(TrapCode::Unreachable),
+        (_, raw_code) => Err(TrapCode::from_raw(raw_code).unwrap_or(TrapCode::Unreachable)),
+    }
+}
+
+/// Puts the runtime procedures' addresses into their context slots (once
+/// per instance, by `Native::fill_context`).
+pub(super) fn fill_procedures(context: &mut [u64]) {
+    context[(vmctx::MEMORY_GROW / 8) as usize] = memory_grow as *const () as u64;
+    context[(vmctx::MEMORY_COPY / 8) as usize] = memory_copy as *const () as u64;
+    context[(vmctx::MEMORY_FILL / 8) as usize] = memory_fill as *const () as u64;
 }
 
 /// The [`Native`] whose context generated code passed back.
@@ -96,16 +141,53 @@ unsafe fn native_of<'a>(context: *mut u64) -> &'a mut Native {
     unsafe { &mut *(context.add((vmctx::HOST / 8) as usize).read() as *mut Native) }
 }
 
-/// The host-call trampoline: kernel procedure `import` with the
-/// `vmctx::HOST_ARGUMENTS` words at `arguments`.
-extern "sysv64" fn host_call(context: *mut u64, import: u32, arguments: *const u64) -> u64 {
-    // SAFETY: generated code calls this only through the context's
-    // HOST_CALL slot, passing the context it received from `run`.
-    let native = unsafe { native_of(context) };
-    // SAFETY: generated code passes the address of the
-    // `vmctx::HOST_ARGUMENTS`-word array it filled in its own frame.
-    let arguments = unsafe { &*arguments.cast::<[u64; vmctx::HOST_ARGUMENTS]>() };
-    native.host_call(import, arguments)
+/// The host-call trampolines, one per arity: generated code calls
+/// kernel procedure `import` with its context, the import's index and its
+/// arguments, each widened to 64 bits, all in registers (the ninth and
+/// later words on the stack, as sysv64 passes them); no argument array,
+/// no runtime values.
+macro_rules! host_trampolines {
+    ($($name:ident($($argument:ident),*);)*) => {$(
+        extern "sysv64" fn $name(context: *mut u64, import: u32 $(, $argument: u64)*) -> u64 {
+            // SAFETY: generated code calls this only through the function
+            // table's entry of an import of this arity (set by
+            // `layout.rs` from `host_trampoline`), passing the context it
+            // received from `run`.
+            let native = unsafe { native_of(context) };
+            native.host_call(import, &[$($argument),*])
+        }
+    )*};
+}
+
+host_trampolines! {
+    host_call_0();
+    host_call_1(a);
+    host_call_2(a, b);
+    host_call_3(a, b, c);
+    host_call_4(a, b, c, d);
+    host_call_5(a, b, c, d, e);
+    host_call_6(a, b, c, d, e, f);
+    host_call_7(a, b, c, d, e, f, g);
+    host_call_8(a, b, c, d, e, f, g, h);
+}
+
+/// The address of the host-call trampoline for kernel procedures of
+/// `arity` parameters (at most [`vmctx::HOST_ARGUMENTS`]), for the
+/// function table.
+pub(super) fn host_trampoline(arity: usize) -> Option<u64> {
+    let address = match arity {
+        0 => host_call_0 as *const () as u64,
+        1 => host_call_1 as *const () as u64,
+        2 => host_call_2 as *const () as u64,
+        3 => host_call_3 as *const () as u64,
+        4 => host_call_4 as *const () as u64,
+        5 => host_call_5 as *const () as u64,
+        6 => host_call_6 as *const () as u64,
+        7 => host_call_7 as *const () as u64,
+        8 => host_call_8 as *const () as u64,
+        _ => return None,
+    };
+    Some(address)
 }
 
 /// `memory.grow`: the old size in pages, or -1.

@@ -5,7 +5,7 @@
 //! generated code and turn its context back into a [`Native`] are in
 //! [`super::entry`].
 
-use alloc::{boxed::Box, format, string::String, vec::Vec};
+use alloc::{boxed::Box, format, string::String, sync::Arc, vec::Vec};
 
 use hal::native_code::{CodeMemory, ENTRY_ARGUMENTS};
 use spindle_abi::{FaultKind, Import};
@@ -19,7 +19,7 @@ use super::{
 };
 use crate::{
     config::{Limits, WASM_PAGE_BYTES},
-    engine::{ExportRef, HostContext, Instance, Trap, WasmValue},
+    engine::{ExportRef, HostContext, Instance, SelfContainedCall, Trap, WasmValue},
     host,
     module::{ModuleInfo, WasmType},
     state::ExtensionState,
@@ -63,38 +63,60 @@ pub(super) struct Native {
     /// A kernel procedure's trap, until the entry reports it.
     pub(super) host_trap: Option<Trap>,
     state: ExtensionState,
+    /// The code (shared with [`NativeInstance`]), for self-contained
+    /// guards, which keep it alive without the instance.
+    code: Arc<CodeMemory>,
 }
 
 impl Layout {
-    /// The instance state around this layout, owning `state`.
-    pub(super) fn into_native(self, state: ExtensionState) -> Native {
-        Native {
+    /// The instance state around this layout, owning `state`, its
+    /// context filled (see [`Native::fill_context`]).
+    pub(super) fn into_native(self, state: ExtensionState, code: Arc<CodeMemory>) -> Native {
+        let mut native = Native {
             context: [0; CONTEXT_WORDS],
             layout: self,
             exports: Vec::new(),
             host_trap: None,
             state,
-        }
+            code,
+        };
+        native.fill_context();
+        native
     }
 }
 
 impl Native {
-    /// Fills the context for a call with `fuel` (the runtime procedures'
-    /// addresses and the stack limit are the entry's to set).
-    pub(super) fn prepare(&mut self, fuel: u64) {
+    /// Fills the context words that stay the same from call to call: the
+    /// addresses of the memory, table, function table and globals (their
+    /// vectors are never resized but by `Native::grow`, which updates the
+    /// memory's words itself, and by a tier-up's restore, after which
+    /// this runs again), the call-depth limit and table size, and the
+    /// runtime procedures. A call then sets only its fuel, the trap and
+    /// depth word and the stack limit ([`Native::prepare`] and the entry).
+    pub(super) fn fill_context(&mut self) {
         let context = &mut self.context;
         context[(vmctx::MEMORY_BASE / 8) as usize] = self.layout.memory.as_mut_ptr() as u64;
         context[(vmctx::MEMORY_BYTES / 8) as usize] = self.layout.memory.len() as u64;
-        context[(vmctx::FUEL / 8) as usize] = fuel.min(i64::MAX as u64);
-        // TRAP (low half) and DEPTH (high half) both start at zero.
-        context[(vmctx::TRAP / 8) as usize] = 0;
         // MAX_DEPTH (low half), TABLE_ELEMENTS (high half).
         context[(vmctx::MAX_DEPTH / 8) as usize] =
             u64::from(self.layout.max_depth) | ((self.layout.table.len() as u64 / 2) << 32);
         context[(vmctx::TABLE_BASE / 8) as usize] = self.layout.table.as_ptr() as u64;
         context[(vmctx::FUNCTIONS / 8) as usize] = self.layout.functions.as_ptr() as u64;
         context[(vmctx::GLOBALS / 8) as usize] = self.layout.globals.as_mut_ptr() as u64;
-        self.host_trap = None;
+        entry::fill_procedures(context);
+    }
+
+    /// Arms the context for a call with `fuel` (the stack limit and the
+    /// instance's address are the entry's to set).
+    #[inline]
+    pub(super) fn prepare(&mut self, fuel: u64) {
+        let context = &mut self.context;
+        context[(vmctx::FUEL / 8) as usize] = fuel.min(i64::MAX as u64);
+        // TRAP (low half) and DEPTH (high half) both start at zero.
+        context[(vmctx::TRAP / 8) as usize] = 0;
+        if self.host_trap.is_some() {
+            self.host_trap = None;
+        }
     }
 
     /// Fuel left after a call (zero when it ran out).
@@ -157,38 +179,29 @@ impl Native {
     }
 
     /// A call of import `import` with `arguments` (each widened to 64
-    /// bits); its result, or zero after setting the trap.
-    pub(super) fn host_call(
-        &mut self,
-        import: u32,
-        arguments: &[u64; vmctx::HOST_ARGUMENTS],
-    ) -> u64 {
+    /// bits, as many as it takes); its result, or zero after setting the
+    /// trap.
+    #[inline]
+    pub(super) fn host_call(&mut self, import: u32, arguments: &[u64]) -> u64 {
         let Some(&procedure) = self.layout.imports.get(import as usize) else {
-            self.host_trap = Some(Trap::new(FaultKind::Other, "unknown kernel procedure"));
-            self.set_trap(TrapCode::Host);
-            return 0;
+            return self.host_trapped(Trap::new(FaultKind::Other, "unknown kernel procedure"));
         };
-        let spec = procedure.spec();
-        let mut values = [WasmValue::I32(0); vmctx::HOST_ARGUMENTS];
-        for ((value, &ty), &raw) in values.iter_mut().zip(spec.params).zip(arguments) {
-            *value = match ty {
-                spindle_abi::WasmType::I32 => WasmValue::I32(raw as u32 as i32),
-                spindle_abi::WasmType::I64 => WasmValue::I64(raw as i64),
-            };
-        }
-        let count = spec.params.len().min(vmctx::HOST_ARGUMENTS);
-        match host::call(self, procedure, &values[..count]) {
+        match host::call(self, procedure, arguments) {
             Ok(Some(WasmValue::I32(value))) => u64::from(value as u32),
             Ok(Some(WasmValue::I64(value))) => value as u64,
             Ok(Some(WasmValue::F32(bits))) => u64::from(bits),
             Ok(Some(WasmValue::F64(bits))) => bits,
             Ok(None) => 0,
-            Err(trap) => {
-                self.host_trap = Some(trap);
-                self.set_trap(TrapCode::Host);
-                0
-            }
+            Err(trap) => self.host_trapped(trap),
         }
+    }
+
+    /// A kernel procedure trapped: kept for the entry, which reports it.
+    #[cold]
+    fn host_trapped(&mut self, trap: Trap) -> u64 {
+        self.host_trap = Some(trap);
+        self.set_trap(TrapCode::Host);
+        0
     }
 
     fn memory_range(&self, offset: u32, len: u32) -> Result<core::ops::Range<usize>, Trap> {
@@ -247,6 +260,50 @@ impl HostContext for Native {
         self.exports.push(resolved);
         Some(ExportRef(self.exports.len() as u32 - 1))
     }
+
+    fn self_contained(&self, function: ExportRef) -> Option<Arc<dyn SelfContainedCall>> {
+        let export = self.exports.get(function.0 as usize)?;
+        let effects = self.layout.info.effects_of(export.function)?;
+        if !effects.is_self_contained || !export.is_enterable {
+            return None;
+        }
+        Some(Arc::new(SelfContained {
+            code: self.code.clone(),
+            offset: *self.layout.offsets.get(export.function as usize)?,
+            max_depth: self.layout.max_depth,
+            params: export.params,
+            result: export.result,
+        }))
+    }
+}
+
+/// A self-contained exported function (see `HostContext::self_contained`),
+/// run on a context of its own by `entry::run_self_contained`.
+struct SelfContained {
+    code: Arc<CodeMemory>,
+    offset: usize,
+    max_depth: u32,
+    params: usize,
+    result: Option<WasmType>,
+}
+
+impl SelfContainedCall for SelfContained {
+    fn call(&self, args: &[i64], fuel: u64) -> Result<i64, Trap> {
+        if args.len() != self.params {
+            return Err(Trap::new(FaultKind::Other, "call with the wrong arity"));
+        }
+        let mut arguments = [0i64; ENTRY_ARGUMENTS];
+        let count = args.len().min(ENTRY_ARGUMENTS);
+        arguments[..count].copy_from_slice(&args[..count]);
+        match entry::run_self_contained(&self.code, self.offset, self.max_depth, fuel, arguments) {
+            Ok(raw) => Ok(match self.result {
+                // Generated code leaves the upper half of an `i32` undefined.
+                Some(WasmType::I32) => i64::from(raw as i32),
+                _ => raw,
+            }),
+            Err(code) => Err(Trap::new(code.fault_kind(), describe(code))),
+        }
+    }
 }
 
 /// A module compiled into code memory and set up, waiting for the
@@ -288,9 +345,10 @@ impl Prepared {
     }
 
     fn into_instance(self, state: ExtensionState) -> NativeInstance {
+        let code = Arc::new(self.code);
         NativeInstance {
-            native: Box::new(self.layout.into_native(state)),
-            code: self.code,
+            native: Box::new(self.layout.into_native(state, code.clone())),
+            code,
             last_fuel_used: 0,
         }
     }
@@ -304,6 +362,7 @@ impl Takeover for Prepared {
     fn finish(self: Box<Self>, snapshot: Snapshot, state: ExtensionState) -> Box<dyn Instance> {
         let mut prepared = *self;
         prepared.layout.restore(snapshot.memory, snapshot.globals);
+        // `into_native` fills the context from the restored vectors.
         let mut instance = prepared.into_instance(state);
         // The same export references as the old instance's, in order.
         for name in &snapshot.exports {
@@ -317,7 +376,7 @@ impl Takeover for Prepared {
 pub struct NativeInstance {
     /// Dropped after `native` (field order), though nothing runs then.
     native: Box<Native>,
-    code: CodeMemory,
+    code: Arc<CodeMemory>,
     last_fuel_used: u64,
 }
 
@@ -366,18 +425,27 @@ impl NativeInstance {
             .get(index as usize)
             .ok_or_else(|| Trap::new(FaultKind::Other, "no such function"))?;
         let mut arguments = [0i64; ENTRY_ARGUMENTS];
-        arguments[..args.len()].copy_from_slice(args);
+        let count = args.len().min(ENTRY_ARGUMENTS);
+        arguments[..count].copy_from_slice(&args[..count]);
         self.native.prepare(fuel);
         let result = entry::run(&self.code, &mut self.native, offset, arguments);
         self.last_fuel_used = fuel.saturating_sub(self.native.fuel_left());
         match result {
             Ok(value) => Ok(value),
-            Err(TrapCode::Host) => Err(self
+            Err(code) => Err(self.trap(code)),
+        }
+    }
+
+    /// The trap generated code stopped with, as the runtime reports it.
+    #[cold]
+    fn trap(&mut self, code: TrapCode) -> Trap {
+        match code {
+            TrapCode::Host => self
                 .native
                 .host_trap
                 .take()
-                .unwrap_or_else(|| Trap::new(FaultKind::Other, "a kernel procedure trapped"))),
-            Err(code) => Err(Trap::new(code.fault_kind(), describe(code))),
+                .unwrap_or_else(|| Trap::new(FaultKind::Other, "a kernel procedure trapped")),
+            code => Trap::new(code.fault_kind(), describe(code)),
         }
     }
 
@@ -456,6 +524,10 @@ impl HostContext for NativeInstance {
     fn export(&mut self, name: &str) -> Option<ExportRef> {
         self.native.export(name)
     }
+
+    fn self_contained(&self, function: ExportRef) -> Option<Arc<dyn SelfContainedCall>> {
+        self.native.self_contained(function)
+    }
 }
 
 impl Instance for NativeInstance {
@@ -484,6 +556,33 @@ impl Instance for NativeInstance {
         Ok(result_type.map(|t| match t {
             WasmType::I32 => WasmValue::I32(result as i32),
             _ => WasmValue::I64(result),
+        }))
+    }
+
+    #[inline]
+    fn call_integers(
+        &mut self,
+        function: ExportRef,
+        args: &[i64],
+        fuel: u64,
+    ) -> Option<Result<i64, Trap>> {
+        let Some(export) = self.native.exports.get(function.0 as usize) else {
+            return Some(Err(Trap::new(
+                FaultKind::Other,
+                "unknown export reference",
+            )));
+        };
+        let (index, result_type) = (export.function, export.result);
+        if args.len() != export.params || !export.is_enterable {
+            return Some(Err(Trap::new(
+                FaultKind::Other,
+                "call with the wrong arity",
+            )));
+        }
+        Some(self.call_function(index, args, fuel).map(|raw| match result_type {
+            // Generated code leaves the upper half of an `i32` undefined.
+            Some(WasmType::I32) => i64::from(raw as i32),
+            _ => raw,
         }))
     }
 

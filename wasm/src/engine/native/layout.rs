@@ -47,8 +47,8 @@ pub(super) struct Layout {
     pub(super) globals: Vec<u64>,
     /// Table 0: (signature id, code address) pairs.
     pub(super) table: Vec<u64>,
-    /// Code address of every function (imports: zero; they are called
-    /// through the host-call trampoline).
+    /// Code address of every function (imports: the host-call trampoline
+    /// of their arity, `entry::host_trampoline`).
     pub(super) functions: Vec<u64>,
     /// Offset of every function's code (imports: unused).
     pub(super) offsets: Vec<usize>,
@@ -86,7 +86,15 @@ impl Layout {
         let mut function_types = Vec::new();
         let mut start = None;
         let imported = info.imported_functions as usize;
-        let mut functions = vec![0u64; imported];
+        // Imports: the typed trampoline of the procedure's arity, which
+        // generated code calls with the arguments in registers.
+        let mut functions: Vec<u64> = (0..info.imported_functions)
+            .map(|index| {
+                info.function_type(index)
+                    .and_then(|ty| super::entry::host_trampoline(ty.params.len()))
+                    .unwrap_or(0)
+            })
+            .collect();
         let mut offsets = vec![0usize; imported];
         for function in &compiled.functions {
             functions.push(

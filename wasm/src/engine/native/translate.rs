@@ -19,8 +19,7 @@ use alloc::{string::String, vec::Vec};
 
 use cranelift_codegen::ir::{
     condcodes::{FloatCC, IntCC},
-    types, AbiParam, Block, InstBuilder, MemFlagsData, Signature, StackSlotData, StackSlotKind,
-    Type, Value,
+    types, AbiParam, Block, InstBuilder, MemFlagsData, Signature, Type, Value,
 };
 use cranelift_frontend::{FunctionBuilder, Switch, Variable};
 use wasmparser::{BlockType, FunctionBody, MemArg, Operator, ValType};
@@ -128,6 +127,20 @@ pub struct Translator<'a, 'b> {
     depth_on_entry: Value,
     /// Whether the body calls the runtime's memory procedures.
     calls_runtime: bool,
+    /// The fuel left, kept in a register: loaded on entry, stored back
+    /// before every Wasm call (the callee charges the context's), reloaded
+    /// after it, and stored at the exit and on a trap. So a loop header's
+    /// charge is a subtraction and a branch, not a load and a store.
+    fuel: Variable,
+    /// Linear memory's base address and size in bytes, kept in registers:
+    /// loaded on entry and reloaded after each call that may grow the
+    /// memory (Wasm calls and `memory.grow`; kernel procedures never
+    /// resize it), so a loop's bounds checks load nothing.
+    memory_base: Variable,
+    memory_bytes: Variable,
+    /// Whether the body reaches linear memory at all (else the two
+    /// variables above are never loaded).
+    uses_memory: bool,
 }
 
 fn unsupported(what: &str) -> TranslateError {
@@ -193,6 +206,20 @@ pub fn translate(
     builder.append_block_param(trap, types::I32);
     let propagate = builder.create_block();
 
+    // Fuel and memory in registers (see `Translator::fuel`), defined
+    // first so that every path, the trap's included, sees them.
+    let fuel = builder.declare_var(types::I64);
+    let fuel_on_entry = builder
+        .ins()
+        .load(types::I64, trusted(), vmctx, vmctx::FUEL);
+    builder.def_var(fuel, fuel_on_entry);
+    let memory_base = builder.declare_var(types::I64);
+    let memory_bytes = builder.declare_var(types::I64);
+    let uses_memory = uses_memory(body)?;
+    if uses_memory {
+        load_memory(&mut builder, vmctx, memory_base, memory_bytes);
+    }
+
     // Call depth: checked and counted on entry, restored at the exit.
     let depth = builder
         .ins()
@@ -218,6 +245,10 @@ pub fn translate(
         results: results.clone(),
         depth_on_entry: depth,
         calls_runtime: false,
+        fuel,
+        memory_base,
+        memory_bytes,
+        uses_memory,
     };
     translator.trap_if(too_deep, TrapCode::StackOverflow);
     // The machine stack: this frame is already allocated, so the check is
@@ -259,6 +290,68 @@ pub fn translate(
     Ok(calls_runtime)
 }
 
+/// Whether `body` has an operator that reaches linear memory (a load, a
+/// store, or a `memory.*` instruction).
+fn uses_memory(body: &FunctionBody<'_>) -> Result<bool, TranslateError> {
+    use Operator as O;
+    let mut operators = body.get_operators_reader().map_err(malformed)?;
+    while !operators.eof() {
+        let reaches = matches!(
+            operators.read().map_err(malformed)?,
+            O::I32Load { .. }
+                | O::I64Load { .. }
+                | O::F32Load { .. }
+                | O::F64Load { .. }
+                | O::I32Load8S { .. }
+                | O::I32Load8U { .. }
+                | O::I32Load16S { .. }
+                | O::I32Load16U { .. }
+                | O::I64Load8S { .. }
+                | O::I64Load8U { .. }
+                | O::I64Load16S { .. }
+                | O::I64Load16U { .. }
+                | O::I64Load32S { .. }
+                | O::I64Load32U { .. }
+                | O::I32Store { .. }
+                | O::I64Store { .. }
+                | O::F32Store { .. }
+                | O::F64Store { .. }
+                | O::I32Store8 { .. }
+                | O::I32Store16 { .. }
+                | O::I64Store8 { .. }
+                | O::I64Store16 { .. }
+                | O::I64Store32 { .. }
+                | O::MemorySize { .. }
+                | O::MemoryGrow { .. }
+                | O::MemoryCopy { .. }
+                | O::MemoryFill { .. }
+                | O::MemoryInit { .. }
+        );
+        if reaches {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// (Re)loads linear memory's base and size from the context into their
+/// variables.
+fn load_memory(
+    builder: &mut FunctionBuilder<'_>,
+    vmctx: Value,
+    memory_base: Variable,
+    memory_bytes: Variable,
+) {
+    let base = builder
+        .ins()
+        .load(types::I64, trusted(), vmctx, vmctx::MEMORY_BASE);
+    builder.def_var(memory_base, base);
+    let bytes = builder
+        .ins()
+        .load(types::I64, trusted(), vmctx, vmctx::MEMORY_BYTES);
+    builder.def_var(memory_bytes, bytes);
+}
+
 fn zero_of(builder: &mut FunctionBuilder<'_>, ty: Type) -> Value {
     match ty {
         types::F32 => builder.ins().f32const(0.0),
@@ -276,10 +369,14 @@ impl Translator<'_, '_> {
         self.builder
             .ins()
             .store(trusted(), self.depth_on_entry, self.vmctx, vmctx::DEPTH);
+        self.store_fuel();
         self.builder.ins().return_(&values);
 
         self.builder.switch_to_block(self.trap);
         let code = self.builder.block_params(self.trap)[0];
+        // What is left (negative when it ran out) tells the runtime how
+        // much the call used.
+        self.store_fuel();
         self.builder
             .ins()
             .store(trusted(), code, self.vmctx, vmctx::TRAP);
@@ -324,16 +421,21 @@ impl Translator<'_, '_> {
         self.stack[at..].to_vec()
     }
 
-    /// Goes to the trap block with `code` when `condition` is non-zero.
+    /// Goes to the trap block with `code` when `condition` is non-zero,
+    /// through a cold block of its own that sets the code: the hot path
+    /// is the compare and the branch, without materializing the code
+    /// before it (two instructions of a checksum loop's 22).
     fn trap_if(&mut self, condition: Value, code: TrapCode) {
+        let next = self.builder.create_block();
+        let cold = self.builder.create_block();
+        self.builder.set_cold_block(cold);
+        self.builder.ins().brif(condition, cold, &[], next, &[]);
+        self.builder.switch_to_block(cold);
         let code = self
             .builder
             .ins()
             .iconst(types::I32, i64::from(code as u32));
-        let next = self.builder.create_block();
-        self.builder
-            .ins()
-            .brif(condition, self.trap, &[code.into()], next, &[]);
+        self.builder.ins().jump(self.trap, &[code.into()]);
         self.builder.switch_to_block(next);
     }
 
@@ -347,16 +449,19 @@ impl Translator<'_, '_> {
         self.is_unreachable = true;
     }
 
-    /// Takes one unit of fuel; below zero, traps.
-    fn charge_fuel(&mut self) {
-        let fuel = self
-            .builder
-            .ins()
-            .load(types::I64, trusted(), self.vmctx, vmctx::FUEL);
-        let left = self.builder.ins().iadd_imm_s(fuel, -1);
+    /// Writes the fuel variable back to the context.
+    fn store_fuel(&mut self) {
+        let fuel = self.builder.use_var(self.fuel);
         self.builder
             .ins()
-            .store(trusted(), left, self.vmctx, vmctx::FUEL);
+            .store(trusted(), fuel, self.vmctx, vmctx::FUEL);
+    }
+
+    /// Takes one unit of fuel; below zero, traps.
+    fn charge_fuel(&mut self) {
+        let fuel = self.builder.use_var(self.fuel);
+        let left = self.builder.ins().iadd_imm_s(fuel, -1);
+        self.builder.def_var(self.fuel, left);
         let empty = self
             .builder
             .ins()
@@ -387,19 +492,13 @@ impl Translator<'_, '_> {
             .builder
             .ins()
             .iadd_imm_s(index, (memarg.offset as i64).wrapping_add(size));
-        let bytes = self
-            .builder
-            .ins()
-            .load(types::I64, trusted(), self.vmctx, vmctx::MEMORY_BYTES);
+        let bytes = self.builder.use_var(self.memory_bytes);
         let outside = self
             .builder
             .ins()
             .icmp(IntCC::UnsignedGreaterThan, end, bytes);
         self.trap_if(outside, TrapCode::MemoryOutOfBounds);
-        let base = self
-            .builder
-            .ins()
-            .load(types::I64, trusted(), self.vmctx, vmctx::MEMORY_BASE);
+        let base = self.builder.use_var(self.memory_base);
         let address = self.builder.ins().iadd(base, index);
         self.builder.ins().iadd_imm_s(address, memarg.offset as i64)
     }
@@ -583,11 +682,32 @@ impl Translator<'_, '_> {
         let signature = self.builder.import_signature(signature);
         let mut args = alloc::vec![self.vmctx];
         args.extend(self.pop_n(ty.params.len()));
+        // The callee charges the context's fuel and may grow the memory.
+        self.store_fuel();
         let call = self.builder.ins().call_indirect(signature, code, &args);
         let results = self.builder.inst_results(call).to_vec();
+        let fuel = self
+            .builder
+            .ins()
+            .load(types::I64, trusted(), self.vmctx, vmctx::FUEL);
+        self.builder.def_var(self.fuel, fuel);
+        self.reload_memory();
         self.check_trap_after_call();
         self.stack.extend(results);
         Ok(())
+    }
+
+    /// Linear memory may have grown (and moved): its variables again.
+    fn reload_memory(&mut self) {
+        if !self.uses_memory {
+            return;
+        }
+        load_memory(
+            &mut self.builder,
+            self.vmctx,
+            self.memory_base,
+            self.memory_bytes,
+        );
     }
 
     fn call_indirect(&mut self, type_index: u32, table: u32) -> Result<(), TranslateError> {
@@ -645,10 +765,12 @@ impl Translator<'_, '_> {
         self.call_code(code, &ty)
     }
 
-    /// Calls kernel procedure `import` through the runtime's trampoline:
-    /// the arguments go into an array on the stack (kernel procedures take
-    /// `i32` and `i64` only, at most [`vmctx::HOST_ARGUMENTS`]), the result
-    /// comes back as an `i64`.
+    /// Calls kernel procedure `import` through the host-call trampoline
+    /// of its arity, whose address is the import's entry in the function
+    /// table: the context, the import's index and the arguments (kernel
+    /// procedures take `i32` and `i64` only, at most
+    /// [`vmctx::HOST_ARGUMENTS`]), each widened to 64 bits, in registers;
+    /// the result comes back as an `i64`.
     fn host_call(&mut self, import: u32, ty: &FuncType) -> Result<(), TranslateError> {
         if ty.params.len() > vmctx::HOST_ARGUMENTS || ty.results.len() > 1 {
             return Err(unsupported("a kernel procedure of this arity"));
@@ -658,38 +780,32 @@ impl Translator<'_, '_> {
             return Err(unsupported("a kernel procedure with non-integer values"));
         }
         self.calls_runtime = true;
-        let slot = self.builder.create_sized_stack_slot(StackSlotData::new(
-            StackSlotKind::ExplicitSlot,
-            (vmctx::HOST_ARGUMENTS * 8) as u32,
-            3,
-        ));
-        let args = self.pop_n(ty.params.len());
-        for (at, (&arg, &param)) in args.iter().zip(&ty.params).enumerate() {
-            let wide = if param == WasmType::I32 {
-                self.builder.ins().uextend(types::I64, arg)
-            } else {
-                arg
-            };
-            self.builder
-                .ins()
-                .stack_store(types::I64, wide, slot, (at * 8) as i32);
-        }
-        let array = self.builder.ins().stack_addr(types::I64, slot, 0);
         let mut signature = Signature::new(self.env.call_conv);
         signature.params.push(AbiParam::new(types::I64));
         signature.params.push(AbiParam::new(types::I32));
-        signature.params.push(AbiParam::new(types::I64));
+        let index = self.builder.ins().iconst(types::I32, i64::from(import));
+        let mut args = alloc::vec![self.vmctx, index];
+        for (arg, &param) in self.pop_n(ty.params.len()).into_iter().zip(&ty.params) {
+            signature.params.push(AbiParam::new(types::I64));
+            args.push(if param == WasmType::I32 {
+                self.builder.ins().uextend(types::I64, arg)
+            } else {
+                arg
+            });
+        }
         signature.returns.push(AbiParam::new(types::I64));
         let signature = self.builder.import_signature(signature);
-        let code = self
+        let table = self
             .builder
             .ins()
-            .load(types::I64, trusted(), self.vmctx, vmctx::HOST_CALL);
-        let index = self.builder.ins().iconst(types::I32, i64::from(import));
-        let call = self
-            .builder
-            .ins()
-            .call_indirect(signature, code, &[self.vmctx, index, array]);
+            .load(types::I64, trusted(), self.vmctx, vmctx::FUNCTIONS);
+        let code = self.builder.ins().load(
+            types::I64,
+            trusted(),
+            table,
+            (import as i32).saturating_mul(8),
+        );
+        let call = self.builder.ins().call_indirect(signature, code, &args);
         let result = self.builder.inst_results(call)[0];
         self.check_trap_after_call();
         if let Some(&result_type) = ty.results.first() {
@@ -1029,15 +1145,15 @@ impl Translator<'_, '_> {
             }
             O::I64Store32 { memarg } => self.store(&memarg, 4, Some(types::I32)),
             O::MemorySize { mem: 0 } => {
-                let bytes =
-                    self.builder
-                        .ins()
-                        .load(types::I64, trusted(), self.vmctx, vmctx::MEMORY_BYTES);
+                let bytes = self.builder.use_var(self.memory_bytes);
                 let pages = self.builder.ins().ushr_imm_u(bytes, 16);
                 let pages = self.builder.ins().ireduce(types::I32, pages);
                 self.push(pages);
             }
-            O::MemoryGrow { mem: 0 } => self.memory_call(vmctx::MEMORY_GROW, 1, true),
+            O::MemoryGrow { mem: 0 } => {
+                self.memory_call(vmctx::MEMORY_GROW, 1, true);
+                self.reload_memory();
+            }
             O::MemoryCopy {
                 dst_mem: 0,
                 src_mem: 0,

@@ -42,11 +42,11 @@ pub const MEMORY_COPY: i32 = 72;
 /// Offset of the runtime's `memory.fill` (`fn(vmctx, dst, value, len)`),
 /// which sets [`TRAP`] when the range is out of bounds.
 pub const MEMORY_FILL: i32 = 80;
-/// Offset of the runtime's call into a kernel procedure
-/// (`fn(vmctx, import: i32, arguments: *const u64) -> i64`): the one
-/// trampoline every imported function goes through. It sets [`TRAP`] to
-/// [`TrapCode::Host`] when the procedure trapped.
-pub const HOST_CALL: i32 = 88;
+/// Unused (once the array trampoline of kernel procedures, which are
+/// now called through the function table: `fn(vmctx, import: i32,
+/// arguments: i64...) -> i64`, one trampoline per arity, which sets
+/// [`TRAP`] to [`TrapCode::Host`] when the procedure trapped).
+pub const RESERVED: i32 = 88;
 /// Offset of the lowest stack address generated code may use (`u64`): a
 /// function whose frame reaches below it traps with
 /// [`TrapCode::StackOverflow`] instead of running off the kernel stack.
@@ -56,8 +56,8 @@ pub const STACK_LIMIT: i32 = 96;
 pub const HOST: i32 = 104;
 /// Bytes of the context.
 pub const CONTEXT_BYTES: usize = 112;
-/// Most arguments of a kernel procedure (the host-call trampoline's
-/// argument array).
+/// Most arguments of a kernel procedure (the widest host-call
+/// trampoline).
 pub const HOST_ARGUMENTS: usize = 8;
 
 /// Bytes of one table element.
