@@ -4,7 +4,13 @@ extern crate std;
 
 use alloc::sync::Arc;
 use core::net::{Ipv4Addr, SocketAddrV4};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::{
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Mutex,
+    },
+    vec::Vec,
+};
 
 use crate::{Kind, Shutdown, Socket, SocketError, Stack};
 
@@ -205,7 +211,6 @@ fn a_stream_closed_with_bytes_still_to_send_delivers_them_all() {
 /// through `Stack::receive` reaches the socket; loopback still loops.
 #[test]
 fn datagrams_to_remote_hosts_go_through_the_attached_interface() {
-    use std::{sync::Mutex, vec::Vec};
     let stack = Arc::new(Stack::new(ticking));
     let remote = SocketAddrV4::new(Ipv4Addr::new(10, 0, 2, 2), 5000);
     let socket = Socket::new(stack.clone(), Kind::Datagram);
@@ -213,17 +218,7 @@ fn datagrams_to_remote_hosts_go_through_the_attached_interface() {
         socket.send(b"early", Some(remote)),
         Err(SocketError::Unreachable)
     );
-    let sent: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
-    let output = sent.clone();
-    stack.attach_interface(
-        Ipv4Addr::new(10, 0, 2, 15),
-        24,
-        Ipv4Addr::new(10, 0, 2, 2),
-        Arc::new(move |packet: &[u8]| {
-            output.lock().unwrap().push(packet.to_vec());
-            true
-        }),
-    );
+    let sent = attach_recording(&stack);
     assert_eq!(socket.send(b"hello", Some(remote)), Ok(5));
     let packets = core::mem::take(&mut *sent.lock().unwrap());
     assert_eq!(packets.len(), 1);
@@ -260,6 +255,23 @@ fn datagrams_to_remote_hosts_go_through_the_attached_interface() {
         sent.lock().unwrap().is_empty(),
         "nothing left through the interface"
     );
+}
+
+/// Attaches the interface 10.0.2.15/24 (router 10.0.2.2) to `stack`,
+/// its output recorded: the packets sent through it.
+fn attach_recording(stack: &Stack) -> Arc<Mutex<Vec<Vec<u8>>>> {
+    let sent: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
+    let output = sent.clone();
+    stack.attach_interface(
+        Ipv4Addr::new(10, 0, 2, 15),
+        24,
+        Ipv4Addr::new(10, 0, 2, 2),
+        Arc::new(move |packet: &[u8]| {
+            output.lock().unwrap().push(packet.to_vec());
+            true
+        }),
+    );
+    sent
 }
 
 fn ip_checksum(header: &[u8]) -> u16 {
@@ -328,19 +340,8 @@ fn sent_segment(packet: &[u8]) -> (u16, u32, u32, u8) {
 /// segments; a segment with a bad TCP checksum is dropped, never read.
 #[test]
 fn a_burst_of_segments_is_merged_read_intact_and_acknowledged_at_once() {
-    use std::{sync::Mutex, vec::Vec};
     let stack = Arc::new(Stack::new(ticking));
-    let sent: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
-    let output = sent.clone();
-    stack.attach_interface(
-        Ipv4Addr::new(10, 0, 2, 15),
-        24,
-        Ipv4Addr::new(10, 0, 2, 2),
-        Arc::new(move |packet: &[u8]| {
-            output.lock().unwrap().push(packet.to_vec());
-            true
-        }),
-    );
+    let sent = attach_recording(&stack);
     let take = || core::mem::take(&mut *sent.lock().unwrap());
     let client = Socket::new(stack.clone(), Kind::Stream);
     let remote = SocketAddrV4::new(Ipv4Addr::new(10, 0, 2, 2), 80);
