@@ -83,30 +83,39 @@ impl FunctionEffects {
 fn reaches_state(operator: &Operator<'_>) -> bool {
     use Operator as O;
     side_effect(operator).is_some()
+        || reads_memory(operator)
         || matches!(
             operator,
             O::Call { .. }
                 | O::ReturnCall { .. }
-                | O::I32Load { .. }
-                | O::I64Load { .. }
-                | O::F32Load { .. }
-                | O::F64Load { .. }
-                | O::I32Load8S { .. }
-                | O::I32Load8U { .. }
-                | O::I32Load16S { .. }
-                | O::I32Load16U { .. }
-                | O::I64Load8S { .. }
-                | O::I64Load8U { .. }
-                | O::I64Load16S { .. }
-                | O::I64Load16U { .. }
-                | O::I64Load32S { .. }
-                | O::I64Load32U { .. }
-                | O::MemorySize { .. }
                 | O::GlobalGet { .. }
                 | O::TableGet { .. }
                 | O::TableSize { .. }
                 | O::RefFunc { .. }
         )
+}
+
+/// Whether the instruction reads linear memory (a load, `memory.size`).
+pub(crate) fn reads_memory(operator: &Operator<'_>) -> bool {
+    use Operator as O;
+    matches!(
+        operator,
+        O::I32Load { .. }
+            | O::I64Load { .. }
+            | O::F32Load { .. }
+            | O::F64Load { .. }
+            | O::I32Load8S { .. }
+            | O::I32Load8U { .. }
+            | O::I32Load16S { .. }
+            | O::I32Load16U { .. }
+            | O::I64Load8S { .. }
+            | O::I64Load8U { .. }
+            | O::I64Load16S { .. }
+            | O::I64Load16U { .. }
+            | O::I64Load32S { .. }
+            | O::I64Load32U { .. }
+            | O::MemorySize { .. }
+    )
 }
 
 /// The instruction's name if it changes state that outlives the invocation

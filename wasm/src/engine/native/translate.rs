@@ -293,45 +293,36 @@ pub fn translate(
 /// Whether `body` has an operator that reaches linear memory (a load, a
 /// store, or a `memory.*` instruction).
 fn uses_memory(body: &FunctionBody<'_>) -> Result<bool, TranslateError> {
-    use Operator as O;
     let mut operators = body.get_operators_reader().map_err(malformed)?;
     while !operators.eof() {
-        let reaches = matches!(
-            operators.read().map_err(malformed)?,
-            O::I32Load { .. }
-                | O::I64Load { .. }
-                | O::F32Load { .. }
-                | O::F64Load { .. }
-                | O::I32Load8S { .. }
-                | O::I32Load8U { .. }
-                | O::I32Load16S { .. }
-                | O::I32Load16U { .. }
-                | O::I64Load8S { .. }
-                | O::I64Load8U { .. }
-                | O::I64Load16S { .. }
-                | O::I64Load16U { .. }
-                | O::I64Load32S { .. }
-                | O::I64Load32U { .. }
-                | O::I32Store { .. }
-                | O::I64Store { .. }
-                | O::F32Store { .. }
-                | O::F64Store { .. }
-                | O::I32Store8 { .. }
-                | O::I32Store16 { .. }
-                | O::I64Store8 { .. }
-                | O::I64Store16 { .. }
-                | O::I64Store32 { .. }
-                | O::MemorySize { .. }
-                | O::MemoryGrow { .. }
-                | O::MemoryCopy { .. }
-                | O::MemoryFill { .. }
-                | O::MemoryInit { .. }
-        );
-        if reaches {
+        let operator = operators.read().map_err(malformed)?;
+        if crate::purity::reads_memory(&operator) || writes_memory(&operator) {
             return Ok(true);
         }
     }
     Ok(false)
+}
+
+/// Whether the instruction writes linear memory (a store, `memory.grow`,
+/// `memory.fill`, `memory.copy`, `memory.init`).
+fn writes_memory(operator: &Operator<'_>) -> bool {
+    use Operator as O;
+    matches!(
+        operator,
+        O::I32Store { .. }
+            | O::I64Store { .. }
+            | O::F32Store { .. }
+            | O::F64Store { .. }
+            | O::I32Store8 { .. }
+            | O::I32Store16 { .. }
+            | O::I64Store8 { .. }
+            | O::I64Store16 { .. }
+            | O::I64Store32 { .. }
+            | O::MemoryGrow { .. }
+            | O::MemoryCopy { .. }
+            | O::MemoryFill { .. }
+            | O::MemoryInit { .. }
+    )
 }
 
 /// (Re)loads linear memory's base and size from the context into their
