@@ -107,6 +107,42 @@ macro_rules! for_each_import {
             /// from). Returns a status (`Invalid` if the layer has no reply
             /// or the data does not fit in one frame).
             PacketReply = impure fn packet_reply(packet: i32, data_ptr: i32, data_len: i32) -> i32;
+            /// Answers the packet with `len` bytes of `file` (a handle of
+            /// kind `File`) from byte `offset`: on a stream the bytes are
+            /// queued and sent from where the kernel keeps them, without a
+            /// copy through linear memory; on a datagram layer they must
+            /// fit in one frame. Returns a status (`Invalid` for a range
+            /// outside the file or a reply the layer cannot send).
+            PacketReplyFile = impure fn packet_reply_file(packet: i32, file: i32, offset: i64, len: i64) -> i32;
+            /// Accepts TCP connections on `port` (every address of the
+            /// host) through `streams` (a handle of kind `Streams`, granted
+            /// at load as `streams`): the data of each connection raises
+            /// `TCP.StreamData`. Returns a handle of kind `Listener`, which
+            /// stops listening when dropped (or at unload), or a status
+            /// (`Invalid` for a port outside 1-65535, `Refused` when the
+            /// port is taken, `WrongKind` when `streams` is not the stream
+            /// service, `Limit` when the handle table is full).
+            StreamListen = impure fn stream_listen(streams: i32, port: i32) -> i32;
+            /// Opens the regular file at the path `path_ptr..+path_len`
+            /// (UTF-8, `/`-separated, no `..`) beneath `directory` (a
+            /// handle of kind `Directory`, granted at load), read-only.
+            /// Returns a handle of kind `File` or a status (`NotFound`,
+            /// `Invalid` for a path that is not one, `WrongKind` when
+            /// `directory` is not a directory, `Limit` when the handle
+            /// table is full).
+            FileOpen = impure fn file_open(directory: i32, path_ptr: i32, path_len: i32) -> i32;
+            /// Length in bytes of the file behind `file` (a handle of kind
+            /// `File`). Traps on a bad handle.
+            FileLength = pure fn file_length(file: i32) -> i64;
+            /// A number that changes when the file is written (from its
+            /// size and modification time): what a cache keys on. Traps on
+            /// a bad handle.
+            FileVersion = pure fn file_version(file: i32) -> i64;
+            /// Copies up to `len` bytes of the file from byte `offset` to
+            /// `buffer_ptr`; returns the number copied (0 at the end) or
+            /// `Invalid` for a negative offset or length. Traps on a bad
+            /// handle or buffer.
+            FileRead = impure fn file_read(file: i32, offset: i64, buffer_ptr: i32, len: i32) -> i32;
         }
     };
 }
@@ -264,8 +300,19 @@ pub enum HandleKind {
     Event = 1,
     /// One of the extension's installations.
     Binding = 2,
-    /// A packet lent to a handler of a network event for one invocation.
+    /// A packet lent to a handler of a network event for one invocation
+    /// (or a stream's data, lent to a handler of `TCP.StreamData`).
     Packet = 3,
+    /// The stream service: the right to listen on TCP ports (granted at
+    /// load as `streams`).
+    Streams = 4,
+    /// A port the extension listens on (`stream_listen`).
+    Listener = 5,
+    /// A directory of the file tree, readable (granted at load as
+    /// `files`).
+    Directory = 6,
+    /// A regular file opened read-only (`file_open`).
+    File = 7,
 }
 
 /// How an installed handler runs (the `mode` argument of `install`).

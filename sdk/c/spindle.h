@@ -43,6 +43,11 @@
 /* Handle kinds (spindle_abi::HandleKind). */
 #define SPINDLE_HANDLE_EVENT 1
 #define SPINDLE_HANDLE_BINDING 2
+#define SPINDLE_HANDLE_PACKET 3
+#define SPINDLE_HANDLE_STREAMS 4
+#define SPINDLE_HANDLE_LISTENER 5
+#define SPINDLE_HANDLE_DIRECTORY 6
+#define SPINDLE_HANDLE_FILE 7
 
 /* Install modes (spindle_abi::InstallMode). */
 #define SPINDLE_SYNCHRONOUS 0
@@ -81,6 +86,23 @@ SPINDLE_IMPORT("packet_read") int32_t spindle_packet_read(int32_t packet, int32_
                                                           int32_t len);
 /* Answers the packet at its layer (UDP: a datagram back to its source). */
 SPINDLE_IMPORT("packet_reply") int32_t spindle_packet_reply(int32_t packet, const void *data, int32_t data_len);
+/* Answers the packet with len bytes of `file` from `offset` (a stream:
+ * queued and sent from the file). */
+SPINDLE_IMPORT("packet_reply_file") int32_t spindle_packet_reply_file(int32_t packet, int32_t file, int64_t offset,
+                                                                      int64_t len);
+/* Accepts TCP connections on `port` through the stream service `streams`
+ * (granted as "streams"); each connection's data raises TCP.StreamData.
+ * Returns a listener handle or a status. */
+SPINDLE_IMPORT("stream_listen") int32_t spindle_stream_listen(int32_t streams, int32_t port);
+/* Opens the regular file at `path` beneath `directory` (granted as
+ * "files"), read-only; returns a file handle or a status. */
+SPINDLE_IMPORT("file_open") int32_t spindle_file_open(int32_t directory, const char *path, int32_t path_len);
+/* Length in bytes of an open file. */
+SPINDLE_IMPORT("file_length") int64_t spindle_file_length(int32_t file);
+/* A number that changes when the file is written. */
+SPINDLE_IMPORT("file_version") int64_t spindle_file_version(int32_t file);
+/* Copies up to len bytes of the file from `offset`; returns the count. */
+SPINDLE_IMPORT("file_read") int32_t spindle_file_read(int32_t file, int64_t offset, void *buffer, int32_t len);
 
 /* Length of a NUL-terminated string (no libc). */
 static inline int32_t spindle_strlen(const char *text) {

@@ -15,7 +15,12 @@ use dispatch::{BindingId, Principal};
 use domain::{Handle, HandleError, HandleTable, Rights, MAX_HANDLES};
 use spindle_abi::{FaultKind, HandleKind};
 
-use crate::{engine::Trap, error::LimitExceeded, events::EventPort};
+use crate::{
+    engine::Trap,
+    error::LimitExceeded,
+    events::EventPort,
+    files::{DirectoryAccess, FileAccess, Listening, StreamService},
+};
 
 /// Something an extension may hold a handle to.
 #[derive(Clone)]
@@ -33,6 +38,14 @@ pub enum Capability {
     },
     /// A packet lent to a handler for one invocation (see `packet`).
     Packet(crate::packet::PacketRef),
+    /// The stream service: it may listen on TCP ports (see `files`).
+    Streams(Arc<dyn StreamService>),
+    /// A port it listens on; dropping the capability stops listening.
+    Listener(Arc<dyn Listening>),
+    /// A directory of the file tree it may read beneath.
+    Directory(Arc<dyn DirectoryAccess>),
+    /// A file it opened, read-only.
+    File(Arc<dyn FileAccess>),
 }
 
 /// What a holder of an event capability may do beyond installing handlers.
@@ -56,6 +69,10 @@ impl Capability {
             Capability::Event(..) => HandleKind::Event,
             Capability::Binding { .. } => HandleKind::Binding,
             Capability::Packet(_) => HandleKind::Packet,
+            Capability::Streams(_) => HandleKind::Streams,
+            Capability::Listener(_) => HandleKind::Listener,
+            Capability::Directory(_) => HandleKind::Directory,
+            Capability::File(_) => HandleKind::File,
         }
     }
 }
@@ -70,6 +87,10 @@ impl core::fmt::Debug for Capability {
                 write!(f, "Binding({}, {binding:?})", event.name())
             }
             Capability::Packet(packet) => write!(f, "Packet({} bytes)", packet.0.len()),
+            Capability::Streams(_) => f.write_str("Streams"),
+            Capability::Listener(listener) => write!(f, "Listener(port {})", listener.port()),
+            Capability::Directory(directory) => write!(f, "Directory({})", directory.describe()),
+            Capability::File(file) => write!(f, "File({} bytes)", file.len()),
         }
     }
 }

@@ -20,6 +20,7 @@ use crate::{
     events::{from_slot, to_slot, EventPort},
     extension::{bind, unbind, Bind},
     handles::{Capability, EventRights},
+    host_files,
 };
 
 /// Longest name (of a handle or an export) a procedure reads.
@@ -141,6 +142,12 @@ pub fn call<Args: HostArgs + ?Sized>(
                 Err(_) => status(Status::Invalid),
             }
         }
+        Import::PacketReplyFile => host_files::packet_reply_file(context, args),
+        Import::StreamListen => host_files::stream_listen(context, args),
+        Import::FileOpen => host_files::file_open(context, args),
+        Import::FileLength => host_files::file_length(context, args.i32_at(0)),
+        Import::FileVersion => host_files::file_version(context, args.i32_at(0)),
+        Import::FileRead => host_files::file_read(context, args),
     }
 }
 
@@ -150,7 +157,7 @@ const MAX_REPLY_BYTES: i32 = 65_536;
 /// The packet behind `handle`; a bad handle traps, a handle of another
 /// kind traps too (a packet procedure on an event handle is a bug in the
 /// extension, as a bad handle is).
-fn packet_of(context: &dyn HostContext, handle: i32) -> Result<crate::packet::PacketRef, Trap> {
+pub(crate) fn packet_of(context: &dyn HostContext, handle: i32) -> Result<crate::packet::PacketRef, Trap> {
     match &*context.state().handles.get(handle)? {
         Capability::Packet(packet) => Ok(packet.clone()),
         _ => Err(Trap::new(
@@ -203,7 +210,7 @@ impl HostArgs for [u64] {
 
 /// Reads UTF-8 text; `None` if it is too long or not UTF-8 (a status for
 /// the caller), a trap if the range is outside memory.
-fn read_text(
+pub(crate) fn read_text(
     context: &dyn HostContext,
     ptr: i32,
     len: i32,

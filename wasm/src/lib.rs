@@ -26,6 +26,8 @@
 //! - [`domains`]: the same through the `domain` crate's nameserver, and the
 //!   extension's own domain (exports, unresolved imports);
 //! - [`packet`]: packets lent to handlers of network events;
+//! - [`files`]: directories and files, and the stream service, as
+//!   capabilities;
 //! - [`host`]: the kernel procedures extensions import;
 //! - [`extension`], [`runtime`]: loaded extensions, load and unload;
 //! - [`tier`]: which engine runs an extension;
@@ -45,8 +47,10 @@ pub mod engine;
 pub mod error;
 pub mod events;
 pub mod extension;
+pub mod files;
 pub mod handles;
 pub mod host;
+mod host_files;
 pub mod link;
 pub mod module;
 pub mod packet;
@@ -62,6 +66,7 @@ pub use events::{port, EventPort};
 pub use extension::{
     Bind, CallError, Extension, ExtensionId, ExtensionStats, UnloadError, UnloadReport,
 };
+pub use files::{DirectoryAccess, FileAccess, ListenError, Listening, OpenError, StreamService};
 pub use handles::{Capability, EventRights};
 pub use packet::{PacketAccess, PacketRef, ReplyError};
 pub use tier::Tier;

@@ -12,6 +12,8 @@
 use alloc::sync::Arc;
 use core::fmt;
 
+use crate::files::FileAccess;
+
 /// What the network layer lets an extension do with a packet. The
 /// implementation (the protocol graph in `services/net`) defines what
 /// "the packet" is at each layer: its bytes from that layer's payload on.
@@ -28,6 +30,28 @@ pub trait PacketAccess: Send + Sync {
     /// Sends `data` back to the packet's source at its layer; `Err` with a
     /// reason when the layer has no reply or `data` does not fit.
     fn reply(&self, data: &[u8]) -> Result<(), ReplyError>;
+    /// Sends `len` bytes of `file` from `offset` back as [`reply`]
+    /// does. A stream queues the range and sends it from the file; this
+    /// default, for datagram layers, reads it and sends it as one reply
+    /// (at most [`MAX_FILE_REPLY_BYTES`]).
+    ///
+    /// [`reply`]: PacketAccess::reply
+    fn reply_file(
+        &self,
+        file: &Arc<dyn FileAccess>,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), ReplyError> {
+        if len > MAX_FILE_REPLY_BYTES as u64 {
+            return Err(ReplyError::TooLong);
+        }
+        let mut bytes = alloc::vec![0; len as usize];
+        let read = file.read(offset, &mut bytes);
+        if read != bytes.len() {
+            return Err(ReplyError::OutsideFile);
+        }
+        self.reply(&bytes)
+    }
     /// The implementation itself, for the kernel code that made it (the
     /// protocol graph reads its own packets' headers this way).
     fn as_any(&self) -> &dyn core::any::Any;
@@ -42,7 +66,12 @@ pub enum ReplyError {
     TooLong,
     /// The network could not send it (no route, device busy).
     NotSent,
+    /// A file's range past its end.
+    OutsideFile,
 }
+
+/// Most bytes of a file a datagram reply takes (more than any frame).
+pub const MAX_FILE_REPLY_BYTES: usize = 65_536;
 
 impl fmt::Display for ReplyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -50,6 +79,7 @@ impl fmt::Display for ReplyError {
             ReplyError::NoReply => "the packet's layer has no reply",
             ReplyError::TooLong => "the reply does not fit in one frame",
             ReplyError::NotSent => "the network could not send the reply",
+            ReplyError::OutsideFile => "the range is outside the file",
         })
     }
 }

@@ -257,6 +257,122 @@ impl Packet {
     }
 }
 
+impl Packet {
+    /// Answers it with `len` bytes of `file` from `offset` (a stream: sent
+    /// from where the kernel keeps the file, never through this module's
+    /// memory).
+    pub fn reply_file(self, file: File, offset: u64, len: u64) -> Result<(), Status> {
+        // SAFETY: plain integer arguments (bad handles trap).
+        status(unsafe { raw::packet_reply_file(self.0, file.0, offset as i64, len as i64) })
+            .map(drop)
+    }
+}
+
+/// Finds a granted capability's handle by name.
+fn find_handle(name: &str) -> Option<i32> {
+    // SAFETY: a live borrow, checked by the kernel.
+    let handle = unsafe { raw::handle_find(name.as_ptr() as i32, name.len() as i32) };
+    (handle >= 0).then_some(handle)
+}
+
+/// The stream service (granted as `streams`): listening on TCP ports.
+/// The data of each accepted connection raises `TCP.StreamData(stream,
+/// local port, remote address, remote port)`, the stream lent as a
+/// [`Packet`]: [`Packet::read`] reads what arrived, [`Packet::reply`] and
+/// [`Packet::reply_file`] append to what goes back, and the handler's
+/// result (non-zero) says the answer is complete: the connection is closed
+/// once it is sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Streams(i32);
+
+/// A port listened on; [`Listener::close`] (or unloading) stops it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Listener(i32);
+
+impl Streams {
+    /// The stream service, if the extension was granted it.
+    pub fn find() -> Option<Streams> {
+        find_handle("streams").map(Streams)
+    }
+
+    /// Accepts connections on `port`.
+    pub fn listen(self, port: u16) -> Result<Listener, Status> {
+        // SAFETY: plain integer arguments.
+        status(unsafe { raw::stream_listen(self.0, i32::from(port)) }).map(Listener)
+    }
+}
+
+impl Listener {
+    /// Stops listening.
+    pub fn close(self) {
+        // SAFETY: a plain integer argument.
+        unsafe { raw::handle_drop(self.0) };
+    }
+}
+
+/// A directory of the kernel's file tree the extension may read beneath
+/// (granted as `files`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Directory(i32);
+
+/// A file opened read-only; [`File::close`] gives the handle back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct File(i32);
+
+impl Directory {
+    /// The directory granted as `files`, if any.
+    pub fn find() -> Option<Directory> {
+        find_handle("files").map(Directory)
+    }
+
+    /// Opens the regular file at `path` beneath it (no `..`).
+    pub fn open(self, path: &str) -> Result<File, Status> {
+        // SAFETY: a live borrow, checked by the kernel.
+        status(unsafe { raw::file_open(self.0, path.as_ptr() as i32, path.len() as i32) })
+            .map(File)
+    }
+}
+
+impl File {
+    /// Its length in bytes.
+    pub fn len(self) -> u64 {
+        // SAFETY: a plain integer argument (a bad handle traps).
+        unsafe { raw::file_length(self.0) }.max(0) as u64
+    }
+
+    /// Whether it is empty.
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
+    /// A number that changes when the file is written.
+    pub fn version(self) -> u64 {
+        // SAFETY: a plain integer argument (a bad handle traps).
+        unsafe { raw::file_version(self.0) as u64 }
+    }
+
+    /// Copies bytes from `offset` into `buffer`; how many (0 at the end).
+    pub fn read(self, offset: u64, buffer: &mut [u8]) -> usize {
+        // SAFETY: the kernel writes at most `buffer.len()` bytes into the
+        // live buffer, checking the range against linear memory itself.
+        let count = unsafe {
+            raw::file_read(
+                self.0,
+                offset as i64,
+                buffer.as_mut_ptr() as i32,
+                buffer.len() as i32,
+            )
+        };
+        count.max(0) as usize
+    }
+
+    /// Gives the handle back.
+    pub fn close(self) {
+        // SAFETY: a plain integer argument.
+        unsafe { raw::handle_drop(self.0) };
+    }
+}
+
 /// Exports a function under its own name with the C ABI:
 /// `export_handler! { fn on_tick(ticks: u64) { ... } }`.
 #[macro_export]
