@@ -28,8 +28,8 @@ use sched::sync::Mutex;
 use wasm_runtime::{
     domains::{export_kernel_interface, DomainResolver},
     engine::{native::NativeEngine, wasmi::WasmiEngine},
-    port, Console, EngineConfig, EventPort, Extension, FaultKind, Limits, LoadRequest, Runtime,
-    Services, Tier,
+    port, Capability, Console, EngineConfig, EventPort, Extension, FaultKind, Limits, LoadRequest,
+    Runtime, Services, Tier,
 };
 
 /// Period of `Timer.Tick`, in milliseconds.
@@ -403,6 +403,23 @@ impl Extensions {
         self.load_request(name, LoadRequest::new(name, bytes).tier(tier))
     }
 
+    /// Loads extension `name` from the boot archive (on `tier`, if given)
+    /// granting it the directory `files` of the file tree, read-only,
+    /// under the name `files`.
+    pub fn load_with_files(&self, name: &str, tier: Option<Tier>, files: &str) -> Result<(), String> {
+        let bytes = self.module_bytes(name)?;
+        let directory = crate::stream_service::TreeDirectory::open(files)?;
+        let mut request = LoadRequest::new(name, bytes);
+        if let Some(tier) = tier {
+            request = request.tier(tier);
+        }
+        request.grants.push((
+            String::from("files"),
+            Capability::Directory(Arc::new(directory)),
+        ));
+        self.load_request(name, request)
+    }
+
     /// The tier extension `name` runs on, if it is loaded.
     pub fn tier_of(&self, name: &str) -> Option<Tier> {
         self.loaded.lock().get(name).map(Extension::tier)
@@ -429,6 +446,14 @@ impl Extensions {
         // any extension may serve a port (SPIN's in-kernel protocols).
         for port in crate::network::event_ports() {
             request = request.grant_event(port);
+        }
+        // The stream service: any extension may serve a TCP port too, as
+        // a protocol over the connections' data (`TCP.StreamData`).
+        if let Some(streams) = crate::stream_service::service() {
+            request = request.grant_event(streams.event_port());
+            request
+                .grants
+                .push((String::from("streams"), Capability::Streams(streams)));
         }
         let extension = self
             .runtime

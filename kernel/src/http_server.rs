@@ -48,12 +48,7 @@ impl Files for TreeFiles {
         if metadata.size > MAX_FILE_BYTES {
             return None;
         }
-        // Size and modification time: a write changes one or the other.
-        Some(
-            metadata.size
-                ^ (metadata.mtime.sec as u64).rotate_left(24)
-                ^ u64::from(metadata.mtime.nsec).rotate_left(48),
-        )
+        Some(crate::stream_service::file_version(&metadata))
     }
 
     fn read(&self, path: &str) -> Option<Contents> {
@@ -63,13 +58,7 @@ impl Files for TreeFiles {
         }
         let size = inode.metadata().size.min(MAX_FILE_BYTES) as usize;
         let mut bytes = alloc::vec![0; size];
-        let mut done = 0;
-        while done < size {
-            match inode.read_at(done as u64, &mut bytes[done..]) {
-                Ok(0) | Err(_) => break,
-                Ok(count) => done += count,
-            }
-        }
+        let done = crate::stream_service::read_fully(inode.as_ref(), 0, &mut bytes);
         bytes.truncate(done);
         Some(Contents::Shared(Arc::new(bytes)))
     }

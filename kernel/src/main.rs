@@ -47,6 +47,7 @@ mod service_domains;
 mod shell;
 mod signals;
 mod strands;
+mod stream_service;
 mod syscalls;
 mod sysfuzz;
 mod system;

@@ -43,7 +43,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: "ext",
-        help: "extensions: ext list | available | load NAME [wasmi|native] | unload NAME | call NAME FUNCTION [ARG...]",
+        help: "extensions: ext list | available | load NAME [wasmi|native] [files=DIRECTORY] | unload NAME | call NAME FUNCTION [ARG...]",
         run: ext,
     },
     Command {
@@ -316,15 +316,16 @@ fn ext(arguments: &str) {
             print_lines(extensions.available());
             Ok(String::new())
         }
-        (Some("load"), Some(name)) => match words.next().map(|word| (word, Tier::parse(word))) {
-            None => extensions.load(name),
-            Some((_, Some(tier))) => extensions.load_on(name, tier),
-            Some((word, None)) => Err(alloc::format!("no tier {word}: wasmi or native")),
-        }
-        .map(|()| match extensions.tier_of(name) {
-            Some(tier) => alloc::format!("loaded {name} ({tier})"),
-            None => alloc::format!("loaded {name}"),
-        }),
+        (Some("load"), Some(name)) => load_options(words)
+            .and_then(|(tier, files)| match (tier, files) {
+                (None, None) => extensions.load(name),
+                (Some(tier), None) => extensions.load_on(name, tier),
+                (tier, Some(files)) => extensions.load_with_files(name, tier, files),
+            })
+            .map(|()| match extensions.tier_of(name) {
+                Some(tier) => alloc::format!("loaded {name} ({tier})"),
+                None => alloc::format!("loaded {name}"),
+            }),
         (Some("unload"), Some(name)) => extensions.unload(name),
         (Some("call"), Some(name)) => match words.next() {
             Some(function) => {
@@ -344,7 +345,7 @@ fn ext(arguments: &str) {
             None => Err(String::from("usage: ext call NAME FUNCTION [ARG...]")),
         },
         _ => Err(String::from(
-            "usage: ext list | load NAME [wasmi|native] | unload NAME | call NAME FUNCTION [ARG...] | available",
+            "usage: ext list | load NAME [wasmi|native] [files=DIRECTORY] | unload NAME | call NAME FUNCTION [ARG...] | available",
         )),
     };
     match result {
@@ -352,6 +353,28 @@ fn ext(arguments: &str) {
         Ok(message) => console::write_fmt(format_args!("{message}\n")),
         Err(error) => console::write_fmt(format_args!("error: {error}\n")),
     }
+}
+
+/// The words after `ext load NAME`: a tier, and a directory to grant
+/// read-only as `files=DIRECTORY`, in any order.
+fn load_options<'a>(
+    words: impl Iterator<Item = &'a str>,
+) -> Result<(Option<Tier>, Option<&'a str>), String> {
+    let (mut tier, mut files) = (None, None);
+    for word in words {
+        if let Some(directory) = word.strip_prefix("files=") {
+            if !directory.starts_with('/') {
+                return Err(alloc::format!("files={directory}: give an absolute path"));
+            }
+            files = Some(directory);
+        } else {
+            tier = Some(
+                Tier::parse(word)
+                    .ok_or_else(|| alloc::format!("no tier {word}: wasmi or native"))?,
+            );
+        }
+    }
+    Ok((tier, files))
 }
 
 fn events(_: &str) {
@@ -433,6 +456,11 @@ fn net(arguments: &str) {
     for (name, value) in lines {
         if value != 0 {
             console::write_fmt(format_args!("  {name}: {value}\n"));
+        }
+    }
+    if let Some(streams) = crate::stream_service::service() {
+        for line in streams.report() {
+            console::write_fmt(format_args!("  {line}\n"));
         }
     }
 }

@@ -13,7 +13,9 @@
 //! - `net.http_rps.*`: sequential HTTP/1.0 GETs of a 15-byte file, a
 //!   connection each, per second: Spindle's in-kernel server
 //!   (`spindle http start`) against busybox `httpd` on Linux (and busybox
-//!   `httpd` on Spindle, `net.http_rps.spindle_busybox`).
+//!   `httpd` on Spindle, `net.http_rps.spindle_busybox`, and the same
+//!   server as a Wasm extension on the stream service,
+//!   `net.http_rps.spindle_wasm`: `extensions/http-server`).
 //!
 //! Each figure is a median (round trips) or a rate over the whole run,
 //! every answer checked.
@@ -53,6 +55,8 @@ struct Figures {
     http_rps: f64,
     /// busybox `httpd` on Spindle.
     busybox_rps: Option<f64>,
+    /// The Wasm server (`http-server`) on Spindle.
+    wasm_rps: Option<f64>,
 }
 
 /// The suite.
@@ -72,6 +76,11 @@ pub fn net(context: &mut BenchContext) -> Result<()> {
         (
             "http_rps.spindle_busybox",
             spindle.busybox_rps.unwrap_or(f64::NAN),
+            "req/s",
+        ),
+        (
+            "http_rps.spindle_wasm",
+            spindle.wasm_rps.unwrap_or(f64::NAN),
             "req/s",
         ),
         ("http_rps.linux", linux.http_rps, "req/s"),
@@ -94,6 +103,10 @@ pub fn net(context: &mut BenchContext) -> Result<()> {
         ),
         ("tcp_mbps.ratio", spindle.tcp_mbps / linux.tcp_mbps),
         ("http_rps.ratio", spindle.http_rps / linux.http_rps),
+        (
+            "http_rps.wasm_ratio",
+            spindle.wasm_rps.unwrap_or(f64::NAN) / linux.http_rps,
+        ),
     ];
     for (name, ratio) in ratios {
         println!("bench net.{name} {ratio:.2} x");
@@ -130,6 +143,15 @@ pub fn net(context: &mut BenchContext) -> Result<()> {
         linux.http_rps,
         spindle.http_rps / linux.http_rps
     );
+    if let Some(wasm_rps) = spindle.wasm_rps {
+        eprintln!(
+            "{:<26} {:>12.1} {:>12.1} {:>7.2}x",
+            "http GETs, wasm (req/s)",
+            wasm_rps,
+            linux.http_rps,
+            wasm_rps / linux.http_rps
+        );
+    }
     Ok(())
 }
 
@@ -200,6 +222,13 @@ fn measure_spindle(guest: &mut Guest) -> Result<Figures> {
     let http_rps = http_rate(guest.host_port(Protocol::Tcp, 80)?)?;
     shell(
         guest,
+        "spindle ext load http-server files=/www",
+        "serving HTTP on TCP port 8080",
+    )?;
+    let wasm_rps = http_rate(guest.host_port(Protocol::Tcp, 8080)?)?;
+    shell(guest, "spindle ext unload http-server", "unloaded")?;
+    shell(
+        guest,
         "httpd -p 8080 -h /www && echo httpd-started",
         "httpd-started",
     )?;
@@ -210,6 +239,7 @@ fn measure_spindle(guest: &mut Guest) -> Result<Figures> {
         tcp_mbps,
         http_rps,
         busybox_rps: Some(busybox_rps),
+        wasm_rps: Some(wasm_rps),
     })
 }
 
@@ -335,6 +365,7 @@ fn measure_linux(child: &mut Child, forwards: &[Forward]) -> Result<Figures> {
         tcp_mbps,
         http_rps,
         busybox_rps: None,
+        wasm_rps: None,
     })
 }
 

@@ -554,7 +554,9 @@ fn sh(guest: &mut Guest, line: &str, within: Option<Duration>) -> Result<String>
 /// forwarded ports: the Wasm UDP echo (`udp-echo`, a guarded handler on
 /// `UDP.PacketArrived`) answers datagrams and stops when unloaded; the
 /// kernel's forwarder relays datagrams to a server on the host and back,
-/// and a TCP connection to an echo server on the host; a Linux program's TCP server (busybox `httpd`) serves a megabyte intact;
+/// and a TCP connection to an echo server on the host; a Linux program's
+/// TCP server (busybox `httpd`) serves a megabyte intact, and so does the
+/// HTTP server as a Wasm extension (`http-server`, a 404 too);
 /// two megabytes uploaded to busybox `nc` arrive intact; busybox `wget`
 /// in the guest fetches a megabyte from a server on the host.
 fn network_serves_udp_echo_tcp_and_http(guest: &mut Guest) -> Result<()> {
@@ -722,6 +724,33 @@ fn network_serves_udp_echo_tcp_and_http(guest: &mut Guest) -> Result<()> {
         )
         .into());
     }
+
+    // The same file from the HTTP server as a Wasm extension, on port
+    // 8080 once busybox's is gone: a megabyte of /tmp (read from the file
+    // by the kernel as it is sent), and a missing file.
+    sh(guest, "killall httpd; sleep 1", None)?;
+    let loaded = sh(guest, "spindle ext load http-server files=/tmp/www", None)?;
+    expect_in(
+        "spindle ext load http-server",
+        &loaded,
+        "serving HTTP on TCP port 8080",
+    )?;
+    let _ = netpeer::connect_when_up(http, Duration::from_secs(10))?;
+    let (status, body) = netpeer::http_get(http, "/numbers", Duration::from_secs(60))?;
+    if !status.contains(" 200") || body != expected.as_bytes() {
+        return Err(format!(
+            "GET /numbers from the Wasm server: {status}, {} bytes, not the {} of `seq 1 150000`",
+            body.len(),
+            expected.len()
+        )
+        .into());
+    }
+    let (status, _) = netpeer::http_get(http, "/missing", Duration::from_secs(20))?;
+    if !status.contains(" 404") {
+        return Err(format!("GET /missing from the Wasm server: {status}").into());
+    }
+    let unloaded = sh(guest, "spindle ext unload http-server", None)?;
+    expect_in("spindle ext unload http-server", &unloaded, "unloaded")?;
 
     // Two megabytes up, to busybox nc.
     sh(guest, "nc -l -p 9000 > /tmp/upload &", None)?;

@@ -19,7 +19,75 @@ pub const TESTS: &[KernelTest] = &[
         name: "busybox_wget_fetches_files_from_the_in_kernel_http_server_over_loopback",
         run: in_kernel_http_server,
     },
+    KernelTest {
+        name: "busybox_wget_fetches_files_from_the_wasm_http_server_over_loopback",
+        run: wasm_http_server,
+    },
 ];
+
+/// What [`wasm_http_server`] runs: the same fetches as [`HTTP_SCRIPT`]
+/// from the Wasm server on port 8080, then one after it is unloaded.
+const WASM_HTTP_SCRIPT: &str = "mkdir -p /tmp/wwww && echo 'from wasm' > /tmp/wwww/page.txt\n\
+    wget -q -O /tmp/bb.got http://127.0.0.1:8080/bin/busybox && cmp /bin/busybox /tmp/bb.got && echo busybox intact\n\
+    wget -q -O - http://127.0.0.1:8080/tmp/wwww/page.txt\n\
+    wget -q -O - http://127.0.0.1:8080/tmp/wwww/page.txt\n\
+    wget -q -O - http://127.0.0.1:8080/tmp/wwww/missing 2>/dev/null || echo missing refused\n\
+    wget -q -O - http://127.0.0.1:8080/../etc 2>/dev/null || echo escape refused\n\
+    rm -r /tmp/bb.got\n";
+
+/// The HTTP server as a Wasm extension (`extensions/http-server`, on the
+/// stream service's `TCP.StreamData`), granted `/` read-only, fetched by
+/// busybox `wget` over loopback: busybox itself (2 MB, sent by the kernel
+/// from the file), a small file (read into the extension's cache, then
+/// served from it), a missing file, a path out of the tree. Unloaded, it
+/// no longer answers.
+fn wasm_http_server() -> TestResult {
+    let extensions = crate::extensions::get().ok_or("no extensions")?;
+    extensions.load_with_files("http-server", None, "/")?;
+    let run = |script: &str| -> Result<(crate::user::UserExit, alloc::string::String), alloc::string::String> {
+        let (_, mark) = crate::user::recent_console_output(u64::MAX);
+        let end = crate::user::spawn_path(
+            "sh",
+            b"/bin/busybox",
+            &[b"sh", b"-c", script.as_bytes()],
+            &[],
+        )?
+        .join();
+        let (output, _) = crate::user::recent_console_output(mark);
+        Ok((end, alloc::string::String::from_utf8_lossy(&output).into_owned()))
+    };
+    let (end, output) = run(WASM_HTTP_SCRIPT)?;
+    let counter = |export: &str| match extensions.call("http-server", export, &[])? {
+        Some(wasm_runtime::WasmValue::I64(value)) => Ok(value),
+        _ => Err(alloc::format!("http-server's {export} returned no i64")),
+    };
+    let (requests, hits) = (counter("requests")?, counter("cache_hits")?);
+    let report = crate::stream_service::service()
+        .map(|service| service.report().join("; "))
+        .unwrap_or_default();
+    extensions.unload("http-server")?;
+    let expected = "busybox intact\nfrom wasm\nfrom wasm\nmissing refused\nescape refused\n";
+    ensure!(
+        end == crate::user::UserExit::Exited(0) && output == expected,
+        "the script {end}; it printed:\n{output}\ninstead of:\n{expected}"
+    );
+    ensure!(
+        requests == 5 && hits == 1,
+        "the extension counted {requests} requests and {hits} cache hits, not 5 and 1"
+    );
+    ensure!(
+        report.contains("port 8080 served by http-server") && report.contains("5 answered"),
+        "the stream service reported: {report}"
+    );
+    let (end, output) = run(
+        "wget -q -O - http://127.0.0.1:8080/tmp/wwww/page.txt 2>/dev/null || echo unloaded; rm -r /tmp/wwww\n",
+    )?;
+    ensure!(
+        end == crate::user::UserExit::Exited(0) && output == "unloaded\n",
+        "after unloading, the script {end} and printed: {output}"
+    );
+    Ok(())
+}
 
 /// What [`in_kernel_http_server`] runs: busybox itself (2 MB, a boot
 /// archive file sent from where the kernel keeps it), a file written to

@@ -5,9 +5,9 @@
 
 use alloc::{collections::BTreeMap, string::String, sync::Arc, vec::Vec};
 
-/// Largest file cached.
+/// Largest file the kernel's server caches.
 pub const MAX_ENTRY_BYTES: usize = 256 * 1024;
-/// Bytes cached at most.
+/// Bytes the kernel's server caches at most.
 pub const BUDGET_BYTES: usize = 4 << 20;
 
 struct Entry {
@@ -31,6 +31,8 @@ pub struct CacheStats {
 
 /// The cache.
 pub struct Cache {
+    max_entry_bytes: usize,
+    budget_bytes: usize,
     entries: BTreeMap<String, Entry>,
     clock: u64,
     stats: CacheStats,
@@ -43,9 +45,19 @@ impl Default for Cache {
 }
 
 impl Cache {
-    /// An empty cache.
+    /// An empty cache with the kernel server's limits
+    /// ([`MAX_ENTRY_BYTES`], [`BUDGET_BYTES`]).
     pub fn new() -> Self {
+        Cache::with_limits(MAX_ENTRY_BYTES, BUDGET_BYTES)
+    }
+
+    /// An empty cache keeping files up to `max_entry_bytes`, at most
+    /// `budget_bytes` in all (a server in an extension's linear memory
+    /// has less room than the kernel's).
+    pub fn with_limits(max_entry_bytes: usize, budget_bytes: usize) -> Self {
         Cache {
+            max_entry_bytes,
+            budget_bytes,
             entries: BTreeMap::new(),
             clock: 0,
             stats: CacheStats::default(),
@@ -79,13 +91,18 @@ impl Cache {
         }
     }
 
+    /// Whether a file of `len` bytes would be kept.
+    pub fn takes(&self, len: usize) -> bool {
+        len <= self.max_entry_bytes
+    }
+
     /// Keeps `bytes` as `path` at `version`, if the policy takes it.
     pub fn put(&mut self, path: &str, version: u64, bytes: Arc<Vec<u8>>) {
-        if bytes.len() > MAX_ENTRY_BYTES {
+        if bytes.len() > self.max_entry_bytes {
             return;
         }
         self.remove(path);
-        while self.stats.bytes + bytes.len() > BUDGET_BYTES {
+        while self.stats.bytes + bytes.len() > self.budget_bytes {
             let Some(oldest) = self
                 .entries
                 .iter()

@@ -121,15 +121,9 @@ impl<F: Files> Server<F> {
     pub fn respond(&self, head: &[u8]) -> Response {
         let request = match parse_request(head) {
             Ok(request) => request,
-            Err(RequestError::PathTooLong) => return error(414),
-            Err(RequestError::NotAllowed) => return error(405),
-            Err(_) => return error(400),
+            Err(refused) => return refusal(refused),
         };
-        let path: &str = if request.path == "/" {
-            "/index.html"
-        } else {
-            &request.path
-        };
+        let path = file_path(&request);
         let Some(version) = self.files.version(path) else {
             return error(404);
         };
@@ -137,13 +131,8 @@ impl<F: Files> Server<F> {
             Some(body) => body,
             None => return error(404),
         };
-        let head = format!(
-            "HTTP/1.1 200 OK\r\nServer: spindle\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            content_type(path),
-            body.bytes().len()
-        );
         Response {
-            head: head.into_bytes(),
+            head: ok_head(path, body.bytes().len()),
             body: if request.method == Method::Head {
                 Contents::Static(&[])
             } else {
@@ -165,8 +154,36 @@ impl<F: Files> Server<F> {
     }
 }
 
+/// The file a request names (`/` is `/index.html`).
+pub fn file_path(request: &Request) -> &str {
+    if request.path == "/" {
+        "/index.html"
+    } else {
+        &request.path
+    }
+}
+
+/// The head of a `200` answer carrying the `len` bytes of the file at
+/// `path`.
+pub fn ok_head(path: &str, len: usize) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 200 OK\r\nServer: spindle\r\nContent-Type: {}\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n",
+        content_type(path),
+    )
+    .into_bytes()
+}
+
+/// The answer to a request refused by [`parse_request`].
+pub fn refusal(refused: RequestError) -> Response {
+    match refused {
+        RequestError::PathTooLong => error(414),
+        RequestError::NotAllowed => error(405),
+        RequestError::Malformed | RequestError::BadPath => error(400),
+    }
+}
+
 /// An error answer with a one-line body.
-fn error(status: u16) -> Response {
+pub fn error(status: u16) -> Response {
     let text = reason(status);
     let body = format!("{status} {text}\n");
     let head = format!(
