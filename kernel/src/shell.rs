@@ -5,7 +5,7 @@
 //! polled: when no byte is waiting the shell sleeps for a millisecond, so an
 //! idle shell costs almost nothing.
 
-use alloc::{string::String, vec::Vec};
+use alloc::{string::String, sync::Arc, vec::Vec};
 
 use hal::console;
 use wasm_runtime::Tier;
@@ -137,10 +137,25 @@ pub fn shell_syscall(line: u64, length: u64) -> i64 {
     if hal::user::copy_from_user(&mut bytes, line).is_err() {
         return -errno::EFAULT;
     }
-    let Ok(text) = core::str::from_utf8(&bytes) else {
+    let Ok(text) = String::from_utf8(bytes) else {
         return -errno::EINVAL;
     };
-    if execute(text) {
+    // On a kernel thread of its own, with the stack the console's shell
+    // has: the calling process's kernel stack (64 KiB) is too small for
+    // some commands (compiling an extension to native code at
+    // `ext load NAME native` needs more), and a command must not overflow it.
+    let found = Arc::new(core::sync::atomic::AtomicBool::new(false));
+    let report = found.clone();
+    let spawned = sched::spawn_with_stack("spindle", crate::extensions::EXTENSION_STACK_BYTES, move || {
+        report.store(execute(&text), core::sync::atomic::Ordering::Release);
+    });
+    match spawned {
+        Ok(thread) => {
+            thread.join();
+        }
+        Err(_) => return -errno::ENOMEM,
+    }
+    if found.load(core::sync::atomic::Ordering::Acquire) {
         0
     } else {
         -2 // ENOENT: no such command

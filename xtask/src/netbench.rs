@@ -222,7 +222,7 @@ fn measure_spindle(guest: &mut Guest) -> Result<Figures> {
     let http_rps = http_rate(guest.host_port(Protocol::Tcp, 80)?)?;
     shell(
         guest,
-        "spindle ext load http-server files=/www",
+        "spindle ext load http-server native files=/www",
         "serving HTTP on TCP port 8080",
     )?;
     let wasm_rps = http_rate(guest.host_port(Protocol::Tcp, 8080)?)?;

@@ -729,7 +729,7 @@ fn network_serves_udp_echo_tcp_and_http(guest: &mut Guest) -> Result<()> {
     // 8080 once busybox's is gone: a megabyte of /tmp (read from the file
     // by the kernel as it is sent), and a missing file.
     sh(guest, "killall httpd; sleep 1", None)?;
-    let loaded = sh(guest, "spindle ext load http-server files=/tmp/www", None)?;
+    let loaded = sh(guest, "spindle ext load http-server native files=/tmp/www", None)?;
     expect_in(
         "spindle ext load http-server",
         &loaded,
