@@ -44,6 +44,8 @@ pub mod gdt;
 #[cfg(target_os = "none")]
 pub mod heap;
 #[cfg(target_os = "none")]
+pub mod ioapic;
+#[cfg(target_os = "none")]
 mod mem;
 #[cfg(target_os = "none")]
 pub mod memory;
@@ -51,6 +53,8 @@ pub mod memory;
 pub mod net;
 #[cfg(target_os = "none")]
 pub mod pci;
+#[cfg(target_os = "none")]
+pub mod profile;
 #[cfg(target_os = "none")]
 pub mod qemu;
 #[cfg(target_os = "none")]

@@ -115,8 +115,9 @@ fn calibrate_tsc() -> u64 {
     samples[samples.len() / 2]
 }
 
-fn timer_interrupt(_frame: &mut TrapFrame) {
+fn timer_interrupt(frame: &mut TrapFrame) {
     TICKS.fetch_add(1, Ordering::Relaxed);
+    crate::profile::record(frame.is_from_user(), frame.rip());
     end_of_interrupt();
     let hook = TICK_HOOK.load(Ordering::Acquire);
     if hook != 0 {

@@ -94,6 +94,9 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
         );
     }
     hal::timer::init();
+    if let Err(error) = hal::console::enable_input_interrupt() {
+        log::warn!("console: input stays polled: {error}");
+    }
     sched::init("main");
     hal::cpu::enable_interrupts();
     let archive = boot_info

@@ -60,6 +60,12 @@ static PENDING: AtomicBool = AtomicBool::new(false);
 static GRAPH_NS: AtomicU64 = AtomicU64::new(0);
 /// See [`GRAPH_NS`].
 static POLL_NS: AtomicU64 = AtomicU64::new(0);
+/// Of [`GRAPH_NS`]: nanoseconds taking frames from the device (and
+/// giving it fresh pages).
+static DEVICE_NS: AtomicU64 = AtomicU64::new(0);
+/// Of [`GRAPH_NS`]: nanoseconds the sockets took to queue the packets the
+/// graph gave them (checksums verified, copied).
+static QUEUE_NS: AtomicU64 = AtomicU64::new(0);
 
 /// Brings the interface up if the machine has one: the graph, the socket
 /// stack's attachment, the thread. Logs what it found.
@@ -87,7 +93,11 @@ pub fn init() {
             config.gateway.into(),
             Arc::new(move |packet: &[u8]| network.send_ip_packet(packet)),
         );
-        network.attach_sockets(Arc::new(move |packet: &[u8]| stack.receive(packet)));
+        network.attach_sockets(Arc::new(move |packet: &[u8]| {
+            let started = hal::timer::uptime_ns();
+            stack.receive(packet);
+            QUEUE_NS.fetch_add(hal::timer::uptime_ns() - started, Ordering::Relaxed);
+        }));
     }
     let events = network.events();
     let ports = alloc::vec![
@@ -172,7 +182,9 @@ fn drain(running: &Running) -> usize {
     running.nic.0.lock().quiet(true);
     loop {
         // The device lock is not held while the graph runs: handlers send.
+        let started = hal::timer::uptime_ns();
         let frame = running.nic.0.lock().receive();
+        DEVICE_NS.fetch_add(hal::timer::uptime_ns() - started, Ordering::Relaxed);
         let Some(frame) = frame else {
             // Interrupts back on, then one more look: a frame that came
             // in between raised none.
@@ -216,6 +228,14 @@ pub fn report() -> Option<Vec<(&'static str, u64)>> {
     lines.push((
         "net thread: us in the graph",
         GRAPH_NS.load(Ordering::Relaxed) / 1000,
+    ));
+    lines.push((
+        "net thread: us of it taking frames from the device",
+        DEVICE_NS.load(Ordering::Relaxed) / 1000,
+    ));
+    lines.push((
+        "net thread: us of it queueing packets for the sockets",
+        QUEUE_NS.load(Ordering::Relaxed) / 1000,
     ));
     lines.push((
         "net thread: us polling the sockets",

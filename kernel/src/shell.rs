@@ -62,6 +62,11 @@ const COMMANDS: &[Command] = &[
         run: domains,
     },
     Command {
+        name: "profile",
+        help: "sampling profiler: profile start | profile stop (kernel addresses by ticks; addr2line -f -e the kernel ELF names them)",
+        run: profile,
+    },
+    Command {
         name: "http",
         help: "the in-kernel HTTP server: http (report) | http start [PORT] [ROOT] | http stop",
         run: http,
@@ -477,6 +482,39 @@ fn net(arguments: &str) {
         for line in streams.report() {
             console::write_fmt(format_args!("  {line}\n"));
         }
+    }
+}
+
+fn profile(arguments: &str) {
+    match arguments {
+        "start" => {
+            hal::profile::start();
+            console::write_str("profiling: a sample per timer tick\n");
+        }
+        "stop" => {
+            let samples = hal::profile::stop();
+            let user = samples
+                .iter()
+                .filter(|&&sample| sample == hal::profile::USER_MODE)
+                .count();
+            let mut counts = alloc::collections::BTreeMap::<u64, u64>::new();
+            for &sample in samples.iter().filter(|&&sample| sample != hal::profile::USER_MODE) {
+                *counts.entry(sample).or_default() += 1;
+            }
+            let mut ranked: Vec<(u64, u64)> = counts.into_iter().collect();
+            ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            console::write_fmt(format_args!(
+                "{} samples: {} in user mode, {} in the kernel at {} addresses\n",
+                samples.len(),
+                user,
+                samples.len() - user,
+                ranked.len()
+            ));
+            for (address, count) in ranked {
+                console::write_fmt(format_args!("  {address:#x} {count}\n"));
+            }
+        }
+        _ => console::write_str("usage: profile start | profile stop\n"),
     }
 }
 

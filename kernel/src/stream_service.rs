@@ -14,8 +14,6 @@ use alloc::{
     sync::Arc,
     vec::Vec,
 };
-use core::sync::atomic::{AtomicBool, Ordering};
-
 use vfs::{FileType, Inode, PathContext, Vfs, MAY_READ};
 use wasm_runtime::{
     DirectoryAccess, FileAccess, ListenError, Listening, OpenError, StreamService,
@@ -38,7 +36,6 @@ pub struct Streams {
 struct Served {
     owner: String,
     listener: streams::Listener,
-    stop: AtomicBool,
 }
 
 /// What an extension holds for a port: dropping it (the handle dropped,
@@ -53,7 +50,9 @@ impl Listening for Ticket {
 
 impl Drop for Ticket {
     fn drop(&mut self) {
-        self.0.stop.store(true, Ordering::Release);
+        // The port is free once the extension's unload (or its drop of
+        // the handle) returns; the thread sees the listener closed.
+        self.0.listener.close();
     }
 }
 
@@ -119,7 +118,6 @@ impl StreamService for Streams {
         let served = Arc::new(Served {
             owner: owner.to_string(),
             listener,
-            stop: AtomicBool::new(false),
         });
         let thread = served.clone();
         let service = SERVICE.get().cloned();
@@ -140,11 +138,11 @@ impl StreamService for Streams {
     }
 }
 
-/// The thread of a port: steps the listener until its ticket is dropped,
-/// waiting for the network when nothing moved.
+/// The thread of a port: steps the listener until its ticket is dropped
+/// (the listener closed), waiting for the network when nothing moved.
 fn serve(served: &Served) {
     let mut round = 0;
-    while !served.stop.load(Ordering::Acquire) {
+    while !served.listener.is_closed() {
         if served.listener.step() {
             round = 0;
         } else {

@@ -207,11 +207,15 @@ fn measure_spindle(guest: &mut Guest) -> Result<Figures> {
         "(while true; do nc -l -p 5001 >/dev/null; done) & echo sink-started",
         "sink-started",
     )?;
-    // Threads' CPU time around the transfer and the interface's counters
-    // after it, in the saved log (target/qemu-logs/bench-net.log): where
+    // Threads' CPU time and the interface's counters around the transfer,
+    // and a profile of it (kernel addresses by timer ticks), in the saved
+    // log (target/qemu-logs/bench-net.log): where
     // the guest's time went, frames, coalesced segments.
+    shell(guest, "spindle net", "device: receive interrupts")?;
     shell(guest, "spindle threads", "cpu_ms")?;
+    shell(guest, "spindle profile start", "profiling")?;
     let tcp_mbps = tcp_sink_rate(guest.host_port(Protocol::Tcp, 5001)?)?;
+    shell(guest, "spindle profile stop", "samples")?;
     shell(guest, "spindle net", "device: receive interrupts")?;
     shell(guest, "spindle threads", "cpu_ms")?;
     shell(

@@ -39,6 +39,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Environment variable overriding [`DEFAULT_TIMEOUT`], in seconds.
 pub const TIMEOUT_VARIABLE: &str = "SPINDLE_QEMU_TIMEOUT";
+/// Environment variable naming a pcap file to record the network
+/// interface's frames into (QEMU's `filter-dump`), for any QEMU run.
+pub const NET_DUMP_VARIABLE: &str = "SPINDLE_NET_DUMP";
 
 /// How often a waiting harness checks whether QEMU has exited.
 const EXIT_POLL_INTERVAL: Duration = Duration::from_millis(5);
@@ -167,6 +170,14 @@ pub fn qemu_args(config: &BootConfig) -> Vec<String> {
         "-device".to_string(),
         "virtio-net-pci,netdev=net0".to_string(),
     ]);
+    // Every frame of the interface into a pcap file, when asked (how a
+    // transfer's segments, acknowledgements and windows went).
+    if let Ok(path) = env::var(NET_DUMP_VARIABLE) {
+        args.extend([
+            "-object".to_string(),
+            format!("filter-dump,id=dump0,netdev=net0,file={path}"),
+        ]);
+    }
     args.extend(["-accel".to_string(), config.accel.name().to_string()]);
     if config.is_icount {
         args.extend(["-icount".to_string(), "shift=0".to_string()]);

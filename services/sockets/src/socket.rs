@@ -23,6 +23,12 @@ const MAX_DATAGRAM: usize = 65_507;
 /// full-sized segment is acknowledged at once all the same). On loopback
 /// acknowledgements go at once: there a delay would only add its length.
 const INTERFACE_ACK_DELAY: Duration = Duration::from_millis(10);
+/// Room in a stream's receive buffer below which a read tells the peer
+/// of the room it made at once (a window update); above it, the next
+/// acknowledgement does. Half the largest window a peer without window
+/// scaling can be offered: it never waits on a window smaller than this
+/// for want of an update.
+const WINDOW_UPDATE_ROOM: usize = 32 * 1024;
 /// Largest UDP payload in one Ethernet frame (1,500 less 28).
 const MAX_INTERFACE_DATAGRAM: usize = 1_472;
 /// Most connections a listener keeps waiting (`SOMAXCONN`, lowered: each
@@ -496,19 +502,25 @@ impl Socket {
                 if *read_shut {
                     return Ok((0, 0, None));
                 }
-                self.stack.with(|inner| {
+                self.stack.with_maybe_after(|inner| {
                     let socket = inner.sockets.get_mut::<tcp::Socket>(*handle);
                     let peer = socket.remote_endpoint().map(from_endpoint);
                     if socket.can_recv() {
+                        // Room the peer may already send into: while it
+                        // is ample, the room this read makes is told with
+                        // the next acknowledgement, not a packet of its
+                        // own (Linux too updates a window only when it
+                        // grew enough).
+                        let room = socket.recv_capacity() - socket.recv_queue();
                         let received = if peek {
                             socket.peek_slice(buffer)
                         } else {
                             socket.recv_slice(buffer)
                         };
                         let count = received.unwrap_or(0);
-                        return Ok((count, count, peer));
+                        return (Ok((count, count, peer)), room < WINDOW_UPDATE_ROOM);
                     }
-                    match socket.state() {
+                    let result = match socket.state() {
                         tcp::State::SynSent | tcp::State::SynReceived => {
                             Err(SocketError::WouldBlock)
                         }
@@ -516,7 +528,8 @@ impl Socket {
                         _ if socket.may_recv() => Err(SocketError::WouldBlock),
                         // The peer's FIN (or our close): the end.
                         _ => Ok((0, 0, peer)),
-                    }
+                    };
+                    (result, true)
                 })
             }
             State::Tcp(_) => Err(SocketError::NotConnected),
@@ -586,7 +599,8 @@ impl Socket {
     /// What it can do now.
     pub fn readiness(&self) -> Readiness {
         let state = self.state.lock();
-        self.stack.with(|inner| match &*state {
+        // A question: nothing to send after it.
+        self.stack.with_maybe_after(|inner| (match &*state {
             State::Udp { handle, .. } => {
                 let socket = inner.sockets.get::<udp::Socket>(*handle);
                 Readiness {
@@ -629,7 +643,7 @@ impl Socket {
                     hung_up: at_end && send_over,
                 }
             }
-        })
+        }, false))
     }
 
     /// `TCP_NODELAY`: whether small sends go at once (Nagle's algorithm

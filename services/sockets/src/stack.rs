@@ -200,6 +200,25 @@ impl Stack {
         result
     }
 
+    /// Runs `f` on the stack after moving it forward (when packets wait
+    /// for it), as [`Stack::with`] does; moves it forward again after only
+    /// if `f` says so (its second result): a question (is the socket
+    /// readable?) or a read that changes nothing the peer must hear of
+    /// sends nothing, and a pass over every socket per call was most of
+    /// what a program reading a stream in small pieces paid.
+    pub(crate) fn with_maybe_after<R>(&self, f: impl FnOnce(&mut Inner) -> (R, bool)) -> R {
+        let mut inner = self.inner.lock();
+        let now = Instant::from_millis((self.clock)() as i64);
+        if inner.device.has_waiting() {
+            inner.poll(now);
+        }
+        let (result, poll_after) = f(&mut inner);
+        if poll_after {
+            inner.poll(now);
+        }
+        result
+    }
+
     /// Moves the stack forward: queued packets through the loopback
     /// device, TCP's timers; sockets closed by their descriptors and now
     /// done go.

@@ -29,7 +29,10 @@ mod stream;
 mod tests;
 
 use alloc::{sync::Arc, vec::Vec};
-use core::net::{Ipv4Addr, SocketAddrV4};
+use core::{
+    net::{Ipv4Addr, SocketAddrV4},
+    sync::atomic::{AtomicBool, Ordering},
+};
 
 use dispatch::{Authority, Event, Handler};
 use sockets::{Kind, Socket, SocketError, Stack};
@@ -116,7 +119,8 @@ impl Service {
         socket.listen(BACKLOG)?;
         Ok(Listener {
             port,
-            socket,
+            socket: spin::Mutex::new(Some(socket)),
+            closed: AtomicBool::new(false),
             event: self.event.clone(),
             clock: self.clock,
             connections: spin::Mutex::new(Vec::new()),
@@ -167,7 +171,9 @@ pub struct Counters {
 /// One port's connections.
 pub struct Listener {
     port: u16,
-    socket: Socket,
+    /// The listening socket; `None` once closed.
+    socket: spin::Mutex<Option<Socket>>,
+    closed: AtomicBool,
     event: Arc<Event<StreamArgs, u32>>,
     clock: fn() -> u64,
     connections: spin::Mutex<Vec<Connection>>,
@@ -196,16 +202,22 @@ impl Listener {
     pub fn step(&self) -> bool {
         let now = (self.clock)();
         let mut connections = self.connections.lock();
+        if self.closed.load(Ordering::Acquire) {
+            connections.clear();
+            return false;
+        }
         let mut counters = self.counters.lock();
         let mut moved = false;
-        while connections.len() < MAX_CONNECTIONS {
-            match self.socket.accept() {
-                Ok((socket, remote)) => {
-                    counters.accepted += 1;
-                    connections.push(Connection::new(socket, remote, now));
-                    moved = true;
+        if let Some(socket) = self.socket.lock().as_ref() {
+            while connections.len() < MAX_CONNECTIONS {
+                match socket.accept() {
+                    Ok((socket, remote)) => {
+                        counters.accepted += 1;
+                        connections.push(Connection::new(socket, remote, now));
+                        moved = true;
+                    }
+                    Err(_) => break,
                 }
-                Err(_) => break,
             }
         }
         connections.retain_mut(|connection| {
@@ -213,7 +225,27 @@ impl Listener {
             moved |= progress.moved;
             !progress.finished
         });
+        if self.closed.load(Ordering::Acquire) {
+            // Closed by a handler of this very step.
+            connections.clear();
+        }
         moved
+    }
+
+    /// Stops listening now: the port is free when this returns. Open
+    /// connections end now too, or at the end of the step running (a
+    /// handler may close its own listener).
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        drop(self.socket.lock().take());
+        if let Some(mut connections) = self.connections.try_lock() {
+            connections.clear();
+        }
+    }
+
+    /// Whether [`Listener::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
 }
 

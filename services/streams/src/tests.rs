@@ -210,4 +210,36 @@ fn unhandled_oversized_and_kept_open_connections() {
     client.shutdown(Shutdown::Write).unwrap();
     assert!(read_to_end(&client, &echo).is_empty());
     assert_eq!(echo.counters().raised, 3);
+
+    // Closed, the port is free at once (an extension unloaded, another
+    // program binding it next).
+    greedy.close();
+    assert!(greedy.is_closed());
+    let again = service.listen(7002).expect("the port is free once closed");
+    drop(again);
+}
+
+/// A handler may close the listener it is called for (an extension
+/// dropping its listener handle): the step ends without deadlock, the
+/// connection with it, and the port is free.
+#[test]
+fn a_handler_closing_its_own_listener_ends_it() {
+    let stack = Arc::new(Stack::new(ticking));
+    let service = Service::new(stack.clone(), ticking);
+    let listener = Arc::new(service.listen(7004).unwrap());
+    let closing = listener.clone();
+    let handler = Install::new(Handler::new(move |_: &StreamArgs| {
+        closing.close();
+        Next::KeepOpen as u32
+    }))
+    .guard(Guard::when(Predicate::equals(Field::Param(LOCAL_PORT), 7004)));
+    service.event().install(Principal::KERNEL, handler).unwrap();
+    let client = connect(&stack, &listener, 7004);
+    client.send(b"bye", None).unwrap();
+    for _ in 0..100 {
+        listener.step();
+    }
+    assert!(listener.is_closed());
+    assert_eq!(listener.open_connections(), 0);
+    assert!(service.listen(7004).is_ok(), "the port is free");
 }
