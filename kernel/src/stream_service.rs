@@ -15,9 +15,7 @@ use alloc::{
     vec::Vec,
 };
 use vfs::{FileType, Inode, PathContext, Vfs, MAY_READ};
-use wasm_runtime::{
-    DirectoryAccess, FileAccess, ListenError, Listening, OpenError, StreamService,
-};
+use wasm_runtime::{DirectoryAccess, FileAccess, ListenError, Listening, OpenError, StreamService};
 
 /// The user extensions read files as.
 const NOBODY: u32 = 65534;

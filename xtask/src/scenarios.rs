@@ -31,7 +31,7 @@ use crate::{
 
 /// Commands the shell's `help` must list.
 pub const SHELL_COMMANDS: &[&str] = &[
-    "help", "mem", "threads", "uptime", "ext", "run", "events", "domains", "http", "net", "trace",
+    "help", "mem", "threads", "uptime", "ext", "run", "events", "domains", "http", "net", "trace", "profile",
     "halt",
 ];
 

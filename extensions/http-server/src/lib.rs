@@ -57,14 +57,21 @@ pub extern "C" fn init() {
         return;
     };
     if let Err(status) = streams.listen(PORT) {
-        spindle_sdk::log!("http-server: cannot listen on port {} (status {})", PORT, status.code());
+        spindle_sdk::log!(
+            "http-server: cannot listen on port {} (status {})",
+            PORT,
+            status.code()
+        );
         return;
     }
     let installed = event
         .install("on_stream", None, Mode::Synchronous)
         .and_then(|binding| binding.guard_equals(LOCAL_PORT, u64::from(PORT)));
     if let Err(status) = installed {
-        spindle_sdk::log!("http-server: cannot handle TCP.StreamData (status {})", status.code());
+        spindle_sdk::log!(
+            "http-server: cannot handle TCP.StreamData (status {})",
+            status.code()
+        );
         return;
     }
     *SERVER.lock() = Some(Server {

@@ -15,7 +15,7 @@
 
 use alloc::vec::Vec;
 
-use smoltcp::wire::{IpAddress, IpProtocol, Ipv4Packet, TcpPacket};
+use smoltcp::wire::{IpProtocol, Ipv4Packet, TcpPacket};
 
 /// Largest IP packet a merge makes (the IPv4 length field's limit, less
 /// a segment's worth of room).
@@ -33,12 +33,14 @@ pub(crate) fn verify(packet: &[u8]) -> bool {
     if ip.next_header() != IpProtocol::Tcp {
         return true;
     }
-    let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else {
+    if TcpPacket::new_checked(ip.payload()).is_err() {
         return false;
-    };
-    tcp.verify_checksum(
-        &IpAddress::Ipv4(ip.src_addr()),
-        &IpAddress::Ipv4(ip.dst_addr()),
+    }
+    crate::checksum::verifies(
+        ip.src_addr().octets(),
+        ip.dst_addr().octets(),
+        IpProtocol::Tcp.into(),
+        ip.payload(),
     )
 }
 

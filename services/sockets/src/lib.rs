@@ -24,6 +24,7 @@
 
 extern crate alloc;
 
+mod checksum;
 mod coalesce;
 mod device;
 mod socket;

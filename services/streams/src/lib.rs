@@ -144,13 +144,15 @@ fn set_defaults(event: &Event<StreamArgs, u32>, authority: &Authority) {
     };
     let _ = event.set_result_handler(
         authority,
-        Some(Arc::new(move |a: u32, b: u32| {
-            if strength(b) >= strength(a) {
-                b
-            } else {
-                a
-            }
-        })),
+        Some(Arc::new(
+            move |a: u32, b: u32| {
+                if strength(b) >= strength(a) {
+                    b
+                } else {
+                    a
+                }
+            },
+        )),
     );
 }
 

@@ -107,17 +107,17 @@ fn a_request_in_pieces_is_answered_with_bytes_and_file_ranges_then_closed() {
         args.0 .0.reply(b"HEAD\n").unwrap();
         args.0 .0.reply_file(&files.0, 10, 50_000).unwrap();
         args.0 .0.reply_file(&files.1, 1, 200_000).unwrap();
-        assert!(args.0 .0.reply_file(&files.1, 1, 300_000).is_err(), "past the end");
+        assert!(
+            args.0 .0.reply_file(&files.1, 1, 300_000).is_err(),
+            "past the end"
+        );
         Next::Close as u32
     });
     let install = Install::new(handler).guard(Guard::when(Predicate::equals(
         Field::Param(LOCAL_PORT),
         8080,
     )));
-    service
-        .event()
-        .install(Principal::KERNEL, install)
-        .unwrap();
+    service.event().install(Principal::KERNEL, install).unwrap();
 
     let client = connect(&stack, &listener, 8080);
     client.send(b"GET / HTTP/1.1\r\n", None).unwrap();
@@ -139,7 +139,10 @@ fn a_request_in_pieces_is_answered_with_bytes_and_file_ranges_then_closed() {
         listener.step();
     }
     let counters = listener.counters();
-    assert_eq!((counters.accepted, counters.raised, counters.answered), (1, 2, 1));
+    assert_eq!(
+        (counters.accepted, counters.raised, counters.answered),
+        (1, 2, 1)
+    );
     assert_eq!(listener.open_connections(), 0);
 }
 
@@ -158,9 +161,13 @@ fn unhandled_oversized_and_kept_open_connections() {
     assert_eq!(unhandled.counters().answered, 1);
 
     let greedy = service.listen(7002).unwrap();
-    let wants_more = Install::new(Handler::new(|_: &StreamArgs| Next::MoreData as u32))
-        .guard(Guard::when(Predicate::equals(Field::Param(LOCAL_PORT), 7002)));
-    service.event().install(Principal::KERNEL, wants_more).unwrap();
+    let wants_more = Install::new(Handler::new(|_: &StreamArgs| Next::MoreData as u32)).guard(
+        Guard::when(Predicate::equals(Field::Param(LOCAL_PORT), 7002)),
+    );
+    service
+        .event()
+        .install(Principal::KERNEL, wants_more)
+        .unwrap();
     let client = connect(&stack, &greedy, 7002);
     let flood = pattern(MAX_PENDING_BYTES + 10_000);
     let mut sent = 0;
@@ -188,7 +195,10 @@ fn unhandled_oversized_and_kept_open_connections() {
         args.0 .0.reply(&data).unwrap();
         Next::KeepOpen as u32
     }))
-    .guard(Guard::when(Predicate::equals(Field::Param(LOCAL_PORT), 7003)));
+    .guard(Guard::when(Predicate::equals(
+        Field::Param(LOCAL_PORT),
+        7003,
+    )));
     service.event().install(Principal::KERNEL, echoing).unwrap();
     let client = connect(&stack, &echo, 7003);
     for round in 0..3u8 {
@@ -232,7 +242,10 @@ fn a_handler_closing_its_own_listener_ends_it() {
         closing.close();
         Next::KeepOpen as u32
     }))
-    .guard(Guard::when(Predicate::equals(Field::Param(LOCAL_PORT), 7004)));
+    .guard(Guard::when(Predicate::equals(
+        Field::Param(LOCAL_PORT),
+        7004,
+    )));
     service.event().install(Principal::KERNEL, handler).unwrap();
     let client = connect(&stack, &listener, 7004);
     client.send(b"bye", None).unwrap();
