@@ -260,6 +260,8 @@ impl Transport for PlainTransport {
 /// The virtio network interface.
 pub struct NetDevice {
     driver: VirtIONetRaw<VirtioHal, PlainTransport, QUEUE_SIZE>,
+    /// PCI bus, device and function.
+    location: (u8, u8, u8),
     /// Posted receive pages, by descriptor token.
     posted_receive: Vec<Option<DmaBuffer>>,
     /// Pages being sent with the length posted, by descriptor token.
@@ -276,8 +278,8 @@ impl NetDevice {
     /// up: `Ok(None)` when there is none.
     pub fn probe() -> Result<Option<NetDevice>, NetError> {
         let mut root = pci::root();
-        let Some((function, _)) = root
-            .enumerate_bus(0)
+        let Some((function, _)) = pci::all_functions(&mut root)
+            .into_iter()
             .find(|(_, info)| virtio_device_type(info) == Some(DeviceType::Network))
         else {
             return Ok(None);
@@ -292,6 +294,7 @@ impl NetDevice {
         let driver = VirtIONetRaw::new(PlainTransport(transport)).map_err(device_error)?;
         let mut device = NetDevice {
             driver,
+            location: (function.bus, function.device, function.function),
             posted_receive: (0..QUEUE_SIZE).map(|_| None).collect(),
             posted_transmit: (0..QUEUE_SIZE).map(|_| None).collect(),
             spare_transmit: Vec::new(),
@@ -307,6 +310,11 @@ impl NetDevice {
             Err(error) => log::warn!("net: no receive interrupt ({error}); the queue is polled"),
         }
         Ok(Some(device))
+    }
+
+    /// Where the device is: PCI bus, device and function.
+    pub fn pci_location(&self) -> (u8, u8, u8) {
+        self.location
     }
 
     /// The interface's MAC address.

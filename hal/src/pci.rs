@@ -1,6 +1,7 @@
 //! PCI: configuration space through the legacy I/O ports (mechanism #1,
 //! `0xcf8`/`0xcfc`, which every PC chipset QEMU models has, q35 included),
-//! enumeration of bus 0, and MSI-X set-up.
+//! enumeration of bus 0 and the buses behind its bridges, and MSI-X
+//! set-up.
 //!
 //! Configuration writes can move a device's registers or let it write
 //! memory anywhere, so they stay inside hal: the rest of the kernel gets
@@ -10,7 +11,7 @@
 use alloc::vec::Vec;
 
 use virtio_drivers::transport::pci::bus::{
-    BarInfo, Command, ConfigurationAccess, DeviceFunction, DeviceFunctionInfo, PciRoot,
+    BarInfo, Command, ConfigurationAccess, DeviceFunction, DeviceFunctionInfo, HeaderType, PciRoot,
 };
 use x86_64::instructions::port::Port;
 
@@ -71,9 +72,11 @@ impl ConfigurationAccess for PortAccess {
     }
 }
 
-/// One function of a device on bus 0.
+/// One function of a device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PciFunction {
+    /// Bus number (0-255).
+    pub bus: u8,
     /// Device number (0-31).
     pub device: u8,
     /// Function number (0-7).
@@ -93,12 +96,47 @@ pub(crate) fn root() -> PciRoot<PortAccess> {
     PciRoot::new(PortAccess)
 }
 
-/// Every function on bus 0 (QEMU's PC puts all its devices there).
+/// Configuration register of a PCI-to-PCI bridge holding its primary,
+/// secondary and subordinate bus numbers (PCI-to-PCI Bridge spec. 3.2).
+const BRIDGE_BUS_NUMBERS: u8 = 0x18;
+
+/// Every function of every bus reachable from bus 0, bus 0 first: the
+/// buses behind PCI-to-PCI bridges are followed through the secondary
+/// bus numbers the firmware gave them (SeaBIOS numbers them; a bridge
+/// left unnumbered, or pointing back, is skipped). Each bridge on the way
+/// gets memory decoding and bus mastering on, so that its devices'
+/// registers and MSI writes pass it.
+pub(crate) fn all_functions(root: &mut PciRoot<PortAccess>) -> Vec<(DeviceFunction, DeviceFunctionInfo)> {
+    let mut found = Vec::new();
+    let mut visited = [false; 256];
+    let mut buses = alloc::collections::VecDeque::from([0u8]);
+    visited[0] = true;
+    while let Some(bus) = buses.pop_front() {
+        let functions: Vec<_> = root.enumerate_bus(bus).collect();
+        for (address, info) in functions {
+            if info.header_type == HeaderType::PciPciBridge {
+                let numbers = PortAccess.read_word(address, BRIDGE_BUS_NUMBERS);
+                let secondary = ((numbers >> 8) & 0xff) as u8;
+                if secondary > bus && !visited[usize::from(secondary)] {
+                    visited[usize::from(secondary)] = true;
+                    let (_, command) = root.get_status_command(address);
+                    root.set_command(address, command | Command::BUS_MASTER | Command::MEMORY_SPACE);
+                    buses.push_back(secondary);
+                }
+            }
+            found.push((address, info));
+        }
+    }
+    found
+}
+
+/// Every function of every bus (see [`all_functions`]).
 pub fn devices() -> Vec<PciFunction> {
-    root()
-        .enumerate_bus(0)
+    all_functions(&mut root())
+        .into_iter()
         .map(
             |(address, info): (DeviceFunction, DeviceFunctionInfo)| PciFunction {
+                bus: address.bus,
                 device: address.device,
                 function: address.function,
                 vendor_id: info.vendor_id,

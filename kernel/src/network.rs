@@ -83,6 +83,7 @@ pub fn init() {
     };
     let config = InterfaceConfig::qemu_user(device.mac());
     let has_interrupts = device.has_interrupts();
+    let (bus, slot, function) = device.pci_location();
     let nic = Arc::new(Nic(IrqMutex::new(device)));
     let network = Network::start(config, nic.clone());
     if let Some(personality) = crate::linux::personality() {
@@ -122,7 +123,7 @@ pub fn init() {
     }
     let mac = config.mac;
     log::info!(
-        "net: virtio-net {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}, {}/{} via {}, receive {}",
+        "net: virtio-net at PCI {bus:02x}:{slot:02x}.{function}, {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}, {}/{} via {}, receive {}",
         mac[0],
         mac[1],
         mac[2],

@@ -97,6 +97,8 @@ pub struct BootConfig {
     /// The NIC on a raw link instead: QEMU's port and the harness's, on
     /// 127.0.0.1 (`-netdev socket,udp=...`).
     pub raw_link: Option<(u16, u16)>,
+    /// The NIC behind a PCI-to-PCI bridge (on bus 1) instead of on bus 0.
+    pub nic_behind_bridge: bool,
 }
 
 impl BootConfig {
@@ -110,6 +112,7 @@ impl BootConfig {
             is_icount: false,
             forwards: Vec::new(),
             raw_link: None,
+            nic_behind_bridge: false,
         }
     }
 }
@@ -164,11 +167,20 @@ pub fn qemu_args(config: &BootConfig) -> Vec<String> {
             netdev
         }
     };
+    let nic = if config.nic_behind_bridge {
+        args.extend([
+            "-device".to_string(),
+            "pci-bridge,id=bridge1,chassis_nr=1".to_string(),
+        ]);
+        "virtio-net-pci,netdev=net0,bus=bridge1,addr=0x3"
+    } else {
+        "virtio-net-pci,netdev=net0"
+    };
     args.extend([
         "-netdev".to_string(),
         netdev,
         "-device".to_string(),
-        "virtio-net-pci,netdev=net0".to_string(),
+        nic.to_string(),
     ]);
     // Every frame of the interface into a pcap file, when asked (how a
     // transfer's segments, acknowledgements and windows went).

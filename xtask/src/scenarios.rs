@@ -61,6 +61,8 @@ pub struct Scenario {
     /// travel as UDP datagrams between QEMU and the harness, which plays
     /// the other host ([`Guest::raw_link`]).
     pub raw_link: bool,
+    /// The NIC behind a PCI-to-PCI bridge, on bus 1.
+    pub nic_behind_bridge: bool,
 }
 
 /// Which boot archive a scenario boots with.
@@ -91,6 +93,7 @@ pub const SCENARIOS: &[Scenario] = &[
         archive: Archive::Boot,
         forwards: &[],
         raw_link: false,
+        nic_behind_bridge: false,
     },
     Scenario {
         name: "run_boots_into_busybox_sh_with_the_kernel_shell_reachable",
@@ -99,6 +102,7 @@ pub const SCENARIOS: &[Scenario] = &[
         archive: Archive::Boot,
         forwards: &[],
         raw_link: false,
+        nic_behind_bridge: false,
     },
     Scenario {
         name: "bash_static_starts_interactively_from_busybox_sh",
@@ -107,6 +111,7 @@ pub const SCENARIOS: &[Scenario] = &[
         archive: Archive::Boot,
         forwards: &[],
         raw_link: false,
+        nic_behind_bridge: false,
     },
     Scenario {
         name: "ctrl_c_and_ctrl_z_reach_the_foreground_job_of_busybox_sh",
@@ -115,6 +120,7 @@ pub const SCENARIOS: &[Scenario] = &[
         archive: Archive::Boot,
         forwards: &[],
         raw_link: false,
+        nic_behind_bridge: false,
     },
     Scenario {
         name: "every_baseline_program_runs_unmodified_and_prints_its_figures",
@@ -123,6 +129,7 @@ pub const SCENARIOS: &[Scenario] = &[
         archive: Archive::Baseline,
         forwards: &[],
         raw_link: false,
+        nic_behind_bridge: false,
     },
     Scenario {
         name: "the_network_interface_serves_udp_echo_tcp_and_http_both_ways",
@@ -138,6 +145,7 @@ pub const SCENARIOS: &[Scenario] = &[
             (Protocol::Tcp, 9100),
         ],
         raw_link: false,
+        nic_behind_bridge: false,
     },
     Scenario {
         name: "frames_from_a_raw_peer_are_answered_and_hostile_ones_dropped",
@@ -146,6 +154,7 @@ pub const SCENARIOS: &[Scenario] = &[
         archive: Archive::Boot,
         forwards: &[],
         raw_link: true,
+        nic_behind_bridge: true,
     },
     Scenario {
         name: "shell_help_lists_every_command",
@@ -154,6 +163,7 @@ pub const SCENARIOS: &[Scenario] = &[
         archive: Archive::Boot,
         forwards: &[],
         raw_link: false,
+        nic_behind_bridge: false,
     },
     Scenario {
         name: "shell_mem_reports_frames_and_heap",
@@ -162,6 +172,7 @@ pub const SCENARIOS: &[Scenario] = &[
         archive: Archive::Boot,
         forwards: &[],
         raw_link: false,
+        nic_behind_bridge: false,
     },
     Scenario {
         name: "shell_threads_lists_idle_and_shell",
@@ -170,6 +181,7 @@ pub const SCENARIOS: &[Scenario] = &[
         archive: Archive::Boot,
         forwards: &[],
         raw_link: false,
+        nic_behind_bridge: false,
     },
     Scenario {
         name: "shell_uptime_advances",
@@ -178,6 +190,7 @@ pub const SCENARIOS: &[Scenario] = &[
         archive: Archive::Boot,
         forwards: &[],
         raw_link: false,
+        nic_behind_bridge: false,
     },
     Scenario {
         name: "shell_unknown_command_is_reported",
@@ -186,6 +199,7 @@ pub const SCENARIOS: &[Scenario] = &[
         archive: Archive::Boot,
         forwards: &[],
         raw_link: false,
+        nic_behind_bridge: false,
     },
     Scenario {
         name: "shell_halt_exits_qemu_with_success",
@@ -194,6 +208,7 @@ pub const SCENARIOS: &[Scenario] = &[
         archive: Archive::Boot,
         forwards: &[],
         raw_link: false,
+        nic_behind_bridge: false,
     },
     Scenario {
         name: "shell_ext_load_hello_logs_and_unloads",
@@ -202,6 +217,7 @@ pub const SCENARIOS: &[Scenario] = &[
         archive: Archive::Boot,
         forwards: &[],
         raw_link: false,
+        nic_behind_bridge: false,
     },
     Scenario {
         name: "shell_survives_runaway_and_faulting_extensions",
@@ -210,6 +226,7 @@ pub const SCENARIOS: &[Scenario] = &[
         archive: Archive::Boot,
         forwards: &[],
         raw_link: false,
+        nic_behind_bridge: false,
     },
     Scenario {
         name: "shell_regression_modules_are_contained",
@@ -218,6 +235,7 @@ pub const SCENARIOS: &[Scenario] = &[
         archive: Archive::Boot,
         forwards: &[],
         raw_link: false,
+        nic_behind_bridge: false,
     },
     Scenario {
         name: "shell_runs_user_programs",
@@ -226,6 +244,7 @@ pub const SCENARIOS: &[Scenario] = &[
         archive: Archive::Boot,
         forwards: &[],
         raw_link: false,
+        nic_behind_bridge: false,
     },
     Scenario {
         name: "kernel_fuzz_cases_are_refused_or_contained",
@@ -234,6 +253,7 @@ pub const SCENARIOS: &[Scenario] = &[
         archive: Archive::KernelFuzz,
         forwards: &[],
         raw_link: false,
+        nic_behind_bridge: false,
     },
     Scenario {
         name: "boot_page_fault_is_reported_and_fails",
@@ -242,6 +262,7 @@ pub const SCENARIOS: &[Scenario] = &[
         archive: Archive::Boot,
         forwards: &[],
         raw_link: false,
+        nic_behind_bridge: false,
     },
     Scenario {
         name: "kernel_stack_overflow_is_a_reported_double_fault",
@@ -250,6 +271,7 @@ pub const SCENARIOS: &[Scenario] = &[
         archive: Archive::Boot,
         forwards: &[],
         raw_link: false,
+        nic_behind_bridge: false,
     },
     Scenario {
         name: "boot_stack_overflow_is_a_reported_double_fault",
@@ -258,6 +280,7 @@ pub const SCENARIOS: &[Scenario] = &[
         archive: Archive::Boot,
         forwards: &[],
         raw_link: false,
+        nic_behind_bridge: false,
     },
 ];
 
@@ -275,6 +298,7 @@ pub struct ScenarioOptions {
 pub fn run_scenario(scenario: &Scenario, options: &ScenarioOptions) -> bool {
     let started_at = Instant::now();
     let mut config = BootConfig::new(&options.kernel, scenario.mode, options.accel);
+    config.nic_behind_bridge = scenario.nic_behind_bridge;
     let mut timeout = options.timeout;
     let prepared = match scenario.archive {
         Archive::Boot => Ok(()),
@@ -794,7 +818,8 @@ fn network_serves_udp_echo_tcp_and_http(guest: &mut Guest) -> Result<()> {
     expect_in("spindle net", &counters, "device: receive interrupts")
 }
 
-/// The NIC on a raw link whose other end is the harness: an ARP request
+/// The NIC on a raw link whose other end is the harness, behind a PCI
+/// bridge (found on bus 1): an ARP request
 /// for the guest's address is answered; ICMP echo requests (ping) are
 /// answered with the same identifier, sequence and data and valid
 /// checksums; the Wasm UDP echo answers a datagram; the Wasm send-side
@@ -805,6 +830,11 @@ fn network_serves_udp_echo_tcp_and_http(guest: &mut Guest) -> Result<()> {
 /// as malformed.
 fn raw_peer_frames(guest: &mut Guest) -> Result<()> {
     guest.wait_for("/ # ", 0, None)?;
+    // The NIC sits behind a PCI-to-PCI bridge in this scenario: found on
+    // the bridge's bus, and everything below goes through the bridge.
+    if !guest.full_log().contains("net: virtio-net at PCI 01:03.0") {
+        return Err("the NIC behind the PCI bridge (01:03.0) was not brought up".into());
+    }
     let loaded = sh(guest, "spindle ext load udp-echo", None)?;
     expect_in("spindle ext load udp-echo", &loaded, "answering UDP port 7")?;
     let link = guest
