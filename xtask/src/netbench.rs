@@ -294,7 +294,20 @@ fn tcp_sink_rate(port: u16) -> Result<f64> {
 
 /// Sequential GETs of `/index.html`, each checked: requests per second.
 fn http_rate(port: u16) -> Result<f64> {
-    let _ = netpeer::connect_when_up(port, Duration::from_secs(20))?;
+    // QEMU accepts the host's connection before the guest's server does
+    // (a daemon still starting after its parent returned answers with a
+    // reset): wait until a whole GET succeeds.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match netpeer::http_get(port, "/index.html", Duration::from_secs(5)) {
+            Ok((status, body)) if status.contains(" 200") && body == INDEX => break,
+            Ok(_) | Err(_) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(100))
+            }
+            Ok((status, _)) => return Err(format!("the server answers {status}").into()),
+            Err(error) => return Err(error),
+        }
+    }
     let started = Instant::now();
     for request in 0..HTTP_REQUESTS {
         let (status, body) = netpeer::http_get(port, "/index.html", Duration::from_secs(20))?;

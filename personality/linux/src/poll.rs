@@ -62,6 +62,7 @@ fn ready(process: &LinuxProcess, fd: i32, wanted: u16) -> u16 {
 }
 
 /// One descriptor a wait watches: what it wants and what it got.
+#[derive(Clone, Copy, Default)]
 struct Watch {
     fd: i32,
     wanted: u16,
@@ -113,23 +114,53 @@ pub fn poll(
     if count > MAX_WATCHED {
         return Err(Errno::EINVAL);
     }
-    // `struct pollfd`: int fd, short events, short revents.
-    let mut entries = alloc::vec![0u8; count as usize * 8];
-    user::read(fds, &mut entries)?;
-    let mut watches: Vec<Watch> = entries
-        .chunks_exact(8)
-        .map(|entry| Watch {
+    let count = count as usize;
+    // A program polling a few descriptors in a loop (a shell, `nc`)
+    // should not pay two allocations a call.
+    if count <= POLL_ON_STACK {
+        let mut entries = [0u8; POLL_ON_STACK * POLLFD_BYTES];
+        let mut watches = [Watch::default(); POLL_ON_STACK];
+        poll_with(
+            process,
+            fds,
+            &mut entries[..count * POLLFD_BYTES],
+            &mut watches[..count],
+            timeout_ns,
+        )
+    } else {
+        let mut entries = alloc::vec![0u8; count * POLLFD_BYTES];
+        let mut watches = alloc::vec![Watch::default(); count];
+        poll_with(process, fds, &mut entries, &mut watches, timeout_ns)
+    }
+}
+
+/// Descriptors `poll` watches without allocating.
+const POLL_ON_STACK: usize = 8;
+/// `struct pollfd`: int fd, short events, short revents.
+const POLLFD_BYTES: usize = 8;
+
+/// [`poll`] with room for the entries and the watches given.
+fn poll_with(
+    process: &LinuxProcess,
+    fds: u64,
+    entries: &mut [u8],
+    watches: &mut [Watch],
+    timeout_ns: Option<u64>,
+) -> Result<i64, Errno> {
+    user::read(fds, entries)?;
+    for (entry, watch) in entries.chunks_exact(POLLFD_BYTES).zip(watches.iter_mut()) {
+        *watch = Watch {
             fd: i32::from_le_bytes([entry[0], entry[1], entry[2], entry[3]]),
             wanted: u16::from_le_bytes([entry[4], entry[5]]),
             counted: u16::MAX,
             got: 0,
-        })
-        .collect();
-    let ready_count = wait_for(process, &mut watches, deadline_after(timeout_ns))?;
-    for (entry, watch) in entries.chunks_exact_mut(8).zip(&watches) {
+        };
+    }
+    let ready_count = wait_for(process, watches, deadline_after(timeout_ns))?;
+    for (entry, watch) in entries.chunks_exact_mut(POLLFD_BYTES).zip(watches.iter()) {
         entry[6..8].copy_from_slice(&watch.got.to_le_bytes());
     }
-    user::write(fds, &entries)?;
+    user::write(fds, entries)?;
     Ok(ready_count as i64)
 }
 
