@@ -178,14 +178,12 @@ impl Native {
         }
     }
 
-    /// A call of import `import` with `arguments` (each widened to 64
-    /// bits, as many as it takes); its result, or zero after setting the
-    /// trap.
-    #[inline]
-    pub(super) fn host_call(&mut self, import: u32, arguments: &[u64]) -> u64 {
-        let Some(&procedure) = self.layout.imports.get(import as usize) else {
-            return self.host_trapped(Trap::new(FaultKind::Other, "unknown kernel procedure"));
-        };
+    /// A call of kernel procedure `procedure` with `arguments` (each
+    /// widened to 64 bits, as many as it takes); its result, or zero after
+    /// setting the trap. Always inlined into the trampolines of
+    /// `entry.rs`, each with its procedure as a constant.
+    #[inline(always)]
+    pub(super) fn host_call(&mut self, procedure: Import, arguments: &[u64]) -> u64 {
         match host::call(self, procedure, arguments) {
             Ok(Some(WasmValue::I32(value))) => u64::from(value as u32),
             Ok(Some(WasmValue::I64(value))) => value as u64,

@@ -50,6 +50,9 @@ pub struct ModuleEnv<'a> {
     /// How many of [`ModuleEnv::functions`] are imported (kernel
     /// procedures, called through the context's host-call trampoline).
     pub imported_functions: u32,
+    /// For each import, whether its kernel procedure may trap (else no
+    /// trap check follows its calls).
+    pub imports_may_trap: &'a [bool],
     /// The type of every global.
     pub globals: &'a [WasmType],
     /// The calling convention of the target.
@@ -756,12 +759,13 @@ impl Translator<'_, '_> {
         self.call_code(code, &ty)
     }
 
-    /// Calls kernel procedure `import` through the host-call trampoline
-    /// of its arity, whose address is the import's entry in the function
-    /// table: the context, the import's index and the arguments (kernel
+    /// Calls kernel procedure `import` through its host-call trampoline
+    /// (`entry.rs`, one per procedure), whose address is the import's
+    /// entry in the function table: the context and the arguments (kernel
     /// procedures take `i32` and `i64` only, at most
     /// [`vmctx::HOST_ARGUMENTS`]), each widened to 64 bits, in registers;
-    /// the result comes back as an `i64`.
+    /// the result comes back as an `i64`. The trap word is reloaded after
+    /// the call only if the procedure may trap.
     fn host_call(&mut self, import: u32, ty: &FuncType) -> Result<(), TranslateError> {
         if ty.params.len() > vmctx::HOST_ARGUMENTS || ty.results.len() > 1 {
             return Err(unsupported("a kernel procedure of this arity"));
@@ -773,9 +777,7 @@ impl Translator<'_, '_> {
         self.calls_runtime = true;
         let mut signature = Signature::new(self.env.call_conv);
         signature.params.push(AbiParam::new(types::I64));
-        signature.params.push(AbiParam::new(types::I32));
-        let index = self.builder.ins().iconst(types::I32, i64::from(import));
-        let mut args = alloc::vec![self.vmctx, index];
+        let mut args = alloc::vec![self.vmctx];
         for (arg, &param) in self.pop_n(ty.params.len()).into_iter().zip(&ty.params) {
             signature.params.push(AbiParam::new(types::I64));
             args.push(if param == WasmType::I32 {
@@ -798,7 +800,15 @@ impl Translator<'_, '_> {
         );
         let call = self.builder.ins().call_indirect(signature, code, &args);
         let result = self.builder.inst_results(call)[0];
-        self.check_trap_after_call();
+        let may_trap = self
+            .env
+            .imports_may_trap
+            .get(import as usize)
+            .copied()
+            .unwrap_or(true);
+        if may_trap {
+            self.check_trap_after_call();
+        }
         if let Some(&result_type) = ty.results.first() {
             let value = if result_type == WasmType::I32 {
                 self.builder.ins().ireduce(types::I32, result)

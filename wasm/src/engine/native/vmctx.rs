@@ -43,9 +43,9 @@ pub const MEMORY_COPY: i32 = 72;
 /// which sets [`TRAP`] when the range is out of bounds.
 pub const MEMORY_FILL: i32 = 80;
 /// Unused (once the array trampoline of kernel procedures, which are
-/// now called through the function table: `fn(vmctx, import: i32,
-/// arguments: i64...) -> i64`, one trampoline per arity, which sets
-/// [`TRAP`] to [`TrapCode::Host`] when the procedure trapped).
+/// now called through the function table: `fn(vmctx, arguments: i64...)
+/// -> i64`, one trampoline per procedure, which sets [`TRAP`] to
+/// [`TrapCode::Host`] when the procedure trapped).
 pub const RESERVED: i32 = 88;
 /// Offset of the lowest stack address generated code may use (`u64`): a
 /// function whose frame reaches below it traps with
