@@ -99,7 +99,8 @@ pub(super) fn run_self_contained(
     // MAX_DEPTH (low half), TABLE_ELEMENTS (high half): no table.
     context[(vmctx::MAX_DEPTH / 8) as usize] = u64::from(max_depth);
     context[(vmctx::STACK_LIMIT / 8) as usize] = here.saturating_sub(STACK_BUDGET_BYTES);
-    // Everything else stays zero: no memory (a size of 0 bytes, so even
+    // Everything else stays zero: no memory (a size of 0 bytes and a
+    // fast end of 0, which sends every access to the exact check, so even
     // an access the scan missed would trap as out of bounds), no
     // globals, table, function table or runtime procedures, no instance.
     // SAFETY: (1) as in `run`: `code` holds `Compiler::compile`'s output

@@ -95,8 +95,7 @@ impl Native {
     /// depth word and the stack limit ([`Native::prepare`] and the entry).
     pub(super) fn fill_context(&mut self) {
         let context = &mut self.context;
-        context[(vmctx::MEMORY_BASE / 8) as usize] = self.layout.memory.as_mut_ptr() as u64;
-        context[(vmctx::MEMORY_BYTES / 8) as usize] = self.layout.memory.len() as u64;
+        vmctx::set_memory(context, &mut self.layout.memory);
         // MAX_DEPTH (low half), TABLE_ELEMENTS (high half).
         context[(vmctx::MAX_DEPTH / 8) as usize] =
             u64::from(self.layout.max_depth) | ((self.layout.table.len() as u64 / 2) << 32);
@@ -150,10 +149,9 @@ impl Native {
             return -1;
         }
         self.layout.memory.resize(new_bytes as usize, 0);
-        // The memory may have moved: generated code reloads both after
-        // every call.
-        self.context[(vmctx::MEMORY_BASE / 8) as usize] = self.layout.memory.as_mut_ptr() as u64;
-        self.context[(vmctx::MEMORY_BYTES / 8) as usize] = self.layout.memory.len() as u64;
+        // The memory may have moved: generated code reloads its words
+        // after every call.
+        vmctx::set_memory(&mut self.context, &mut self.layout.memory);
         old_pages as i32
     }
 

@@ -135,14 +135,10 @@ pub struct Translator<'a, 'b> {
     /// after it, and stored at the exit and on a trap. So a loop header's
     /// charge is a subtraction and a branch, not a load and a store.
     fuel: Variable,
-    /// Linear memory's base address and size in bytes, kept in registers:
-    /// loaded on entry and reloaded after each call that may grow the
-    /// memory (Wasm calls and `memory.grow`; kernel procedures never
-    /// resize it), so a loop's bounds checks load nothing.
-    memory_base: Variable,
-    memory_bytes: Variable,
-    /// Whether the body reaches linear memory at all (else the two
-    /// variables above are never loaded).
+    /// Linear memory in registers (see [`MemoryRegisters`]).
+    memory: MemoryRegisters,
+    /// Whether the body reaches linear memory at all (else the
+    /// variables of `memory` are never loaded).
     uses_memory: bool,
 }
 
@@ -216,11 +212,14 @@ pub fn translate(
         .ins()
         .load(types::I64, trusted(), vmctx, vmctx::FUEL);
     builder.def_var(fuel, fuel_on_entry);
-    let memory_base = builder.declare_var(types::I64);
-    let memory_bytes = builder.declare_var(types::I64);
+    let memory = MemoryRegisters {
+        base: builder.declare_var(types::I64),
+        bytes: builder.declare_var(types::I64),
+        fast_end: builder.declare_var(types::I64),
+    };
     let uses_memory = uses_memory(body)?;
     if uses_memory {
-        load_memory(&mut builder, vmctx, memory_base, memory_bytes);
+        memory.load(&mut builder, vmctx);
     }
 
     // Call depth: checked and counted on entry, restored at the exit.
@@ -249,8 +248,7 @@ pub fn translate(
         depth_on_entry: depth,
         calls_runtime: false,
         fuel,
-        memory_base,
-        memory_bytes,
+        memory,
         uses_memory,
     };
     translator.trap_if(too_deep, TrapCode::StackOverflow);
@@ -328,22 +326,38 @@ fn writes_memory(operator: &Operator<'_>) -> bool {
     )
 }
 
-/// (Re)loads linear memory's base and size from the context into their
-/// variables.
-fn load_memory(
-    builder: &mut FunctionBuilder<'_>,
-    vmctx: Value,
-    memory_base: Variable,
-    memory_bytes: Variable,
-) {
-    let base = builder
-        .ins()
-        .load(types::I64, trusted(), vmctx, vmctx::MEMORY_BASE);
-    builder.def_var(memory_base, base);
-    let bytes = builder
-        .ins()
-        .load(types::I64, trusted(), vmctx, vmctx::MEMORY_BYTES);
-    builder.def_var(memory_bytes, bytes);
+/// Linear memory's base address and size, kept in registers: loaded on
+/// entry and reloaded after each call that may grow the memory (Wasm
+/// calls and `memory.grow`; kernel procedures never resize it), so a
+/// loop's bounds checks load nothing.
+#[derive(Clone, Copy)]
+struct MemoryRegisters {
+    /// Host address of byte 0.
+    base: Variable,
+    /// Size in bytes.
+    bytes: Variable,
+    /// [`vmctx::MEMORY_FAST_END`]: an access at `index + offset` below it
+    /// is in bounds whatever its size, so one limit in a register serves
+    /// every access (see `Translator::address`).
+    fast_end: Variable,
+}
+
+impl MemoryRegisters {
+    /// (Re)loads the memory's base and size from the context.
+    fn load(self, builder: &mut FunctionBuilder<'_>, vmctx: Value) {
+        let base = builder
+            .ins()
+            .load(types::I64, trusted(), vmctx, vmctx::MEMORY_BASE);
+        builder.def_var(self.base, base);
+        let bytes = builder
+            .ins()
+            .load(types::I64, trusted(), vmctx, vmctx::MEMORY_BYTES);
+        builder.def_var(self.bytes, bytes);
+        let fast_end = builder
+            .ins()
+            .load(types::I64, trusted(), vmctx, vmctx::MEMORY_FAST_END);
+        builder.def_var(self.fast_end, fast_end);
+    }
 }
 
 fn zero_of(builder: &mut FunctionBuilder<'_>, ty: Type) -> Value {
@@ -478,23 +492,51 @@ impl Translator<'_, '_> {
 
     /// The checked host address of `size` bytes at the Wasm address on the
     /// stack plus `memarg`'s offset.
+    ///
+    /// Two steps, so that the hot path compares with a register:
+    /// `index + offset < bytes - 7` (the fast end,
+    /// [`vmctx::MEMORY_FAST_END`], signed: the index and the offset are
+    /// below 2^32, the memory at most 4 GiB, so nothing overflows in 64
+    /// bits, and a memory under 8 bytes has an end no access is below)
+    /// proves any access of up to 8 bytes in bounds. At or above it (the
+    /// last bytes of memory, or outside), a cold block makes the exact
+    /// check `index + offset + size <= bytes` and traps or goes on. Every
+    /// access is checked exactly as before; only the order of the
+    /// compares changed.
     fn address(&mut self, memarg: &MemArg, size: i64) -> Value {
         let index = self.pop();
         let index = self.builder.ins().uextend(types::I64, index);
-        // Offsets are below 2^32 without memory64: no overflow in 64 bits.
-        let end = self
+        // Offsets are below 2^32 without memory64.
+        let offset = memarg.offset as i64;
+        let at = if offset == 0 {
+            index
+        } else {
+            self.builder.ins().iadd_imm_s(index, offset)
+        };
+        let fast_end = self.builder.use_var(self.memory.fast_end);
+        let beyond_fast = self
             .builder
             .ins()
-            .iadd_imm_s(index, (memarg.offset as i64).wrapping_add(size));
-        let bytes = self.builder.use_var(self.memory_bytes);
+            .icmp(IntCC::SignedGreaterThanOrEqual, at, fast_end);
+        let exact = self.builder.create_block();
+        let checked = self.builder.create_block();
+        self.builder.set_cold_block(exact);
+        self.builder
+            .ins()
+            .brif(beyond_fast, exact, &[], checked, &[]);
+        self.builder.switch_to_block(exact);
+        let end = self.builder.ins().iadd_imm_s(at, size);
+        let bytes = self.builder.use_var(self.memory.bytes);
         let outside = self
             .builder
             .ins()
             .icmp(IntCC::UnsignedGreaterThan, end, bytes);
         self.trap_if(outside, TrapCode::MemoryOutOfBounds);
-        let base = self.builder.use_var(self.memory_base);
+        self.builder.ins().jump(checked, &[]);
+        self.builder.switch_to_block(checked);
+        let base = self.builder.use_var(self.memory.base);
         let address = self.builder.ins().iadd(base, index);
-        self.builder.ins().iadd_imm_s(address, memarg.offset as i64)
+        self.builder.ins().iadd_imm_s(address, offset)
     }
 
     fn heap_flags() -> MemFlagsData {
@@ -505,19 +547,18 @@ impl Translator<'_, '_> {
 
     fn load(&mut self, memarg: &MemArg, ty: Type, size: i64, extend: Option<(Type, bool)>) {
         let address = self.address(memarg, size);
+        // The extending loads in one instruction each (a narrow load then
+        // an extension left a second `movzx` in the checksum's loop).
+        let flags = Self::heap_flags();
+        let ins = self.builder.ins();
         let value = match extend {
-            None => self.builder.ins().load(ty, Self::heap_flags(), address, 0),
-            Some((narrow, signed)) => {
-                let value = self
-                    .builder
-                    .ins()
-                    .load(narrow, Self::heap_flags(), address, 0);
-                if signed {
-                    self.builder.ins().sextend(ty, value)
-                } else {
-                    self.builder.ins().uextend(ty, value)
-                }
-            }
+            None => ins.load(ty, flags, address, 0),
+            Some((types::I8, false)) => ins.uload8(ty, flags, address, 0),
+            Some((types::I8, true)) => ins.sload8(ty, flags, address, 0),
+            Some((types::I16, false)) => ins.uload16(ty, flags, address, 0),
+            Some((types::I16, true)) => ins.sload16(ty, flags, address, 0),
+            Some((_, false)) => ins.uload32(flags, address, 0),
+            Some((_, true)) => ins.sload32(flags, address, 0),
         };
         self.push(value);
     }
@@ -696,12 +737,7 @@ impl Translator<'_, '_> {
         if !self.uses_memory {
             return;
         }
-        load_memory(
-            &mut self.builder,
-            self.vmctx,
-            self.memory_base,
-            self.memory_bytes,
-        );
+        self.memory.load(&mut self.builder, self.vmctx);
     }
 
     fn call_indirect(&mut self, type_index: u32, table: u32) -> Result<(), TranslateError> {
@@ -1146,7 +1182,7 @@ impl Translator<'_, '_> {
             }
             O::I64Store32 { memarg } => self.store(&memarg, 4, Some(types::I32)),
             O::MemorySize { mem: 0 } => {
-                let bytes = self.builder.use_var(self.memory_bytes);
+                let bytes = self.builder.use_var(self.memory.bytes);
                 let pages = self.builder.ins().ushr_imm_u(bytes, 16);
                 let pages = self.builder.ins().ireduce(types::I32, pages);
                 self.push(pages);
