@@ -24,7 +24,10 @@ use cranelift_codegen::ir::{
 use cranelift_frontend::{FunctionBuilder, Switch, Variable};
 use wasmparser::{BlockType, FunctionBody, MemArg, Operator, ValType};
 
-use super::vmctx::{self, TrapCode};
+use super::{
+    counted::{counted_loop, CountedLoop},
+    vmctx::{self, TrapCode},
+};
 use crate::module::{FuncType, WasmType};
 
 /// Why a body was not translated.
@@ -137,6 +140,9 @@ pub struct Translator<'a, 'b> {
     fuel: Variable,
     /// Linear memory in registers (see [`MemoryRegisters`]).
     memory: MemoryRegisters,
+    /// The loop about to be translated, when it is counted: its fuel is
+    /// charged once before it rather than at its header (`counted.rs`).
+    counted_loop: Option<CountedLoop>,
     /// Whether the body reaches linear memory at all (else the
     /// variables of `memory` are never loaded).
     uses_memory: bool,
@@ -249,6 +255,7 @@ pub fn translate(
         calls_runtime: false,
         fuel,
         memory,
+        counted_loop: None,
         uses_memory,
     };
     translator.trap_if(too_deep, TrapCode::StackOverflow);
@@ -284,6 +291,15 @@ pub fn translate(
     let mut operators = body.get_operators_reader().map_err(malformed)?;
     while !operators.eof() {
         let operator = operators.read().map_err(malformed)?;
+        if matches!(
+            operator,
+            Operator::Loop {
+                blockty: BlockType::Empty
+            }
+        ) && !translator.is_unreachable
+        {
+            translator.counted_loop = counted_loop(operators.clone())?;
+        }
         translator.operator(operator)?;
     }
     let calls_runtime = translator.calls_runtime;
@@ -469,6 +485,42 @@ impl Translator<'_, '_> {
     fn charge_fuel(&mut self) {
         let fuel = self.builder.use_var(self.fuel);
         let left = self.builder.ins().iadd_imm_s(fuel, -1);
+        self.builder.def_var(self.fuel, left);
+        let empty = self
+            .builder
+            .ins()
+            .icmp_imm_s(IntCC::SignedLessThan, left, 0);
+        self.trap_if(empty, TrapCode::OutOfFuel);
+    }
+
+    /// Charges a counted loop's fuel before its first iteration: one unit
+    /// per iteration, the number of steps of `counted.step` that take its
+    /// counter from its value now to zero (modulo 2^32); a counter that
+    /// never reaches zero (not a multiple of the step) runs out of fuel
+    /// at once. Below zero, traps.
+    fn charge_counted_loop(&mut self, counted: CountedLoop) {
+        let counter = self.builder.use_var(self.locals[counted.counter as usize]);
+        // The distance to zero in the step's direction, modulo 2^32.
+        let distance = if counted.step > 0 {
+            self.builder.ins().ineg(counter)
+        } else {
+            counter
+        };
+        let distance = self.builder.ins().uextend(types::I64, distance);
+        let shift = counted.step_shift();
+        if shift > 0 {
+            let remainder = self.builder.ins().band_imm_u(distance, (1i64 << shift) - 1);
+            let endless = self.builder.ins().icmp_imm_s(IntCC::NotEqual, remainder, 0);
+            self.trap_if(endless, TrapCode::OutOfFuel);
+        }
+        // A distance of zero is a whole turn: 2^32 / |step| iterations.
+        let steps = self.builder.ins().ushr_imm_u(distance, i64::from(shift));
+        let whole_turn = self.builder.ins().iconst(types::I64, 1i64 << (32 - shift));
+        let is_zero = self.builder.ins().icmp_imm_s(IntCC::Equal, steps, 0);
+        let iterations = self.builder.ins().select(is_zero, whole_turn, steps);
+        // Fuel is at most i64::MAX and the count at most 2^32: no overflow.
+        let fuel = self.builder.use_var(self.fuel);
+        let left = self.builder.ins().isub(fuel, iterations);
         self.builder.def_var(self.fuel, left);
         let empty = self
             .builder
@@ -993,6 +1045,8 @@ impl Translator<'_, '_> {
 
     /// Translates one operator.
     fn operator(&mut self, operator: Operator<'_>) -> Result<(), TranslateError> {
+        // Set by `translate` for this very operator (a `loop`) only.
+        let counted = self.counted_loop.take();
         if self.is_unreachable {
             self.skip(&operator);
             return Ok(());
@@ -1015,6 +1069,9 @@ impl Translator<'_, '_> {
                 })?;
             }
             O::Loop { blockty } => {
+                if let Some(counted) = counted {
+                    self.charge_counted_loop(counted);
+                }
                 let (params, results) = self.block_signature(blockty)?;
                 let header = self.new_block_with(&params);
                 let end = self.new_block_with(&results);
@@ -1032,7 +1089,9 @@ impl Translator<'_, '_> {
                     height,
                     else_block: None,
                 })?;
-                self.charge_fuel();
+                if counted.is_none() {
+                    self.charge_fuel();
+                }
             }
             O::If { blockty } => {
                 let (params, results) = self.block_signature(blockty)?;
