@@ -63,9 +63,9 @@ pub use extension::{
     Bind, CallError, Extension, ExtensionId, ExtensionStats, UnloadError, UnloadReport,
 };
 pub use handles::{Capability, EventRights};
-pub use link::{ImportAuthorizer, ImportResolver, Importer, KernelInterface};
 pub use packet::{PacketAccess, PacketRef, ReplyError};
+pub use tier::Tier;
+pub use link::{ImportAuthorizer, ImportResolver, Importer, KernelInterface};
 pub use runtime::{Console, FaultedArgs, LoadRequest, Runtime, Services, Strands, FAULTED_EVENT};
 pub use spindle_abi::FaultKind;
 pub use state::ExtensionState;
-pub use tier::Tier;

@@ -85,13 +85,7 @@ fn an_extension_busy_on_another_strand_is_waited_for() {
     let extension = runtime.load(LoadRequest::new("shared", &module)).unwrap();
     thread::scope(|scope| {
         scope.spawn(|| extension.call("hold", &[]).unwrap());
-        while !console
-            .lines
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|line| line.contains("inside"))
-        {
+        while !console.lines.lock().unwrap().iter().any(|line| line.contains("inside")) {
             thread::yield_now();
         }
         // `hold` is running on the other thread and will not return before

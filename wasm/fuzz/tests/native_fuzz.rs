@@ -80,9 +80,7 @@ fn generated_modules_behave_the_same_under_both_engines() {
         .unwrap_or(300);
     let compiler = Compiler::new(CompileLimits::default()).unwrap();
     let mut config = Config::default();
-    config
-        .consume_fuel(true)
-        .set_max_recursion_depth(DEPTH as usize);
+    config.consume_fuel(true).set_max_recursion_depth(DEPTH as usize);
     let engine = Engine::new(&config);
     let (mut modules_run, mut calls_compared) = (0, 0);
     for case in 0..cases {
@@ -161,11 +159,7 @@ fn generated_modules_behave_the_same_under_both_engines() {
                         .map_or(true, |m| m.data(&store) == native.memory()),
                     None => true,
                 };
-                assert!(
-                    memories_match,
-                    "case {case}: memory differs after {}{args:?}",
-                    export.name
-                );
+                assert!(memories_match, "case {case}: memory differs after {}{args:?}", export.name);
                 calls_compared += 1;
             }
         }

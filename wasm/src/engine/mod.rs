@@ -171,8 +171,6 @@ pub trait Engine: Send + Sync {
         _imports: &[Import],
         _limits: &Limits,
     ) -> Result<Box<dyn Takeover>, LoadError> {
-        Err(LoadError::Engine(
-            "this engine takes over no instance".into(),
-        ))
+        Err(LoadError::Engine("this engine takes over no instance".into()))
     }
 }
