@@ -266,7 +266,8 @@ fn install<Args: HostArgs + ?Sized>(
     let Some(event) = event_of(context, args.i32_at(0))? else {
         return status(Status::WrongKind);
     };
-    let Some(handler) = read_text(context, args.i32_at(1), args.i32_at(2), MAX_NAME_BYTES)? else {
+    let Some(handler) = read_text(context, args.i32_at(1), args.i32_at(2), MAX_NAME_BYTES)?
+    else {
         return status(Status::Invalid);
     };
     let guard = if args.i32_at(4) == 0 {
@@ -279,7 +280,9 @@ fn install<Args: HostArgs + ?Sized>(
     };
     let mode = match InstallMode::from_code(args.i32_at(5)) {
         Some(InstallMode::Synchronous) => Mode::Synchronous,
-        Some(InstallMode::Ephemeral) => Mode::Ephemeral(Budget::fuel(args.i64_at(6).max(0) as u64)),
+        Some(InstallMode::Ephemeral) => {
+            Mode::Ephemeral(Budget::fuel(args.i64_at(6).max(0) as u64))
+        }
         None => return status(Status::Invalid),
     };
     let request = Bind {

@@ -563,7 +563,10 @@ impl Instance for NativeInstance {
         fuel: u64,
     ) -> Option<Result<i64, Trap>> {
         let Some(export) = self.native.exports.get(function.0 as usize) else {
-            return Some(Err(Trap::new(FaultKind::Other, "unknown export reference")));
+            return Some(Err(Trap::new(
+                FaultKind::Other,
+                "unknown export reference",
+            )));
         };
         let (index, result_type) = (export.function, export.result);
         if args.len() != export.params || !export.is_enterable {
@@ -572,14 +575,11 @@ impl Instance for NativeInstance {
                 "call with the wrong arity",
             )));
         }
-        Some(
-            self.call_function(index, args, fuel)
-                .map(|raw| match result_type {
-                    // Generated code leaves the upper half of an `i32` undefined.
-                    Some(WasmType::I32) => i64::from(raw as i32),
-                    _ => raw,
-                }),
-        )
+        Some(self.call_function(index, args, fuel).map(|raw| match result_type {
+            // Generated code leaves the upper half of an `i32` undefined.
+            Some(WasmType::I32) => i64::from(raw as i32),
+            _ => raw,
+        }))
     }
 
     fn memory_bytes(&self) -> usize {
