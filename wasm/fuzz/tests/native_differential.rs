@@ -105,13 +105,13 @@ fn wasmi_trap(error: &wasmi::Error) -> TrapCode {
     }
 }
 
-#[test]
-fn native_code_gives_wasmis_results_traps_and_memory() {
-    let bytes = wat::parse_str(MODULE).unwrap();
+/// `wat` compiled natively and instantiated on wasmi (with fuel and the
+/// same call depth).
+fn on_both_engines(wat: &str) -> (NativeModule, Store<()>, wasmi::Instance) {
+    let bytes = wat::parse_str(wat).unwrap();
     let info = ModuleInfo::parse(&bytes).unwrap();
     let compiler = Compiler::new(CompileLimits::default()).unwrap();
-    let mut native = NativeModule::new(&compiler, &bytes, &info, DEPTH).unwrap();
-
+    let native = NativeModule::new(&compiler, &bytes, &info, DEPTH).unwrap();
     let mut config = Config::default();
     config
         .consume_fuel(true)
@@ -122,6 +122,12 @@ fn native_code_gives_wasmis_results_traps_and_memory() {
     let instance = Linker::new(&engine)
         .instantiate_and_start(&mut store, &module)
         .unwrap();
+    (native, store, instance)
+}
+
+#[test]
+fn native_code_gives_wasmis_results_traps_and_memory() {
+    let (mut native, mut store, instance) = on_both_engines(MODULE);
 
     let mut calls: Vec<(&str, Vec<i64>)> = Vec::new();
     for &a in &EDGES {
@@ -262,16 +268,7 @@ const COUNTED: &str = r#"
 
 #[test]
 fn counted_loops_keep_results_traps_and_memory_and_charge_the_same_fuel() {
-    let bytes = wat::parse_str(COUNTED).unwrap();
-    let info = ModuleInfo::parse(&bytes).unwrap();
-    let compiler = Compiler::new(CompileLimits::default()).unwrap();
-    let mut native = NativeModule::new(&compiler, &bytes, &info, DEPTH).unwrap();
-    let engine = Engine::new(Config::default().consume_fuel(true));
-    let module = Module::new(&engine, &bytes).unwrap();
-    let mut store = Store::new(&engine, ());
-    let instance = Linker::new(&engine)
-        .instantiate_and_start(&mut store, &module)
-        .unwrap();
+    let (mut native, mut store, instance) = on_both_engines(COUNTED);
     // Even counts (the counter reaches zero) inside and across the end of
     // memory, both directions, and a loop that is not counted.
     let mut calls: Vec<(&str, [i64; 2])> = Vec::new();

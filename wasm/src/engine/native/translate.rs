@@ -485,6 +485,11 @@ impl Translator<'_, '_> {
     fn charge_fuel(&mut self) {
         let fuel = self.builder.use_var(self.fuel);
         let left = self.builder.ins().iadd_imm_s(fuel, -1);
+        self.charged(left);
+    }
+
+    /// The fuel after a charge is `left`; below zero, traps.
+    fn charged(&mut self, left: Value) {
         self.builder.def_var(self.fuel, left);
         let empty = self
             .builder
@@ -521,12 +526,7 @@ impl Translator<'_, '_> {
         // Fuel is at most i64::MAX and the count at most 2^32: no overflow.
         let fuel = self.builder.use_var(self.fuel);
         let left = self.builder.ins().isub(fuel, iterations);
-        self.builder.def_var(self.fuel, left);
-        let empty = self
-            .builder
-            .ins()
-            .icmp_imm_s(IntCC::SignedLessThan, left, 0);
-        self.trap_if(empty, TrapCode::OutOfFuel);
+        self.charged(left);
     }
 
     /// After a call: a trap the callee stored returns from here too.
