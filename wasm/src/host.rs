@@ -28,7 +28,41 @@ const MAX_NAME_BYTES: u32 = 256;
 /// Longest console message, in bytes.
 const MAX_LOG_BYTES: u32 = 4096;
 
+/// Whether kernel procedure `import` may trap (return `Err` from
+/// [`call`]). Native code reloads its trap word only after a call of a
+/// procedure that may (docs/design/0008-native-engine.md, "Kernel
+/// procedures"). Exhaustive, so a new procedure needs an answer; when in
+/// doubt, `true` (the check is then only a load and a branch).
+pub fn may_trap(import: Import) -> bool {
+    match import {
+        // No pointer, no handle: nothing to refuse.
+        Import::NullCall | Import::TimerNowNs => false,
+        Import::Log
+        | Import::HandleFind
+        | Import::HandleKind
+        | Import::HandleDrop
+        | Import::Install
+        | Import::Remove
+        | Import::Raise
+        | Import::GuardEquals
+        | Import::PacketLength
+        | Import::PacketRead
+        | Import::PacketReply
+        // Handles (streams, directory, file, packet) and pointers.
+        | Import::PacketReplyFile
+        | Import::StreamListen
+        | Import::FileOpen
+        | Import::FileLength
+        | Import::FileVersion
+        | Import::FileRead => true,
+    }
+}
+
 /// Runs kernel procedure `import` for the extension behind `context`.
+/// Always inlined: native code's trampolines call it with `import` a
+/// constant, which reduces the `match` to one arm
+/// (`engine/native/entry.rs`).
+#[inline(always)]
 pub fn call<Args: HostArgs + ?Sized>(
     context: &mut dyn HostContext,
     import: Import,

@@ -105,13 +105,13 @@ fn wasmi_trap(error: &wasmi::Error) -> TrapCode {
     }
 }
 
-#[test]
-fn native_code_gives_wasmis_results_traps_and_memory() {
-    let bytes = wat::parse_str(MODULE).unwrap();
+/// `wat` compiled natively and instantiated on wasmi (with fuel and the
+/// same call depth).
+fn on_both_engines(wat: &str) -> (NativeModule, Store<()>, wasmi::Instance) {
+    let bytes = wat::parse_str(wat).unwrap();
     let info = ModuleInfo::parse(&bytes).unwrap();
     let compiler = Compiler::new(CompileLimits::default()).unwrap();
-    let mut native = NativeModule::new(&compiler, &bytes, &info, DEPTH).unwrap();
-
+    let native = NativeModule::new(&compiler, &bytes, &info, DEPTH).unwrap();
     let mut config = Config::default();
     config
         .consume_fuel(true)
@@ -122,6 +122,12 @@ fn native_code_gives_wasmis_results_traps_and_memory() {
     let instance = Linker::new(&engine)
         .instantiate_and_start(&mut store, &module)
         .unwrap();
+    (native, store, instance)
+}
+
+#[test]
+fn native_code_gives_wasmis_results_traps_and_memory() {
+    let (mut native, mut store, instance) = on_both_engines(MODULE);
 
     let mut calls: Vec<(&str, Vec<i64>)> = Vec::new();
     for &a in &EDGES {
@@ -221,4 +227,109 @@ fn native_code_gives_wasmis_results_traps_and_memory() {
             "{name}{args:?}"
         );
     }
+}
+
+/// Loops of the counted shape (`engine/native/counted.rs`): their fuel is
+/// charged once before the first iteration.
+const COUNTED: &str = r#"
+(module
+  (memory (export "memory") 1)
+  (data (i32.const 0) "\01\02\03\04\05\06\07\08\09\0a\0b\0c")
+  ;; The checksum's shape: a counter from -count up to zero by 2.
+  (func (export "sum_up") (param $at i32) (param $count i32) (result i32)
+    (local $c i32) (local $total i32)
+    (local.set $c (i32.sub (i32.const 0) (local.get $count)))
+    (loop $next
+      (local.set $total (i32.add (local.get $total) (i32.load16_u (local.get $at))))
+      (local.set $at (i32.add (local.get $at) (i32.const 2)))
+      (br_if $next (local.tee $c (i32.add (local.get $c) (i32.const 2)))))
+    (local.get $total))
+  ;; Down by one, storing as it goes, with an exit path after the back edge.
+  (func (export "fill_down") (param $at i32) (param $count i32) (result i32)
+    (local $c i32)
+    (local.set $c (local.get $count))
+    (block $done
+      (loop $next
+        (i32.store8 (i32.add (local.get $at) (local.get $c)) (local.get $c))
+        (br_if $next (local.tee $c (i32.add (local.get $c) (i32.const -1))))
+        (br $done)))
+    (local.get $c))
+  ;; Not counted: the body can leave before the back edge.
+  (func (export "find") (param $at i32) (param $count i32) (result i32)
+    (local $c i32)
+    (local.set $c (i32.sub (i32.const 0) (local.get $count)))
+    (block $found
+      (loop $next
+        (br_if $found (i32.eq (i32.load8_u (local.get $at)) (i32.const 9)))
+        (local.set $at (i32.add (local.get $at) (i32.const 1)))
+        (br_if $next (local.tee $c (i32.add (local.get $c) (i32.const 1))))))
+    (local.get $at)))
+"#;
+
+#[test]
+fn counted_loops_keep_results_traps_and_memory_and_charge_the_same_fuel() {
+    let (mut native, mut store, instance) = on_both_engines(COUNTED);
+    // Even counts (the counter reaches zero) inside and across the end of
+    // memory, both directions, and a loop that is not counted.
+    let mut calls: Vec<(&str, [i64; 2])> = Vec::new();
+    for at in [0, 1, 100, 65_000, 65_530, 65_534, 65_535] {
+        for count in [2, 4, 10, 1_000, 40_000] {
+            calls.push(("sum_up", [at, count]));
+            calls.push(("find", [at, count]));
+        }
+        for count in [1, 2, 7, 600, 70_000] {
+            calls.push(("fill_down", [at, count]));
+        }
+    }
+    for (name, args) in &calls {
+        let func = instance.get_func(&store, name).unwrap();
+        let inputs = [Val::I32(args[0] as i32), Val::I32(args[1] as i32)];
+        let mut outputs = [Val::I32(0)];
+        store.set_fuel(100 * FUEL).unwrap();
+        let expected: Outcome = match func.call(&mut store, &inputs, &mut outputs) {
+            Ok(()) => Ok(Some(i64::from(outputs[0].i32().unwrap()))),
+            Err(error) => Err(wasmi_trap(&error)),
+        };
+        assert_eq!(
+            native.call(name, args, FUEL).unwrap(),
+            expected,
+            "{name}{args:?}"
+        );
+    }
+    let memory = instance.get_memory(&store, "memory").unwrap();
+    assert!(
+        memory.data(&store) == native.memory(),
+        "linear memory differs"
+    );
+
+    // The charge is exact: one unit on entry and one per iteration, as
+    // per-header charges would take.
+    let words: i64 = native.memory()[..200]
+        .chunks_exact(2)
+        .map(|pair| i64::from(u16::from_le_bytes([pair[0], pair[1]])))
+        .sum();
+    assert_eq!(
+        native.call("sum_up", &[0, 200], 101).unwrap(),
+        Ok(Some(words))
+    );
+    assert_eq!(
+        native.call("sum_up", &[0, 200], 100).unwrap(),
+        Err(TrapCode::OutOfFuel)
+    );
+    assert_eq!(native.call("fill_down", &[0, 50], 51).unwrap(), Ok(Some(0)));
+    assert_eq!(
+        native.call("fill_down", &[0, 50], 50).unwrap(),
+        Err(TrapCode::OutOfFuel)
+    );
+    // A counter that never reaches zero (odd, stepped by 2) is a runaway
+    // loop: out of fuel before its first iteration, whatever the fuel.
+    assert_eq!(
+        native.call("sum_up", &[0, 3], u64::MAX).unwrap(),
+        Err(TrapCode::OutOfFuel)
+    );
+    // Zero is a whole turn of the counter, 2^31 iterations: out of fuel.
+    assert_eq!(
+        native.call("sum_up", &[0, 0], FUEL).unwrap(),
+        Err(TrapCode::OutOfFuel)
+    );
 }

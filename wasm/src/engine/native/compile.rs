@@ -16,6 +16,7 @@ use cranelift_codegen::{
     Context,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use spindle_abi::Import;
 use wasmparser::{Parser, Payload, TypeRef};
 
 use super::translate::{self, ModuleEnv, TranslateError};
@@ -121,6 +122,11 @@ pub struct CompiledModule {
     pub signature_ids: Vec<u32>,
     /// Whether some function calls the runtime's memory procedures.
     pub calls_runtime: bool,
+    /// The kernel procedure each import was compiled for (found by its
+    /// name), whose trap check after a call was left out if it cannot
+    /// trap (`host::may_trap`); `Layout::new` refuses an instance whose
+    /// imports resolved otherwise.
+    pub imports: Vec<Option<Import>>,
 }
 
 /// The bytes Cranelift's x86_64 prologue takes off the stack pointer:
@@ -232,11 +238,22 @@ impl Compiler {
             }
         }
         let signature_ids = translate::signature_ids(&types);
+        let imports: Vec<Option<Import>> = info
+            .imports
+            .iter()
+            .filter(|entry| entry.func_type.is_some())
+            .map(|entry| Import::find(&entry.module, &entry.name))
+            .collect();
+        let imports_may_trap: Vec<bool> = imports
+            .iter()
+            .map(|import| import.is_none_or(crate::host::may_trap))
+            .collect();
         let env = ModuleEnv {
             types: &types,
             signature_ids: &signature_ids,
             functions: &info.function_types,
             imported_functions: info.imported_functions,
+            imports_may_trap: &imports_may_trap,
             globals: &globals,
             call_conv: self.isa.default_call_conv(),
             frontend: self.isa.frontend_config(),
@@ -245,6 +262,7 @@ impl Compiler {
         };
         let mut module = CompiledModule {
             signature_ids: signature_ids.clone(),
+            imports,
             ..CompiledModule::default()
         };
         let mut builder_context = FunctionBuilderContext::new();

@@ -99,7 +99,8 @@ pub(super) fn run_self_contained(
     // MAX_DEPTH (low half), TABLE_ELEMENTS (high half): no table.
     context[(vmctx::MAX_DEPTH / 8) as usize] = u64::from(max_depth);
     context[(vmctx::STACK_LIMIT / 8) as usize] = here.saturating_sub(STACK_BUDGET_BYTES);
-    // Everything else stays zero: no memory (a size of 0 bytes, so even
+    // Everything else stays zero: no memory (a size of 0 bytes and a
+    // fast end of 0, which sends every access to the exact check, so even
     // an access the scan missed would trap as out of bounds), no
     // globals, table, function table or runtime procedures, no instance.
     // SAFETY: (1) as in `run`: `code` holds `Compiler::compile`'s output
@@ -141,54 +142,53 @@ unsafe fn native_of<'a>(context: *mut u64) -> &'a mut Native {
     unsafe { &mut *(context.add((vmctx::HOST / 8) as usize).read() as *mut Native) }
 }
 
-/// The host-call trampolines, one per arity: generated code calls
-/// kernel procedure `import` with its context, the import's index and its
-/// arguments, each widened to 64 bits, all in registers (the ninth and
-/// later words on the stack, as sysv64 passes them); no argument array,
-/// no runtime values.
-macro_rules! host_trampolines {
-    ($($name:ident($($argument:ident),*);)*) => {$(
-        extern "sysv64" fn $name(context: *mut u64, import: u32 $(, $argument: u64)*) -> u64 {
-            // SAFETY: generated code calls this only through the function
-            // table's entry of an import of this arity (set by
-            // `layout.rs` from `host_trampoline`), passing the context it
-            // received from `run`.
-            let native = unsafe { native_of(context) };
-            native.host_call(import, &[$($argument),*])
+/// The host-call trampolines, one per kernel procedure, generated from
+/// the ABI's table (`spindle_abi::for_each_import!`): generated code calls
+/// the trampoline of the procedure an import resolved to with its context
+/// and the procedure's arguments, each widened to 64 bits, all in
+/// registers (the ninth and later words on the stack, as sysv64 passes
+/// them); no import index, no argument array, no runtime values. The
+/// procedure is a constant in each trampoline, so `host::call` (always
+/// inlined) is reduced to that procedure's arm: no `match` per call.
+macro_rules! procedure_trampolines {
+    (
+        $module:literal;
+        $(
+            $(#[doc = $doc:literal])*
+            $variant:ident = $purity:ident fn $name:ident($($param:ident: $ty:ident),* $(,)?) $(-> $result:ident)?;
+        )*
+    ) => {
+        /// One trampoline per kernel procedure, named as the procedure.
+        mod trampolines {
+            use spindle_abi::Import;
+
+            use super::native_of;
+
+            $(
+                pub(super) extern "sysv64" fn $name(context: *mut u64 $(, $param: u64)*) -> u64 {
+                    // SAFETY: generated code calls this only through the
+                    // function table's entry of an import resolved to this
+                    // procedure (set by `layout.rs` from
+                    // `host_trampoline`), whose type linking matched to the
+                    // procedure's, passing the context it received from
+                    // `run`.
+                    let native = unsafe { native_of(context) };
+                    native.host_call(Import::$variant, &[$($param),*])
+                }
+            )*
         }
-    )*};
-}
 
-host_trampolines! {
-    host_call_0();
-    host_call_1(a);
-    host_call_2(a, b);
-    host_call_3(a, b, c);
-    host_call_4(a, b, c, d);
-    host_call_5(a, b, c, d, e);
-    host_call_6(a, b, c, d, e, f);
-    host_call_7(a, b, c, d, e, f, g);
-    host_call_8(a, b, c, d, e, f, g, h);
-}
-
-/// The address of the host-call trampoline for kernel procedures of
-/// `arity` parameters (at most [`vmctx::HOST_ARGUMENTS`]), for the
-/// function table.
-pub(super) fn host_trampoline(arity: usize) -> Option<u64> {
-    let address = match arity {
-        0 => host_call_0 as *const () as u64,
-        1 => host_call_1 as *const () as u64,
-        2 => host_call_2 as *const () as u64,
-        3 => host_call_3 as *const () as u64,
-        4 => host_call_4 as *const () as u64,
-        5 => host_call_5 as *const () as u64,
-        6 => host_call_6 as *const () as u64,
-        7 => host_call_7 as *const () as u64,
-        8 => host_call_8 as *const () as u64,
-        _ => return None,
+        /// The address of the host-call trampoline of kernel procedure
+        /// `import`, for the function table.
+        pub(super) fn host_trampoline(import: spindle_abi::Import) -> u64 {
+            match import {
+                $(spindle_abi::Import::$variant => trampolines::$name as *const () as u64,)*
+            }
+        }
     };
-    Some(address)
 }
+
+spindle_abi::for_each_import!(procedure_trampolines);
 
 /// `memory.grow`: the old size in pages, or -1.
 extern "sysv64" fn memory_grow(context: *mut u64, pages: u32) -> u32 {

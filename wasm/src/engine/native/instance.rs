@@ -95,8 +95,7 @@ impl Native {
     /// depth word and the stack limit ([`Native::prepare`] and the entry).
     pub(super) fn fill_context(&mut self) {
         let context = &mut self.context;
-        context[(vmctx::MEMORY_BASE / 8) as usize] = self.layout.memory.as_mut_ptr() as u64;
-        context[(vmctx::MEMORY_BYTES / 8) as usize] = self.layout.memory.len() as u64;
+        vmctx::set_memory(context, &mut self.layout.memory);
         // MAX_DEPTH (low half), TABLE_ELEMENTS (high half).
         context[(vmctx::MAX_DEPTH / 8) as usize] =
             u64::from(self.layout.max_depth) | ((self.layout.table.len() as u64 / 2) << 32);
@@ -150,10 +149,9 @@ impl Native {
             return -1;
         }
         self.layout.memory.resize(new_bytes as usize, 0);
-        // The memory may have moved: generated code reloads both after
-        // every call.
-        self.context[(vmctx::MEMORY_BASE / 8) as usize] = self.layout.memory.as_mut_ptr() as u64;
-        self.context[(vmctx::MEMORY_BYTES / 8) as usize] = self.layout.memory.len() as u64;
+        // The memory may have moved: generated code reloads its words
+        // after every call.
+        vmctx::set_memory(&mut self.context, &mut self.layout.memory);
         old_pages as i32
     }
 
@@ -178,14 +176,12 @@ impl Native {
         }
     }
 
-    /// A call of import `import` with `arguments` (each widened to 64
-    /// bits, as many as it takes); its result, or zero after setting the
-    /// trap.
-    #[inline]
-    pub(super) fn host_call(&mut self, import: u32, arguments: &[u64]) -> u64 {
-        let Some(&procedure) = self.layout.imports.get(import as usize) else {
-            return self.host_trapped(Trap::new(FaultKind::Other, "unknown kernel procedure"));
-        };
+    /// A call of kernel procedure `procedure` with `arguments` (each
+    /// widened to 64 bits, as many as it takes); its result, or zero after
+    /// setting the trap. Always inlined into the trampolines of
+    /// `entry.rs`, each with its procedure as a constant.
+    #[inline(always)]
+    pub(super) fn host_call(&mut self, procedure: Import, arguments: &[u64]) -> u64 {
         match host::call(self, procedure, arguments) {
             Ok(Some(WasmValue::I32(value))) => u64::from(value as u32),
             Ok(Some(WasmValue::I64(value))) => value as u64,

@@ -48,12 +48,10 @@ pub(super) struct Layout {
     /// Table 0: (signature id, code address) pairs.
     pub(super) table: Vec<u64>,
     /// Code address of every function (imports: the host-call trampoline
-    /// of their arity, `entry::host_trampoline`).
+    /// of their procedure, `entry::host_trampoline`).
     pub(super) functions: Vec<u64>,
     /// Offset of every function's code (imports: unused).
     pub(super) offsets: Vec<usize>,
-    /// The kernel procedure each import resolved to.
-    pub(super) imports: Vec<Import>,
     /// The module's reading, for types and exports.
     pub(super) info: alloc::sync::Arc<ModuleInfo>,
     /// Deepest Wasm call nesting.
@@ -86,14 +84,23 @@ impl Layout {
         let mut function_types = Vec::new();
         let mut start = None;
         let imported = info.imported_functions as usize;
-        // Imports: the typed trampoline of the procedure's arity, which
-        // generated code calls with the arguments in registers.
-        let mut functions: Vec<u64> = (0..info.imported_functions)
-            .map(|index| {
-                info.function_type(index)
-                    .and_then(|ty| super::entry::host_trampoline(ty.params.len()))
-                    .unwrap_or(0)
-            })
+        // Imports: the trampoline of the procedure each resolved to, which
+        // generated code calls with the arguments in registers. The code
+        // was compiled for the procedures the imports' names give (their
+        // trap checks depend on it): a resolver that chose others keeps
+        // the module on the interpreter.
+        let resolved_as_compiled = imports.len() == info.imported_functions as usize
+            && imports
+                .iter()
+                .zip(&compiled.imports)
+                .all(|(&resolved, &compiled)| compiled == Some(resolved))
+            && compiled.imports.len() == imports.len();
+        if !resolved_as_compiled {
+            return Err(refuse("imports resolved to other procedures than named"));
+        }
+        let mut functions: Vec<u64> = imports
+            .iter()
+            .map(|&import| super::entry::host_trampoline(import))
             .collect();
         let mut offsets = vec![0usize; imported];
         for function in &compiled.functions {
@@ -196,7 +203,6 @@ impl Layout {
             table,
             functions,
             offsets,
-            imports: imports.to_vec(),
             info,
             max_depth,
             start,

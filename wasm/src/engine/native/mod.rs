@@ -18,6 +18,7 @@
 //!   for the differential tests.
 
 pub mod compile;
+mod counted;
 pub mod engine;
 mod entry;
 mod instance;

@@ -24,7 +24,10 @@ use cranelift_codegen::ir::{
 use cranelift_frontend::{FunctionBuilder, Switch, Variable};
 use wasmparser::{BlockType, FunctionBody, MemArg, Operator, ValType};
 
-use super::vmctx::{self, TrapCode};
+use super::{
+    counted::{counted_loop, CountedLoop},
+    vmctx::{self, TrapCode},
+};
 use crate::module::{FuncType, WasmType};
 
 /// Why a body was not translated.
@@ -50,6 +53,9 @@ pub struct ModuleEnv<'a> {
     /// How many of [`ModuleEnv::functions`] are imported (kernel
     /// procedures, called through the context's host-call trampoline).
     pub imported_functions: u32,
+    /// For each import, whether its kernel procedure may trap (else no
+    /// trap check follows its calls).
+    pub imports_may_trap: &'a [bool],
     /// The type of every global.
     pub globals: &'a [WasmType],
     /// The calling convention of the target.
@@ -132,14 +138,13 @@ pub struct Translator<'a, 'b> {
     /// after it, and stored at the exit and on a trap. So a loop header's
     /// charge is a subtraction and a branch, not a load and a store.
     fuel: Variable,
-    /// Linear memory's base address and size in bytes, kept in registers:
-    /// loaded on entry and reloaded after each call that may grow the
-    /// memory (Wasm calls and `memory.grow`; kernel procedures never
-    /// resize it), so a loop's bounds checks load nothing.
-    memory_base: Variable,
-    memory_bytes: Variable,
-    /// Whether the body reaches linear memory at all (else the two
-    /// variables above are never loaded).
+    /// Linear memory in registers (see [`MemoryRegisters`]).
+    memory: MemoryRegisters,
+    /// The loop about to be translated, when it is counted: its fuel is
+    /// charged once before it rather than at its header (`counted.rs`).
+    counted_loop: Option<CountedLoop>,
+    /// Whether the body reaches linear memory at all (else the
+    /// variables of `memory` are never loaded).
     uses_memory: bool,
 }
 
@@ -213,11 +218,14 @@ pub fn translate(
         .ins()
         .load(types::I64, trusted(), vmctx, vmctx::FUEL);
     builder.def_var(fuel, fuel_on_entry);
-    let memory_base = builder.declare_var(types::I64);
-    let memory_bytes = builder.declare_var(types::I64);
+    let memory = MemoryRegisters {
+        base: builder.declare_var(types::I64),
+        bytes: builder.declare_var(types::I64),
+        fast_end: builder.declare_var(types::I64),
+    };
     let uses_memory = uses_memory(body)?;
     if uses_memory {
-        load_memory(&mut builder, vmctx, memory_base, memory_bytes);
+        memory.load(&mut builder, vmctx);
     }
 
     // Call depth: checked and counted on entry, restored at the exit.
@@ -246,8 +254,8 @@ pub fn translate(
         depth_on_entry: depth,
         calls_runtime: false,
         fuel,
-        memory_base,
-        memory_bytes,
+        memory,
+        counted_loop: None,
         uses_memory,
     };
     translator.trap_if(too_deep, TrapCode::StackOverflow);
@@ -283,6 +291,15 @@ pub fn translate(
     let mut operators = body.get_operators_reader().map_err(malformed)?;
     while !operators.eof() {
         let operator = operators.read().map_err(malformed)?;
+        if matches!(
+            operator,
+            Operator::Loop {
+                blockty: BlockType::Empty
+            }
+        ) && !translator.is_unreachable
+        {
+            translator.counted_loop = counted_loop(operators.clone())?;
+        }
         translator.operator(operator)?;
     }
     let calls_runtime = translator.calls_runtime;
@@ -325,22 +342,38 @@ fn writes_memory(operator: &Operator<'_>) -> bool {
     )
 }
 
-/// (Re)loads linear memory's base and size from the context into their
-/// variables.
-fn load_memory(
-    builder: &mut FunctionBuilder<'_>,
-    vmctx: Value,
-    memory_base: Variable,
-    memory_bytes: Variable,
-) {
-    let base = builder
-        .ins()
-        .load(types::I64, trusted(), vmctx, vmctx::MEMORY_BASE);
-    builder.def_var(memory_base, base);
-    let bytes = builder
-        .ins()
-        .load(types::I64, trusted(), vmctx, vmctx::MEMORY_BYTES);
-    builder.def_var(memory_bytes, bytes);
+/// Linear memory's base address and size, kept in registers: loaded on
+/// entry and reloaded after each call that may grow the memory (Wasm
+/// calls and `memory.grow`; kernel procedures never resize it), so a
+/// loop's bounds checks load nothing.
+#[derive(Clone, Copy)]
+struct MemoryRegisters {
+    /// Host address of byte 0.
+    base: Variable,
+    /// Size in bytes.
+    bytes: Variable,
+    /// [`vmctx::MEMORY_FAST_END`]: an access at `index + offset` below it
+    /// is in bounds whatever its size, so one limit in a register serves
+    /// every access (see `Translator::address`).
+    fast_end: Variable,
+}
+
+impl MemoryRegisters {
+    /// (Re)loads the memory's base and size from the context.
+    fn load(self, builder: &mut FunctionBuilder<'_>, vmctx: Value) {
+        let base = builder
+            .ins()
+            .load(types::I64, trusted(), vmctx, vmctx::MEMORY_BASE);
+        builder.def_var(self.base, base);
+        let bytes = builder
+            .ins()
+            .load(types::I64, trusted(), vmctx, vmctx::MEMORY_BYTES);
+        builder.def_var(self.bytes, bytes);
+        let fast_end = builder
+            .ins()
+            .load(types::I64, trusted(), vmctx, vmctx::MEMORY_FAST_END);
+        builder.def_var(self.fast_end, fast_end);
+    }
 }
 
 fn zero_of(builder: &mut FunctionBuilder<'_>, ty: Type) -> Value {
@@ -452,12 +485,48 @@ impl Translator<'_, '_> {
     fn charge_fuel(&mut self) {
         let fuel = self.builder.use_var(self.fuel);
         let left = self.builder.ins().iadd_imm_s(fuel, -1);
+        self.charged(left);
+    }
+
+    /// The fuel after a charge is `left`; below zero, traps.
+    fn charged(&mut self, left: Value) {
         self.builder.def_var(self.fuel, left);
         let empty = self
             .builder
             .ins()
             .icmp_imm_s(IntCC::SignedLessThan, left, 0);
         self.trap_if(empty, TrapCode::OutOfFuel);
+    }
+
+    /// Charges a counted loop's fuel before its first iteration: one unit
+    /// per iteration, the number of steps of `counted.step` that take its
+    /// counter from its value now to zero (modulo 2^32); a counter that
+    /// never reaches zero (not a multiple of the step) runs out of fuel
+    /// at once. Below zero, traps.
+    fn charge_counted_loop(&mut self, counted: CountedLoop) {
+        let counter = self.builder.use_var(self.locals[counted.counter as usize]);
+        // The distance to zero in the step's direction, modulo 2^32.
+        let distance = if counted.step > 0 {
+            self.builder.ins().ineg(counter)
+        } else {
+            counter
+        };
+        let distance = self.builder.ins().uextend(types::I64, distance);
+        let shift = counted.step_shift();
+        if shift > 0 {
+            let remainder = self.builder.ins().band_imm_u(distance, (1i64 << shift) - 1);
+            let endless = self.builder.ins().icmp_imm_s(IntCC::NotEqual, remainder, 0);
+            self.trap_if(endless, TrapCode::OutOfFuel);
+        }
+        // A distance of zero is a whole turn: 2^32 / |step| iterations.
+        let steps = self.builder.ins().ushr_imm_u(distance, i64::from(shift));
+        let whole_turn = self.builder.ins().iconst(types::I64, 1i64 << (32 - shift));
+        let is_zero = self.builder.ins().icmp_imm_s(IntCC::Equal, steps, 0);
+        let iterations = self.builder.ins().select(is_zero, whole_turn, steps);
+        // Fuel is at most i64::MAX and the count at most 2^32: no overflow.
+        let fuel = self.builder.use_var(self.fuel);
+        let left = self.builder.ins().isub(fuel, iterations);
+        self.charged(left);
     }
 
     /// After a call: a trap the callee stored returns from here too.
@@ -475,23 +544,51 @@ impl Translator<'_, '_> {
 
     /// The checked host address of `size` bytes at the Wasm address on the
     /// stack plus `memarg`'s offset.
+    ///
+    /// Two steps, so that the hot path compares with a register:
+    /// `index + offset < bytes - 7` (the fast end,
+    /// [`vmctx::MEMORY_FAST_END`], signed: the index and the offset are
+    /// below 2^32, the memory at most 4 GiB, so nothing overflows in 64
+    /// bits, and a memory under 8 bytes has an end no access is below)
+    /// proves any access of up to 8 bytes in bounds. At or above it (the
+    /// last bytes of memory, or outside), a cold block makes the exact
+    /// check `index + offset + size <= bytes` and traps or goes on. Every
+    /// access is checked exactly as before; only the order of the
+    /// compares changed.
     fn address(&mut self, memarg: &MemArg, size: i64) -> Value {
         let index = self.pop();
         let index = self.builder.ins().uextend(types::I64, index);
-        // Offsets are below 2^32 without memory64: no overflow in 64 bits.
-        let end = self
+        // Offsets are below 2^32 without memory64.
+        let offset = memarg.offset as i64;
+        let at = if offset == 0 {
+            index
+        } else {
+            self.builder.ins().iadd_imm_s(index, offset)
+        };
+        let fast_end = self.builder.use_var(self.memory.fast_end);
+        let beyond_fast = self
             .builder
             .ins()
-            .iadd_imm_s(index, (memarg.offset as i64).wrapping_add(size));
-        let bytes = self.builder.use_var(self.memory_bytes);
+            .icmp(IntCC::SignedGreaterThanOrEqual, at, fast_end);
+        let exact = self.builder.create_block();
+        let checked = self.builder.create_block();
+        self.builder.set_cold_block(exact);
+        self.builder
+            .ins()
+            .brif(beyond_fast, exact, &[], checked, &[]);
+        self.builder.switch_to_block(exact);
+        let end = self.builder.ins().iadd_imm_s(at, size);
+        let bytes = self.builder.use_var(self.memory.bytes);
         let outside = self
             .builder
             .ins()
             .icmp(IntCC::UnsignedGreaterThan, end, bytes);
         self.trap_if(outside, TrapCode::MemoryOutOfBounds);
-        let base = self.builder.use_var(self.memory_base);
+        self.builder.ins().jump(checked, &[]);
+        self.builder.switch_to_block(checked);
+        let base = self.builder.use_var(self.memory.base);
         let address = self.builder.ins().iadd(base, index);
-        self.builder.ins().iadd_imm_s(address, memarg.offset as i64)
+        self.builder.ins().iadd_imm_s(address, offset)
     }
 
     fn heap_flags() -> MemFlagsData {
@@ -502,19 +599,18 @@ impl Translator<'_, '_> {
 
     fn load(&mut self, memarg: &MemArg, ty: Type, size: i64, extend: Option<(Type, bool)>) {
         let address = self.address(memarg, size);
+        // The extending loads in one instruction each (a narrow load then
+        // an extension left a second `movzx` in the checksum's loop).
+        let flags = Self::heap_flags();
+        let ins = self.builder.ins();
         let value = match extend {
-            None => self.builder.ins().load(ty, Self::heap_flags(), address, 0),
-            Some((narrow, signed)) => {
-                let value = self
-                    .builder
-                    .ins()
-                    .load(narrow, Self::heap_flags(), address, 0);
-                if signed {
-                    self.builder.ins().sextend(ty, value)
-                } else {
-                    self.builder.ins().uextend(ty, value)
-                }
-            }
+            None => ins.load(ty, flags, address, 0),
+            Some((types::I8, false)) => ins.uload8(ty, flags, address, 0),
+            Some((types::I8, true)) => ins.sload8(ty, flags, address, 0),
+            Some((types::I16, false)) => ins.uload16(ty, flags, address, 0),
+            Some((types::I16, true)) => ins.sload16(ty, flags, address, 0),
+            Some((_, false)) => ins.uload32(flags, address, 0),
+            Some((_, true)) => ins.sload32(flags, address, 0),
         };
         self.push(value);
     }
@@ -693,12 +789,7 @@ impl Translator<'_, '_> {
         if !self.uses_memory {
             return;
         }
-        load_memory(
-            &mut self.builder,
-            self.vmctx,
-            self.memory_base,
-            self.memory_bytes,
-        );
+        self.memory.load(&mut self.builder, self.vmctx);
     }
 
     fn call_indirect(&mut self, type_index: u32, table: u32) -> Result<(), TranslateError> {
@@ -756,12 +847,13 @@ impl Translator<'_, '_> {
         self.call_code(code, &ty)
     }
 
-    /// Calls kernel procedure `import` through the host-call trampoline
-    /// of its arity, whose address is the import's entry in the function
-    /// table: the context, the import's index and the arguments (kernel
+    /// Calls kernel procedure `import` through its host-call trampoline
+    /// (`entry.rs`, one per procedure), whose address is the import's
+    /// entry in the function table: the context and the arguments (kernel
     /// procedures take `i32` and `i64` only, at most
     /// [`vmctx::HOST_ARGUMENTS`]), each widened to 64 bits, in registers;
-    /// the result comes back as an `i64`.
+    /// the result comes back as an `i64`. The trap word is reloaded after
+    /// the call only if the procedure may trap.
     fn host_call(&mut self, import: u32, ty: &FuncType) -> Result<(), TranslateError> {
         if ty.params.len() > vmctx::HOST_ARGUMENTS || ty.results.len() > 1 {
             return Err(unsupported("a kernel procedure of this arity"));
@@ -773,9 +865,7 @@ impl Translator<'_, '_> {
         self.calls_runtime = true;
         let mut signature = Signature::new(self.env.call_conv);
         signature.params.push(AbiParam::new(types::I64));
-        signature.params.push(AbiParam::new(types::I32));
-        let index = self.builder.ins().iconst(types::I32, i64::from(import));
-        let mut args = alloc::vec![self.vmctx, index];
+        let mut args = alloc::vec![self.vmctx];
         for (arg, &param) in self.pop_n(ty.params.len()).into_iter().zip(&ty.params) {
             signature.params.push(AbiParam::new(types::I64));
             args.push(if param == WasmType::I32 {
@@ -798,7 +888,15 @@ impl Translator<'_, '_> {
         );
         let call = self.builder.ins().call_indirect(signature, code, &args);
         let result = self.builder.inst_results(call)[0];
-        self.check_trap_after_call();
+        let may_trap = self
+            .env
+            .imports_may_trap
+            .get(import as usize)
+            .copied()
+            .unwrap_or(true);
+        if may_trap {
+            self.check_trap_after_call();
+        }
         if let Some(&result_type) = ty.results.first() {
             let value = if result_type == WasmType::I32 {
                 self.builder.ins().ireduce(types::I32, result)
@@ -947,6 +1045,8 @@ impl Translator<'_, '_> {
 
     /// Translates one operator.
     fn operator(&mut self, operator: Operator<'_>) -> Result<(), TranslateError> {
+        // Set by `translate` for this very operator (a `loop`) only.
+        let counted = self.counted_loop.take();
         if self.is_unreachable {
             self.skip(&operator);
             return Ok(());
@@ -969,6 +1069,9 @@ impl Translator<'_, '_> {
                 })?;
             }
             O::Loop { blockty } => {
+                if let Some(counted) = counted {
+                    self.charge_counted_loop(counted);
+                }
                 let (params, results) = self.block_signature(blockty)?;
                 let header = self.new_block_with(&params);
                 let end = self.new_block_with(&results);
@@ -986,7 +1089,9 @@ impl Translator<'_, '_> {
                     height,
                     else_block: None,
                 })?;
-                self.charge_fuel();
+                if counted.is_none() {
+                    self.charge_fuel();
+                }
             }
             O::If { blockty } => {
                 let (params, results) = self.block_signature(blockty)?;
@@ -1136,7 +1241,7 @@ impl Translator<'_, '_> {
             }
             O::I64Store32 { memarg } => self.store(&memarg, 4, Some(types::I32)),
             O::MemorySize { mem: 0 } => {
-                let bytes = self.builder.use_var(self.memory_bytes);
+                let bytes = self.builder.use_var(self.memory.bytes);
                 let pages = self.builder.ins().ushr_imm_u(bytes, 16);
                 let pages = self.builder.ins().ireduce(types::I32, pages);
                 self.push(pages);

@@ -14,6 +14,21 @@ use spindle_abi::FaultKind;
 pub const MEMORY_BASE: i32 = 0;
 /// Offset of the linear memory's size in bytes (`u64`).
 pub const MEMORY_BYTES: i32 = 8;
+/// The widest access (`i64.load`), which [`MEMORY_FAST_END`] leaves room
+/// for.
+pub const FAST_CHECK_BYTES: i64 = 8;
+
+/// Writes linear memory's words (base, size and fast limit) into
+/// `context`, after the memory was created, moved or resized.
+pub fn set_memory(context: &mut [u64], memory: &mut [u8]) {
+    context[(MEMORY_BASE / 8) as usize] = memory.as_mut_ptr() as u64;
+    context[(MEMORY_BYTES / 8) as usize] = memory.len() as u64;
+    // At most 4 GiB: no overflow, and a memory under 8 bytes gets a
+    // negative end no access is below.
+    context[(MEMORY_FAST_END / 8) as usize] =
+        (memory.len() as i64 - FAST_CHECK_BYTES + 1) as u64;
+}
+
 /// Offset of the fuel left (`i64`); below zero is a budget trap.
 pub const FUEL: i32 = 16;
 /// Offset of the trap code (`u32`, [`TrapCode`]; zero while none).
@@ -42,11 +57,14 @@ pub const MEMORY_COPY: i32 = 72;
 /// Offset of the runtime's `memory.fill` (`fn(vmctx, dst, value, len)`),
 /// which sets [`TRAP`] when the range is out of bounds.
 pub const MEMORY_FILL: i32 = 80;
-/// Unused (once the array trampoline of kernel procedures, which are
-/// now called through the function table: `fn(vmctx, import: i32,
-/// arguments: i64...) -> i64`, one trampoline per arity, which sets
-/// [`TRAP`] to [`TrapCode::Host`] when the procedure trapped).
-pub const RESERVED: i32 = 88;
+/// Offset of the fast bounds limit (`i64`): the memory's size in bytes
+/// minus [`FAST_CHECK_BYTES`] minus one, so that an access at
+/// `index + offset` (signed) below it is in bounds whatever its size.
+/// Kept in the context rather than computed by generated code because
+/// Cranelift recomputes an `iadd_imm` at every use, even inside a loop;
+/// a load stays where it is. Zero (a context nobody filled) sends every
+/// access to the exact check. [`set_memory`] writes it with the size.
+pub const MEMORY_FAST_END: i32 = 88;
 /// Offset of the lowest stack address generated code may use (`u64`): a
 /// function whose frame reaches below it traps with
 /// [`TrapCode::StackOverflow`] instead of running off the kernel stack.
