@@ -226,22 +226,21 @@ pub fn report() -> Option<Vec<(&'static str, u64)>> {
     lines.push(("device: receive errors", device.receive_errors));
     lines.push(("device: transmit ring full", device.send_busy));
     lines.push(("device: receive interrupts", device.interrupts));
-    lines.push((
-        "net thread: us in the graph",
-        GRAPH_NS.load(Ordering::Relaxed) / 1000,
-    ));
-    lines.push((
-        "net thread: us of it taking frames from the device",
-        DEVICE_NS.load(Ordering::Relaxed) / 1000,
-    ));
-    lines.push((
-        "net thread: us of it queueing packets for the sockets",
-        QUEUE_NS.load(Ordering::Relaxed) / 1000,
-    ));
-    lines.push((
-        "net thread: us polling the sockets",
-        POLL_NS.load(Ordering::Relaxed) / 1000,
-    ));
+    let times = [
+        ("net thread: us in the graph", &GRAPH_NS),
+        (
+            "net thread: us of it taking frames from the device",
+            &DEVICE_NS,
+        ),
+        (
+            "net thread: us of it queueing packets for the sockets",
+            &QUEUE_NS,
+        ),
+        ("net thread: us polling the sockets", &POLL_NS),
+    ];
+    for (name, nanoseconds) in times {
+        lines.push((name, nanoseconds.load(Ordering::Relaxed) / 1000));
+    }
     if let Some(personality) = crate::linux::personality() {
         let sockets = personality.sockets();
         lines.push((

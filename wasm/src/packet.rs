@@ -42,6 +42,10 @@ pub trait PacketAccess: Send + Sync {
         offset: u64,
         len: u64,
     ) -> Result<(), ReplyError> {
+        let end = offset.checked_add(len).ok_or(ReplyError::OutsideFile)?;
+        if end > file.len() {
+            return Err(ReplyError::OutsideFile);
+        }
         if len > MAX_FILE_REPLY_BYTES as u64 {
             return Err(ReplyError::TooLong);
         }

@@ -72,7 +72,7 @@ fn read_to_end(client: &Socket, listener: &Listener) -> Vec<u8> {
             Ok((0, _, _)) => return got,
             Ok((count, _, _)) => got.extend_from_slice(&buffer[..count]),
             Err(SocketError::WouldBlock) => {}
-            Err(error) => panic!("reading the answer: {error:?}"),
+            Err(error) => panic!("reading the answer: {error}"),
         }
     }
     panic!("the answer did not end ({} bytes read)", got.len());
