@@ -27,7 +27,7 @@ use crate::{
 };
 
 /// Virtual space reserved per kernel stack (the stack plus its guard page).
-const STACK_SLOT_BYTES: u64 = 1 << 20;
+pub(crate) const STACK_SLOT_BYTES: u64 = 1 << 20;
 
 /// Stack slot allocator: slots freed by dropped stacks, and the next unused.
 static STACK_SLOTS: IrqMutex<(Vec<u64>, u64)> = IrqMutex::new((Vec::new(), 0));

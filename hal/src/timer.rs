@@ -41,6 +41,10 @@ const APIC_SOFTWARE_ENABLE: u32 = 1 << 8;
 const APIC_DIVIDE_BY_16: u32 = 0b0011;
 
 static TSC_HZ: AtomicU64 = AtomicU64::new(0);
+/// Nanoseconds per TSC cycle as a 32.32 fixed-point number, so that
+/// converting is a multiplication and a shift rather than a 128-bit
+/// division (which the network thread's accounting did per frame).
+static NS_PER_CYCLE_FIXED: AtomicU64 = AtomicU64::new(0);
 static TSC_AT_BOOT: AtomicU64 = AtomicU64::new(0);
 static TICKS: AtomicU64 = AtomicU64::new(0);
 static APIC_BASE: AtomicU64 = AtomicU64::new(0);
@@ -117,7 +121,7 @@ fn calibrate_tsc() -> u64 {
 
 fn timer_interrupt(frame: &mut TrapFrame) {
     TICKS.fetch_add(1, Ordering::Relaxed);
-    crate::profile::record(frame.is_from_user(), frame.rip());
+    crate::profile::record(frame);
     end_of_interrupt();
     let hook = TICK_HOOK.load(Ordering::Acquire);
     if hook != 0 {
@@ -149,6 +153,7 @@ pub fn init() {
     disable_legacy_pic();
     let tsc_hz = calibrate_tsc();
     TSC_HZ.store(tsc_hz, Ordering::Relaxed);
+    NS_PER_CYCLE_FIXED.store(ns_per_cycle_fixed(tsc_hz), Ordering::Relaxed);
 
     // SAFETY: IA32_APIC_BASE exists on every x86_64 CPU; reading it has no
     // side effects.
@@ -200,10 +205,16 @@ pub fn tsc_hz() -> u64 {
     TSC_HZ.load(Ordering::Relaxed)
 }
 
-/// Converts TSC cycles to nanoseconds.
+/// 2^32 nanoseconds per cycle of a `hz` clock (at least 1 Hz).
+fn ns_per_cycle_fixed(hz: u64) -> u64 {
+    ((1_000_000_000u128 << 32) / u128::from(hz.max(1))) as u64
+}
+
+/// Converts TSC cycles to nanoseconds (within a part in 10^9 for clocks
+/// above 4 Hz; 0 before calibration).
 pub fn cycles_to_ns(cycles: u64) -> u64 {
-    let hz = tsc_hz().max(1);
-    (u128::from(cycles) * 1_000_000_000 / u128::from(hz)) as u64
+    let fixed = NS_PER_CYCLE_FIXED.load(Ordering::Relaxed);
+    ((u128::from(cycles) * u128::from(fixed)) >> 32) as u64
 }
 
 /// Nanoseconds since [`init`], from the TSC (0 before calibration).

@@ -63,7 +63,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: "profile",
-        help: "sampling profiler: profile start | profile stop (kernel addresses by ticks; addr2line -f -e the kernel ELF names them)",
+        help: "sampling profiler: profile start | profile stop (call chains by ticks; addr2line -f -e the kernel ELF names the addresses)",
         run: profile,
     },
     Command {
@@ -151,9 +151,13 @@ pub fn shell_syscall(line: u64, length: u64) -> i64 {
     // `ext load NAME native` needs more), and a command must not overflow it.
     let found = Arc::new(core::sync::atomic::AtomicBool::new(false));
     let report = found.clone();
-    let spawned = sched::spawn_with_stack("spindle", crate::extensions::EXTENSION_STACK_BYTES, move || {
-        report.store(execute(&text), core::sync::atomic::Ordering::Release);
-    });
+    let spawned = sched::spawn_with_stack(
+        "spindle",
+        crate::extensions::EXTENSION_STACK_BYTES,
+        move || {
+            report.store(execute(&text), core::sync::atomic::Ordering::Release);
+        },
+    );
     match spawned {
         Ok(thread) => {
             thread.join();
@@ -495,23 +499,32 @@ fn profile(arguments: &str) {
             let samples = hal::profile::stop();
             let user = samples
                 .iter()
-                .filter(|&&sample| sample == hal::profile::USER_MODE)
+                .filter(|sample| sample[0] == hal::profile::USER_MODE)
                 .count();
-            let mut counts = alloc::collections::BTreeMap::<u64, u64>::new();
-            for &sample in samples.iter().filter(|&&sample| sample != hal::profile::USER_MODE) {
-                *counts.entry(sample).or_default() += 1;
+            // Identical chains (instruction and callers) counted once.
+            let mut counts = alloc::collections::BTreeMap::<hal::profile::Sample, u64>::new();
+            for sample in samples
+                .iter()
+                .filter(|sample| sample[0] != hal::profile::USER_MODE)
+            {
+                *counts.entry(*sample).or_default() += 1;
             }
-            let mut ranked: Vec<(u64, u64)> = counts.into_iter().collect();
+            let mut ranked: Vec<(hal::profile::Sample, u64)> = counts.into_iter().collect();
             ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
             console::write_fmt(format_args!(
-                "{} samples: {} in user mode, {} in the kernel at {} addresses\n",
+                "{} samples: {} in user mode, {} in the kernel in {} call chains \
+                 (count, then the instruction and its callers)\n",
                 samples.len(),
                 user,
                 samples.len() - user,
                 ranked.len()
             ));
-            for (address, count) in ranked {
-                console::write_fmt(format_args!("  {address:#x} {count}\n"));
+            for (chain, count) in ranked {
+                console::write_fmt(format_args!("  {count}"));
+                for address in chain.iter().take_while(|&&address| address != 0) {
+                    console::write_fmt(format_args!(" {address:#x}"));
+                }
+                console::write_str("\n");
             }
         }
         _ => console::write_str("usage: profile start | profile stop\n"),

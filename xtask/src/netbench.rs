@@ -21,8 +21,10 @@
 //! every answer checked.
 
 use std::{
+    collections::BTreeMap,
     io::{BufRead, BufReader, Read, Write},
     net::Shutdown,
+    path::Path,
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
 };
@@ -32,7 +34,7 @@ use crate::{
     netpeer::{self, Forward, Protocol},
     qemu::Guest,
     scenarios::save_log,
-    Result,
+    toolchain, Result,
 };
 
 /// Round trips measured per echo.
@@ -172,7 +174,7 @@ fn spindle_figures(context: &mut BenchContext) -> Result<Figures> {
     eprintln!("x: booting Spindle with its network interface");
     let mut guest = Guest::boot(&config, context.timeout)?;
     guest.forwards = forwards.to_vec();
-    let figures = measure_spindle(&mut guest);
+    let figures = measure_spindle(&mut guest, &toolchain::kernel_elf(context.profile));
     save_log("bench-net", &guest.full_log());
     guest.kill();
     if let Ok(figures) = &figures {
@@ -187,7 +189,7 @@ fn spindle_figures(context: &mut BenchContext) -> Result<Figures> {
     figures
 }
 
-fn measure_spindle(guest: &mut Guest) -> Result<Figures> {
+fn measure_spindle(guest: &mut Guest, kernel: &Path) -> Result<Figures> {
     guest.wait_for("/ # ", 0, None)?;
     shell(guest, "spindle ext load udp-echo", "answering UDP port 7")?;
     let echo = guest.host_port(Protocol::Udp, 7)?;
@@ -213,9 +215,16 @@ fn measure_spindle(guest: &mut Guest) -> Result<Figures> {
     // the guest's time went, frames, coalesced segments.
     shell(guest, "spindle net", "device: receive interrupts")?;
     shell(guest, "spindle threads", "cpu_ms")?;
+    let sink = guest.host_port(Protocol::Tcp, 5001)?;
+    probe_sink(sink)?;
     shell(guest, "spindle profile start", "profiling")?;
-    let tcp_mbps = tcp_sink_rate(guest.host_port(Protocol::Tcp, 5001)?)?;
+    let tcp_mbps = tcp_sink_rate(sink)?;
+    let profile_at = guest.serial_len();
     shell(guest, "spindle profile stop", "samples")?;
+    // Wait for the whole list (it ends at the next prompt).
+    guest.wait_for("/ # ", profile_at, Some(Duration::from_secs(30)))?;
+    let log = guest.serial_log();
+    save_profile(log.get(profile_at..).unwrap_or_default(), kernel);
     shell(guest, "spindle net", "device: receive interrupts")?;
     shell(guest, "spindle threads", "cpu_ms")?;
     shell(
@@ -274,13 +283,134 @@ fn warm_up(port: u16) -> Result<()> {
     Ok(())
 }
 
-/// 8 MiB to a sink: Mbit/s from connect to the sink's close.
-fn tcp_sink_rate(port: u16) -> Result<f64> {
-    let data = netpeer::pattern(TCP_BYTES);
+/// Writes the profile `spindle profile stop` printed (lines of a count
+/// and a call chain's addresses, innermost first) by function, the
+/// kernel ELF's symbols from `addr2line`, to
+/// `target/qemu-logs/bench-net-profile.log`: where the transfer's time
+/// went, in the function itself ("self") and in it or what it called
+/// ("total"), and the commonest chains. Best effort: without `addr2line`
+/// the addresses stay.
+fn save_profile(printed: &str, kernel: &Path) {
+    let chains: Vec<(u64, Vec<String>)> = printed
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            let count = words.next()?.parse().ok()?;
+            let addresses: Vec<String> = words
+                .filter(|word| word.starts_with("0x"))
+                .map(str::to_string)
+                .collect();
+            (!addresses.is_empty()).then_some((count, addresses))
+        })
+        .collect();
+    let mut unique: Vec<&String> = chains.iter().flat_map(|(_, chain)| chain).collect();
+    unique.sort();
+    unique.dedup();
+    let names: BTreeMap<&String, String> = Command::new("addr2line")
+        .arg("-f")
+        .arg("-C")
+        .arg("-e")
+        .arg(kernel)
+        .args(unique.iter().map(|address| address.as_str()))
+        .output()
+        .ok()
+        .map(|output| {
+            let text = String::from_utf8_lossy(&output.stdout).into_owned();
+            unique
+                .iter()
+                .copied()
+                .zip(text.lines().step_by(2).map(short_name))
+                .collect()
+        })
+        .unwrap_or_default();
+    let name = |address: &String| {
+        names
+            .get(address)
+            .cloned()
+            .unwrap_or_else(|| address.clone())
+    };
+    let total: u64 = chains.iter().map(|(count, _)| count).sum();
+    let mut own: BTreeMap<String, u64> = BTreeMap::new();
+    let mut inclusive: BTreeMap<String, u64> = BTreeMap::new();
+    let mut by_chain: BTreeMap<String, u64> = BTreeMap::new();
+    for (count, chain) in &chains {
+        let named: Vec<String> = chain.iter().map(name).collect();
+        *own.entry(named[0].clone()).or_default() += count;
+        let mut seen: Vec<&String> = Vec::new();
+        for function in &named {
+            if !seen.contains(&function) {
+                seen.push(function);
+                *inclusive.entry(function.clone()).or_default() += count;
+            }
+        }
+        *by_chain.entry(named.join(" < ")).or_default() += count;
+    }
+    let ranked = |counts: BTreeMap<String, u64>, rows: usize| {
+        let mut list: Vec<(String, u64)> = counts.into_iter().collect();
+        list.sort_by(|a, b| b.1.cmp(&a.1));
+        list.into_iter()
+            .take(rows)
+            .map(|(what, count)| {
+                format!(
+                    "{count:6} {:5.1}%  {what}\n",
+                    count as f64 * 100.0 / total.max(1) as f64
+                )
+            })
+            .collect::<String>()
+    };
+    let text = format!(
+        "{total} kernel samples\n\nself:\n{}\ntotal (self and callees):\n{}\nchains (innermost first):\n{}\n{printed}",
+        ranked(own, 60),
+        ranked(inclusive, 80),
+        ranked(by_chain, 60),
+    );
+    save_log("bench-net-profile", &text);
+}
+
+/// A function's name from `addr2line -C` without generic arguments (a
+/// trait implementation's `<Type as Trait>` stays), so that a table
+/// stays readable.
+fn short_name(name: &str) -> String {
+    let kept_depth = usize::from(name.starts_with('<'));
+    let mut out = String::new();
+    let mut depth = 0usize;
+    for character in name.chars() {
+        match character {
+            '<' => {
+                depth += 1;
+                if depth <= kept_depth {
+                    out.push(character);
+                }
+            }
+            '>' => {
+                if depth <= kept_depth {
+                    out.push(character);
+                }
+                depth = depth.saturating_sub(1);
+            }
+            _ if depth <= kept_depth => out.push(character),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Waits until the sink listens: a connection that is closed at once
+/// (the sink's loop listens again for the measured one).
+fn probe_sink(port: u16) -> Result<()> {
     let _ = netpeer::connect_when_up(port, Duration::from_secs(20))?;
-    // The probe connection above was one of the sink's; the loop listens
-    // again.
     std::thread::sleep(Duration::from_millis(500));
+    Ok(())
+}
+
+/// `TCP_BYTES` (or `SPINDLE_BENCH_TCP_MIB` MiB, for a longer profile) to
+/// a sink: Mbit/s from connect to the sink's close.
+fn tcp_sink_rate(port: u16) -> Result<f64> {
+    let bytes = std::env::var("SPINDLE_BENCH_TCP_MIB")
+        .ok()
+        .and_then(|mib| mib.parse::<usize>().ok())
+        .map_or(TCP_BYTES, |mib| mib << 20);
+    let data = netpeer::pattern(bytes);
     let started = Instant::now();
     let mut stream = netpeer::connect_when_up(port, Duration::from_secs(20))?;
     stream.set_read_timeout(Some(Duration::from_secs(120)))?;
@@ -289,7 +419,7 @@ fn tcp_sink_rate(port: u16) -> Result<f64> {
     let mut rest = Vec::new();
     let _ = stream.read_to_end(&mut rest);
     let seconds = started.elapsed().as_secs_f64();
-    Ok(TCP_BYTES as f64 * 8.0 / seconds / 1e6)
+    Ok(bytes as f64 * 8.0 / seconds / 1e6)
 }
 
 /// Sequential GETs of `/index.html`, each checked: requests per second.
@@ -340,7 +470,15 @@ fn linux_figures(context: &BenchContext) -> Result<Figures> {
     let mut command = Command::new("bash");
     command
         .arg(serve)
-        .args(["-netdev", &netdev, "-device", "virtio-net-pci,netdev=n0"])
+        .args(["-netdev", &netdev, "-device", "virtio-net-pci,netdev=n0"]);
+    // The same capture as Spindle's (`SPINDLE_NET_DUMP`), beside it.
+    if let Ok(path) = std::env::var(crate::qemu::NET_DUMP_VARIABLE) {
+        command.args([
+            "-object".to_string(),
+            format!("filter-dump,id=dump0,netdev=n0,file={path}.linux"),
+        ]);
+    }
+    command
         .env("BASELINE_OUT", &out)
         .env("BASELINE_ACCEL", context.accel_name())
         .env("BASELINE_TIMEOUT", "900")
@@ -374,7 +512,9 @@ fn measure_linux(child: &mut Child, forwards: &[Forward]) -> Result<Figures> {
     let echo = netpeer::host_port(forwards, Protocol::Udp, 7)?;
     warm_up(echo)?;
     let udp_user_us = netpeer::udp_echo_median_us(echo, &[0x5a; DATAGRAM - 8], ROUND_TRIPS)?;
-    let tcp_mbps = tcp_sink_rate(netpeer::host_port(forwards, Protocol::Tcp, 5001)?)?;
+    let sink = netpeer::host_port(forwards, Protocol::Tcp, 5001)?;
+    probe_sink(sink)?;
+    let tcp_mbps = tcp_sink_rate(sink)?;
     let http_rps = http_rate(netpeer::host_port(forwards, Protocol::Tcp, 80)?)?;
     Ok(Figures {
         udp_kernel_us: None,

@@ -1,8 +1,9 @@
-//! Receive coalescing, as Linux's GRO does in software: in-order TCP
-//! segments of one connection waiting in the device's queue are handed to
-//! smoltcp as one segment, so a burst of full-sized segments costs one
-//! pass through its TCP engine, one acknowledgment and one wakeup of the
-//! reader instead of one per segment.
+//! Receive coalescing, as Linux's GRO does in software: an in-order TCP
+//! segment arriving right behind the one before it in the device's queue
+//! joins it there, so a burst of full-sized segments reaches smoltcp as
+//! one segment and costs one pass through its TCP engine, one
+//! acknowledgment and one wakeup of the reader instead of one per
+//! segment, and its bytes one copy instead of two before smoltcp's.
 //!
 //! Only plain data segments merge: IPv4 without options, the same
 //! addresses and ports, the same acknowledgment number, window and TCP
@@ -19,7 +20,7 @@ use smoltcp::wire::{IpProtocol, Ipv4Packet, TcpPacket};
 
 /// Largest IP packet a merge makes (the IPv4 length field's limit, less
 /// a segment's worth of room).
-const MERGED_LIMIT: usize = 60 * 1024;
+pub(crate) const MERGED_LIMIT: usize = 60 * 1024;
 
 /// Bytes of an IPv4 header without options.
 const IPV4_HEADER: usize = 20;
@@ -107,9 +108,10 @@ pub(crate) fn continues(head: &[u8], next: &[u8]) -> bool {
 
 /// Appends `next`'s data to `head` (the caller checked [`continues`]):
 /// the IP length and header checksum follow, and PSH if `next` had it.
-pub(crate) fn append(head: &mut Vec<u8>, next: &[u8]) {
+/// Returns the bytes of data appended.
+pub(crate) fn append(head: &mut Vec<u8>, next: &[u8]) -> usize {
     let Some(second) = data(next) else {
-        return;
+        return 0;
     };
     // Anything past the head's IP length (padding) is cut first.
     let head_len = Ipv4Packet::new_unchecked(&head[..]).total_len();
@@ -121,5 +123,40 @@ pub(crate) fn append(head: &mut Vec<u8>, next: &[u8]) {
     ip.fill_checksum();
     if second.push {
         TcpPacket::new_unchecked(&mut head[IPV4_HEADER..]).set_psh(true);
+    }
+    second.payload.len()
+}
+
+/// Splits the last `last` bytes of data off a merged segment `head`
+/// into a segment of their own, written into `tail` (emptied first):
+/// smoltcp then sees a run as two segments and acknowledges it at once,
+/// where after one segment, whatever its size, its delayed ACK would
+/// wait. The tail takes the PSH flag. `head` must be a merged segment
+/// (from [`append`]) with more than `last` bytes of data.
+pub(crate) fn split_last(head: &mut Vec<u8>, last: usize, tail: &mut Vec<u8>) {
+    tail.clear();
+    let Some(data) = data(head) else {
+        return;
+    };
+    if last == 0 || last >= data.payload.len() {
+        return;
+    }
+    let headers = head.len() - data.payload.len();
+    let kept = data.payload.len() - last;
+    let sequence = data.sequence.wrapping_add(kept as u32);
+    let push = data.push;
+    tail.extend_from_slice(&head[..headers]);
+    tail.extend_from_slice(&head[headers + kept..]);
+    head.truncate(headers + kept);
+    for (packet, is_tail) in [(&mut *head, false), (&mut *tail, true)] {
+        let total = packet.len();
+        let mut ip = Ipv4Packet::new_unchecked(&mut packet[..]);
+        ip.set_total_len(total as u16);
+        ip.fill_checksum();
+        let mut tcp = TcpPacket::new_unchecked(&mut packet[IPV4_HEADER..]);
+        tcp.set_psh(push && is_tail);
+        if is_tail {
+            tcp.set_seq_number(smoltcp::wire::TcpSeqNumber(sequence as i32));
+        }
     }
 }

@@ -31,7 +31,9 @@ pub(crate) struct StackDevice {
     /// Packets to our own addresses.
     looped: VecDeque<Vec<u8>>,
     /// Packets from the interface.
-    inbound: VecDeque<Vec<u8>>,
+    inbound: VecDeque<Inbound>,
+    /// The capacity of `inbound`'s buffers, in bytes.
+    inbound_bytes: usize,
     /// The interface's address and output, once attached.
     interface: Option<(Ipv4Addr, Output)>,
     /// Packets dropped because a queue was full, nothing could send, or
@@ -49,6 +51,13 @@ static SPARE: spin::Mutex<Vec<Vec<u8>>> = spin::Mutex::new(Vec::new());
 /// Buffers kept at most, and the largest kept (a merged segment's).
 const SPARE_BUFFERS: usize = 32;
 const SPARE_BUFFER_LIMIT: usize = 64 << 10;
+/// The room a merged run of segments gets when a second segment joins
+/// the first: the largest merge and one more frame.
+const MERGED_CAPACITY: usize = coalesce::MERGED_LIMIT + MTU;
+/// Bytes of buffers the inbound queue holds at most (merged runs hold
+/// [`MERGED_CAPACITY`] whatever their length): beyond it, packets are
+/// dropped, as by a full ring.
+const INBOUND_BYTES_LIMIT: usize = 4 << 20;
 
 /// Keeps a read packet's buffer, emptied, for the next one.
 fn recycle(mut buffer: Vec<u8>) {
@@ -66,6 +75,7 @@ impl StackDevice {
         StackDevice {
             looped: VecDeque::new(),
             inbound: VecDeque::new(),
+            inbound_bytes: 0,
             interface: None,
             dropped: 0,
             coalesced: 0,
@@ -83,33 +93,60 @@ impl StackDevice {
 
     /// A packet from the interface, for the next poll. A TCP segment
     /// with a bad checksum is dropped here (smoltcp is told not to check
-    /// again: see [`crate::coalesce`]).
+    /// again: see [`crate::coalesce`]). A data segment that continues the
+    /// last one queued joins it at once ([`crate::coalesce`]), so its
+    /// bytes are copied once on their way to smoltcp.
     pub(crate) fn push_inbound(&mut self, packet: &[u8]) {
-        if self.inbound.len() >= QUEUE_LIMIT || !coalesce::verify(packet) {
+        if !coalesce::verify(packet) {
+            self.dropped += 1;
+            return;
+        }
+        if let Some(tail) = self.inbound.back_mut() {
+            if coalesce::continues(&tail.packet, packet) {
+                if tail.packet.capacity() < MERGED_CAPACITY {
+                    // The first join: room for the whole run at once, so
+                    // that the run never moves again as it grows.
+                    self.inbound_bytes -= tail.packet.capacity();
+                    tail.packet
+                        .reserve_exact(MERGED_CAPACITY - tail.packet.len());
+                    self.inbound_bytes += tail.packet.capacity();
+                }
+                tail.joined_last = coalesce::append(&mut tail.packet, packet);
+                self.coalesced += 1;
+                return;
+            }
+        }
+        if self.inbound.len() >= QUEUE_LIMIT || self.inbound_bytes >= INBOUND_BYTES_LIMIT {
             self.dropped += 1;
             return;
         }
         let mut buffer = SPARE.lock().pop().unwrap_or_default();
         buffer.extend_from_slice(packet);
-        self.inbound.push_back(buffer);
+        self.inbound_bytes += buffer.capacity();
+        self.inbound.push_back(Inbound {
+            packet: buffer,
+            joined_last: 0,
+        });
     }
 
-    /// The next packet from the interface, with the in-order data
-    /// segments of its connection behind it merged in: all but the last
-    /// of the run, so that smoltcp sees two segments and acknowledges at
-    /// once (its delayed ACK waits after one segment, whatever its size).
+    /// The next packet from the interface: a run of data segments merged,
+    /// less its last segment, which comes next ([`coalesce::split_last`]).
     fn next_inbound(&mut self) -> Option<Vec<u8>> {
-        let mut packet = self.inbound.pop_front()?;
-        while let (Some(next), Some(after)) = (self.inbound.front(), self.inbound.get(1)) {
-            if !coalesce::continues(&packet, next) || !coalesce::continues(next, after) {
-                break;
+        let Inbound {
+            mut packet,
+            joined_last,
+        } = self.inbound.pop_front()?;
+        self.inbound_bytes -= packet.capacity();
+        if joined_last > 0 {
+            let mut tail = SPARE.lock().pop().unwrap_or_default();
+            coalesce::split_last(&mut packet, joined_last, &mut tail);
+            if !tail.is_empty() {
+                self.inbound_bytes += tail.capacity();
+                self.inbound.push_front(Inbound {
+                    packet: tail,
+                    joined_last: 0,
+                });
             }
-            let Some(next) = self.inbound.pop_front() else {
-                break;
-            };
-            coalesce::append(&mut packet, &next);
-            recycle(next);
-            self.coalesced += 1;
         }
         Some(packet)
     }
@@ -138,6 +175,14 @@ impl StackDevice {
             _ => self.dropped += 1,
         }
     }
+}
+
+/// A packet from the interface waiting for smoltcp.
+struct Inbound {
+    packet: Vec<u8>,
+    /// Bytes of data the last segment that joined it brought (0: none
+    /// joined): split off again before smoltcp reads it.
+    joined_last: usize,
 }
 
 /// A received packet for smoltcp.
