@@ -362,6 +362,12 @@ impl NetDevice {
         }
     }
 
+    /// Whether a received frame is waiting (a look at the ring, which
+    /// the device writes in memory: no exit to the device model).
+    pub fn has_received(&self) -> bool {
+        self.driver.poll_receive().is_some()
+    }
+
     /// The next received frame, if one is waiting.
     pub fn receive(&mut self) -> Option<RxFrame> {
         loop {

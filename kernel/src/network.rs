@@ -158,72 +158,94 @@ fn on_receive_interrupt() {
 }
 
 /// The `net` thread.
+///
+/// While traffic flows it watches the device's receive ring itself,
+/// with receive interrupts off, yielding to any other thread between
+/// looks; after [`WATCH_NS`] without a frame it turns interrupts on and
+/// sleeps. Under QEMU's TCG, taking an interrupt (and the write that ends
+/// it) waits for QEMU's global lock, which the user-mode network holds
+/// while it writes a whole burst of frames into the ring: woken by
+/// interrupts, the thread sat idle through every burst and began only
+/// after its last frame; watching the ring, it takes frames as they land.
 fn serve() {
     THREAD.store(sched::current().0, Ordering::Release);
     let Some(running) = RUNNING.get() else {
         return;
     };
+    let mut watch_until = 0;
+    running.nic.0.lock().quiet(true);
     loop {
         PENDING.store(false, Ordering::Release);
         let started = hal::timer::uptime_ns();
-        let (frames, more) = drain(running, BATCH_FRAMES);
+        let frames = drain(running, BATCH_FRAMES);
         let drained = hal::timer::uptime_ns();
-        if let Some(personality) = crate::linux::personality() {
-            personality.sockets().poll();
-        }
         if frames > 0 {
+            if let Some(personality) = crate::linux::personality() {
+                personality.sockets().poll();
+            }
+            let polled = hal::timer::uptime_ns();
             GRAPH_NS.fetch_add(drained - started, Ordering::Relaxed);
-            POLL_NS.fetch_add(hal::timer::uptime_ns() - drained, Ordering::Relaxed);
-        }
-        if frames > 0 {
+            POLL_NS.fetch_add(polled - drained, Ordering::Relaxed);
             linux::wake_network_waiters();
+            watch_until = polled + WATCH_NS;
+            continue;
         }
-        if !more && !PENDING.load(Ordering::Acquire) {
-            sched::sleep_ms(IDLE_WAKE_MS);
+        if drained < watch_until {
+            sched::yield_now();
+            continue;
         }
+        // Quiet: interrupts on, then one more look (a frame that came in
+        // between raised none), else sleep until a frame's interrupt, or
+        // the sockets' timers are due.
+        let is_waiting = {
+            let mut nic = running.nic.0.lock();
+            nic.quiet(false);
+            nic.has_received()
+        };
+        if !is_waiting && !PENDING.load(Ordering::Acquire) {
+            // Until the sockets' next timer (a delayed acknowledgement
+            // is due within a few milliseconds), or the idle period.
+            let mut sleep_ms = IDLE_WAKE_MS;
+            if let Some(personality) = crate::linux::personality() {
+                let sockets = personality.sockets();
+                sockets.poll();
+                if let Some(due_ms) = sockets.poll_delay_ms() {
+                    sleep_ms = due_ms.clamp(1, IDLE_WAKE_MS);
+                }
+            }
+            sched::sleep_ms(sleep_ms);
+        }
+        running.nic.0.lock().quiet(true);
     }
 }
 
-/// Frames taken from the device before the sockets are polled: a TCP
-/// sender's burst is acknowledged in parts, so that it sends the next
-/// part while the rest is still being processed (one acknowledgement
-/// for a whole window left the peer idle until the last frame was
-/// through; the user-mode network offers no window scaling, so a window
-/// is at most 44 full frames).
-const BATCH_FRAMES: usize = 16;
+/// How long the `net` thread watches the receive ring after its last
+/// frame before it sleeps until an interrupt: a TCP sender's next burst
+/// follows its acknowledgement within microseconds, and a request's
+/// answer comes back within a round trip.
+const WATCH_NS: u64 = 500_000;
 
-/// The frames waiting, at most `limit`, into the graph: how many, and
-/// whether the limit stopped it (receive interrupts stay off then).
-fn drain(running: &Running, limit: usize) -> (usize, bool) {
+/// Frames taken from the device before the sockets are polled (and so
+/// acknowledged): a 64 KiB window (the user-mode network offers no
+/// window scaling) is 44 full frames.
+const BATCH_FRAMES: usize = 64;
+
+/// The frames waiting, at most `limit`, into the graph (receive
+/// interrupts stay as they are: the caller's); how many.
+fn drain(running: &Running, limit: usize) -> usize {
     let mut frames = 0;
-    running.nic.0.lock().quiet(true);
-    loop {
-        if frames == limit {
-            return (frames, true);
-        }
+    while frames < limit {
         // The device lock is not held while the graph runs: handlers send.
         let started = hal::timer::uptime_ns();
         let frame = running.nic.0.lock().receive();
         DEVICE_NS.fetch_add(hal::timer::uptime_ns() - started, Ordering::Relaxed);
         let Some(frame) = frame else {
-            // Interrupts back on, then one more look: a frame that came
-            // in between raised none.
-            let mut nic = running.nic.0.lock();
-            nic.quiet(false);
-            match nic.receive() {
-                Some(frame) => {
-                    nic.quiet(true);
-                    drop(nic);
-                    frames += 1;
-                    running.network.receive(Box::new(DeviceFrame(frame)));
-                    continue;
-                }
-                None => return (frames, false),
-            }
+            break;
         };
         frames += 1;
         running.network.receive(Box::new(DeviceFrame(frame)));
     }
+    frames
 }
 
 /// The graph's events as extensions are granted them (empty without an

@@ -19,10 +19,13 @@ use crate::{
 /// Largest UDP payload over IPv4 (65,535 less the IP and UDP headers).
 const MAX_DATAGRAM: usize = 65_507;
 /// How long a connection over the network interface may hold back an
-/// acknowledgement (smoltcp's default, as RFC 9293 allows; every second
-/// full-sized segment is acknowledged at once all the same). On loopback
-/// acknowledgements go at once: there a delay would only add its length.
-const INTERFACE_ACK_DELAY: Duration = Duration::from_millis(10);
+/// acknowledgement of a lone segment, for an answer to carry it (every
+/// second full-sized segment is acknowledged at once all the same). Short:
+/// a bulk sender's first segment waits for it (smoltcp's default of 10 ms
+/// was a tenth of an 8 MiB transfer), and an answer that comes at all
+/// comes within it. On loopback acknowledgements go at once: there a
+/// delay would only add its length.
+const INTERFACE_ACK_DELAY: Duration = Duration::from_millis(1);
 /// Room in a stream's receive buffer below which a read tells the peer
 /// of the room it made at once (a window update); above it, the next
 /// acknowledgement does. Half the largest window a peer without window
@@ -600,50 +603,55 @@ impl Socket {
     pub fn readiness(&self) -> Readiness {
         let state = self.state.lock();
         // A question: nothing to send after it.
-        self.stack.with_maybe_after(|inner| (match &*state {
-            State::Udp { handle, .. } => {
-                let socket = inner.sockets.get::<udp::Socket>(*handle);
-                Readiness {
-                    readable: socket.can_recv(),
-                    writable: socket.can_send(),
-                    hung_up: false,
-                }
-            }
-            State::Tcp(Tcp::Fresh { .. }) => Readiness {
-                readable: false,
-                writable: true,
-                hung_up: true,
-            },
-            State::Tcp(Tcp::Listening { backlog, .. }) => Readiness {
-                readable: backlog.iter().any(|&handle| {
-                    !matches!(
-                        inner.sockets.get::<tcp::Socket>(handle).state(),
-                        tcp::State::Listen | tcp::State::SynReceived
-                    )
-                }),
-                writable: false,
-                hung_up: false,
-            },
-            State::Tcp(Tcp::Connected {
-                handle,
-                read_shut,
-                write_shut,
-                ..
-            }) => {
-                let socket = inner.sockets.get::<tcp::Socket>(*handle);
-                let connecting = matches!(
-                    socket.state(),
-                    tcp::State::SynSent | tcp::State::SynReceived
-                );
-                let at_end = !connecting && (!socket.may_recv() || *read_shut);
-                let send_over = !connecting && (!socket.may_send() || *write_shut);
-                Readiness {
-                    readable: socket.can_recv() || at_end,
-                    writable: !connecting && (socket.can_send() || send_over),
-                    hung_up: at_end && send_over,
-                }
-            }
-        }, false))
+        self.stack.with_maybe_after(|inner| {
+            (
+                match &*state {
+                    State::Udp { handle, .. } => {
+                        let socket = inner.sockets.get::<udp::Socket>(*handle);
+                        Readiness {
+                            readable: socket.can_recv(),
+                            writable: socket.can_send(),
+                            hung_up: false,
+                        }
+                    }
+                    State::Tcp(Tcp::Fresh { .. }) => Readiness {
+                        readable: false,
+                        writable: true,
+                        hung_up: true,
+                    },
+                    State::Tcp(Tcp::Listening { backlog, .. }) => Readiness {
+                        readable: backlog.iter().any(|&handle| {
+                            !matches!(
+                                inner.sockets.get::<tcp::Socket>(handle).state(),
+                                tcp::State::Listen | tcp::State::SynReceived
+                            )
+                        }),
+                        writable: false,
+                        hung_up: false,
+                    },
+                    State::Tcp(Tcp::Connected {
+                        handle,
+                        read_shut,
+                        write_shut,
+                        ..
+                    }) => {
+                        let socket = inner.sockets.get::<tcp::Socket>(*handle);
+                        let connecting = matches!(
+                            socket.state(),
+                            tcp::State::SynSent | tcp::State::SynReceived
+                        );
+                        let at_end = !connecting && (!socket.may_recv() || *read_shut);
+                        let send_over = !connecting && (!socket.may_send() || *write_shut);
+                        Readiness {
+                            readable: socket.can_recv() || at_end,
+                            writable: !connecting && (socket.can_send() || send_over),
+                            hung_up: at_end && send_over,
+                        }
+                    }
+                },
+                false,
+            )
+        })
     }
 
     /// `TCP_NODELAY`: whether small sends go at once (Nagle's algorithm

@@ -226,6 +226,18 @@ impl Stack {
         self.with(|_| ());
     }
 
+    /// Milliseconds until the stack must be polled again for its timers
+    /// (a delayed acknowledgement, a retransmission), rounded up; `None`
+    /// if no timer runs.
+    pub fn poll_delay_ms(&self) -> Option<u64> {
+        let mut inner = self.inner.lock();
+        let now = Instant::from_millis((self.clock)() as i64);
+        let Inner { iface, sockets, .. } = &mut *inner;
+        iface
+            .poll_delay(now, sockets)
+            .map(|delay| delay.total_micros().div_ceil(1000))
+    }
+
     /// Sockets in the stack now, spares kept for reuse not counted (tests:
     /// none may outlive its descriptor once closed and done).
     pub fn socket_count(&self) -> usize {
