@@ -8,8 +8,9 @@
 //!   echo (`udp_echo`, a static musl program) on Spindle;
 //! - `net.udp_rtt.linux_user`: the same to that program on Linux
 //!   (`../shared/baseline/serve.sh`);
-//! - `net.tcp_mbps.*`: 8 MiB sent from the host to a busybox `nc` sink,
-//!   connect to the sink's close, in Mbit/s;
+//! - `net.tcp_mbps.*`: 8 MiB sent from the host to a busybox `nc` sink
+//!   (standard input at its end on both systems), in Mbit/s, from connect
+//!   until every byte is acknowledged and the sink has closed;
 //! - `net.http_rps.*`: sequential HTTP/1.0 GETs of a 15-byte file, a
 //!   connection each, per second: Spindle's in-kernel server
 //!   (`spindle http start`) against busybox `httpd` on Linux (and busybox
@@ -206,7 +207,7 @@ fn measure_spindle(guest: &mut Guest, kernel: &Path) -> Result<Figures> {
     let udp_user_us = netpeer::udp_echo_median_us(user, &[0x5a; DATAGRAM - 8], ROUND_TRIPS)?;
     shell(
         guest,
-        "(while true; do nc -l -p 5001 >/dev/null; done) & echo sink-started",
+        "(while true; do nc -l -p 5001 </dev/null >/dev/null; done) & echo sink-started",
         "sink-started",
     )?;
     // Threads' CPU time and the interface's counters around the transfer,
@@ -416,6 +417,13 @@ fn tcp_sink_rate(port: u16) -> Result<f64> {
     stream.set_read_timeout(Some(Duration::from_secs(120)))?;
     stream.write_all(&data)?;
     stream.shutdown(Shutdown::Write)?;
+    // The transfer is over when the guest has the data: the host's
+    // socket has had every byte acknowledged, and the sink has closed.
+    // Either alone can end early: the sink closes its side at once when
+    // its standard input is at its end (Linux's, a background job of a
+    // script), and the host's acknowledgements come from QEMU, a window
+    // ahead of the guest.
+    netpeer::wait_until_acknowledged(&stream, Duration::from_secs(120))?;
     let mut rest = Vec::new();
     let _ = stream.read_to_end(&mut rest);
     let seconds = started.elapsed().as_secs_f64();

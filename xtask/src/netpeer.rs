@@ -175,6 +175,42 @@ pub fn connect_when_up(port: u16, within: Duration) -> Result<TcpStream> {
     }
 }
 
+/// Bytes the host's TCP socket bound to 127.0.0.1:`local_port` has sent
+/// and not had acknowledged yet, or not yet sent (its `tx_queue` in
+/// `/proc/net/tcp`); `None` if the socket is not listed.
+pub fn unacknowledged_bytes(local_port: u16) -> Option<u64> {
+    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    let local = format!("0100007F:{local_port:04X}");
+    table.lines().skip(1).find_map(|line| {
+        let mut columns = line.split_whitespace().skip(1);
+        if columns.next()? != local {
+            return None;
+        }
+        let queues = columns.nth(2)?;
+        let (sending, _) = queues.split_once(':')?;
+        u64::from_str_radix(sending, 16).ok()
+    })
+}
+
+/// Waits until everything written on `stream` is acknowledged by its
+/// peer (QEMU's user-mode network, which takes the data in as its guest
+/// takes it, holding at most a window of its own), polling every 100 us.
+pub fn wait_until_acknowledged(stream: &TcpStream, within: Duration) -> Result<()> {
+    let port = stream.local_addr()?.port();
+    let deadline = Instant::now() + within;
+    loop {
+        match unacknowledged_bytes(port) {
+            Some(0) | None => return Ok(()),
+            Some(_) if Instant::now() > deadline => {
+                return Err(
+                    format!("the data sent from port {port} was not all acknowledged").into(),
+                )
+            }
+            Some(_) => thread::sleep(Duration::from_micros(100)),
+        }
+    }
+}
+
 /// A one-request HTTP server on the host's 127.0.0.1 (the guest reaches
 /// it as 10.0.2.2:`port`), answering `body`.
 pub struct HostHttpServer {
