@@ -411,6 +411,70 @@ fn a_burst_of_segments_is_merged_read_intact_and_acknowledged_at_once() {
     );
 }
 
+/// A burst longer than one merge reaches smoltcp as several runs, each
+/// split before its last segment (so each is acknowledged at once); a
+/// segment out of order starts a run of its own rather than joining the
+/// one before; the bytes arrive intact and in order either way.
+#[test]
+fn long_bursts_and_segments_out_of_order_merge_into_runs_read_intact() {
+    let stack = Arc::new(Stack::new(ticking));
+    let sent = attach_recording(&stack);
+    let take = || core::mem::take(&mut *sent.lock().unwrap());
+    let client = Socket::new(stack.clone(), Kind::Stream);
+    let remote = SocketAddrV4::new(Ipv4Addr::new(10, 0, 2, 2), 80);
+    assert_eq!(client.connect(remote), Err(SocketError::InProgress));
+    stack.poll();
+    let (port, our_isn, _, _) = sent_segment(&take()[0]);
+    let their_isn = 90_000u32;
+    stack.receive(&segment_from_remote(
+        port,
+        their_isn,
+        our_isn + 1,
+        0x12,
+        &[],
+    ));
+    until_ready(|| client.connection()).unwrap();
+    stack.poll();
+    let _ = take();
+
+    // 100 segments of 1,460 bytes: 146,000 bytes, three merges' worth,
+    // with segments 40 and 41 swapped.
+    let data: Vec<u8> = (0..146_000).map(|i| (i * 7 % 253) as u8).collect();
+    let mut order: Vec<usize> = (0..100).collect();
+    order.swap(40, 41);
+    for index in order {
+        let chunk = &data[index * 1460..(index + 1) * 1460];
+        let sequence = their_isn + 1 + (index * 1460) as u32;
+        stack.receive(&segment_from_remote(
+            port,
+            sequence,
+            our_isn + 1,
+            0x10,
+            chunk,
+        ));
+    }
+    stack.poll();
+    let merged = stack.coalesced_segments();
+    assert!(
+        (90..98).contains(&merged),
+        "{merged} of 100 segments joined the one before them"
+    );
+    let acks = take();
+    let (_, _, acknowledged, _) = sent_segment(acks.last().expect("the burst is acknowledged"));
+    assert_eq!(
+        acknowledged,
+        their_isn + 1 + 146_000,
+        "every byte acknowledged"
+    );
+    let mut received = Vec::new();
+    let mut buffer = [0u8; 8192];
+    while received.len() < data.len() {
+        let (count, _, _) = until_ready(|| client.receive(&mut buffer, false)).unwrap();
+        received.extend_from_slice(&buffer[..count]);
+    }
+    assert!(received == data, "the bytes arrive intact and in order");
+}
+
 /// Connections one after another: beyond 32 in TIME-WAIT the oldest are
 /// ended, and their sockets (kept as spares) serve the next connections,
 /// each starting afresh (no byte of the one before); none is left behind
