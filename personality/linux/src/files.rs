@@ -49,6 +49,28 @@ fn partial(done: usize, error: Errno) -> Result<i64, Errno> {
     }
 }
 
+/// A process's buffer for transfers of more than a few bytes ([`CHUNK`]
+/// bytes, made at its first use): kept between calls, so it is not
+/// zeroed again for each one (safe code zeroes a buffer it makes, and for
+/// a reader taking 1 KiB at a time that zeroing was as much work as the
+/// copies). What it holds between calls is the process's own earlier
+/// data, and a transfer copies out only what the file wrote. One thread
+/// at a time: another thread of the process (or a transfer blocked in a
+/// read holding it) falls back to a buffer of its own.
+#[derive(Default)]
+pub(crate) struct TransferBuffer(spin::Mutex<Vec<u8>>);
+
+impl TransferBuffer {
+    /// The buffer, unless another transfer of the process holds it.
+    fn try_take(&self) -> Option<spin::MutexGuard<'_, Vec<u8>>> {
+        let mut buffer = self.0.try_lock()?;
+        if buffer.is_empty() {
+            buffer.resize(CHUNK, 0);
+        }
+        Some(buffer)
+    }
+}
+
 /// The kernel buffer a transfer of `count` bytes moves through: `small`
 /// (on the caller's stack: most transfers, no allocation) when it fits,
 /// else `large`, made [`CHUNK`] bytes or fewer.
@@ -68,6 +90,7 @@ fn transfer_buffer<'a>(
 /// Reads up to `count` bytes with `read_some` (a file read at an offset
 /// or the current one) into user memory at `buffer`.
 fn read_into(
+    transfer: &TransferBuffer,
     buffer: u64,
     count: u64,
     read_some: impl FnMut(&mut [u8], usize) -> Result<usize, Errno>,
@@ -76,6 +99,9 @@ fn read_into(
     if count <= WORD {
         let mut word = [0u8; WORD];
         return read_through(buffer, count, &mut word, read_some);
+    }
+    if let Some(mut kernel) = transfer.try_take() {
+        return read_through(buffer, count, &mut kernel, read_some);
     }
     if count <= TINY {
         let mut tiny = [0u8; TINY];
@@ -121,6 +147,7 @@ fn read_through(
 
 /// Writes `count` bytes from user memory at `buffer` with `write_some`.
 fn write_from(
+    transfer: &TransferBuffer,
     buffer: u64,
     count: u64,
     write_some: impl FnMut(&[u8], usize) -> Result<usize, Errno>,
@@ -129,6 +156,9 @@ fn write_from(
     if count <= WORD {
         let mut word = [0u8; WORD];
         return write_through(buffer, count, &mut word, write_some);
+    }
+    if let Some(mut kernel) = transfer.try_take() {
+        return write_through(buffer, count, &mut kernel, write_some);
     }
     if count <= TINY {
         let mut tiny = [0u8; TINY];
@@ -172,13 +202,13 @@ fn write_through(
 /// `read(fd, buf, count)`.
 pub fn read(files: &LinuxProcess, fd: u64, buffer: u64, count: u64) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;
-    read_into(buffer, count, |chunk, _| file.read(chunk))
+    read_into(&files.transfer, buffer, count, |chunk, _| file.read(chunk))
 }
 
 /// `write(fd, buf, count)`.
 pub fn write(files: &LinuxProcess, fd: u64, buffer: u64, count: u64) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;
-    write_from(buffer, count, |chunk, _| file.write(chunk))
+    write_from(&files.transfer, buffer, count, |chunk, _| file.write(chunk))
 }
 
 /// An offset argument: `EINVAL` if negative.
@@ -200,7 +230,7 @@ pub fn pread(
 ) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;
     let at = offset(at)?;
-    read_into(buffer, count, |chunk, done| {
+    read_into(&files.transfer, buffer, count, |chunk, done| {
         file.pread(chunk, at + done as i64)
     })
 }
@@ -215,7 +245,7 @@ pub fn pwrite(
 ) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;
     let at = offset(at)?;
-    write_from(buffer, count, |chunk, done| {
+    write_from(&files.transfer, buffer, count, |chunk, done| {
         file.pwrite(chunk, at + done as i64)
     })
 }
@@ -266,7 +296,7 @@ fn each_vector(
 pub fn readv(files: &LinuxProcess, fd: u64, address: u64, count: u64) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;
     each_vector(address, count, |base, len| {
-        read_into(base, len, |chunk, _| file.read(chunk))
+        read_into(&files.transfer, base, len, |chunk, _| file.read(chunk))
     })
 }
 
@@ -274,7 +304,7 @@ pub fn readv(files: &LinuxProcess, fd: u64, address: u64, count: u64) -> Result<
 pub fn writev(files: &LinuxProcess, fd: u64, address: u64, count: u64) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;
     each_vector(address, count, |base, len| {
-        write_from(base, len, |chunk, _| file.write(chunk))
+        write_from(&files.transfer, base, len, |chunk, _| file.write(chunk))
     })
 }
 

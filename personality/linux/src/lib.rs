@@ -84,6 +84,8 @@ pub struct LinuxProcess {
     name: spin::Mutex<[u8; 16]>,
     /// Supplementary groups (`setgroups`), sorted as Linux keeps them.
     supplementary: spin::Mutex<alloc::vec::Vec<u32>>,
+    /// The buffer its `read`s and `write`s move data through.
+    transfer: files::TransferBuffer,
 }
 
 impl LinuxProcess {
@@ -289,6 +291,7 @@ impl Personality {
             robust_list: spin::Mutex::new(0),
             name: spin::Mutex::new([0; 16]),
             supplementary: spin::Mutex::new(alloc::vec::Vec::new()),
+            transfer: files::TransferBuffer::default(),
         };
         self.processes.lock().insert(pid, Arc::new(files));
     }
@@ -317,6 +320,7 @@ impl Personality {
             robust_list: spin::Mutex::new(0),
             name: spin::Mutex::new(*parent_files.name.lock()),
             supplementary: spin::Mutex::new(parent_files.supplementary.lock().clone()),
+            transfer: files::TransferBuffer::default(),
         };
         self.processes.lock().insert(child, Arc::new(files));
     }
