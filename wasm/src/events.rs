@@ -240,10 +240,12 @@ pub(crate) fn to_slot(value: Value) -> u64 {
 /// (no packet, no float), called through the engine's typed entry
 /// ([`Shared::invoke_integers`]) by a typed handler or guard closure: the
 /// dispatcher hands it the argument tuple, each parameter becomes one
-/// 64-bit register argument. Holds its extension weakly, as
-/// [`WasmHandler`] does.
+/// 64-bit register argument. Holds its extension strongly, so a raise
+/// upgrades no weak reference: once the extension is unloaded (or its
+/// last handle dropped, see `extension::Owner`) its instance is gone
+/// and a raiser still holding an old handler list gets `Unloaded`.
 struct TypedWasm {
-    extension: alloc::sync::Weak<Shared>,
+    extension: Arc<Shared>,
     export: ExportRef,
     /// The Wasm type of each parameter (for an engine without the entry).
     types: [WasmType; MAX_EVENT_ARGUMENTS],
@@ -280,7 +282,8 @@ impl TypedWasm {
             integer(result)?;
         }
         Some(TypedWasm {
-            extension: extension.clone(),
+            // Gone already: the runtime-typed code reports it.
+            extension: extension.upgrade()?,
             export,
             types,
             count,
@@ -293,7 +296,7 @@ impl TypedWasm {
     /// integer result.
     #[inline(always)]
     fn invoke<A: EventArgs>(&self, args: &A, budget: Option<u64>) -> Result<i64, CallError> {
-        let extension = self.extension.upgrade().ok_or(CallError::Unloaded)?;
+        let extension = &self.extension;
         let mut raw = [0i64; MAX_EVENT_ARGUMENTS];
         for (index, slot) in raw.iter_mut().enumerate().take(self.count) {
             // An integer parameter's bits, as `to_slot` writes them.
@@ -304,11 +307,12 @@ impl TypedWasm {
         }
         if let Some(call) = &self.self_contained {
             // A self-contained guard: no instance lock.
-            return extension.invoke_self_contained(call.as_ref(), &raw[..self.count]);
+            return extension.invoke_self_contained(call.as_ref(), &raw, self.count);
         }
         extension.invoke_integers(
             self.export,
-            &raw[..self.count],
+            &raw,
+            self.count,
             &self.types[..self.count],
             budget,
         )

@@ -48,6 +48,11 @@ impl fmt::Display for WasmValue {
     }
 }
 
+/// The most integer arguments of the typed entry
+/// ([`Instance::call_integers`]): the dispatcher's argument tuples stop at
+/// 8, and so does native code's entry.
+pub const MAX_INTEGER_ARGUMENTS: usize = 8;
+
 /// An exported function, resolved once so calls need no name lookup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ExportRef(pub(crate) u32);
@@ -104,9 +109,15 @@ pub trait HostContext {
 /// A self-contained function's code, callable without its instance (see
 /// [`HostContext::self_contained`]): it keeps the code alive itself.
 pub trait SelfContainedCall: Send + Sync {
-    /// Calls it with integer `args` (as [`Instance::call_integers`] takes
-    /// them) and `fuel`: its integer result (an `i32` sign-extended).
-    fn call(&self, args: &[i64], fuel: u64) -> Result<i64, Trap>;
+    /// Calls it with `count` integer arguments `args` (then zeros, as
+    /// [`Instance::call_integers`] takes them) and `fuel`: its integer
+    /// result (an `i32` sign-extended).
+    fn call(
+        &self,
+        args: &[i64; MAX_INTEGER_ARGUMENTS],
+        count: usize,
+        fuel: u64,
+    ) -> Result<i64, Trap>;
 }
 
 /// An instantiated extension.
@@ -121,14 +132,23 @@ pub trait Instance: HostContext + Send {
     /// The typed entry: calls `function` with integer `args` (an `i32`
     /// as its value sign- or zero-extended, an `i64` as is) and `fuel`,
     /// without [`WasmValue`]s; its result as an integer (an `i32`
-    /// sign-extended, 0 when it has none). `None` when this engine has no
-    /// such entry: the caller converts and uses [`Instance::call`].
+    /// sign-extended, 0 when it has none). `args` holds `count` arguments
+    /// then zeros. `None` when this engine has no such entry: the caller
+    /// converts and uses [`Instance::call`].
     fn call_integers(
         &mut self,
         _function: ExportRef,
-        _args: &[i64],
+        _args: &[i64; MAX_INTEGER_ARGUMENTS],
+        _count: usize,
         _fuel: u64,
     ) -> Option<Result<i64, Trap>> {
+        None
+    }
+    /// This instance as native code, whose typed entry
+    /// ([`native::NativeInstance::call_typed`]) the runtime inlines into
+    /// its invocation; `None` for other engines.
+    #[cfg(feature = "native")]
+    fn native(&mut self) -> Option<&mut native::NativeInstance> {
         None
     }
     /// Bytes of linear memory currently allocated.
@@ -171,6 +191,8 @@ pub trait Engine: Send + Sync {
         _imports: &[Import],
         _limits: &Limits,
     ) -> Result<Box<dyn Takeover>, LoadError> {
-        Err(LoadError::Engine("this engine takes over no instance".into()))
+        Err(LoadError::Engine(
+            "this engine takes over no instance".into(),
+        ))
     }
 }

@@ -19,11 +19,16 @@ use super::{
 };
 use crate::{
     config::{Limits, WASM_PAGE_BYTES},
-    engine::{ExportRef, HostContext, Instance, SelfContainedCall, Trap, WasmValue},
+    engine::{
+        ExportRef, HostContext, Instance, SelfContainedCall, Trap, WasmValue, MAX_INTEGER_ARGUMENTS,
+    },
     host,
     module::{ModuleInfo, WasmType},
     state::ExtensionState,
 };
+
+// The typed entry passes its argument array to generated code as is.
+const _: () = assert!(ENTRY_ARGUMENTS == MAX_INTEGER_ARGUMENTS);
 
 /// Words of the context.
 pub(super) const CONTEXT_WORDS: usize = vmctx::CONTEXT_BYTES / 8;
@@ -49,6 +54,8 @@ struct ResolvedExport {
     result: Option<WasmType>,
     /// Whether the runtime can enter it (see [`is_enterable`]).
     is_enterable: bool,
+    /// Where its code starts, for the typed entry.
+    offset: usize,
 }
 
 /// What generated code reaches through its context, and the extension's
@@ -246,12 +253,14 @@ impl HostContext for Native {
         }
         let function = self.layout.info.exported_function(name)?;
         let ty = self.layout.info.function_type(function)?;
+        let offset = self.layout.offsets.get(function as usize).copied();
         let resolved = ResolvedExport {
             name: name.into(),
             function,
             params: ty.params.len(),
             result: ty.results.first().copied(),
-            is_enterable: is_enterable(ty),
+            is_enterable: is_enterable(ty) && offset.is_some(),
+            offset: offset.unwrap_or(usize::MAX),
         };
         self.exports.push(resolved);
         Some(ExportRef(self.exports.len() as u32 - 1))
@@ -284,14 +293,16 @@ struct SelfContained {
 }
 
 impl SelfContainedCall for SelfContained {
-    fn call(&self, args: &[i64], fuel: u64) -> Result<i64, Trap> {
-        if args.len() != self.params {
-            return Err(Trap::new(FaultKind::Other, "call with the wrong arity"));
+    fn call(
+        &self,
+        args: &[i64; MAX_INTEGER_ARGUMENTS],
+        count: usize,
+        fuel: u64,
+    ) -> Result<i64, Trap> {
+        if count != self.params {
+            return Err(wrong_call());
         }
-        let mut arguments = [0i64; ENTRY_ARGUMENTS];
-        let count = args.len().min(ENTRY_ARGUMENTS);
-        arguments[..count].copy_from_slice(&args[..count]);
-        match entry::run_self_contained(&self.code, self.offset, self.max_depth, fuel, arguments) {
+        match entry::run_self_contained(&self.code, self.offset, self.max_depth, fuel, *args) {
             Ok(raw) => Ok(match self.result {
                 // Generated code leaves the upper half of an `i32` undefined.
                 Some(WasmType::I32) => i64::from(raw as i32),
@@ -345,7 +356,7 @@ impl Prepared {
         NativeInstance {
             native: Box::new(self.layout.into_native(state, code.clone())),
             code,
-            last_fuel_used: 0,
+            fuel_given: 0,
         }
     }
 }
@@ -373,7 +384,9 @@ pub struct NativeInstance {
     /// Dropped after `native` (field order), though nothing runs then.
     native: Box<Native>,
     code: Arc<CodeMemory>,
-    last_fuel_used: u64,
+    /// The fuel the last call started with (what it used is computed
+    /// from it when asked, off the call's path).
+    fuel_given: u64,
 }
 
 impl NativeInstance {
@@ -424,16 +437,47 @@ impl NativeInstance {
         let count = args.len().min(ENTRY_ARGUMENTS);
         arguments[..count].copy_from_slice(&args[..count]);
         self.native.prepare(fuel);
+        self.fuel_given = fuel;
         let result = entry::run(&self.code, &mut self.native, offset, arguments);
-        self.last_fuel_used = fuel.saturating_sub(self.native.fuel_left());
         match result {
             Ok(value) => Ok(value),
             Err(code) => Err(self.trap(code)),
         }
     }
 
+    /// The typed entry in one function, inlined into the runtime's
+    /// invocation (`Shared::invoke_integers`, which locks the instance and
+    /// counts the call around it): the export's code start and result
+    /// type looked up once, the context armed (fuel, trap and depth, stack
+    /// limit, the instance's address), generated code entered, the result
+    /// or trap read back. `args` holds `count` arguments, then zeros.
+    #[inline(always)]
+    pub(crate) fn call_typed(
+        &mut self,
+        function: ExportRef,
+        args: &[i64; MAX_INTEGER_ARGUMENTS],
+        count: usize,
+        fuel: u64,
+    ) -> Result<i64, Trap> {
+        let native = &mut *self.native;
+        let export = match native.exports.get(function.0 as usize) {
+            Some(export) if export.is_enterable && export.params == count => export,
+            _ => return Err(wrong_call()),
+        };
+        let (offset, result_type) = (export.offset, export.result);
+        native.prepare(fuel);
+        self.fuel_given = fuel;
+        match entry::run(&self.code, native, offset, *args) {
+            // Generated code leaves the upper half of an `i32` undefined.
+            Ok(raw) if result_type == Some(WasmType::I32) => Ok(i64::from(raw as i32)),
+            Ok(raw) => Ok(raw),
+            Err(code) => Err(self.trap(code)),
+        }
+    }
+
     /// The trap generated code stopped with, as the runtime reports it.
     #[cold]
+    #[inline(never)]
     fn trap(&mut self, code: TrapCode) -> Trap {
         match code {
             TrapCode::Host => self
@@ -481,6 +525,13 @@ impl NativeInstance {
     pub(super) fn memory(&self) -> &[u8] {
         &self.native.layout.memory
     }
+}
+
+/// A typed call of an export that is not enterable or with the wrong
+/// number of arguments (the runtime checks both at bind, so never).
+#[cold]
+fn wrong_call() -> Trap {
+    Trap::new(FaultKind::Other, "call with the wrong arity")
 }
 
 /// A trap's message, as wasmi words it.
@@ -559,27 +610,15 @@ impl Instance for NativeInstance {
     fn call_integers(
         &mut self,
         function: ExportRef,
-        args: &[i64],
+        args: &[i64; MAX_INTEGER_ARGUMENTS],
+        count: usize,
         fuel: u64,
     ) -> Option<Result<i64, Trap>> {
-        let Some(export) = self.native.exports.get(function.0 as usize) else {
-            return Some(Err(Trap::new(
-                FaultKind::Other,
-                "unknown export reference",
-            )));
-        };
-        let (index, result_type) = (export.function, export.result);
-        if args.len() != export.params || !export.is_enterable {
-            return Some(Err(Trap::new(
-                FaultKind::Other,
-                "call with the wrong arity",
-            )));
-        }
-        Some(self.call_function(index, args, fuel).map(|raw| match result_type {
-            // Generated code leaves the upper half of an `i32` undefined.
-            Some(WasmType::I32) => i64::from(raw as i32),
-            _ => raw,
-        }))
+        Some(self.call_typed(function, args, count, fuel))
+    }
+
+    fn native(&mut self) -> Option<&mut NativeInstance> {
+        Some(self)
     }
 
     fn memory_bytes(&self) -> usize {
@@ -587,7 +626,8 @@ impl Instance for NativeInstance {
     }
 
     fn last_fuel_used(&self) -> u64 {
-        self.last_fuel_used
+        // The context keeps the last call's fuel until the next call.
+        self.fuel_given.saturating_sub(self.native.fuel_left())
     }
 
     fn into_state(self: Box<Self>) -> ExtensionState {
