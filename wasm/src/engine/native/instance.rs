@@ -302,7 +302,8 @@ impl SelfContainedCall for SelfContained {
         if count != self.params {
             return Err(wrong_call());
         }
-        match entry::run_self_contained(&self.code, self.offset, self.max_depth, fuel, *args) {
+        match entry::run_self_contained(&self.code, self.offset, self.max_depth, fuel, *args, count)
+        {
             Ok(raw) => Ok(match self.result {
                 // Generated code leaves the upper half of an `i32` undefined.
                 Some(WasmType::I32) => i64::from(raw as i32),
@@ -438,7 +439,7 @@ impl NativeInstance {
         arguments[..count].copy_from_slice(&args[..count]);
         self.native.prepare(fuel);
         self.fuel_given = fuel;
-        let result = entry::run(&self.code, &mut self.native, offset, arguments);
+        let result = entry::run(&self.code, &mut self.native, offset, arguments, count);
         match result {
             Ok(value) => Ok(value),
             Err(code) => Err(self.trap(code)),
@@ -467,7 +468,7 @@ impl NativeInstance {
         let (offset, result_type) = (export.offset, export.result);
         native.prepare(fuel);
         self.fuel_given = fuel;
-        match entry::run(&self.code, native, offset, *args) {
+        match entry::run(&self.code, native, offset, *args, count) {
             // Generated code leaves the upper half of an `i32` undefined.
             Ok(raw) if result_type == Some(WasmType::I32) => Ok(i64::from(raw as i32)),
             Ok(raw) => Ok(raw),
@@ -511,7 +512,13 @@ impl NativeInstance {
         let mut padded = [0i64; ENTRY_ARGUMENTS];
         padded[..arguments.len()].copy_from_slice(arguments);
         self.native.prepare(fuel);
-        match entry::run(&self.code, &mut self.native, offset, padded) {
+        match entry::run(
+            &self.code,
+            &mut self.native,
+            offset,
+            padded,
+            arguments.len(),
+        ) {
             Ok(raw) => Ok(Ok(ty.results.first().map(|t| match t {
                 WasmType::I32 => i64::from(raw as i32),
                 _ => raw,
