@@ -20,7 +20,11 @@
 //!    guard being all of an installation's guards compiled
 //!    into one predicate. `raise_cached` keeps the routine in its cache.
 //!    `Indexed` is the two-pointer loop over the decision index's
-//!    candidates;
+//!    candidates. A `Checked` list (fallible typed code, an extension's
+//!    native handlers, among synchronous Rust closures) is one
+//!    `CheckedRoutine` in the same way: a lone fallible entry called
+//!    directly, else a loop; its faults are counted as they happen and
+//!    the last one handed back beside the result;
 //! 3. `General` (out of line): accounting, the working copy for filters,
 //!    `VAR` write-back, then `run`: guards, invocation by mode, faults,
 //!    result folding, default handler.
