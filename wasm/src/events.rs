@@ -16,7 +16,7 @@ use dispatch::{
 };
 
 use crate::{
-    engine::{ExportRef, SelfContainedCall, WasmValue},
+    engine::{ExportRef, SelfContained, WasmValue},
     extension::{CallError, Shared},
     module::WasmType,
     packet::{is_packet, PacketRef},
@@ -253,7 +253,7 @@ struct TypedWasm {
     /// The event's result type, if any.
     result: Option<ValueType>,
     /// For a guard: its code, callable without the instance lock.
-    self_contained: Option<Arc<dyn SelfContainedCall>>,
+    self_contained: Option<Arc<SelfContained>>,
 }
 
 impl TypedWasm {
@@ -263,7 +263,7 @@ impl TypedWasm {
         extension: &alloc::sync::Weak<Shared>,
         export: ExportRef,
         signature: &Signature,
-        self_contained: Option<Arc<dyn SelfContainedCall>>,
+        self_contained: Option<Arc<SelfContained>>,
     ) -> Option<TypedWasm> {
         let integer = |ty: ValueType| match lowered(ty)? {
             _ if is_packet(ty) => None,
@@ -336,7 +336,7 @@ impl TypedWasm {
 
     /// As a guard: true when it returned non-zero; a guard that traps
     /// (or finds its extension busy or gone) is false.
-    #[inline]
+    #[inline(always)]
     fn test<A: EventArgs>(&self, args: &A) -> bool {
         matches!(self.invoke(args, None), Ok(value) if value as i32 != 0)
     }
@@ -437,7 +437,7 @@ pub struct WasmGuard {
     pub(crate) extension: alloc::sync::Weak<Shared>,
     /// Its code, callable without the instance, when it is
     /// self-contained on the native tier.
-    pub(crate) self_contained: Option<Arc<dyn SelfContainedCall>>,
+    pub(crate) self_contained: Option<Arc<SelfContained>>,
     pub(crate) export: ExportRef,
     pub(crate) signature: Signature,
 }

@@ -26,7 +26,7 @@ use spin::Mutex;
 use crate::{
     config::Limits,
     engine::{
-        ExportRef, HostContext, Instance, SelfContainedCall, Trap, WasmValue, MAX_INTEGER_ARGUMENTS,
+        ExportRef, HostContext, Instance, SelfContained, Trap, WasmValue, MAX_INTEGER_ARGUMENTS,
     },
     error::{BindError, LimitExceeded},
     events::{lift, lower, lowered, EventPort, WasmGuard, WasmHandler},
@@ -335,10 +335,10 @@ impl Shared {
     /// [`HostContext::self_contained`]) without the instance lock: it
     /// shares nothing with the instance's other invocations. Counted, and
     /// its trap reported, like any invocation.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn invoke_self_contained(
         &self,
-        call: &dyn SelfContainedCall,
+        call: &SelfContained,
         args: &[i64; MAX_INTEGER_ARGUMENTS],
         count: usize,
     ) -> Result<i64, CallError> {

@@ -101,23 +101,34 @@ pub trait HostContext {
     /// (`purity::FunctionEffects::is_self_contained`: it reaches no
     /// memory, global, table or other function, so calls of it share
     /// nothing with the instance's other invocations). Guards take it.
-    fn self_contained(&self, _function: ExportRef) -> Option<Arc<dyn SelfContainedCall>> {
+    fn self_contained(&self, _function: ExportRef) -> Option<Arc<SelfContained>> {
         None
     }
 }
 
 /// A self-contained function's code, callable without its instance (see
-/// [`HostContext::self_contained`]): it keeps the code alive itself.
-pub trait SelfContainedCall: Send + Sync {
-    /// Calls it with `count` integer arguments `args` (then zeros, as
-    /// [`Instance::call_integers`] takes them) and `fuel`: its integer
-    /// result (an `i32` sign-extended).
-    fn call(
+/// [`HostContext::self_contained`]): native code's (the one engine that
+/// has it), called directly rather than through a trait object, so a
+/// guard's call of it is inlined.
+#[cfg(feature = "native")]
+pub use native::SelfContained;
+
+/// Without the native engine no function is self-contained: nothing of
+/// this type exists.
+#[cfg(not(feature = "native"))]
+pub enum SelfContained {}
+
+#[cfg(not(feature = "native"))]
+impl SelfContained {
+    /// As the native engine's: never called, since none exists.
+    pub fn call(
         &self,
-        args: &[i64; MAX_INTEGER_ARGUMENTS],
-        count: usize,
-        fuel: u64,
-    ) -> Result<i64, Trap>;
+        _args: &[i64; MAX_INTEGER_ARGUMENTS],
+        _count: usize,
+        _fuel: u64,
+    ) -> Result<i64, Trap> {
+        match *self {}
+    }
 }
 
 /// An instantiated extension.

@@ -19,9 +19,7 @@ use super::{
 };
 use crate::{
     config::{Limits, WASM_PAGE_BYTES},
-    engine::{
-        ExportRef, HostContext, Instance, SelfContainedCall, Trap, WasmValue, MAX_INTEGER_ARGUMENTS,
-    },
+    engine::{ExportRef, HostContext, Instance, Trap, WasmValue, MAX_INTEGER_ARGUMENTS},
     host,
     module::{ModuleInfo, WasmType},
     state::ExtensionState,
@@ -266,7 +264,7 @@ impl HostContext for Native {
         Some(ExportRef(self.exports.len() as u32 - 1))
     }
 
-    fn self_contained(&self, function: ExportRef) -> Option<Arc<dyn SelfContainedCall>> {
+    fn self_contained(&self, function: ExportRef) -> Option<Arc<SelfContained>> {
         let export = self.exports.get(function.0 as usize)?;
         let effects = self.layout.info.effects_of(export.function)?;
         if !effects.is_self_contained || !export.is_enterable {
@@ -283,8 +281,9 @@ impl HostContext for Native {
 }
 
 /// A self-contained exported function (see `HostContext::self_contained`),
-/// run on a context of its own by `entry::run_self_contained`.
-struct SelfContained {
+/// run on a context of its own by `entry::run_self_contained`. It keeps
+/// the code alive itself.
+pub struct SelfContained {
     code: Arc<CodeMemory>,
     offset: usize,
     max_depth: u32,
@@ -292,8 +291,12 @@ struct SelfContained {
     result: Option<WasmType>,
 }
 
-impl SelfContainedCall for SelfContained {
-    fn call(
+impl SelfContained {
+    /// Calls it with `count` integer arguments `args` (then zeros, as
+    /// [`Instance::call_integers`] takes them) and `fuel`: its integer
+    /// result (an `i32` sign-extended).
+    #[inline(always)]
+    pub fn call(
         &self,
         args: &[i64; MAX_INTEGER_ARGUMENTS],
         count: usize,
@@ -309,9 +312,16 @@ impl SelfContainedCall for SelfContained {
                 Some(WasmType::I32) => i64::from(raw as i32),
                 _ => raw,
             }),
-            Err(code) => Err(Trap::new(code.fault_kind(), describe(code))),
+            Err(code) => Err(self_contained_trap(code)),
         }
     }
+}
+
+/// A self-contained function's trap, as the runtime reports it.
+#[cold]
+#[inline(never)]
+fn self_contained_trap(code: TrapCode) -> Trap {
+    Trap::new(code.fault_kind(), describe(code))
 }
 
 /// A module compiled into code memory and set up, waiting for the
@@ -579,7 +589,7 @@ impl HostContext for NativeInstance {
         self.native.export(name)
     }
 
-    fn self_contained(&self, function: ExportRef) -> Option<Arc<dyn SelfContainedCall>> {
+    fn self_contained(&self, function: ExportRef) -> Option<Arc<SelfContained>> {
         self.native.self_contained(function)
     }
 }
