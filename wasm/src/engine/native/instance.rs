@@ -118,9 +118,10 @@ impl Native {
         context[(vmctx::FUEL / 8) as usize] = fuel.min(i64::MAX as u64);
         // TRAP (low half) and DEPTH (high half) both start at zero.
         context[(vmctx::TRAP / 8) as usize] = 0;
-        if self.host_trap.is_some() {
-            self.host_trap = None;
-        }
+        // `host_trap` is not cleared here: a kernel procedure's trap sets
+        // it together with `TrapCode::Host`, which the entry reports by
+        // taking it, so a value left over (by a host test's `call_raw`)
+        // is never reported for another call, only replaced.
     }
 
     /// Fuel left after a call (zero when it ran out).
