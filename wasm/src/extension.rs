@@ -3,10 +3,12 @@
 //!
 //! Ownership: [`Extension`] is a shared handle to [`Shared`], which owns the
 //! engine instance (and through it the [`ExtensionState`]: handle table,
-//! installations). Handlers installed on events hold the extension weakly,
-//! so unloading (or dropping the last `Extension`) frees the instance even
-//! while a raiser still holds an old handler list; such a raiser gets a
-//! fault.
+//! installations). Typed handlers and guards installed on events hold
+//! `Shared` strongly (no weak reference upgraded per raise), the
+//! runtime-typed ones weakly; either way unloading, or dropping the last
+//! `Extension` (whose shared `Owner` then ends the instance), takes the
+//! instance out and frees it even while a raiser still holds an old
+//! handler list; such a raiser gets a fault and runs none of its code.
 //!
 //! One invocation at a time: a Wasm instance is single-threaded. An
 //! invocation that finds the instance busy (a re-entrant raise from the

@@ -213,10 +213,7 @@ impl Layout {
     /// and globals that exist.
     pub(super) fn accepts(&self, snapshot: &Snapshot) -> bool {
         snapshot.memory.len() <= self.memory_max_bytes
-            && snapshot
-                .memory
-                .len()
-                .is_multiple_of(WASM_PAGE_BYTES as usize)
+            && snapshot.memory.len().is_multiple_of(WASM_PAGE_BYTES as usize)
             && snapshot
                 .globals
                 .iter()

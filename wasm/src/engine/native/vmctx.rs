@@ -25,7 +25,8 @@ pub fn set_memory(context: &mut [u64], memory: &mut [u8]) {
     context[(MEMORY_BYTES / 8) as usize] = memory.len() as u64;
     // At most 4 GiB: no overflow, and a memory under 8 bytes gets a
     // negative end no access is below.
-    context[(MEMORY_FAST_END / 8) as usize] = (memory.len() as i64 - FAST_CHECK_BYTES + 1) as u64;
+    context[(MEMORY_FAST_END / 8) as usize] =
+        (memory.len() as i64 - FAST_CHECK_BYTES + 1) as u64;
 }
 
 /// Offset of the fuel left (`i64`); below zero is a budget trap.
