@@ -20,7 +20,11 @@
 //!    guard being all of an installation's guards compiled
 //!    into one predicate. `raise_cached` keeps the routine in its cache.
 //!    `Indexed` is the two-pointer loop over the decision index's
-//!    candidates;
+//!    candidates. A `Checked` list (fallible typed code, an extension's
+//!    native handlers, among synchronous Rust closures) is one
+//!    `CheckedRoutine` in the same way: a lone fallible entry called
+//!    directly, else a loop; its faults are counted as they happen and
+//!    the last one handed back beside the result;
 //! 3. `General` (out of line): accounting, the working copy for filters,
 //!    `VAR` write-back, then `run`: guards, invocation by mode, faults,
 //!    result folding, default handler.
@@ -246,11 +250,130 @@ struct Entry<A, R> {
     mode: Mode,
 }
 
-/// The one entry of a list that [`List::lone`] calls directly.
-struct Lone<A, R> {
+/// The code of one entry of a [`Plan::Checked`] list.
+enum CheckedCode<A, R> {
+    /// A synchronous by-value Rust closure (cannot fail).
+    Sure(ByValueCode<A, R>),
+    /// Typed code that may fail ([`Handler::fallible`]), with the
+    /// invocation (its budget) it is called with.
+    Fallible(FallibleCode<A, R>, Invocation),
+}
+
+/// One handler of a [`Plan::Checked`] list: its guard, then its code.
+struct Checked<A, R> {
+    /// As [`Simple::guard`].
+    guard: Option<GuardFn<A>>,
+    code: CheckedCode<A, R>,
+}
+
+/// Where a [`CheckedRoutine`] puts the faults of fallible code: counted
+/// at once in the event's counters; the last one kept for the raiser in
+/// case no handler answers.
+pub(crate) struct Faults<'a> {
+    counters: &'a Counters,
+    last: Option<Fault>,
+}
+
+impl Faults<'_> {
+    /// A handler faulted: counted, and kept.
+    #[cold]
+    #[inline(never)]
+    fn note(&mut self, fault: Fault) {
+        if fault == Fault::BudgetExhausted {
+            Counters::bump(&self.counters.terminated, 1);
+        }
+        Counters::bump(&self.counters.faults, 1);
+        self.last = Some(fault);
+    }
+}
+
+/// A whole [`Plan::Checked`] list as one call, as [`Routine`] is for a
+/// `Scan` list: the last fired handler's result, `None` when none fired
+/// (or every one that did faulted); faults go to `faults`.
+pub(crate) trait CheckedRoutine<A, R>: Send + Sync {
+    /// Runs the list's guards and handlers over `args`.
+    fn run(&self, args: &A, faults: &mut Faults<'_>) -> Option<R>;
+
+    /// This routine as a raise cache holds it (see [`Routine::hold`]).
+    fn hold(self: Arc<Self>) -> HeldChecked<A, R>;
+}
+
+/// A checked routine held by a raise cache.
+pub(crate) type HeldChecked<A, R> = Box<dyn CheckedRoutine<A, R>>;
+
+/// A checked routine as the list stores it.
+type CheckedRoutineCode<A, R> = Arc<dyn CheckedRoutine<A, R>>;
+
+impl<A, R, T: CheckedRoutine<A, R> + 'static> CheckedRoutine<A, R> for Held<T> {
+    #[inline(always)]
+    fn run(&self, args: &A, faults: &mut Faults<'_>) -> Option<R> {
+        self.0.run(args, faults)
+    }
+
+    fn hold(self: Arc<Self>) -> HeldChecked<A, R> {
+        Box::new(Held(self.0.clone()))
+    }
+}
+
+/// The routine of a [`Plan::Checked`] list of one fallible entry (an
+/// extension's native handler, with or without its guard): the guard and
+/// the code called directly, no loop.
+struct LoneChecked<A, R> {
     guard: Option<GuardFn<A>>,
     code: FallibleCode<A, R>,
     invocation: Invocation,
+}
+
+impl<A: 'static, R: 'static> CheckedRoutine<A, R> for LoneChecked<A, R> {
+    #[inline]
+    fn run(&self, args: &A, faults: &mut Faults<'_>) -> Option<R> {
+        if let Some(guard) = &self.guard {
+            if !guard(args) {
+                return None;
+            }
+        }
+        match (self.code)(args, &self.invocation) {
+            Ok(result) => Some(result),
+            Err(fault) => {
+                faults.note(fault);
+                None
+            }
+        }
+    }
+
+    fn hold(self: Arc<Self>) -> HeldChecked<A, R> {
+        Box::new(Held(self))
+    }
+}
+
+/// The routine of any other [`Plan::Checked`] list: each entry's guard,
+/// then its code; the last result wins.
+struct CheckedLoop<A, R>(Box<[Checked<A, R>]>);
+
+impl<A: 'static, R: 'static> CheckedRoutine<A, R> for CheckedLoop<A, R> {
+    #[inline]
+    fn run(&self, args: &A, faults: &mut Faults<'_>) -> Option<R> {
+        let mut result = None;
+        for entry in self.0.iter() {
+            if let Some(guard) = &entry.guard {
+                if !guard(args) {
+                    continue;
+                }
+            }
+            match &entry.code {
+                CheckedCode::Sure(code) => result = Some(code(args)),
+                CheckedCode::Fallible(code, invocation) => match code(args, invocation) {
+                    Ok(value) => result = Some(value),
+                    Err(fault) => faults.note(fault),
+                },
+            }
+        }
+        result
+    }
+
+    fn hold(self: Arc<Self>) -> HeldChecked<A, R> {
+        Box::new(Held(self))
+    }
 }
 
 /// How a list is raised, decided at publication so that a raise tests one
@@ -263,6 +386,11 @@ enum Plan {
     Scan,
     /// As `Scan`, visiting only the decision index's candidates.
     Indexed,
+    /// As `Scan`, but some handlers are typed code that may fail
+    /// ([`Handler::fallible`], an extension's native Wasm handlers,
+    /// synchronous or ephemeral): [`List::checked`], one call whose
+    /// faults are counted and handed back beside the result.
+    Checked,
     /// Anything else: [`List::entries`], with accounting, working copies,
     /// modes, runtime-typed code, faults and result folding.
     General,
@@ -288,11 +416,9 @@ pub struct List<A, R> {
     routine: Option<RoutineCode<A, R>>,
     /// The handlers, on the `General` plan (else empty).
     entries: Box<[Entry<A, R>]>,
-    /// On the `General` plan, when its one entry is fallible typed code
-    /// (an extension's native handler) and nothing else needs the general
-    /// loop (no accounting, result handler, working copy or decision
-    /// index): that entry's guard, code and invocation, called directly.
-    lone: Option<Lone<A, R>>,
+    /// On the `Checked` plan: the whole list as one call (the lone
+    /// fallible entry itself, or a loop), what a [`RaiseCache`] holds.
+    checked: Option<CheckedRoutineCode<A, R>>,
     index: Option<DecisionIndex>,
     /// The index is used (it exists, no entry mutates its arguments, and it
     /// is mergeable): entries' guards then omit their index key.
@@ -318,6 +444,9 @@ pub struct RaiseCache<A, R> {
     /// list's whole `Scan` loop as one call; `None` on the other plans
     /// ([`Event::dispatch`] decides).
     routine: Option<HeldRoutine<A, R>>,
+    /// [`List::checked`] as a cache holds it: a `Checked` list as one
+    /// call.
+    checked: Option<HeldChecked<A, R>>,
     list: Option<Arc<List<A, R>>>,
 }
 
@@ -326,6 +455,7 @@ impl<A, R> Default for RaiseCache<A, R> {
         RaiseCache {
             stamp: 0,
             routine: None,
+            checked: None,
             list: None,
         }
     }
@@ -548,8 +678,20 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
                     Some(result) => Ok(result),
                     None => {
                         core::hint::cold_path();
-                        self.nothing_fired_cached(cache, args)
+                        self.nothing_fired_cached(cache, args, None)
                     }
+                };
+            }
+            // A `Checked` list (extensions' native handlers): one call too,
+            // its faults counted on the way.
+            if let Some(checked) = &cache.checked {
+                let mut faults = Faults {
+                    counters: &self.counters,
+                    last: None,
+                };
+                return match checked.run(args, &mut faults) {
+                    Some(result) => Ok(result),
+                    None => self.nothing_fired_cached(cache, args, faults.last),
                 };
             }
         }
@@ -580,22 +722,25 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
                 let (stamp, list) = self.list.load();
                 cache.stamp = stamp;
                 cache.routine = list.routine.clone().map(|routine| routine.hold());
+                cache.checked = list.checked.clone().map(|checked| checked.hold());
                 cache.list.insert(list)
             }
         };
         self.dispatch(list, args)
     }
 
-    /// No handler of a cached `Scan` list fired.
+    /// No handler of a cached `Scan` or `Checked` list fired (`fault`:
+    /// the last one that faulted).
     #[cold]
     #[inline(never)]
     fn nothing_fired_cached(
         &self,
         cache: &RaiseCache<A, R>,
         args: &mut A,
+        fault: Option<Fault>,
     ) -> Result<R, RaiseError> {
         match &cache.list {
-            Some(list) => self.nothing_fired(list, args, None),
+            Some(list) => self.nothing_fired(list, args, fault),
             // Unreachable: `scan` is only set with `list`.
             None => Err(RaiseFailure::NoHandler { event: self.name }.into()),
         }
@@ -617,27 +762,17 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
         }
     }
 
-    /// The `Indexed` and `General` plans.
+    /// The `Indexed`, `Checked` and `General` plans.
     #[inline(never)]
     fn dispatch_planned(&self, list: &List<A, R>, args: &mut A) -> Result<R, RaiseError> {
-        if let Some(lone) = &list.lone {
-            // What `run` does for a list of this one entry, without the
-            // loop and the outcome.
-            if let Some(guard) = &lone.guard {
-                if !guard(args) {
-                    return self.nothing_fired(list, args, None);
-                }
-            }
-            return match (lone.code)(args, &lone.invocation) {
-                Ok(result) => Ok(result),
-                Err(fault) => {
-                    let mut outcome = Outcome {
-                        result: None,
-                        fault: None,
-                    };
-                    self.faulted(fault, &mut outcome);
-                    self.nothing_fired(list, args, outcome.fault)
-                }
+        if let Some(checked) = &list.checked {
+            let mut faults = Faults {
+                counters: &self.counters,
+                last: None,
+            };
+            return match checked.run(args, &mut faults) {
+                Some(result) => Ok(result),
+                None => self.nothing_fired(list, args, faults.last),
             };
         }
         if list.plan == Plan::General {
@@ -1401,7 +1536,43 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
                     (Code::ByValue(_), Mode::Synchronous)
                 )
             });
-        let (plan, simple_entries, entries) = if simple {
+        // Synchronous by-value closures and fallible typed code (at least
+        // one), nothing else: the `Checked` plan (not with the index, whose
+        // keys the guards then omit).
+        let checked_plan = !simple
+            && !use_index
+            && state.accounting.is_none()
+            && state.result.is_none()
+            && state.bindings.iter().all(|b| {
+                matches!(
+                    (&b.handler.code, b.mode),
+                    (Code::ByValue(_), Mode::Synchronous)
+                        | (Code::Fallible(_), Mode::Synchronous | Mode::Ephemeral(_))
+                )
+            });
+        let mut checked_entries: Vec<Checked<A, R>> = Vec::new();
+        let (plan, simple_entries, entries) = if checked_plan {
+            checked_entries = state
+                .bindings
+                .iter()
+                .zip(guards)
+                .filter_map(|(b, guard)| {
+                    let invocation = Invocation {
+                        budget: match b.mode {
+                            Mode::Ephemeral(budget) => Some(budget),
+                            _ => None,
+                        },
+                    };
+                    let code = match &b.handler.code {
+                        Code::ByValue(code) => CheckedCode::Sure(code.clone()),
+                        Code::Fallible(code) => CheckedCode::Fallible(code.clone(), invocation),
+                        _ => return None,
+                    };
+                    Some(Checked { guard, code })
+                })
+                .collect();
+            (Plan::Checked, Arc::from([]), Box::default())
+        } else if simple {
             let simple_entries: Arc<[Simple<A, R>]> = state
                 .bindings
                 .iter()
@@ -1475,23 +1646,19 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
             (Plan::Scan, _) => Some(Arc::new(SimpleLoop(simple_entries.clone()))),
             _ => None,
         };
-        let lone = match &*entries {
-            [Entry {
+        // A `Checked` list's routine: a lone fallible entry is called
+        // directly, anything else is the loop.
+        let checked: Option<CheckedRoutineCode<A, R>> = match checked_entries.as_slice() {
+            _ if plan != Plan::Checked => None,
+            [Checked {
                 guard,
-                fallible: Some((code, invocation)),
-                ..
-            }] if state.accounting.is_none()
-                && state.result.is_none()
-                && !mutates
-                && !use_index =>
-            {
-                Some(Lone {
-                    guard: guard.clone(),
-                    code: code.clone(),
-                    invocation: *invocation,
-                })
-            }
-            _ => None,
+                code: CheckedCode::Fallible(code, invocation),
+            }] => Some(Arc::new(LoneChecked {
+                guard: guard.clone(),
+                code: code.clone(),
+                invocation: *invocation,
+            })),
+            _ => Some(Arc::new(CheckedLoop(checked_entries.into_boxed_slice()))),
         };
         let list = List {
             event: self.id,
@@ -1500,7 +1667,7 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
             routine,
             simple: simple_entries,
             entries,
-            lone,
+            checked,
             index,
             use_index,
             needs_copy: mutates && !self.all_by_reference,
@@ -1539,7 +1706,7 @@ impl<A, R> List<A, R> {
             all_fused: false,
             routine: None,
             entries: Box::new([]),
-            lone: None,
+            checked: None,
             index: None,
             use_index: false,
             needs_copy: false,

@@ -632,19 +632,18 @@ fn fallible_typed_handlers_get_the_tuple_and_their_faults_are_contained() {
     let fallible = |cost: u64| {
         Handler::fallible(
             signature.clone(),
-            move |args: &(u64,), invocation: &Invocation| {
-                match invocation.budget.and_then(|budget| budget.fuel) {
-                    Some(fuel) if fuel < cost => Err(Fault::BudgetExhausted),
-                    _ if args.0 == 13 => Err(Fault::Trap("unlucky".into())),
-                    _ => Ok(args.0 * 10 + cost),
-                }
+            move |args: &(u64,), invocation: &Invocation| match invocation
+                .budget
+                .and_then(|budget| budget.fuel)
+            {
+                Some(fuel) if fuel < cost => Err(Fault::BudgetExhausted),
+                _ if args.0 == 13 => Err(Fault::Trap("unlucky".into())),
+                _ => Ok(args.0 * 10 + cost),
             },
         )
         .ephemeral()
     };
-    let binding = event
-        .install(EXTENSION, Install::new(fallible(2)))
-        .unwrap();
+    let binding = event.install(EXTENSION, Install::new(fallible(2))).unwrap();
     assert_eq!(event.raise(&mut (4,)), Ok(42));
     assert_eq!(
         event.raise(&mut (13,)),
@@ -686,6 +685,97 @@ fn fallible_typed_handlers_get_the_tuple_and_their_faults_are_contained() {
         |_: &(u64,), _: &Invocation| Ok(0u64),
     );
     assert!(event.install(EXTENSION, Install::new(wrong)).is_err());
+}
+
+#[test]
+fn fallible_typed_code_in_lists_of_several_is_counted_and_contained_cached_or_not() {
+    let (event, authority) = Event::new("Net.PacketArrived", double);
+    event
+        .remove(Principal::KERNEL, BindingId::INTRINSIC)
+        .unwrap();
+    let signature = Signature::new(&[ValueType::U64], Some(ValueType::U64));
+    // Faults on its `unlucky` argument, else answers `args * 10 + tag`.
+    let fallible = |tag: u64, unlucky: u64| {
+        Handler::fallible(
+            signature.clone(),
+            move |args: &(u64,), invocation: &Invocation| match invocation
+                .budget
+                .and_then(|budget| budget.fuel)
+            {
+                Some(fuel) if fuel < 5 => Err(Fault::BudgetExhausted),
+                _ if args.0 == unlucky => Err(Fault::Trap("unlucky".into())),
+                _ => Ok(args.0 * 10 + tag),
+            },
+        )
+        .ephemeral()
+    };
+    event
+        .install(EXTENSION, Install::new(fallible(1, 13)))
+        .unwrap();
+    let second = event
+        .install(
+            EXTENSION,
+            Install::new(fallible(2, 14)).guard(Guard::new(|args: &(u64,)| args.0 != 5)),
+        )
+        .unwrap();
+    let mut cache = RaiseCache::new();
+    for cached in [false, true] {
+        let mut raise = |value: u64| match cached {
+            true => event.raise_cached(&mut cache, &mut (value,)),
+            false => event.raise(&mut (value,)),
+        };
+        let faults = event.stats().faults;
+        assert_eq!(raise(4), Ok(42), "the last handler's result");
+        assert_eq!(raise(5), Ok(51), "the second's guard is false");
+        assert_eq!(raise(13), Ok(132), "the first faults, the second answers");
+        assert_eq!(event.stats().faults, faults + 1, "and its fault is counted");
+        assert_eq!(raise(14), Ok(141), "the second faults, the first answered");
+        assert_eq!(event.stats().faults, faults + 2);
+    }
+    // Both fault: the raiser gets the last fault, or the default.
+    event.remove(EXTENSION, second).unwrap();
+    event
+        .install(EXTENSION, Install::new(fallible(2, 13)))
+        .unwrap();
+    let faulted = Err(RaiseFailure::Faulted {
+        event: "Net.PacketArrived",
+        fault: Fault::Trap("unlucky".into()),
+    }
+    .into());
+    assert_eq!(event.raise(&mut (13,)), faulted);
+    assert_eq!(event.raise_cached(&mut cache, &mut (13,)), faulted);
+    // A Rust handler in the same list, and a budget too small for one.
+    event
+        .install(
+            EXTENSION,
+            Install::new(Handler::new(|args: &(u64,)| args.0)),
+        )
+        .unwrap();
+    assert_eq!(event.raise_cached(&mut cache, &mut (13,)), Ok(13));
+    event
+        .install(
+            EXTENSION,
+            Install::new(fallible(3, 99)).mode(Mode::Ephemeral(Budget::fuel(1))),
+        )
+        .unwrap();
+    let terminated = event.stats().terminated;
+    assert_eq!(event.raise_cached(&mut cache, &mut (6,)), Ok(6));
+    assert_eq!(event.stats().terminated, terminated + 1);
+    event
+        .set_default(&authority, Some(Handler::new(|_: &(u64,)| 7)))
+        .unwrap();
+    for binding in event.bindings() {
+        event.remove(EXTENSION, binding).unwrap();
+    }
+    event
+        .install(EXTENSION, Install::new(fallible(1, 13)))
+        .unwrap();
+    assert_eq!(
+        event.raise_cached(&mut cache, &mut (13,)),
+        Ok(7),
+        "the default"
+    );
+    assert_eq!(event.raise_cached(&mut cache, &mut (3,)), Ok(31));
 }
 
 #[test]

@@ -16,7 +16,7 @@ use dispatch::{
 };
 
 use crate::{
-    engine::{ExportRef, SelfContainedCall, WasmValue},
+    engine::{ExportRef, SelfContained, WasmValue},
     extension::{CallError, Shared},
     module::WasmType,
     packet::{is_packet, PacketRef},
@@ -240,10 +240,12 @@ pub(crate) fn to_slot(value: Value) -> u64 {
 /// (no packet, no float), called through the engine's typed entry
 /// ([`Shared::invoke_integers`]) by a typed handler or guard closure: the
 /// dispatcher hands it the argument tuple, each parameter becomes one
-/// 64-bit register argument. Holds its extension weakly, as
-/// [`WasmHandler`] does.
+/// 64-bit register argument. Holds its extension strongly, so a raise
+/// upgrades no weak reference: once the extension is unloaded (or its
+/// last handle dropped, see `extension::Owner`) its instance is gone
+/// and a raiser still holding an old handler list gets `Unloaded`.
 struct TypedWasm {
-    extension: alloc::sync::Weak<Shared>,
+    extension: Arc<Shared>,
     export: ExportRef,
     /// The Wasm type of each parameter (for an engine without the entry).
     types: [WasmType; MAX_EVENT_ARGUMENTS],
@@ -251,7 +253,7 @@ struct TypedWasm {
     /// The event's result type, if any.
     result: Option<ValueType>,
     /// For a guard: its code, callable without the instance lock.
-    self_contained: Option<Arc<dyn SelfContainedCall>>,
+    self_contained: Option<Arc<SelfContained>>,
 }
 
 impl TypedWasm {
@@ -261,7 +263,7 @@ impl TypedWasm {
         extension: &alloc::sync::Weak<Shared>,
         export: ExportRef,
         signature: &Signature,
-        self_contained: Option<Arc<dyn SelfContainedCall>>,
+        self_contained: Option<Arc<SelfContained>>,
     ) -> Option<TypedWasm> {
         let integer = |ty: ValueType| match lowered(ty)? {
             _ if is_packet(ty) => None,
@@ -280,7 +282,8 @@ impl TypedWasm {
             integer(result)?;
         }
         Some(TypedWasm {
-            extension: extension.clone(),
+            // Gone already: the runtime-typed code reports it.
+            extension: extension.upgrade()?,
             export,
             types,
             count,
@@ -293,7 +296,7 @@ impl TypedWasm {
     /// integer result.
     #[inline(always)]
     fn invoke<A: EventArgs>(&self, args: &A, budget: Option<u64>) -> Result<i64, CallError> {
-        let extension = self.extension.upgrade().ok_or(CallError::Unloaded)?;
+        let extension = &self.extension;
         let mut raw = [0i64; MAX_EVENT_ARGUMENTS];
         for (index, slot) in raw.iter_mut().enumerate().take(self.count) {
             // An integer parameter's bits, as `to_slot` writes them.
@@ -304,11 +307,12 @@ impl TypedWasm {
         }
         if let Some(call) = &self.self_contained {
             // A self-contained guard: no instance lock.
-            return extension.invoke_self_contained(call.as_ref(), &raw[..self.count]);
+            return extension.invoke_self_contained(call.as_ref(), &raw, self.count);
         }
         extension.invoke_integers(
             self.export,
-            &raw[..self.count],
+            &raw,
+            self.count,
             &self.types[..self.count],
             budget,
         )
@@ -332,7 +336,7 @@ impl TypedWasm {
 
     /// As a guard: true when it returned non-zero; a guard that traps
     /// (or finds its extension busy or gone) is false.
-    #[inline]
+    #[inline(always)]
     fn test<A: EventArgs>(&self, args: &A) -> bool {
         matches!(self.invoke(args, None), Ok(value) if value as i32 != 0)
     }
@@ -433,7 +437,7 @@ pub struct WasmGuard {
     pub(crate) extension: alloc::sync::Weak<Shared>,
     /// Its code, callable without the instance, when it is
     /// self-contained on the native tier.
-    pub(crate) self_contained: Option<Arc<dyn SelfContainedCall>>,
+    pub(crate) self_contained: Option<Arc<SelfContained>>,
     pub(crate) export: ExportRef,
     pub(crate) signature: Signature,
 }

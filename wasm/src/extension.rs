@@ -3,10 +3,12 @@
 //!
 //! Ownership: [`Extension`] is a shared handle to [`Shared`], which owns the
 //! engine instance (and through it the [`ExtensionState`]: handle table,
-//! installations). Handlers installed on events hold the extension weakly,
-//! so unloading (or dropping the last `Extension`) frees the instance even
-//! while a raiser still holds an old handler list; such a raiser gets a
-//! fault.
+//! installations). Typed handlers and guards installed on events hold
+//! `Shared` strongly (no weak reference upgraded per raise), the
+//! runtime-typed ones weakly; either way unloading, or dropping the last
+//! `Extension` (whose shared `Owner` then ends the instance), takes the
+//! instance out and frees it even while a raiser still holds an old
+//! handler list; such a raiser gets a fault and runs none of its code.
 //!
 //! One invocation at a time: a Wasm instance is single-threaded. An
 //! invocation that finds the instance busy (a re-entrant raise from the
@@ -25,7 +27,9 @@ use spin::Mutex;
 
 use crate::{
     config::Limits,
-    engine::{ExportRef, HostContext, Instance, SelfContainedCall, Trap, WasmValue},
+    engine::{
+        ExportRef, HostContext, Instance, SelfContained, Trap, WasmValue, MAX_INTEGER_ARGUMENTS,
+    },
     error::{BindError, LimitExceeded},
     events::{lift, lower, lowered, EventPort, WasmGuard, WasmHandler},
     handles::Capability,
@@ -186,7 +190,24 @@ impl Shared {
     /// is waited for; `None` when this strand is already inside (a
     /// re-entrant call), when there are no strands to wait with, or when
     /// the wait is too long (see [`MAX_WAIT_NS`]).
+    #[inline]
     pub(crate) fn lock_instance(&self) -> Option<InstanceGuard<'_>> {
+        // The common case, uncontended: one try, then the owner recorded.
+        if let Some(guard) = self.instance.try_lock() {
+            let me = self.strands.as_ref().map_or(0, |strands| strands.current());
+            self.owner.store(me, Ordering::Release);
+            return Some(InstanceGuard {
+                guard,
+                owner: &self.owner,
+            });
+        }
+        self.lock_instance_contended()
+    }
+
+    /// [`Self::lock_instance`] once the lock was found taken.
+    #[cold]
+    #[inline(never)]
+    fn lock_instance_contended(&self) -> Option<InstanceGuard<'_>> {
         let me = self.strands.as_ref().map(|strands| strands.current());
         let now = || self.clock.as_ref().map(|clock| clock.now_ns());
         // Read only once the lock is found taken: the common, uncontended
@@ -274,56 +295,63 @@ impl Shared {
     }
 
     /// [`Self::invoke`] through the engine's typed entry
-    /// ([`Instance::call_integers`]): integer arguments of the Wasm types
-    /// `types` in, the integer result (0 for none) out, no [`WasmValue`]
-    /// on the way when the engine has the entry (native code); otherwise
-    /// the arguments are converted for [`Instance::call`].
-    #[inline]
+    /// ([`Instance::call_integers`]): `count` integer arguments of the
+    /// Wasm types `types` in (then zeros), the integer result (0 for none)
+    /// out, no [`WasmValue`] on the way when the engine has the entry
+    /// (native code); otherwise the arguments are converted for
+    /// [`Instance::call`].
+    ///
+    /// The whole invocation is this one function, inlined into the typed
+    /// handler: lock (recording the owner), count, native code's entry
+    /// (`NativeInstance::call_typed`), unlock; a trap is reported out of
+    /// line.
+    #[inline(always)]
     pub(crate) fn invoke_integers(
         &self,
         export: ExportRef,
-        args: &[i64],
+        args: &[i64; MAX_INTEGER_ARGUMENTS],
+        count: usize,
         types: &[WasmType],
         budget: Option<u64>,
     ) -> Result<i64, CallError> {
-        self.run(budget, |instance, fuel| {
-            if let Some(result) = instance.call_integers(export, args, fuel) {
-                return result;
-            }
-            let mut values = [WasmValue::I32(0); crate::events::MAX_EVENT_ARGUMENTS];
-            for ((value, &raw), &ty) in values.iter_mut().zip(args).zip(types) {
-                *value = match ty {
-                    WasmType::I64 => WasmValue::I64(raw),
-                    _ => WasmValue::I32(raw as i32),
-                };
-            }
-            let count = args.len().min(values.len());
-            Ok(match instance.call(export, &values[..count], fuel)? {
-                Some(WasmValue::I32(value)) => i64::from(value),
-                Some(WasmValue::I64(value)) => value,
-                Some(WasmValue::F32(bits)) => i64::from(bits),
-                Some(WasmValue::F64(bits)) => bits as i64,
-                None => 0,
-            })
-        })
+        let fuel = budget.map_or(self.limits.fuel_per_invocation, |b| {
+            b.min(self.limits.fuel_per_invocation)
+        });
+        let outcome = {
+            let Some(mut guard) = self.lock_instance() else {
+                return Err(CallError::Busy);
+            };
+            let Some(instance) = guard.as_mut() else {
+                return Err(CallError::Unloaded);
+            };
+            self.invocations.fetch_add(1, Ordering::Relaxed);
+            call_integers(instance.as_mut(), export, args, count, types, fuel)
+        };
+        match outcome {
+            Ok(value) => Ok(value),
+            Err(trap) => Err(self.report(trap)),
+        }
     }
 
     /// Calls a self-contained function (a guard, see
     /// [`HostContext::self_contained`]) without the instance lock: it
     /// shares nothing with the instance's other invocations. Counted, and
     /// its trap reported, like any invocation.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn invoke_self_contained(
         &self,
-        call: &dyn SelfContainedCall,
-        args: &[i64],
+        call: &SelfContained,
+        args: &[i64; MAX_INTEGER_ARGUMENTS],
+        count: usize,
     ) -> Result<i64, CallError> {
         if self.unloaded.load(Ordering::Acquire) {
             return Err(CallError::Unloaded);
         }
         self.invocations.fetch_add(1, Ordering::Relaxed);
-        call.call(args, self.limits.fuel_per_invocation)
-            .map_err(|trap| self.report(trap))
+        match call.call(args, count, self.limits.fuel_per_invocation) {
+            Ok(value) => Ok(value),
+            Err(trap) => Err(self.report(trap)),
+        }
     }
 
     /// Runs `call` on the locked instance with the invocation's fuel;
@@ -362,6 +390,61 @@ impl Shared {
         let _ = self.faulted.raise(&mut args);
         CallError::Trap(trap)
     }
+}
+
+/// The typed entry of `instance`: native code's inlined, another
+/// engine's through the trait.
+#[inline(always)]
+fn call_integers(
+    instance: &mut dyn Instance,
+    export: ExportRef,
+    args: &[i64; MAX_INTEGER_ARGUMENTS],
+    count: usize,
+    types: &[WasmType],
+    fuel: u64,
+) -> Result<i64, Trap> {
+    #[cfg(feature = "native")]
+    if let Some(native) = instance.native() {
+        return native.call_typed(export, args, count, fuel);
+    }
+    match instance.call_integers(export, args, count, fuel) {
+        Some(result) => result,
+        None => convert_and_call(
+            instance,
+            export,
+            &args[..count.min(args.len())],
+            types,
+            fuel,
+        ),
+    }
+}
+
+/// [`Shared::invoke_integers`] on an engine without the typed entry
+/// (wasmi): the arguments as [`WasmValue`]s of `types`, the result back
+/// as an integer.
+#[inline(never)]
+fn convert_and_call(
+    instance: &mut dyn Instance,
+    export: ExportRef,
+    args: &[i64],
+    types: &[WasmType],
+    fuel: u64,
+) -> Result<i64, Trap> {
+    let mut values = [WasmValue::I32(0); MAX_INTEGER_ARGUMENTS];
+    for ((value, &raw), &ty) in values.iter_mut().zip(args).zip(types) {
+        *value = match ty {
+            WasmType::I64 => WasmValue::I64(raw),
+            _ => WasmValue::I32(raw as i32),
+        };
+    }
+    let count = args.len().min(values.len());
+    Ok(match instance.call(export, &values[..count], fuel)? {
+        Some(WasmValue::I32(value)) => i64::from(value),
+        Some(WasmValue::I64(value)) => value,
+        Some(WasmValue::F32(bits)) => i64::from(bits),
+        Some(WasmValue::F64(bits)) => bits as i64,
+        None => 0,
+    })
 }
 
 /// What to bind: an export as a handler, an optional export as its guard,
@@ -581,7 +664,41 @@ impl fmt::Display for UnloadError {
 /// A loaded extension (cheap to clone: a shared handle).
 #[derive(Clone)]
 pub struct Extension {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) shared: Arc<Owner>,
+}
+
+/// What the [`Extension`] handles share: the extension, and the duty to
+/// end its instance when the last handle goes. Typed handlers and guards
+/// hold [`Shared`] strongly (no weak reference upgraded per raise), and
+/// the instance holds its installations (`ExtensionState::installed`),
+/// so without this a dropped extension would keep itself alive through
+/// the events' handler lists. Ending the instance removes the
+/// installations, and with them the handlers' references.
+pub(crate) struct Owner(pub(crate) Arc<Shared>);
+
+impl core::ops::Deref for Owner {
+    type Target = Arc<Shared>;
+    fn deref(&self) -> &Arc<Shared> {
+        &self.0
+    }
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        // An invocation of this extension further up this strand (the
+        // last handle dropped by one of its own kernel procedures) keeps
+        // the instance: it cannot be ended under itself.
+        let instance = {
+            let Some(mut guard) = self.0.lock_instance() else {
+                return;
+            };
+            self.0.unloaded.store(true, Ordering::Release);
+            guard.take()
+        };
+        // Unlocked: its state's drop removes the installations, which
+        // republishes handler lists.
+        drop(instance);
+    }
 }
 
 impl fmt::Debug for Extension {

@@ -370,7 +370,9 @@ impl Runtime {
             }
         };
         *shared.instance.lock() = Some(instance);
-        let extension = Extension { shared };
+        let extension = Extension {
+            shared: Arc::new(crate::extension::Owner(shared)),
+        };
         if module.exported_function(INIT_EXPORT).is_some() {
             match extension.call(INIT_EXPORT, &[]) {
                 Ok(_) => {}

@@ -333,3 +333,44 @@ fn counted_loops_keep_results_traps_and_memory_and_charge_the_same_fuel() {
         Err(TrapCode::OutOfFuel)
     );
 }
+
+/// A leaf (`$leaf`: no call of any kind) and a recursion ending in it.
+const LEAVES: &str = r#"
+(module
+  (memory (export "memory") 1)
+  (func $leaf (export "leaf") (param i32) (result i32)
+    (i32.load (local.get 0)))
+  (func $down (export "down") (param i32) (result i32)
+    (if (result i32) (i32.eqz (local.get 0))
+      (then (call $leaf (i32.const 0)))
+      (else (call $down (i32.sub (local.get 0) (i32.const 1)))))))
+"#;
+
+/// Leaves have no depth or stack check (they add one frame and call
+/// nothing), but are charged their fuel and check their accesses; the
+/// recursion above a leaf is still bounded.
+#[test]
+fn leaves_skip_the_depth_and_stack_checks_but_not_fuel_or_bounds() {
+    let (mut native, _, _) = on_both_engines(LEAVES);
+    assert_eq!(native.call("leaf", &[0], 1).unwrap(), Ok(Some(0)));
+    assert_eq!(
+        native.call("leaf", &[0], 0).unwrap(),
+        Err(TrapCode::OutOfFuel)
+    );
+    assert_eq!(
+        native.call("leaf", &[65_534], FUEL).unwrap(),
+        Err(TrapCode::MemoryOutOfBounds)
+    );
+    // `down(n)` runs `n + 1` checked frames, the deepest at depth `n`,
+    // then the leaf one deeper, unchecked.
+    let deepest = i64::from(DEPTH) - 1;
+    assert_eq!(native.call("down", &[deepest], FUEL).unwrap(), Ok(Some(0)));
+    assert_eq!(
+        native.call("down", &[deepest + 1], FUEL).unwrap(),
+        Err(TrapCode::StackOverflow)
+    );
+    assert_eq!(
+        native.call("down", &[1_000_000], FUEL).unwrap(),
+        Err(TrapCode::StackOverflow)
+    );
+}

@@ -198,6 +198,60 @@ fn faulty_handlers_are_contained_natively() {
     );
 }
 
+/// Two native handlers on one event (a list of several typed entries,
+/// raised through a raise cache as the kernel's hot paths do): the
+/// faulty one's traps are contained, counted by the dispatcher and
+/// reported, the counter still runs; after the counter is unloaded and
+/// the faulty extension's last handle dropped, the cached raise finds
+/// neither, and runs none of their code.
+#[test]
+fn cached_raises_into_several_native_handlers_contain_faults_and_follow_unload() {
+    let (runtime, _) = runtime(Tier::Native);
+    let faults = fault_log(&runtime);
+    let (event, port) = tick();
+    let bytes = extension("faulty");
+    let faulty = load(
+        &runtime,
+        LoadRequest::new("faulty", &bytes).grant_event(port.clone()),
+        Tier::Native,
+    );
+    let counter_bytes = extension("tick-counter");
+    let counter = load(
+        &runtime,
+        LoadRequest::new("tick-counter", &counter_bytes).grant_event(port),
+        Tier::Native,
+    );
+    assert_eq!(event.bindings().len(), 2);
+    faulty.call("set_mode", &[Value::I32(0)]).unwrap();
+    let mut cache = dispatch::RaiseCache::new();
+    for ticks in 0..3 {
+        // The faulty handler traps; the counter, after it, answers.
+        assert_eq!(event.raise_cached(&mut cache, &mut (ticks,)), Ok(()));
+    }
+    assert_eq!(event.stats().faults, 3, "each trap counted");
+    assert_eq!(
+        faults.lock().unwrap().as_slice(),
+        &[(faulty.id().0, FaultKind::Unreachable.code()); 3]
+    );
+    assert_eq!(
+        counter.call_typed("count", &[], ValueType::U64).unwrap(),
+        Value::U64(3)
+    );
+    counter.unload().unwrap();
+    assert!(
+        event.raise_cached(&mut cache, &mut (3,)).is_err(),
+        "the faulty handler alone: its fault is the raise's"
+    );
+    assert_eq!(event.stats().faults, 4);
+    // The last handle: its instance ends and its handler leaves the event,
+    // though typed handlers hold the extension strongly.
+    drop(faulty);
+    assert!(event.bindings().is_empty());
+    assert!(event.raise_cached(&mut cache, &mut (4,)).is_err());
+    assert_eq!(event.stats().faults, 4, "no handler ran");
+    assert_eq!(faults.lock().unwrap().len(), 4);
+}
+
 /// The 62 KB `big` module compiles and gives the interpreter's results.
 #[test]
 fn big_gives_the_interpreters_results() {

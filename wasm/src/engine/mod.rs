@@ -48,6 +48,11 @@ impl fmt::Display for WasmValue {
     }
 }
 
+/// The most integer arguments of the typed entry
+/// ([`Instance::call_integers`]): the dispatcher's argument tuples stop at
+/// 8, and so does native code's entry.
+pub const MAX_INTEGER_ARGUMENTS: usize = 8;
+
 /// An exported function, resolved once so calls need no name lookup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ExportRef(pub(crate) u32);
@@ -96,17 +101,34 @@ pub trait HostContext {
     /// (`purity::FunctionEffects::is_self_contained`: it reaches no
     /// memory, global, table or other function, so calls of it share
     /// nothing with the instance's other invocations). Guards take it.
-    fn self_contained(&self, _function: ExportRef) -> Option<Arc<dyn SelfContainedCall>> {
+    fn self_contained(&self, _function: ExportRef) -> Option<Arc<SelfContained>> {
         None
     }
 }
 
 /// A self-contained function's code, callable without its instance (see
-/// [`HostContext::self_contained`]): it keeps the code alive itself.
-pub trait SelfContainedCall: Send + Sync {
-    /// Calls it with integer `args` (as [`Instance::call_integers`] takes
-    /// them) and `fuel`: its integer result (an `i32` sign-extended).
-    fn call(&self, args: &[i64], fuel: u64) -> Result<i64, Trap>;
+/// [`HostContext::self_contained`]): native code's (the one engine that
+/// has it), called directly rather than through a trait object, so a
+/// guard's call of it is inlined.
+#[cfg(feature = "native")]
+pub use native::SelfContained;
+
+/// Without the native engine no function is self-contained: nothing of
+/// this type exists.
+#[cfg(not(feature = "native"))]
+pub enum SelfContained {}
+
+#[cfg(not(feature = "native"))]
+impl SelfContained {
+    /// As the native engine's: never called, since none exists.
+    pub fn call(
+        &self,
+        _args: &[i64; MAX_INTEGER_ARGUMENTS],
+        _count: usize,
+        _fuel: u64,
+    ) -> Result<i64, Trap> {
+        match *self {}
+    }
 }
 
 /// An instantiated extension.
@@ -121,14 +143,23 @@ pub trait Instance: HostContext + Send {
     /// The typed entry: calls `function` with integer `args` (an `i32`
     /// as its value sign- or zero-extended, an `i64` as is) and `fuel`,
     /// without [`WasmValue`]s; its result as an integer (an `i32`
-    /// sign-extended, 0 when it has none). `None` when this engine has no
-    /// such entry: the caller converts and uses [`Instance::call`].
+    /// sign-extended, 0 when it has none). `args` holds `count` arguments
+    /// then zeros. `None` when this engine has no such entry: the caller
+    /// converts and uses [`Instance::call`].
     fn call_integers(
         &mut self,
         _function: ExportRef,
-        _args: &[i64],
+        _args: &[i64; MAX_INTEGER_ARGUMENTS],
+        _count: usize,
         _fuel: u64,
     ) -> Option<Result<i64, Trap>> {
+        None
+    }
+    /// This instance as native code, whose typed entry
+    /// ([`native::NativeInstance::call_typed`]) the runtime inlines into
+    /// its invocation; `None` for other engines.
+    #[cfg(feature = "native")]
+    fn native(&mut self) -> Option<&mut native::NativeInstance> {
         None
     }
     /// Bytes of linear memory currently allocated.
@@ -171,6 +202,8 @@ pub trait Engine: Send + Sync {
         _imports: &[Import],
         _limits: &Limits,
     ) -> Result<Box<dyn Takeover>, LoadError> {
-        Err(LoadError::Engine("this engine takes over no instance".into()))
+        Err(LoadError::Engine(
+            "this engine takes over no instance".into(),
+        ))
     }
 }

@@ -13,7 +13,7 @@
 //! [`Native`]. Everything they then do is safe code in `instance.rs`.
 #![allow(unsafe_code)]
 
-use hal::native_code::{CodeMemory, ENTRY_ARGUMENTS};
+use hal::native_code::{CodeMemory, ENTRY_ARGUMENTS, REGISTER_ARGUMENTS};
 
 use super::{
     instance::Native,
@@ -34,12 +34,15 @@ pub const STACK_BUDGET_BYTES: u64 = 16 * 1024;
 /// Runs the function at `offset` of `code` with `native`'s context (which
 /// `Native::fill_context` and `Native::prepare` filled) and `arguments`:
 /// its raw result, or the trap code generated code stored.
+/// `count` is how many of `arguments` the function takes (the rest are
+/// zeros): up to [`REGISTER_ARGUMENTS`] go in registers only.
 #[inline]
 pub(super) fn run(
     code: &CodeMemory,
     native: &mut Native,
     offset: usize,
     arguments: [i64; ENTRY_ARGUMENTS],
+    count: usize,
 ) -> Result<i64, TrapCode> {
     // The stack limit: this frame's address minus the budget.
     let marker = 0u8;
@@ -70,7 +73,7 @@ pub(super) fn run(
     // again; the runtime procedures are the functions below
     // (`fill_procedures`); the stack limit leaves `STACK_BUDGET_BYTES`
     // from here.
-    let raw = unsafe { code.enter(offset, context, arguments) };
+    let raw = unsafe { enter(code, offset, context, arguments, count) };
     // SAFETY: the call is over; `pointer` is `native` again.
     let native = unsafe { &mut *pointer };
     match (raw, native.trap_code()) {
@@ -92,6 +95,7 @@ pub(super) fn run_self_contained(
     max_depth: u32,
     fuel: u64,
     arguments: [i64; ENTRY_ARGUMENTS],
+    count: usize,
 ) -> Result<i64, TrapCode> {
     let mut context = [0u64; vmctx::CONTEXT_BYTES / 8];
     let here = core::ptr::addr_of!(context) as u64;
@@ -111,11 +115,38 @@ pub(super) fn run_self_contained(
     // only the context's fuel, trap, depth and limits, all in `context`,
     // a live array of this frame, and calls nothing; the stack limit
     // leaves `STACK_BUDGET_BYTES` from here.
-    let raw = unsafe { code.enter(offset, context.as_mut_ptr(), arguments) };
+    let raw = unsafe { enter(code, offset, context.as_mut_ptr(), arguments, count) };
     match (raw, context[(vmctx::TRAP / 8) as usize] as u32) {
         (Some(value), 0) => Ok(value),
         (None, _) => Err(TrapCode::Unreachable),
         (_, raw_code) => Err(TrapCode::from_raw(raw_code).unwrap_or(TrapCode::Unreachable)),
+    }
+}
+
+/// Enters the function at `offset` of `code`, taking `count` of
+/// `arguments`: through [`CodeMemory::enter_in_registers`] when they all
+/// fit in registers.
+///
+/// # Safety
+///
+/// As for [`CodeMemory::enter`]; `count` is the function's number of
+/// parameters (`is_enterable` checked it is at most eight).
+#[inline(always)]
+unsafe fn enter(
+    code: &CodeMemory,
+    offset: usize,
+    context: *mut u64,
+    arguments: [i64; ENTRY_ARGUMENTS],
+    count: usize,
+) -> Option<i64> {
+    if count <= REGISTER_ARGUMENTS {
+        let [a, b, c, d, e, ..] = arguments;
+        // SAFETY: the caller's conditions, and the function takes at most
+        // `REGISTER_ARGUMENTS` parameters.
+        unsafe { code.enter_in_registers(offset, context, [a, b, c, d, e]) }
+    } else {
+        // SAFETY: the caller's conditions.
+        unsafe { code.enter(offset, context, arguments) }
     }
 }
 

@@ -19,11 +19,14 @@ use super::{
 };
 use crate::{
     config::{Limits, WASM_PAGE_BYTES},
-    engine::{ExportRef, HostContext, Instance, SelfContainedCall, Trap, WasmValue},
+    engine::{ExportRef, HostContext, Instance, Trap, WasmValue, MAX_INTEGER_ARGUMENTS},
     host,
     module::{ModuleInfo, WasmType},
     state::ExtensionState,
 };
+
+// The typed entry passes its argument array to generated code as is.
+const _: () = assert!(ENTRY_ARGUMENTS == MAX_INTEGER_ARGUMENTS);
 
 /// Words of the context.
 pub(super) const CONTEXT_WORDS: usize = vmctx::CONTEXT_BYTES / 8;
@@ -49,6 +52,8 @@ struct ResolvedExport {
     result: Option<WasmType>,
     /// Whether the runtime can enter it (see [`is_enterable`]).
     is_enterable: bool,
+    /// Where its code starts, for the typed entry.
+    offset: usize,
 }
 
 /// What generated code reaches through its context, and the extension's
@@ -113,9 +118,10 @@ impl Native {
         context[(vmctx::FUEL / 8) as usize] = fuel.min(i64::MAX as u64);
         // TRAP (low half) and DEPTH (high half) both start at zero.
         context[(vmctx::TRAP / 8) as usize] = 0;
-        if self.host_trap.is_some() {
-            self.host_trap = None;
-        }
+        // `host_trap` is not cleared here: a kernel procedure's trap sets
+        // it together with `TrapCode::Host`, which the entry reports by
+        // taking it, so a value left over (by a host test's `call_raw`)
+        // is never reported for another call, only replaced.
     }
 
     /// Fuel left after a call (zero when it ran out).
@@ -246,18 +252,20 @@ impl HostContext for Native {
         }
         let function = self.layout.info.exported_function(name)?;
         let ty = self.layout.info.function_type(function)?;
+        let offset = self.layout.offsets.get(function as usize).copied();
         let resolved = ResolvedExport {
             name: name.into(),
             function,
             params: ty.params.len(),
             result: ty.results.first().copied(),
-            is_enterable: is_enterable(ty),
+            is_enterable: is_enterable(ty) && offset.is_some(),
+            offset: offset.unwrap_or(usize::MAX),
         };
         self.exports.push(resolved);
         Some(ExportRef(self.exports.len() as u32 - 1))
     }
 
-    fn self_contained(&self, function: ExportRef) -> Option<Arc<dyn SelfContainedCall>> {
+    fn self_contained(&self, function: ExportRef) -> Option<Arc<SelfContained>> {
         let export = self.exports.get(function.0 as usize)?;
         let effects = self.layout.info.effects_of(export.function)?;
         if !effects.is_self_contained || !export.is_enterable {
@@ -274,8 +282,9 @@ impl HostContext for Native {
 }
 
 /// A self-contained exported function (see `HostContext::self_contained`),
-/// run on a context of its own by `entry::run_self_contained`.
-struct SelfContained {
+/// run on a context of its own by `entry::run_self_contained`. It keeps
+/// the code alive itself.
+pub struct SelfContained {
     code: Arc<CodeMemory>,
     offset: usize,
     max_depth: u32,
@@ -283,23 +292,37 @@ struct SelfContained {
     result: Option<WasmType>,
 }
 
-impl SelfContainedCall for SelfContained {
-    fn call(&self, args: &[i64], fuel: u64) -> Result<i64, Trap> {
-        if args.len() != self.params {
-            return Err(Trap::new(FaultKind::Other, "call with the wrong arity"));
+impl SelfContained {
+    /// Calls it with `count` integer arguments `args` (then zeros, as
+    /// [`Instance::call_integers`] takes them) and `fuel`: its integer
+    /// result (an `i32` sign-extended).
+    #[inline(always)]
+    pub fn call(
+        &self,
+        args: &[i64; MAX_INTEGER_ARGUMENTS],
+        count: usize,
+        fuel: u64,
+    ) -> Result<i64, Trap> {
+        if count != self.params {
+            return Err(wrong_call());
         }
-        let mut arguments = [0i64; ENTRY_ARGUMENTS];
-        let count = args.len().min(ENTRY_ARGUMENTS);
-        arguments[..count].copy_from_slice(&args[..count]);
-        match entry::run_self_contained(&self.code, self.offset, self.max_depth, fuel, arguments) {
+        match entry::run_self_contained(&self.code, self.offset, self.max_depth, fuel, *args, count)
+        {
             Ok(raw) => Ok(match self.result {
                 // Generated code leaves the upper half of an `i32` undefined.
                 Some(WasmType::I32) => i64::from(raw as i32),
                 _ => raw,
             }),
-            Err(code) => Err(Trap::new(code.fault_kind(), describe(code))),
+            Err(code) => Err(self_contained_trap(code)),
         }
     }
+}
+
+/// A self-contained function's trap, as the runtime reports it.
+#[cold]
+#[inline(never)]
+fn self_contained_trap(code: TrapCode) -> Trap {
+    Trap::new(code.fault_kind(), describe(code))
 }
 
 /// A module compiled into code memory and set up, waiting for the
@@ -345,7 +368,7 @@ impl Prepared {
         NativeInstance {
             native: Box::new(self.layout.into_native(state, code.clone())),
             code,
-            last_fuel_used: 0,
+            fuel_given: 0,
         }
     }
 }
@@ -373,7 +396,9 @@ pub struct NativeInstance {
     /// Dropped after `native` (field order), though nothing runs then.
     native: Box<Native>,
     code: Arc<CodeMemory>,
-    last_fuel_used: u64,
+    /// The fuel the last call started with (what it used is computed
+    /// from it when asked, off the call's path).
+    fuel_given: u64,
 }
 
 impl NativeInstance {
@@ -424,16 +449,47 @@ impl NativeInstance {
         let count = args.len().min(ENTRY_ARGUMENTS);
         arguments[..count].copy_from_slice(&args[..count]);
         self.native.prepare(fuel);
-        let result = entry::run(&self.code, &mut self.native, offset, arguments);
-        self.last_fuel_used = fuel.saturating_sub(self.native.fuel_left());
+        self.fuel_given = fuel;
+        let result = entry::run(&self.code, &mut self.native, offset, arguments, count);
         match result {
             Ok(value) => Ok(value),
             Err(code) => Err(self.trap(code)),
         }
     }
 
+    /// The typed entry in one function, inlined into the runtime's
+    /// invocation (`Shared::invoke_integers`, which locks the instance and
+    /// counts the call around it): the export's code start and result
+    /// type looked up once, the context armed (fuel, trap and depth, stack
+    /// limit, the instance's address), generated code entered, the result
+    /// or trap read back. `args` holds `count` arguments, then zeros.
+    #[inline(always)]
+    pub(crate) fn call_typed(
+        &mut self,
+        function: ExportRef,
+        args: &[i64; MAX_INTEGER_ARGUMENTS],
+        count: usize,
+        fuel: u64,
+    ) -> Result<i64, Trap> {
+        let native = &mut *self.native;
+        let export = match native.exports.get(function.0 as usize) {
+            Some(export) if export.is_enterable && export.params == count => export,
+            _ => return Err(wrong_call()),
+        };
+        let (offset, result_type) = (export.offset, export.result);
+        native.prepare(fuel);
+        self.fuel_given = fuel;
+        match entry::run(&self.code, native, offset, *args, count) {
+            // Generated code leaves the upper half of an `i32` undefined.
+            Ok(raw) if result_type == Some(WasmType::I32) => Ok(i64::from(raw as i32)),
+            Ok(raw) => Ok(raw),
+            Err(code) => Err(self.trap(code)),
+        }
+    }
+
     /// The trap generated code stopped with, as the runtime reports it.
     #[cold]
+    #[inline(never)]
     fn trap(&mut self, code: TrapCode) -> Trap {
         match code {
             TrapCode::Host => self
@@ -467,7 +523,13 @@ impl NativeInstance {
         let mut padded = [0i64; ENTRY_ARGUMENTS];
         padded[..arguments.len()].copy_from_slice(arguments);
         self.native.prepare(fuel);
-        match entry::run(&self.code, &mut self.native, offset, padded) {
+        match entry::run(
+            &self.code,
+            &mut self.native,
+            offset,
+            padded,
+            arguments.len(),
+        ) {
             Ok(raw) => Ok(Ok(ty.results.first().map(|t| match t {
                 WasmType::I32 => i64::from(raw as i32),
                 _ => raw,
@@ -481,6 +543,13 @@ impl NativeInstance {
     pub(super) fn memory(&self) -> &[u8] {
         &self.native.layout.memory
     }
+}
+
+/// A typed call of an export that is not enterable or with the wrong
+/// number of arguments (the runtime checks both at bind, so never).
+#[cold]
+fn wrong_call() -> Trap {
+    Trap::new(FaultKind::Other, "call with the wrong arity")
 }
 
 /// A trap's message, as wasmi words it.
@@ -521,7 +590,7 @@ impl HostContext for NativeInstance {
         self.native.export(name)
     }
 
-    fn self_contained(&self, function: ExportRef) -> Option<Arc<dyn SelfContainedCall>> {
+    fn self_contained(&self, function: ExportRef) -> Option<Arc<SelfContained>> {
         self.native.self_contained(function)
     }
 }
@@ -559,27 +628,15 @@ impl Instance for NativeInstance {
     fn call_integers(
         &mut self,
         function: ExportRef,
-        args: &[i64],
+        args: &[i64; MAX_INTEGER_ARGUMENTS],
+        count: usize,
         fuel: u64,
     ) -> Option<Result<i64, Trap>> {
-        let Some(export) = self.native.exports.get(function.0 as usize) else {
-            return Some(Err(Trap::new(
-                FaultKind::Other,
-                "unknown export reference",
-            )));
-        };
-        let (index, result_type) = (export.function, export.result);
-        if args.len() != export.params || !export.is_enterable {
-            return Some(Err(Trap::new(
-                FaultKind::Other,
-                "call with the wrong arity",
-            )));
-        }
-        Some(self.call_function(index, args, fuel).map(|raw| match result_type {
-            // Generated code leaves the upper half of an `i32` undefined.
-            Some(WasmType::I32) => i64::from(raw as i32),
-            _ => raw,
-        }))
+        Some(self.call_typed(function, args, count, fuel))
+    }
+
+    fn native(&mut self) -> Option<&mut NativeInstance> {
+        Some(self)
     }
 
     fn memory_bytes(&self) -> usize {
@@ -587,7 +644,8 @@ impl Instance for NativeInstance {
     }
 
     fn last_fuel_used(&self) -> u64 {
-        self.last_fuel_used
+        // The context keeps the last call's fuel until the next call.
+        self.fuel_given.saturating_sub(self.native.fuel_left())
     }
 
     fn into_state(self: Box<Self>) -> ExtensionState {

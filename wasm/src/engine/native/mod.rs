@@ -31,4 +31,4 @@ pub mod vmctx;
 pub use compile::{CompileError, CompileLimits, CompiledModule, Compiler};
 pub use engine::NativeEngine;
 pub use entry::STACK_BUDGET_BYTES;
-pub use instance::NativeInstance;
+pub use instance::{NativeInstance, SelfContained};

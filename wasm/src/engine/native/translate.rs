@@ -146,6 +146,9 @@ pub struct Translator<'a, 'b> {
     /// Whether the body reaches linear memory at all (else the
     /// variables of `memory` are never loaded).
     uses_memory: bool,
+    /// The function calls nothing: no depth or stack check (see
+    /// [`translate`]).
+    is_leaf: bool,
 }
 
 fn unsupported(what: &str) -> TranslateError {
@@ -228,16 +231,31 @@ pub fn translate(
         memory.load(&mut builder, vmctx);
     }
 
-    // Call depth: checked and counted on entry, restored at the exit.
-    let depth = builder
-        .ins()
-        .load(types::I32, trusted(), vmctx, vmctx::DEPTH);
-    let max_depth = builder
-        .ins()
-        .load(types::I32, trusted(), vmctx, vmctx::MAX_DEPTH);
-    let too_deep = builder
-        .ins()
-        .icmp(IntCC::UnsignedGreaterThanOrEqual, depth, max_depth);
+    // A leaf (no call of any kind: Wasm, kernel or runtime procedure)
+    // adds one frame to its caller's and none below it, so neither limit
+    // needs it to check: its frame, at most `CompileLimits::frame_bytes`,
+    // lies at most that far below a caller that passed its stack check
+    // (or the entry), the same worst case as any function's frame written
+    // before its check; and it deepens the call chain by one, calling
+    // nothing deeper. So a leaf has no depth or stack check (most
+    // handlers and guards are leaves).
+    let is_leaf = !makes_calls(body)?;
+    // Call depth: checked and counted on entry, restored at the exit
+    // (neither read nor written by a leaf).
+    let (depth, too_deep) = if is_leaf {
+        (builder.ins().iconst(types::I32, 0), None)
+    } else {
+        let depth = builder
+            .ins()
+            .load(types::I32, trusted(), vmctx, vmctx::DEPTH);
+        let max_depth = builder
+            .ins()
+            .load(types::I32, trusted(), vmctx, vmctx::MAX_DEPTH);
+        let too_deep = builder
+            .ins()
+            .icmp(IntCC::UnsignedGreaterThanOrEqual, depth, max_depth);
+        (depth, Some(too_deep))
+    };
     let mut translator = Translator {
         env,
         builder,
@@ -257,27 +275,32 @@ pub fn translate(
         memory,
         counted_loop: None,
         uses_memory,
+        is_leaf: false,
     };
-    translator.trap_if(too_deep, TrapCode::StackOverflow);
-    // The machine stack: this frame is already allocated, so the check is
-    // that it stays above the limit the runtime set (which leaves room
-    // below for one more frame and the kernel procedures).
-    let stack_pointer = translator.builder.ins().get_stack_pointer(types::I64);
-    let stack_limit =
+    if let Some(too_deep) = too_deep {
+        translator.trap_if(too_deep, TrapCode::StackOverflow);
+        // The machine stack: this frame is already allocated, so the check
+        // is that it stays above the limit the runtime set (which leaves
+        // room below for one more frame and the kernel procedures).
+        let stack_pointer = translator.builder.ins().get_stack_pointer(types::I64);
+        let stack_limit =
+            translator
+                .builder
+                .ins()
+                .load(types::I64, trusted(), vmctx, vmctx::STACK_LIMIT);
+        let below =
+            translator
+                .builder
+                .ins()
+                .icmp(IntCC::UnsignedLessThan, stack_pointer, stack_limit);
+        translator.trap_if(below, TrapCode::StackOverflow);
+        let deeper = translator.builder.ins().iadd_imm_s(depth, 1);
         translator
             .builder
             .ins()
-            .load(types::I64, trusted(), vmctx, vmctx::STACK_LIMIT);
-    let below = translator
-        .builder
-        .ins()
-        .icmp(IntCC::UnsignedLessThan, stack_pointer, stack_limit);
-    translator.trap_if(below, TrapCode::StackOverflow);
-    let deeper = translator.builder.ins().iadd_imm_s(depth, 1);
-    translator
-        .builder
-        .ins()
-        .store(trusted(), deeper, vmctx, vmctx::DEPTH);
+            .store(trusted(), deeper, vmctx, vmctx::DEPTH);
+    }
+    translator.is_leaf = is_leaf;
     translator.charge_fuel();
     translator.frames.push(Frame {
         branch_target: exit,
@@ -314,6 +337,36 @@ fn uses_memory(body: &FunctionBody<'_>) -> Result<bool, TranslateError> {
     while !operators.eof() {
         let operator = operators.read().map_err(malformed)?;
         if crate::purity::reads_memory(&operator) || writes_memory(&operator) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Whether `body` calls anything: a Wasm function (directly, through the
+/// table or in tail position), a kernel procedure, or one of the runtime's
+/// memory procedures (`memory.grow`, `memory.copy`, `memory.fill`,
+/// `memory.init`). A function that does not is a leaf (see
+/// [`translate`]). Anything else that would call out is refused by the
+/// translation.
+fn makes_calls(body: &FunctionBody<'_>) -> Result<bool, TranslateError> {
+    use Operator as O;
+    let mut operators = body.get_operators_reader().map_err(malformed)?;
+    while !operators.eof() {
+        let operator = operators.read().map_err(malformed)?;
+        if matches!(
+            operator,
+            O::Call { .. }
+                | O::CallIndirect { .. }
+                | O::ReturnCall { .. }
+                | O::ReturnCallIndirect { .. }
+                | O::CallRef { .. }
+                | O::ReturnCallRef { .. }
+                | O::MemoryGrow { .. }
+                | O::MemoryCopy { .. }
+                | O::MemoryFill { .. }
+                | O::MemoryInit { .. }
+        ) {
             return Ok(true);
         }
     }
@@ -387,12 +440,15 @@ fn zero_of(builder: &mut FunctionBuilder<'_>, ty: Type) -> Value {
 impl Translator<'_, '_> {
     /// Builds the exit, trap and propagation blocks once the body is done.
     fn finish(mut self) {
-        // The exit: the depth goes back to what it was on entry.
+        // The exit: the depth goes back to what it was on entry (a leaf
+        // did not change it).
         self.builder.switch_to_block(self.exit);
         let values = self.builder.block_params(self.exit).to_vec();
-        self.builder
-            .ins()
-            .store(trusted(), self.depth_on_entry, self.vmctx, vmctx::DEPTH);
+        if !self.is_leaf {
+            self.builder
+                .ins()
+                .store(trusted(), self.depth_on_entry, self.vmctx, vmctx::DEPTH);
+        }
         self.store_fuel();
         self.builder.ins().return_(&values);
 
