@@ -408,7 +408,10 @@ fn hoisted_loops_fall_back_to_checked_accesses_and_trap_where_wasmi_does() {
         );
     }
     // Both a completed hoisted loop and one that traps were compared.
-    assert!(native.call("copy_sum", &[0, 100, 3_000], FUEL).unwrap().is_ok());
+    assert!(native
+        .call("copy_sum", &[0, 100, 3_000], FUEL)
+        .unwrap()
+        .is_ok());
     assert_eq!(
         native.call("copy_sum", &[0, 65_520, 3_000], FUEL).unwrap(),
         Err(TrapCode::MemoryOutOfBounds)

@@ -233,7 +233,9 @@ pub(super) fn hoisted_loop(
             let plain_value = at >= 2
                 && matches!(
                     body[at - 1].0,
-                    Operator::LocalGet { .. } | Operator::I32Const { .. } | Operator::I64Const { .. }
+                    Operator::LocalGet { .. }
+                        | Operator::I32Const { .. }
+                        | Operator::I64Const { .. }
                 );
             if !plain_value {
                 continue;
@@ -384,12 +386,28 @@ mod tests {
                (br_if $l (local.tee $c (i32.add (local.get $c) (i32.const 2)))))",
         ))
         .expect("hoisted");
-        assert_eq!(plan.counted, CountedLoop { counter: 2, step: 2 });
+        assert_eq!(
+            plan.counted,
+            CountedLoop {
+                counter: 2,
+                step: 2
+            }
+        );
         assert_eq!(
             plan.ranges,
             [
-                PointerRange { local: 0, step: 2, after_step: false, extent: 8 },
-                PointerRange { local: 0, step: 2, after_step: true, extent: 9 },
+                PointerRange {
+                    local: 0,
+                    step: 2,
+                    after_step: false,
+                    extent: 8
+                },
+                PointerRange {
+                    local: 0,
+                    step: 2,
+                    after_step: true,
+                    extent: 9
+                },
             ]
         );
         // The two accesses through `$p` (not the store through `$q`,

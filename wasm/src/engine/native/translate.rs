@@ -676,11 +676,7 @@ impl Translator<'_, '_> {
         for range in &plan.ranges {
             let p0 = self.builder.use_var(self.locals[range.local as usize]);
             let p0 = self.builder.ins().uextend(types::I64, p0);
-            let steps = if range.after_step {
-                iterations
-            } else {
-                last
-            };
+            let steps = if range.after_step { iterations } else { last };
             let distance = self.builder.ins().imul_imm_s(steps, i64::from(range.step));
             let end = self.builder.ins().iadd(p0, distance);
             let end = self.builder.ins().iadd_imm_s(end, range.extent as i64);
