@@ -21,6 +21,10 @@
 //! 2^32), or traps first: the same count the per-header charges would
 //! have taken. A counter that never reaches zero is a loop that can only
 //! end by running out of fuel, so it traps with `OutOfFuel` at once.
+//!
+//! The same count lets the bounds checks of accesses through a pointer
+//! stepped once per iteration be made once, before the loop
+//! ([`hoisted_loop`]).
 
 use alloc::vec::Vec;
 

@@ -4,7 +4,9 @@
 //! it gets here, so operand types and stack heights are known to be right;
 //! what this pass adds is the safety the machine does not give:
 //! - every linear-memory access is checked against the memory's current
-//!   size, loaded from the context (explicit checks; no guard region);
+//!   size, loaded from the context (explicit checks; no guard region),
+//!   at the access or, in a hoisted loop (`counted.rs`), once before it
+//!   for all its iterations;
 //! - fuel is charged at function entry and at every loop header;
 //! - the call depth is counted at entry and checked against the limit;
 //! - `call_indirect` checks the table bound and the element's signature;
