@@ -354,6 +354,24 @@ const HOISTED: &str = r#"
       (local.set $total (i32.add (local.get $total) (i32.load offset=2 (local.get $src))))
       (br_if $next (local.tee $c (i32.add (local.get $c) (i32.const 1)))))
     (local.get $total))
+  ;; The checksum's loop as rustc emits it: big-endian 16-bit words (the
+  ;; byte swap translated as a rotate), the pointer hoisted; `$t` holds
+  ;; the last word loaded.
+  (func (export "be_sum") (param $at i32) (param $count i32) (param i32) (result i32)
+    (local $c i32) (local $t i32) (local $total i32)
+    (local.set $c (i32.sub (i32.const 0) (local.get $count)))
+    (loop $next
+      (local.get $total)
+      (local.get $at)
+      (i32.load16_u)
+      (local.tee $t)
+      (i32.const 8) (i32.shl) (local.get $t) (i32.const 8) (i32.shr_u) (i32.or)
+      (i32.const 65535) (i32.and)
+      (i32.add)
+      (local.set $total)
+      (local.set $at (i32.add (local.get $at) (i32.const 2)))
+      (br_if $next (local.tee $c (i32.add (local.get $c) (i32.const 2)))))
+    (i32.xor (local.get $total) (i32.shl (local.get $t) (i32.const 20))))
   ;; The pointer is also written in the body: not hoisted.
   (func (export "wrap_around") (param $at i32) (param $limit i32) (param $count i32) (result i32)
     (local $c i32) (local $total i32)
@@ -381,6 +399,9 @@ fn hoisted_loops_fall_back_to_checked_accesses_and_trap_where_wasmi_does() {
                 calls.push(("copy_sum", [src, dst, count]));
             }
         }
+        for count in [2, 8, 3_000, 40_000] {
+            calls.push(("be_sum", [src, count, 0]));
+        }
         for limit in [0, 64, 65_534, 65_536, 70_000] {
             for count in [1, 5, 100, 40_000] {
                 calls.push(("wrap_around", [src, limit, count]));
@@ -407,6 +428,21 @@ fn hoisted_loops_fall_back_to_checked_accesses_and_trap_where_wasmi_does() {
             "linear memory differs after {name}{args:?}"
         );
     }
+    // The byte swap: the big-endian words of the data.
+    let words: i64 = native.memory()[..12]
+        .chunks_exact(2)
+        .map(|pair| i64::from(u16::from_be_bytes([pair[0], pair[1]])))
+        .sum();
+    let last = i64::from(u16::from_le_bytes([
+        native.memory()[10],
+        native.memory()[11],
+    ]));
+    assert_eq!(
+        native.call("be_sum", &[0, 12, 0], FUEL).unwrap(),
+        Ok(Some(i64::from(
+            (words as i32) ^ (last as i32).wrapping_shl(20)
+        )))
+    );
     // Both a completed hoisted loop and one that traps were compared.
     assert!(native
         .call("copy_sum", &[0, 100, 3_000], FUEL)

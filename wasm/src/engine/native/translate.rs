@@ -360,8 +360,26 @@ pub fn translate(
                 *at += 1;
             }
         }
+        let swapped = match operator {
+            Operator::I32Load16U { .. } if !translator.is_unreachable => {
+                byte_swap_after(operators.clone())
+            }
+            _ => None,
+        };
         translator.operator(operator)?;
         translator.unchecked_access = false;
+        if let Some(local_index) = swapped {
+            // The load's value, then `local.tee`, then the swap in place
+            // of the eight operators that compute it.
+            translator.operator(Operator::LocalTee { local_index })?;
+            translator.swap_bytes16();
+            for _ in 0..BYTE_SWAP_OPERATORS {
+                operators.read().map_err(malformed)?;
+            }
+            if let Some(at) = hoisting.as_mut().and_then(|h| h.at.as_mut()) {
+                *at += BYTE_SWAP_OPERATORS;
+            }
+        }
         let Some(current) = &mut hoisting else {
             continue;
         };
@@ -386,6 +404,30 @@ pub fn translate(
     let calls_runtime = translator.calls_runtime;
     translator.finish();
     Ok(calls_runtime)
+}
+
+/// Operators after an `i32.load16_u` that [`byte_swap_after`] replaces.
+const BYTE_SWAP_OPERATORS: usize = 9;
+
+/// Whether the operators after an `i32.load16_u` (at `reader`) swap its
+/// two bytes, as compilers emit `u16::from_be_bytes` (the checksum's
+/// loop): `local.tee $t  i32.const 8  i32.shl  local.get $t  i32.const 8
+/// i32.shr_u  i32.or  i32.const 0xffff  i32.and`. The value is below
+/// 2^16, so the result is its two bytes swapped, one 16-bit rotate
+/// instead of five operations; `$t` is still written. Gives `$t`.
+fn byte_swap_after(mut reader: wasmparser::OperatorsReader<'_>) -> Option<u32> {
+    let mut next = [const { None }; BYTE_SWAP_OPERATORS];
+    for slot in &mut next {
+        *slot = Some(reader.read().ok()?);
+    }
+    match next {
+        [Some(Operator::LocalTee { local_index: tee }), Some(Operator::I32Const { value: 8 }), Some(Operator::I32Shl), Some(Operator::LocalGet { local_index: get }), Some(Operator::I32Const { value: 8 }), Some(Operator::I32ShrU), Some(Operator::I32Or), Some(Operator::I32Const { value: 0xffff }), Some(Operator::I32And)]
+            if tee == get =>
+        {
+            Some(tee)
+        }
+        _ => None,
+    }
 }
 
 /// A hoisted loop (`counted.rs`, [`HoistedLoop`]) while its two copies
@@ -610,6 +652,16 @@ impl Translator<'_, '_> {
         self.builder
             .ins()
             .store(trusted(), fuel, self.vmctx, vmctx::FUEL);
+    }
+
+    /// Replaces the `i32` on the stack, below 2^16, with its two low
+    /// bytes swapped (see [`byte_swap_after`]).
+    fn swap_bytes16(&mut self) {
+        let value = self.pop();
+        let narrow = self.builder.ins().ireduce(types::I16, value);
+        let swapped = self.builder.ins().rotl_imm_u(narrow, 8);
+        let wide = self.builder.ins().uextend(types::I32, swapped);
+        self.push(wide);
     }
 
     /// Takes one unit of fuel; below zero, traps.
