@@ -334,6 +334,126 @@ fn counted_loops_keep_results_traps_and_memory_and_charge_the_same_fuel() {
     );
 }
 
+/// Counted loops whose accesses through stepped pointers are checked once
+/// before the loop (`engine/native/counted.rs`, `HoistedLoop`), and one
+/// whose pointer is written in the body (checked at every access).
+const HOISTED: &str = r#"
+(module
+  (memory (export "memory") 1)
+  (data (i32.const 0) "\01\02\03\04\05\06\07\08\09\0a\0b\0c")
+  ;; Loads and stores through two pointers, before and after their steps.
+  (func (export "copy_sum") (param $src i32) (param $dst i32) (param $count i32) (result i32)
+    (local $c i32) (local $t i32) (local $total i32)
+    (local.set $c (i32.sub (i32.const 0) (local.get $count)))
+    (loop $next
+      (local.set $t (i32.load8_u offset=1 (local.get $src)))
+      (local.set $src (i32.add (local.get $src) (i32.const 1)))
+      (i32.store16 offset=3 (local.get $dst) (local.get $t))
+      (local.set $dst (i32.add (local.get $dst) (i32.const 2)))
+      (i32.store8 (local.get $dst) (local.get $c))
+      (local.set $total (i32.add (local.get $total) (i32.load offset=2 (local.get $src))))
+      (br_if $next (local.tee $c (i32.add (local.get $c) (i32.const 1)))))
+    (local.get $total))
+  ;; The checksum's loop as rustc emits it: big-endian 16-bit words (the
+  ;; byte swap translated as a rotate), the pointer hoisted; `$t` holds
+  ;; the last word loaded.
+  (func (export "be_sum") (param $at i32) (param $count i32) (param i32) (result i32)
+    (local $c i32) (local $t i32) (local $total i32)
+    (local.set $c (i32.sub (i32.const 0) (local.get $count)))
+    (loop $next
+      (local.get $total)
+      (local.get $at)
+      (i32.load16_u)
+      (local.tee $t)
+      (i32.const 8) (i32.shl) (local.get $t) (i32.const 8) (i32.shr_u) (i32.or)
+      (i32.const 65535) (i32.and)
+      (i32.add)
+      (local.set $total)
+      (local.set $at (i32.add (local.get $at) (i32.const 2)))
+      (br_if $next (local.tee $c (i32.add (local.get $c) (i32.const 2)))))
+    (i32.xor (local.get $total) (i32.shl (local.get $t) (i32.const 20))))
+  ;; The pointer is also written in the body: not hoisted.
+  (func (export "wrap_around") (param $at i32) (param $limit i32) (param $count i32) (result i32)
+    (local $c i32) (local $total i32)
+    (local.set $c (local.get $count))
+    (loop $next
+      (local.set $total (i32.add (local.get $total) (i32.load16_u (local.get $at))))
+      (i32.store8 (local.get $at) (local.get $c))
+      (local.set $at (i32.add (local.get $at) (i32.const 2)))
+      (if (i32.ge_u (local.get $at) (local.get $limit)) (then (local.set $at (i32.const 0))))
+      (br_if $next (local.tee $c (i32.add (local.get $c) (i32.const -1)))))
+    (local.get $total)))
+"#;
+
+/// Hoisted loops give wasmi's results, traps and memory: when the range
+/// check fails the checked copy runs and traps at the same access, with
+/// the same stores made before it.
+#[test]
+fn hoisted_loops_fall_back_to_checked_accesses_and_trap_where_wasmi_does() {
+    let (mut native, mut store, instance) = on_both_engines(HOISTED);
+    let mut calls: Vec<(&str, [i64; 3])> = Vec::new();
+    let pointers = [0, 1, 100, 65_000, 65_520, 65_530, 65_535, 65_536, -16, -1];
+    for src in pointers {
+        for dst in pointers {
+            for count in [1, 2, 7, 3_000, 40_000] {
+                calls.push(("copy_sum", [src, dst, count]));
+            }
+        }
+        for count in [2, 8, 3_000, 40_000] {
+            calls.push(("be_sum", [src, count, 0]));
+        }
+        for limit in [0, 64, 65_534, 65_536, 70_000] {
+            for count in [1, 5, 100, 40_000] {
+                calls.push(("wrap_around", [src, limit, count]));
+            }
+        }
+    }
+    let memory = instance.get_memory(&store, "memory").unwrap();
+    for (name, args) in &calls {
+        let func = instance.get_func(&store, name).unwrap();
+        let inputs = args.map(|arg| Val::I32(arg as i32));
+        let mut outputs = [Val::I32(0)];
+        store.set_fuel(100 * FUEL).unwrap();
+        let expected: Outcome = match func.call(&mut store, &inputs, &mut outputs) {
+            Ok(()) => Ok(Some(i64::from(outputs[0].i32().unwrap()))),
+            Err(error) => Err(wasmi_trap(&error)),
+        };
+        assert_eq!(
+            native.call(name, args, FUEL).unwrap(),
+            expected,
+            "{name}{args:?}"
+        );
+        assert!(
+            memory.data(&store) == native.memory(),
+            "linear memory differs after {name}{args:?}"
+        );
+    }
+    // The byte swap: the big-endian words of the data.
+    let words: i64 = native.memory()[..12]
+        .chunks_exact(2)
+        .map(|pair| i64::from(u16::from_be_bytes([pair[0], pair[1]])))
+        .sum();
+    let last = i64::from(u16::from_le_bytes([
+        native.memory()[10],
+        native.memory()[11],
+    ]));
+    assert_eq!(
+        native.call("be_sum", &[0, 12, 0], FUEL).unwrap(),
+        Ok(Some(i64::from(
+            (words as i32) ^ (last as i32).wrapping_shl(20)
+        )))
+    );
+    // Both a completed hoisted loop and one that traps were compared.
+    assert!(native
+        .call("copy_sum", &[0, 100, 3_000], FUEL)
+        .unwrap()
+        .is_ok());
+    assert_eq!(
+        native.call("copy_sum", &[0, 65_520, 3_000], FUEL).unwrap(),
+        Err(TrapCode::MemoryOutOfBounds)
+    );
+}
+
 /// A leaf (`$leaf`: no call of any kind) and a recursion ending in it.
 const LEAVES: &str = r#"
 (module

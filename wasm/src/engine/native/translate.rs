@@ -4,7 +4,9 @@
 //! it gets here, so operand types and stack heights are known to be right;
 //! what this pass adds is the safety the machine does not give:
 //! - every linear-memory access is checked against the memory's current
-//!   size, loaded from the context (explicit checks; no guard region);
+//!   size, loaded from the context (explicit checks; no guard region),
+//!   at the access or, in a hoisted loop (`counted.rs`), once before it
+//!   for all its iterations;
 //! - fuel is charged at function entry and at every loop header;
 //! - the call depth is counted at entry and checked against the limit;
 //! - `call_indirect` checks the table bound and the element's signature;
@@ -25,7 +27,7 @@ use cranelift_frontend::{FunctionBuilder, Switch, Variable};
 use wasmparser::{BlockType, FunctionBody, MemArg, Operator, ValType};
 
 use super::{
-    counted::{counted_loop, CountedLoop},
+    counted::{counted_loop, hoisted_loop, CountedLoop, HoistedLoop},
     vmctx::{self, TrapCode},
 };
 use crate::module::{FuncType, WasmType};
@@ -143,6 +145,14 @@ pub struct Translator<'a, 'b> {
     /// The loop about to be translated, when it is counted: its fuel is
     /// charged once before it rather than at its header (`counted.rs`).
     counted_loop: Option<CountedLoop>,
+    /// The loop about to be translated is a copy of a hoisted loop's body
+    /// (`counted.rs`, [`HoistedLoop`]): its fuel was charged and its
+    /// ranges checked before, and it ends at this block, shared by both
+    /// copies.
+    hoisted_end: Option<Block>,
+    /// The access about to be translated is covered by a range checked
+    /// before its loop: no check of its own.
+    unchecked_access: bool,
     /// Whether the body reaches linear memory at all (else the
     /// variables of `memory` are never loaded).
     uses_memory: bool,
@@ -274,6 +284,8 @@ pub fn translate(
         fuel,
         memory,
         counted_loop: None,
+        hoisted_end: None,
+        unchecked_access: false,
         uses_memory,
         is_leaf: false,
     };
@@ -312,22 +324,127 @@ pub fn translate(
     });
 
     let mut operators = body.get_operators_reader().map_err(malformed)?;
+    // The hoisted loop being translated (never more than one at a time,
+    // so a loop nested in another is translated twice at most).
+    let mut hoisting: Option<Hoisting<'_>> = None;
     while !operators.eof() {
         let operator = operators.read().map_err(malformed)?;
-        if matches!(
+        let is_plain_loop = matches!(
             operator,
             Operator::Loop {
                 blockty: BlockType::Empty
             }
-        ) && !translator.is_unreachable
-        {
+        ) && !translator.is_unreachable;
+        if is_plain_loop && hoisting.is_none() {
+            if let Some(plan) = hoisted_loop(operators.clone())? {
+                let (fast, end) = translator.enter_hoisted_loop(&plan);
+                translator.hoisted_end = Some(end);
+                translator.operator(operator)?;
+                hoisting = Some(Hoisting {
+                    body: operators.clone(),
+                    frames: translator.frames.len(),
+                    fast,
+                    end,
+                    unchecked: plan.unchecked,
+                    at: None,
+                });
+                continue;
+            }
+        }
+        if is_plain_loop {
             translator.counted_loop = counted_loop(operators.clone())?;
         }
+        if let Some(hoisting) = &mut hoisting {
+            if let Some(at) = &mut hoisting.at {
+                translator.unchecked_access = hoisting.unchecked.binary_search(at).is_ok();
+                *at += 1;
+            }
+        }
+        let swapped = match operator {
+            Operator::I32Load16U { .. } if !translator.is_unreachable => {
+                byte_swap_after(operators.clone())
+            }
+            _ => None,
+        };
         translator.operator(operator)?;
+        translator.unchecked_access = false;
+        if let Some(local_index) = swapped {
+            // The load's value, then `local.tee`, then the swap in place
+            // of the eight operators that compute it.
+            translator.operator(Operator::LocalTee { local_index })?;
+            translator.swap_bytes16();
+            for _ in 0..BYTE_SWAP_OPERATORS {
+                operators.read().map_err(malformed)?;
+            }
+            if let Some(at) = hoisting.as_mut().and_then(|h| h.at.as_mut()) {
+                *at += BYTE_SWAP_OPERATORS;
+            }
+        }
+        let Some(current) = &mut hoisting else {
+            continue;
+        };
+        if translator.frames.len() >= current.frames {
+            continue;
+        }
+        // The loop's own `end`: after the checked copy, the same body
+        // again from the start, with the covered accesses unchecked.
+        if current.at.is_some() {
+            hoisting = None;
+            continue;
+        }
+        operators = current.body.clone();
+        translator.builder.switch_to_block(current.fast);
+        translator.is_unreachable = false;
+        translator.hoisted_end = Some(current.end);
+        translator.operator(Operator::Loop {
+            blockty: BlockType::Empty,
+        })?;
+        current.at = Some(0);
     }
     let calls_runtime = translator.calls_runtime;
     translator.finish();
     Ok(calls_runtime)
+}
+
+/// Operators after an `i32.load16_u` that [`byte_swap_after`] replaces.
+const BYTE_SWAP_OPERATORS: usize = 9;
+
+/// Whether the operators after an `i32.load16_u` (at `reader`) swap its
+/// two bytes, as compilers emit `u16::from_be_bytes` (the checksum's
+/// loop): `local.tee $t  i32.const 8  i32.shl  local.get $t  i32.const 8
+/// i32.shr_u  i32.or  i32.const 0xffff  i32.and`. The value is below
+/// 2^16, so the result is its two bytes swapped, one 16-bit rotate
+/// instead of five operations; `$t` is still written. Gives `$t`.
+fn byte_swap_after(mut reader: wasmparser::OperatorsReader<'_>) -> Option<u32> {
+    let mut next = [const { None }; BYTE_SWAP_OPERATORS];
+    for slot in &mut next {
+        *slot = Some(reader.read().ok()?);
+    }
+    match next {
+        [Some(Operator::LocalTee { local_index: tee }), Some(Operator::I32Const { value: 8 }), Some(Operator::I32Shl), Some(Operator::LocalGet { local_index: get }), Some(Operator::I32Const { value: 8 }), Some(Operator::I32ShrU), Some(Operator::I32Or), Some(Operator::I32Const { value: 0xffff }), Some(Operator::I32And)]
+            if tee == get =>
+        {
+            Some(tee)
+        }
+        _ => None,
+    }
+}
+
+/// A hoisted loop (`counted.rs`, [`HoistedLoop`]) while its two copies
+/// are translated: first the checked one, then the fast one.
+struct Hoisting<'a> {
+    /// The operators of the body, from just after the `loop`.
+    body: wasmparser::OperatorsReader<'a>,
+    /// How many frames are open inside the loop (its own included).
+    frames: usize,
+    /// Where the fast copy starts (its ranges held).
+    fast: Block,
+    /// Where both copies end.
+    end: Block,
+    /// The body indexes of the accesses not checked in the fast copy.
+    unchecked: Vec<usize>,
+    /// In the fast copy, the index of the next operator of the body.
+    at: Option<usize>,
 }
 
 /// Whether `body` has an operator that reaches linear memory (a load, a
@@ -537,6 +654,16 @@ impl Translator<'_, '_> {
             .store(trusted(), fuel, self.vmctx, vmctx::FUEL);
     }
 
+    /// Replaces the `i32` on the stack, below 2^16, with its two low
+    /// bytes swapped (see [`byte_swap_after`]).
+    fn swap_bytes16(&mut self) {
+        let value = self.pop();
+        let narrow = self.builder.ins().ireduce(types::I16, value);
+        let swapped = self.builder.ins().rotl_imm_u(narrow, 8);
+        let wide = self.builder.ins().uextend(types::I32, swapped);
+        self.push(wide);
+    }
+
     /// Takes one unit of fuel; below zero, traps.
     fn charge_fuel(&mut self) {
         let fuel = self.builder.use_var(self.fuel);
@@ -559,7 +686,7 @@ impl Translator<'_, '_> {
     /// counter from its value now to zero (modulo 2^32); a counter that
     /// never reaches zero (not a multiple of the step) runs out of fuel
     /// at once. Below zero, traps.
-    fn charge_counted_loop(&mut self, counted: CountedLoop) {
+    fn charge_counted_loop(&mut self, counted: CountedLoop) -> Value {
         let counter = self.builder.use_var(self.locals[counted.counter as usize]);
         // The distance to zero in the step's direction, modulo 2^32.
         let distance = if counted.step > 0 {
@@ -583,6 +710,52 @@ impl Translator<'_, '_> {
         let fuel = self.builder.use_var(self.fuel);
         let left = self.builder.ins().isub(fuel, iterations);
         self.charged(left);
+        iterations
+    }
+
+    /// Before a hoisted loop: charges its fuel as a counted loop's, then
+    /// checks its ranges (`counted.rs`, [`PointerRange`]): for each,
+    /// `p0 + (iterations - 1 + after_step) * step + extent <= bytes`, in
+    /// 64 bits (`p0` below 2^32, the product below 2^48, the extent below
+    /// 2^33: no overflow). All holding, the fast copy runs (the block
+    /// returned first); else the checked copy, which starts here. The
+    /// second block is where both end.
+    ///
+    /// [`PointerRange`]: super::counted::PointerRange
+    fn enter_hoisted_loop(&mut self, plan: &HoistedLoop) -> (Block, Block) {
+        let iterations = self.charge_counted_loop(plan.counted);
+        let last = self.builder.ins().iadd_imm_s(iterations, -1);
+        let bytes = self.builder.use_var(self.memory.bytes);
+        let mut all_inside: Option<Value> = None;
+        for range in &plan.ranges {
+            let p0 = self.builder.use_var(self.locals[range.local as usize]);
+            let p0 = self.builder.ins().uextend(types::I64, p0);
+            let steps = if range.after_step { iterations } else { last };
+            let distance = self.builder.ins().imul_imm_s(steps, i64::from(range.step));
+            let end = self.builder.ins().iadd(p0, distance);
+            let end = self.builder.ins().iadd_imm_s(end, range.extent as i64);
+            let inside = self
+                .builder
+                .ins()
+                .icmp(IntCC::UnsignedLessThanOrEqual, end, bytes);
+            all_inside = Some(match all_inside {
+                Some(before) => self.builder.ins().band(before, inside),
+                None => inside,
+            });
+        }
+        let fast = self.builder.create_block();
+        let checked = self.builder.create_block();
+        let end = self.builder.create_block();
+        match all_inside {
+            Some(inside) => {
+                self.builder.ins().brif(inside, fast, &[], checked, &[]);
+            }
+            None => {
+                self.builder.ins().jump(checked, &[]);
+            }
+        }
+        self.builder.switch_to_block(checked);
+        (fast, end)
     }
 
     /// After a call: a trap the callee stored returns from here too.
@@ -616,6 +789,12 @@ impl Translator<'_, '_> {
         let index = self.builder.ins().uextend(types::I64, index);
         // Offsets are below 2^32 without memory64.
         let offset = memarg.offset as i64;
+        if core::mem::take(&mut self.unchecked_access) {
+            // Covered by its loop's range check (`enter_hoisted_loop`).
+            let base = self.builder.use_var(self.memory.base);
+            let address = self.builder.ins().iadd(base, index);
+            return self.builder.ins().iadd_imm_s(address, offset);
+        }
         let at = if offset == 0 {
             index
         } else {
@@ -1125,12 +1304,16 @@ impl Translator<'_, '_> {
                 })?;
             }
             O::Loop { blockty } => {
+                let hoisted_end = self.hoisted_end.take();
                 if let Some(counted) = counted {
                     self.charge_counted_loop(counted);
                 }
                 let (params, results) = self.block_signature(blockty)?;
                 let header = self.new_block_with(&params);
-                let end = self.new_block_with(&results);
+                let end = match hoisted_end {
+                    Some(end) => end,
+                    None => self.new_block_with(&results),
+                };
                 let values = self.pop_n(params.len());
                 self.builder.ins().jump(header, &Self::args(&values));
                 self.builder.switch_to_block(header);
@@ -1145,7 +1328,7 @@ impl Translator<'_, '_> {
                     height,
                     else_block: None,
                 })?;
-                if counted.is_none() {
+                if counted.is_none() && hoisted_end.is_none() {
                     self.charge_fuel();
                 }
             }
