@@ -334,14 +334,15 @@ fn sent_segment(packet: &[u8]) -> (u16, u32, u32, u8) {
     )
 }
 
-/// A burst of in-order segments from the interface reaches smoltcp
-/// merged (as Linux's GRO): the data arrives intact and in order, and is
-/// acknowledged at once, by one or two ACKs rather than one per two
-/// segments; a segment with a bad TCP checksum is dropped, never read.
-#[test]
-fn a_burst_of_segments_is_merged_read_intact_and_acknowledged_at_once() {
-    let stack = Arc::new(Stack::new(ticking));
-    let sent = attach_recording(&stack);
+/// A TCP connection from the stack to 10.0.2.2:80 over the recorded
+/// interface, the remote's side played by hand (its SYN-ACK with initial
+/// sequence number `their_isn`): the socket, its local port and its
+/// initial sequence number; what it sent so far is taken.
+fn connected_to_remote(
+    stack: &Arc<Stack>,
+    sent: &Mutex<Vec<Vec<u8>>>,
+    their_isn: u32,
+) -> (Socket, u16, u32) {
     let take = || core::mem::take(&mut *sent.lock().unwrap());
     let client = Socket::new(stack.clone(), Kind::Stream);
     let remote = SocketAddrV4::new(Ipv4Addr::new(10, 0, 2, 2), 80);
@@ -350,7 +351,6 @@ fn a_burst_of_segments_is_merged_read_intact_and_acknowledged_at_once() {
     let syn = take();
     let (port, our_isn, _, flags) = sent_segment(&syn[0]);
     assert_eq!(flags & 0x02, 0x02, "a SYN first");
-    let their_isn = 7_000u32;
     stack.receive(&segment_from_remote(
         port,
         their_isn,
@@ -361,6 +361,20 @@ fn a_burst_of_segments_is_merged_read_intact_and_acknowledged_at_once() {
     until_ready(|| client.connection()).unwrap();
     stack.poll();
     let _ = take();
+    (client, port, our_isn)
+}
+
+/// A burst of in-order segments from the interface reaches smoltcp
+/// merged (as Linux's GRO): the data arrives intact and in order, and is
+/// acknowledged at once, by one or two ACKs rather than one per two
+/// segments; a segment with a bad TCP checksum is dropped, never read.
+#[test]
+fn a_burst_of_segments_is_merged_read_intact_and_acknowledged_at_once() {
+    let stack = Arc::new(Stack::new(ticking));
+    let sent = attach_recording(&stack);
+    let take = || core::mem::take(&mut *sent.lock().unwrap());
+    let their_isn = 7_000u32;
+    let (client, port, our_isn) = connected_to_remote(&stack, &sent, their_isn);
 
     let data: Vec<u8> = (0..20_000).map(|i| (i * 13 % 251) as u8).collect();
     for (index, chunk) in data.chunks(1000).enumerate() {
@@ -420,22 +434,8 @@ fn long_bursts_and_segments_out_of_order_merge_into_runs_read_intact() {
     let stack = Arc::new(Stack::new(ticking));
     let sent = attach_recording(&stack);
     let take = || core::mem::take(&mut *sent.lock().unwrap());
-    let client = Socket::new(stack.clone(), Kind::Stream);
-    let remote = SocketAddrV4::new(Ipv4Addr::new(10, 0, 2, 2), 80);
-    assert_eq!(client.connect(remote), Err(SocketError::InProgress));
-    stack.poll();
-    let (port, our_isn, _, _) = sent_segment(&take()[0]);
     let their_isn = 90_000u32;
-    stack.receive(&segment_from_remote(
-        port,
-        their_isn,
-        our_isn + 1,
-        0x12,
-        &[],
-    ));
-    until_ready(|| client.connection()).unwrap();
-    stack.poll();
-    let _ = take();
+    let (client, port, our_isn) = connected_to_remote(&stack, &sent, their_isn);
 
     // 100 segments of 1,460 bytes: 146,000 bytes, three merges' worth,
     // with segments 40 and 41 swapped.
