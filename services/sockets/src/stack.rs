@@ -187,8 +187,9 @@ impl Stack {
     ///
     /// The poll before `f` is skipped when no packet waits: it would only
     /// run timers, which the poll after `f` runs too (and the kernel's
-    /// `net` thread every 10 ms). A program reading a stream in small
-    /// pieces then pays one pass over the sockets per call, not two.
+    /// `net` thread when a timer is due, within 10 ms). A program reading
+    /// a stream in small pieces then pays one pass over the sockets per
+    /// call, not two.
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Inner) -> R) -> R {
         let mut inner = self.inner.lock();
         let now = Instant::from_millis((self.clock)() as i64);
