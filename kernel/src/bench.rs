@@ -22,7 +22,7 @@ use core::hint::black_box;
 use dispatch::{BindingId, Event, Install, Principal, RaiseCache};
 use wasm_runtime::{
     bench::{self as fixtures, Fixture},
-    engine::native::{CompileLimits, Compiler},
+    engine::native::{Backend, CompileLimits, Compiler},
     module::ModuleInfo,
     LoadRequest, Tier,
 };
@@ -280,27 +280,32 @@ fn ext() -> Result<(), String> {
     })?;
     report_ratio("ext.checksum_1500.rust", &rust_checksum, baseline);
 
-    // Compile time alone of the ~60 KB module (Cranelift, in the guest).
+    // Compile time alone of the ~60 KB module, in the guest.
     let big = extensions.module_bytes("big")?;
     let info = ModuleInfo::parse(big).map_err(|error| format!("{error}"))?;
-    // The kernel's settings (optimized, verified), then without
-    // optimization, then without Cranelift's IR verifier.
-    for (suffix, optimize, verify) in [
-        ("", true, true),
-        (".opt_none", false, true),
-        (".no_verifier", true, false),
+    // The kernel's choice per function (the single-pass compiler for
+    // functions without loops, Cranelift optimized and verified for the
+    // rest), then Cranelift for every function: as the kernel configures
+    // it, without optimization, and without its IR verifier.
+    for (suffix, backend, optimize, verify) in [
+        ("", Backend::Mixed, true, true),
+        (".cranelift", Backend::Cranelift, true, true),
+        (".opt_none", Backend::Cranelift, false, true),
+        (".no_verifier", Backend::Cranelift, true, false),
     ] {
         let compiler = Compiler::new(CompileLimits {
             optimize,
             verify,
+            backend,
             ..CompileLimits::default()
         })
         .map_err(|error| format!("{error}"))?;
         let name = format!("ext.compile_50k{suffix}");
-        let mut code_bytes = 0;
+        let (mut code_bytes, mut single_pass) = (0, 0);
         let compile = measure_n(&name, 1, |_| match compiler.compile(big, &info) {
             Ok(compiled) => {
                 code_bytes = compiled.code.len();
+                single_pass = compiled.single_pass_functions;
                 true
             }
             Err(_) => false,
@@ -308,7 +313,10 @@ fn ext() -> Result<(), String> {
         report(
             &name,
             &compile,
-            &format!(" bytes={} code_bytes={code_bytes}", big.len()),
+            &format!(
+                " bytes={} code_bytes={code_bytes} single_pass_functions={single_pass}",
+                big.len()
+            ),
         );
     }
 

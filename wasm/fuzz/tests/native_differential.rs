@@ -6,7 +6,7 @@
 //! exhaustion and call depth.
 
 use wasm_runtime::{
-    engine::native::{run::NativeModule, vmctx::TrapCode, CompileLimits, Compiler},
+    engine::native::{run::NativeModule, vmctx::TrapCode, Backend, CompileLimits, Compiler},
     module::ModuleInfo,
 };
 use wasmi::{Config, Engine, Linker, Module, Store, Val};
@@ -105,12 +105,21 @@ fn wasmi_trap(error: &wasmi::Error) -> TrapCode {
     }
 }
 
-/// `wat` compiled natively and instantiated on wasmi (with fuel and the
-/// same call depth).
+/// `wat` compiled natively (the kernel's choice of compiler per function)
+/// and instantiated on wasmi (with fuel and the same call depth).
 fn on_both_engines(wat: &str) -> (NativeModule, Store<()>, wasmi::Instance) {
+    on_both_engines_with(wat, Backend::Mixed)
+}
+
+/// [`on_both_engines`], each function compiled by `backend`'s choice.
+fn on_both_engines_with(wat: &str, backend: Backend) -> (NativeModule, Store<()>, wasmi::Instance) {
     let bytes = wat::parse_str(wat).unwrap();
     let info = ModuleInfo::parse(&bytes).unwrap();
-    let compiler = Compiler::new(CompileLimits::default()).unwrap();
+    let compiler = Compiler::new(CompileLimits {
+        backend,
+        ..CompileLimits::default()
+    })
+    .unwrap();
     let native = NativeModule::new(&compiler, &bytes, &info, DEPTH).unwrap();
     let mut config = Config::default();
     config
@@ -127,7 +136,33 @@ fn on_both_engines(wat: &str) -> (NativeModule, Store<()>, wasmi::Instance) {
 
 #[test]
 fn native_code_gives_wasmis_results_traps_and_memory() {
-    let (mut native, mut store, instance) = on_both_engines(MODULE);
+    for backend in [Backend::Mixed, Backend::Cranelift, Backend::SinglePass] {
+        same_results_traps_and_memory(backend);
+    }
+}
+
+fn same_results_traps_and_memory(backend: Backend) {
+    let (mut native, mut store, instance) = on_both_engines_with(MODULE, backend);
+    // All but `multi` (an `if` with a parameter) are compiled in one pass
+    // when the backend allows it; loops only when it is not the kernel's
+    // mix.
+    let bytes = wat::parse_str(MODULE).unwrap();
+    let compiled = Compiler::new(CompileLimits {
+        backend,
+        ..CompileLimits::default()
+    })
+    .unwrap()
+    .compile(&bytes, &ModuleInfo::parse(&bytes).unwrap())
+    .unwrap();
+    let expected_single_pass = match backend {
+        Backend::Cranelift => 0,
+        Backend::Mixed => compiled.functions.len() - 3,
+        Backend::SinglePass => compiled.functions.len() - 1,
+    };
+    assert_eq!(
+        compiled.single_pass_functions, expected_single_pass,
+        "{backend:?}"
+    );
 
     let mut calls: Vec<(&str, Vec<i64>)> = Vec::new();
     for &a in &EDGES {
@@ -190,7 +225,7 @@ fn native_code_gives_wasmis_results_traps_and_memory() {
             Err(error) => Err(wasmi_trap(&error)),
         };
         let actual = native.call(name, args, FUEL).unwrap();
-        assert_eq!(actual, expected, "{name}{args:?}");
+        assert_eq!(actual, expected, "{backend:?}: {name}{args:?}");
         traps += usize::from(expected.is_err());
     }
     let memory = instance.get_memory(&store, "memory").unwrap();

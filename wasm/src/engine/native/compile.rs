@@ -1,7 +1,8 @@
 //! A validated module to x86_64 machine code, one function at a time.
 //!
-//! The code generator is Cranelift (`cranelift-codegen`, no_std), fed by
-//! our own translation ([`super::translate`]). Every function is compiled
+//! Each function goes to the single-pass compiler ([`super::single_pass`])
+//! or to Cranelift (`cranelift-codegen`, no_std) fed by our own
+//! translation ([`super::translate`]), as [`Backend`] says. Every function is compiled
 //! position-independent: calls go through the context's function table,
 //! so the code has no relocations (a relocation in the output is refused,
 //! not patched), and code pages can be mapped anywhere.
@@ -19,7 +20,10 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use spindle_abi::Import;
 use wasmparser::{Parser, Payload, TypeRef};
 
-use super::translate::{self, ModuleEnv, TranslateError};
+use super::{
+    single_pass::{self, SinglePassError},
+    translate::{self, ModuleEnv, TranslateError},
+};
 use crate::module::{FuncType, ModuleInfo, WasmType};
 
 /// Bounds on what the compiler accepts, so an adversarial module is refused
@@ -52,6 +56,25 @@ pub struct CompileLimits {
     /// Whether Cranelift's IR verifier checks every function before code
     /// generation (an ill-formed translation is then an error, not code).
     pub verify: bool,
+    /// Which compiler compiles each function.
+    pub backend: Backend,
+}
+
+/// Which compiler compiles a function (both generate the same contract,
+/// so one module can mix them: see [`super::single_pass`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// Cranelift for every function.
+    Cranelift,
+    /// The single-pass compiler for every function it handles, loops
+    /// included; Cranelift for the rest (for tests of the single-pass
+    /// compiler).
+    SinglePass,
+    /// The kernel's choice: the single-pass compiler for functions
+    /// without loops (each operator runs once per call, so compiling fast
+    /// matters more than optimizing), Cranelift for functions with loops
+    /// and for what the single-pass compiler does not handle.
+    Mixed,
 }
 
 impl Default for CompileLimits {
@@ -66,6 +89,7 @@ impl Default for CompileLimits {
             optimize: true,
             single_pass_registers: false,
             verify: true,
+            backend: Backend::Mixed,
         }
     }
 }
@@ -122,6 +146,9 @@ pub struct CompiledModule {
     pub signature_ids: Vec<u32>,
     /// Whether some function calls the runtime's memory procedures.
     pub calls_runtime: bool,
+    /// How many functions the single-pass compiler compiled (Cranelift
+    /// the others).
+    pub single_pass_functions: usize,
     /// The kernel procedure each import was compiled for (found by its
     /// name), whose trap check after a call was left out if it cannot
     /// trap (`host::may_trap`); `Layout::new` refuses an instance whose
@@ -279,27 +306,58 @@ impl Compiler {
                 .function_types
                 .get(index)
                 .ok_or_else(|| CompileError::Internal("function without a type".into()))?;
-            let signature = translate::signature(ty, env.call_conv)?;
-            context.clear();
-            context.func =
-                Function::with_name_signature(UserFuncName::user(0, index as u32), signature);
-            let builder = FunctionBuilder::new(&mut context.func, &mut builder_context);
-            module.calls_runtime |= translate::translate(&env, ty, body, builder)?;
-            let compiled = context
-                .compile(&*self.isa, &mut ControlPlane::default())
-                .map_err(|e| CompileError::Internal(format!("function {index}: {:?}", e.inner)))?;
-            if !compiled.buffer.relocs().is_empty() {
-                return Err(CompileError::Internal(format!(
-                    "function {index} needs relocations"
-                )));
-            }
-            let code = compiled.code_buffer();
-            let frame = prologue_frame_bytes(code);
-            if frame > self.limits.frame_bytes {
-                return Err(CompileError::Limit(format!(
-                    "function {index} needs a {frame}-byte stack frame"
-                )));
-            }
+            let single_pass = match self.limits.backend {
+                Backend::Cranelift => None,
+                backend => match single_pass::compile_function(
+                    &env,
+                    ty,
+                    body,
+                    self.limits.frame_bytes,
+                    backend == Backend::Mixed,
+                ) {
+                    Ok(function) => Some(function),
+                    Err(SinglePassError::Fallback(_)) => None,
+                    Err(SinglePassError::Limit(what)) => return Err(CompileError::Limit(what)),
+                    Err(SinglePassError::Malformed(what)) => {
+                        return Err(CompileError::Internal(what))
+                    }
+                },
+            };
+            let code = match &single_pass {
+                Some(function) => {
+                    module.calls_runtime |= function.calls_runtime;
+                    module.single_pass_functions += 1;
+                    &function.code[..]
+                }
+                None => {
+                    let signature = translate::signature(ty, env.call_conv)?;
+                    context.clear();
+                    context.func = Function::with_name_signature(
+                        UserFuncName::user(0, index as u32),
+                        signature,
+                    );
+                    let builder = FunctionBuilder::new(&mut context.func, &mut builder_context);
+                    module.calls_runtime |= translate::translate(&env, ty, body, builder)?;
+                    let compiled = context
+                        .compile(&*self.isa, &mut ControlPlane::default())
+                        .map_err(|e| {
+                            CompileError::Internal(format!("function {index}: {:?}", e.inner))
+                        })?;
+                    if !compiled.buffer.relocs().is_empty() {
+                        return Err(CompileError::Internal(format!(
+                            "function {index} needs relocations"
+                        )));
+                    }
+                    let code = compiled.code_buffer();
+                    let frame = prologue_frame_bytes(code);
+                    if frame > self.limits.frame_bytes {
+                        return Err(CompileError::Limit(format!(
+                            "function {index} needs a {frame}-byte stack frame"
+                        )));
+                    }
+                    code
+                }
+            };
             while !module.code.len().is_multiple_of(16) {
                 // int3 between functions.
                 module.code.push(0xcc);

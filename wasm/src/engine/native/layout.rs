@@ -21,17 +21,43 @@ pub(super) fn refuse(what: &str) -> String {
     format!("not run natively yet: {what}")
 }
 
-/// The value of a constant expression (`i32/i64/f32/f64.const`).
+/// The value of a constant expression: a `const`, or the extended
+/// constant expressions' integer `add`, `sub` and `mul` of constants
+/// (wasmi evaluates them the same way; reading only the first operator
+/// gave a different value, which the differential fuzzer found).
 fn constant(expression: &wasmparser::ConstExpr<'_>) -> Result<u64, String> {
     let mut reader = expression.get_operators_reader();
-    let value = match reader.read().map_err(|e| String::from(e.message()))? {
-        Operator::I32Const { value } => u64::from(value as u32),
-        Operator::I64Const { value } => value as u64,
-        Operator::F32Const { value } => u64::from(value.bits()),
-        Operator::F64Const { value } => value.bits(),
-        _ => return Err(refuse("a non-constant initializer")),
-    };
-    Ok(value)
+    let mut stack: Vec<u64> = Vec::new();
+    loop {
+        let operator = reader.read().map_err(|e| String::from(e.message()))?;
+        let value = match operator {
+            Operator::I32Const { value } => u64::from(value as u32),
+            Operator::I64Const { value } => value as u64,
+            Operator::F32Const { value } => u64::from(value.bits()),
+            Operator::F64Const { value } => value.bits(),
+            Operator::End => break,
+            ref arithmetic => {
+                let (Some(b), Some(a)) = (stack.pop(), stack.pop()) else {
+                    return Err(refuse("a malformed constant initializer"));
+                };
+                let (a32, b32) = (a as u32, b as u32);
+                match arithmetic {
+                    Operator::I32Add => u64::from(a32.wrapping_add(b32)),
+                    Operator::I32Sub => u64::from(a32.wrapping_sub(b32)),
+                    Operator::I32Mul => u64::from(a32.wrapping_mul(b32)),
+                    Operator::I64Add => a.wrapping_add(b),
+                    Operator::I64Sub => a.wrapping_sub(b),
+                    Operator::I64Mul => a.wrapping_mul(b),
+                    _ => return Err(refuse("a non-constant initializer")),
+                }
+            }
+        };
+        stack.push(value);
+    }
+    match stack[..] {
+        [value] => Ok(value),
+        _ => Err(refuse("a malformed constant initializer")),
+    }
 }
 
 /// A compiled module set up as its sections say, before it has an
@@ -213,7 +239,10 @@ impl Layout {
     /// and globals that exist.
     pub(super) fn accepts(&self, snapshot: &Snapshot) -> bool {
         snapshot.memory.len() <= self.memory_max_bytes
-            && snapshot.memory.len().is_multiple_of(WASM_PAGE_BYTES as usize)
+            && snapshot
+                .memory
+                .len()
+                .is_multiple_of(WASM_PAGE_BYTES as usize)
             && snapshot
                 .globals
                 .iter()

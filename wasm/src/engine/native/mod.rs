@@ -6,6 +6,8 @@
 //!   with the runtime;
 //! - [`translate`]: Wasm operators to Cranelift IR, with the bounds, fuel,
 //!   depth, stack and signature checks;
+//! - [`single_pass`]: Wasm operators straight to x86_64 in one pass, for
+//!   functions without loops (Cranelift compiles the rest);
 //! - [`compile`]: the module to position-independent machine code, under
 //!   [`compile::CompileLimits`];
 //! - `layout`: a compiled module set up (memory, globals, table);
@@ -25,10 +27,11 @@ mod instance;
 mod layout;
 #[cfg(not(target_os = "none"))]
 pub mod run;
+pub mod single_pass;
 pub mod translate;
 pub mod vmctx;
 
-pub use compile::{CompileError, CompileLimits, CompiledModule, Compiler};
+pub use compile::{Backend, CompileError, CompileLimits, CompiledModule, Compiler};
 pub use engine::NativeEngine;
 pub use entry::STACK_BUDGET_BYTES;
 pub use instance::{NativeInstance, SelfContained};

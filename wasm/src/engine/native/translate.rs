@@ -466,7 +466,7 @@ fn uses_memory(body: &FunctionBody<'_>) -> Result<bool, TranslateError> {
 /// `memory.init`). A function that does not is a leaf (see
 /// [`translate`]). Anything else that would call out is refused by the
 /// translation.
-fn makes_calls(body: &FunctionBody<'_>) -> Result<bool, TranslateError> {
+pub(super) fn makes_calls(body: &FunctionBody<'_>) -> Result<bool, TranslateError> {
     use Operator as O;
     let mut operators = body.get_operators_reader().map_err(malformed)?;
     while !operators.eof() {
