@@ -5,7 +5,7 @@
 //!
 //! The modules are the guest's own: `target/extensions/bench.wasm` and
 //! `big.wasm`, the bytes `./x build-extensions` builds and the kernel
-//! loads. Three ways to run the bench extension's `checksum` of the
+//! loads. Four ways to run the bench extension's `checksum` of the
 //! 1,500-byte packet (in its linear memory, read through `black_box` so no
 //! compiler folds it):
 //!
@@ -17,7 +17,8 @@
 //!   fault is a trap);
 //! - `wasmtime_checked`: wasmtime with explicit bounds checks (no signal
 //!   handlers, no reservation, no guard pages): the same safety model as
-//!   ours, which checks every access and relies on no page fault;
+//!   ours, which checks accesses in the code (once before a counted loop
+//!   where it can prove the loop's range) and relies on no page fault;
 //! - `rust`: the same function in Rust (`wasm_runtime::bench::checksum`),
 //!   compiled into this binary.
 //!
@@ -37,7 +38,11 @@
 //!
 //! Output, one line per figure (read by `./x bench wasm-peer`):
 //! `bench wasm-peer.<name> <median> ns runs=<n> min=<min> max=<max>` and
-//! `bench wasm-peer.<name> <ratio> x`.
+//! `bench wasm-peer.<name> <ratio> x`. The ratios are ours over the
+//! peer's: `checksum_1500.ratio` (over `wasmtime`: the figure),
+//! `.ratio_checked` (over `wasmtime_checked`), `.ratio_rust`;
+//! `handler.ratio` (our call of the resolved export over wasmtime's);
+//! `compile_50k.ratio` and `.ratio_no_verifier`.
 //!
 //! `--dump DIR` also writes both engines' machine code for `bench.wasm`
 //! (ours as raw x86_64 with the functions' offsets, wasmtime's as its ELF
