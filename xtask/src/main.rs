@@ -597,8 +597,13 @@ fn print_help(command: &Command) {
     );
     if command.name == "bench" {
         println!("\nsuites:");
+        let width = bench::SUITES
+            .iter()
+            .map(|suite| suite.name.len())
+            .max()
+            .unwrap_or(0);
         for suite in bench::SUITES {
-            println!("  {:<9} {}", suite.name, suite.about);
+            println!("  {:<width$}  {}", suite.name, suite.about);
         }
     }
 }
