@@ -32,7 +32,9 @@
 //! of a resolved export and its cached raise through the dispatcher, the
 //! kernel's `ext.wasm_handler`, against wasmtime's typed call), and the
 //! compile time of `big` (61,917 bytes) under our compiler (the kernel's
-//! settings: optimized, verifier on; then without the verifier, which
+//! choice per function, which compiles `big`'s loop-free functions in one
+//! pass; then Cranelift for every function as the kernel configures it,
+//! optimized with the verifier on; then without the verifier, which
 //! wasmtime leaves off) and under wasmtime (`Module::new`: validation,
 //! translation and compilation on one thread, optimized for speed).
 //!
@@ -42,7 +44,7 @@
 //! peer's: `checksum_1500.ratio` (over `wasmtime`: the figure),
 //! `.ratio_checked` (over `wasmtime_checked`), `.ratio_rust`;
 //! `handler.ratio` (our call of the resolved export over wasmtime's);
-//! `compile_50k.ratio` and `.ratio_no_verifier`.
+//! `compile_50k.ratio`, `.ratio_cranelift` and `.ratio_no_verifier`.
 //!
 //! `--dump DIR` also writes both engines' machine code for `bench.wasm`
 //! (ours as raw x86_64 with the functions' offsets, wasmtime's as its ELF
@@ -58,7 +60,7 @@ use std::{
 use dispatch::RaiseCache;
 use wasm_runtime::{
     bench::{self, Fixture},
-    engine::native::{CompileLimits, Compiler, NativeEngine},
+    engine::native::{Backend, CompileLimits, Compiler, NativeEngine},
     module::ModuleInfo,
     Console, EngineConfig, LoadRequest, Runtime, Services, Tier, WasmValue,
 };
@@ -372,7 +374,13 @@ fn run() -> Result<(), String> {
 fn compile_figures(big: &[u8]) -> Result<(), String> {
     let info = ModuleInfo::parse(big).map_err(|e| format!("big.wasm: {e}"))?;
     let ours = Compiler::new(CompileLimits::default()).map_err(|e| format!("{e}"))?;
+    let cranelift = Compiler::new(CompileLimits {
+        backend: Backend::Cranelift,
+        ..CompileLimits::default()
+    })
+    .map_err(|e| format!("{e}"))?;
     let unverified = Compiler::new(CompileLimits {
+        backend: Backend::Cranelift,
         verify: false,
         ..CompileLimits::default()
     })
@@ -380,6 +388,7 @@ fn compile_figures(big: &[u8]) -> Result<(), String> {
     let engine = wasmtime_engine(false)?;
     let mut samples = [
         ("native", Vec::new()),
+        ("native_cranelift", Vec::new()),
         ("native_no_verifier", Vec::new()),
         ("wasmtime", Vec::new()),
     ];
@@ -394,6 +403,9 @@ fn compile_figures(big: &[u8]) -> Result<(), String> {
                         .map_err(|e| format!("{e}"))?
                         .code
                         .len();
+                }
+                "native_cranelift" => {
+                    black_box(cranelift.compile(big, &info).map_err(|e| format!("{e}"))?);
                 }
                 "native_no_verifier" => {
                     black_box(unverified.compile(big, &info).map_err(|e| format!("{e}"))?);
@@ -416,8 +428,9 @@ fn compile_figures(big: &[u8]) -> Result<(), String> {
         "bench-wasm-peer: big.wasm: {} bytes of Wasm, {code_bytes} bytes of our code",
         big.len()
     );
-    report_ratio("compile_50k", "ratio", &samples[0], &samples[2]);
-    report_ratio("compile_50k", "ratio_no_verifier", &samples[1], &samples[2]);
+    report_ratio("compile_50k", "ratio", &samples[0], &samples[3]);
+    report_ratio("compile_50k", "ratio_cranelift", &samples[1], &samples[3]);
+    report_ratio("compile_50k", "ratio_no_verifier", &samples[2], &samples[3]);
     Ok(())
 }
 
