@@ -35,6 +35,11 @@ impl Console for Recorder {
 
 fn tick_intrinsic(_: &(u64,)) {}
 
+/// Code memory is counted for the whole process: the test that checks
+/// load/unload cycles give it back runs alone (it takes this for
+/// writing), the others beside each other (for reading).
+static CODE_MEMORY: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
 /// A runtime with both tiers, loads pinned to `tier`.
 fn runtime(tier: Tier) -> (Runtime, Arc<Recorder>) {
     let console = Arc::new(Recorder::default());
@@ -87,6 +92,9 @@ fn tick() -> (Arc<Event<(u64,), ()>>, Arc<dyn wasm_runtime::EventPort>) {
 /// linear memory) on both tiers.
 #[test]
 fn hello_logs_on_both_tiers() {
+    let _code_memory = CODE_MEMORY
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     for tier in [Tier::Interpreter, Tier::Native] {
         let (runtime, console) = runtime(tier);
         let bytes = extension("hello");
@@ -102,6 +110,9 @@ fn hello_logs_on_both_tiers() {
 /// handles) and counts raises natively.
 #[test]
 fn tick_counter_counts_natively() {
+    let _code_memory = CODE_MEMORY
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let (runtime, _) = runtime(Tier::Native);
     let (event, port) = tick();
     let bytes = extension("tick-counter");
@@ -141,6 +152,9 @@ fn fault_log(runtime: &Runtime) -> Arc<Mutex<Vec<(u64, u32)>>> {
 /// stops it with the interpreter's fault kind.
 #[test]
 fn runaway_is_stopped_natively() {
+    let _code_memory = CODE_MEMORY
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let (runtime, _) = runtime(Tier::Native);
     let faults = fault_log(&runtime);
     let (event, port) = tick();
@@ -163,6 +177,9 @@ fn runaway_is_stopped_natively() {
 /// runs.
 #[test]
 fn faulty_handlers_are_contained_natively() {
+    let _code_memory = CODE_MEMORY
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let (runtime, _) = runtime(Tier::Native);
     let faults = fault_log(&runtime);
     let (event, port) = tick();
@@ -206,6 +223,9 @@ fn faulty_handlers_are_contained_natively() {
 /// neither, and runs none of their code.
 #[test]
 fn cached_raises_into_several_native_handlers_contain_faults_and_follow_unload() {
+    let _code_memory = CODE_MEMORY
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let (runtime, _) = runtime(Tier::Native);
     let faults = fault_log(&runtime);
     let (event, port) = tick();
@@ -255,6 +275,9 @@ fn cached_raises_into_several_native_handlers_contain_faults_and_follow_unload()
 /// The 62 KB `big` module compiles and gives the interpreter's results.
 #[test]
 fn big_gives_the_interpreters_results() {
+    let _code_memory = CODE_MEMORY
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let bytes = extension("big");
     let mut results = Vec::new();
     for tier in [Tier::Interpreter, Tier::Native] {
@@ -271,6 +294,9 @@ fn big_gives_the_interpreters_results() {
 /// Load/unload cycles under the native tier give code memory back.
 #[test]
 fn load_unload_cycles_return_code_memory() {
+    let _code_memory = CODE_MEMORY
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let (runtime, _) = runtime(Tier::Native);
     let (_event, port) = tick();
     let bytes = extension("tick-counter");
@@ -295,6 +321,9 @@ fn load_unload_cycles_return_code_memory() {
 /// the interpreter even when pinned to native.
 #[test]
 fn unsupported_modules_stay_on_the_interpreter() {
+    let _code_memory = CODE_MEMORY
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let (runtime, _) = runtime(Tier::Native);
     let wat = r#"(module
         (table 1 funcref)
@@ -315,6 +344,9 @@ fn unsupported_modules_stay_on_the_interpreter() {
 /// memory (through the instance, as a handler) select the same ticks.
 #[test]
 fn guards_select_the_same_ticks_on_both_tiers() {
+    let _code_memory = CODE_MEMORY
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let wat = r#"(module
         (memory (export "memory") 1)
         (data (i32.const 0) "\01")
@@ -391,6 +423,9 @@ fn default_runtime() -> Runtime {
 /// where it was; unloading then removes the handler.
 #[test]
 fn tier_up_carries_memory_handles_and_handlers_over() {
+    let _code_memory = CODE_MEMORY
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let runtime = default_runtime();
     let (event, port) = tick();
     let bytes = extension("tick-counter");
@@ -420,6 +455,9 @@ fn tier_up_carries_memory_handles_and_handlers_over() {
 /// (and in memory) keeps both across the tier-up.
 #[test]
 fn tier_up_carries_unexported_globals_over() {
+    let _code_memory = CODE_MEMORY
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let runtime = default_runtime();
     let wat = r#"(module
         (memory (export "memory") 1)
@@ -450,6 +488,9 @@ fn tier_up_carries_unexported_globals_over() {
 /// it stays on wasmi.
 #[test]
 fn tier_up_halfway_gives_the_interpreters_results() {
+    let _code_memory = CODE_MEMORY
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let bytes = extension("big");
     let stages = |tier_up_at: Option<i32>| {
         let runtime = default_runtime();
@@ -472,6 +513,9 @@ fn tier_up_halfway_gives_the_interpreters_results() {
 #[test]
 #[ignore]
 fn compile_settings() {
+    let _code_memory = CODE_MEMORY
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     use wasm_runtime::{
         engine::native::{CompileLimits, Compiler},
         module::ModuleInfo,
@@ -514,6 +558,9 @@ fn compile_settings() {
 /// calls the procedure.
 #[test]
 fn re_exported_kernel_procedures_stay_on_the_interpreter() {
+    let _code_memory = CODE_MEMORY
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let (runtime, console) = runtime(Tier::Native);
     let wat = r#"(module
         (import "spindle" "log" (func $log (param i32 i32) (result i32)))
