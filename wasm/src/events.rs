@@ -112,26 +112,54 @@ where
     ) -> Result<BindingId, dispatch::Error> {
         let signature = handler.signature.clone();
         // Integer arguments and result: the typed entry, called with the
-        // argument tuple itself (no `DynArgs`, no runtime values).
-        let code = match TypedWasm::of(&handler.extension, handler.export, &signature, None) {
-            Some(typed) => Handler::fallible(signature, move |args: &A, invocation| {
-                typed.call::<A, R>(args, invocation)
-            }),
-            None => Handler::dynamic(signature, handler),
-        };
-        // Wasm code can always be stopped cleanly: it accepts termination.
-        let mut install = Install::new(code.ephemeral().named("wasm")).mode(mode);
-        if let Some(guard) = guard {
-            let typed = TypedWasm::of(
+        // argument tuple itself (no `DynArgs`, no runtime values); with a
+        // typed guard, guard and handler are one statically typed routine
+        // while the installation is alone on the event.
+        let typed = TypedWasm::of(&handler.extension, handler.export, &signature, None);
+        let typed_guard = guard.as_ref().map(|guard| {
+            TypedWasm::of(
                 &guard.extension,
                 guard.export,
                 &guard.signature,
                 guard.self_contained.clone(),
-            );
-            install = install.guard(match typed {
-                Some(typed) => Guard::new(move |args: &A| typed.test(args)),
-                None => Guard::dynamic(guard.signature.clone(), guard),
-            });
+            )
+        });
+        let (code, guard) = match (typed, typed_guard) {
+            (Some(typed), Some(Some(test))) => (
+                Handler::fallible_guarded(
+                    signature,
+                    // Inlined into the dispatcher's routine (one call
+                    // from the raise to generated code).
+                    #[inline(always)]
+                    move |args: &A| test.test(args),
+                    #[inline(always)]
+                    move |args: &A, invocation: &Invocation| typed.call::<A, R>(args, invocation),
+                ),
+                None,
+            ),
+            (Some(typed), typed_guard) => (
+                Handler::fallible(
+                    signature,
+                    #[inline(always)]
+                    move |args: &A, invocation: &Invocation| typed.call::<A, R>(args, invocation),
+                ),
+                guard.map(|guard| match typed_guard.flatten() {
+                    Some(test) => Guard::new(move |args: &A| test.test(args)),
+                    None => Guard::dynamic(guard.signature.clone(), guard),
+                }),
+            ),
+            (None, typed_guard) => (
+                Handler::dynamic(signature, handler),
+                guard.map(|guard| match typed_guard.flatten() {
+                    Some(test) => Guard::new(move |args: &A| test.test(args)),
+                    None => Guard::dynamic(guard.signature.clone(), guard),
+                }),
+            ),
+        };
+        // Wasm code can always be stopped cleanly: it accepts termination.
+        let mut install = Install::new(code.ephemeral().named("wasm")).mode(mode);
+        if let Some(guard) = guard {
+            install = install.guard(guard);
         }
         self.event.install(requester, install)
     }
@@ -297,8 +325,17 @@ impl TypedWasm {
     #[inline(always)]
     fn invoke<A: EventArgs>(&self, args: &A, budget: Option<u64>) -> Result<i64, CallError> {
         let extension = &self.extension;
+        // `A::ARITY` is `self.count` (installation checked the signature
+        // against the event's), but a constant: the slots are filled
+        // without a loop (each `scalar` of a constant index is the
+        // field itself) and the entry's choice of registers is made at
+        // compile time.
+        let count = A::ARITY;
+        if count != self.count || count > MAX_EVENT_ARGUMENTS {
+            return Err(CallError::Type(alloc::format!("{count} parameters")));
+        }
         let mut raw = [0i64; MAX_EVENT_ARGUMENTS];
-        for (index, slot) in raw.iter_mut().enumerate().take(self.count) {
+        for (index, slot) in raw.iter_mut().enumerate().take(count) {
             // An integer parameter's bits, as `to_slot` writes them.
             let Some(value) = args.scalar(index) else {
                 return Err(CallError::Type(alloc::format!("parameter {index}")));
@@ -307,19 +344,14 @@ impl TypedWasm {
         }
         if let Some(call) = &self.self_contained {
             // A self-contained guard: no instance lock.
-            return extension.invoke_self_contained(call.as_ref(), &raw, self.count);
+            return extension.invoke_self_contained(call.as_ref(), &raw, count);
         }
-        extension.invoke_integers(
-            self.export,
-            &raw,
-            self.count,
-            &self.types[..self.count],
-            budget,
-        )
+        extension.invoke_integers(self.export, &raw, count, &self.types[..count], budget)
     }
 
-    /// As a handler: the result as the event's type.
-    #[inline]
+    /// As a handler: the result as the event's type. Inlined into the
+    /// dispatcher's routine, so that the `Result` stays in registers.
+    #[inline(always)]
     fn call<A: EventArgs, R: EventResult>(
         &self,
         args: &A,
