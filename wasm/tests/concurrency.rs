@@ -85,7 +85,13 @@ fn an_extension_busy_on_another_strand_is_waited_for() {
     let extension = runtime.load(LoadRequest::new("shared", &module)).unwrap();
     thread::scope(|scope| {
         scope.spawn(|| extension.call("hold", &[]).unwrap());
-        while !console.lines.lock().unwrap().iter().any(|line| line.contains("inside")) {
+        while !console
+            .lines
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|line| line.contains("inside"))
+        {
             thread::yield_now();
         }
         // `hold` is running on the other thread and will not return before
@@ -99,6 +105,31 @@ fn an_extension_busy_on_another_strand_is_waited_for() {
 fn a_reentrant_invocation_is_refused_without_waiting() {
     let threads = Arc::new(Threads::default());
     let runtime = runtime(&threads, Arc::new(Recorder::default()));
+    reentrant_invocation_is_refused_without_waiting(&runtime, &threads, None);
+}
+
+/// The same on native code, whose invocations record their strand only
+/// when they call a kernel procedure that may raise (`raise` here).
+#[cfg(feature = "native")]
+#[test]
+fn a_reentrant_invocation_of_native_code_is_refused_without_waiting() {
+    use wasm_runtime::{engine::native::NativeEngine, EngineConfig};
+    let threads = Arc::new(Threads::default());
+    let runtime = runtime(&threads, Arc::new(Recorder::default())).with_native_engine(Box::new(
+        NativeEngine::new(&EngineConfig::default()).expect("the native engine"),
+    ));
+    reentrant_invocation_is_refused_without_waiting(
+        &runtime,
+        &threads,
+        Some(wasm_runtime::Tier::Native),
+    );
+}
+
+fn reentrant_invocation_is_refused_without_waiting(
+    runtime: &Runtime,
+    threads: &Threads,
+    tier: Option<wasm_runtime::Tier>,
+) {
     let (event, _authority, port) = compute_event();
     // The handler raises its own event again from inside itself.
     let module = wat::parse_str(
@@ -113,9 +144,14 @@ fn a_reentrant_invocation_is_refused_without_waiting() {
                          (i32.const 16) (i32.const 1) (i32.const 32))))"#,
     )
     .unwrap();
-    let extension = runtime
-        .load(LoadRequest::new("reentrant", &module).grant_event_to_raise(port.clone()))
-        .unwrap();
+    let mut request = LoadRequest::new("reentrant", &module).grant_event_to_raise(port.clone());
+    if let Some(tier) = tier {
+        request = request.tier(tier);
+    }
+    let extension = runtime.load(request).unwrap();
+    if let Some(tier) = tier {
+        assert_eq!(extension.tier(), tier);
+    }
     extension.bind(&port, &Bind::handler("handler")).unwrap();
     // The inner raise finds the extension busy on this very strand: its
     // handler faults, so the raise reports `Faulted` (-8) to the outer
