@@ -408,22 +408,27 @@ impl Shared {
         }
     }
 
-    /// Calls a self-contained function (a guard, see
-    /// [`HostContext::self_contained`]) without the instance lock: it
-    /// shares nothing with the instance's other invocations. Counted, and
-    /// its trap reported, like any invocation.
+    /// Calls a self-contained function (a guard or a handler, see
+    /// [`HostContext::self_contained`]) without the instance lock, with
+    /// fuel `min(budget, limit)`: it shares nothing with the instance's
+    /// other invocations. Counted, and its trap reported, like any
+    /// invocation; nothing runs once the extension is unloaded.
     #[inline(always)]
     pub(crate) fn invoke_self_contained(
         &self,
         call: &SelfContained,
         args: &[i64; MAX_INTEGER_ARGUMENTS],
         count: usize,
+        budget: Option<u64>,
     ) -> Result<i64, CallError> {
         if self.unloaded.load(Ordering::Acquire) {
             return Err(CallError::Unloaded);
         }
+        let fuel = budget.map_or(self.limits.fuel_per_invocation, |b| {
+            b.min(self.limits.fuel_per_invocation)
+        });
         self.invocations.fetch_add(1, Ordering::Relaxed);
-        match call.call(args, count, self.limits.fuel_per_invocation) {
+        match call.call(args, count, fuel) {
             Ok(value) => Ok(value),
             Err(trap) => Err(self.report(trap)),
         }
@@ -679,6 +684,7 @@ pub(crate) fn bind(
     };
     let handler = WasmHandler {
         extension,
+        self_contained: context.self_contained(handler_export),
         export: handler_export,
         signature,
     };
