@@ -377,9 +377,9 @@ impl Shared {
     /// [`Instance::call`].
     ///
     /// The whole invocation is this one function, inlined into the typed
-    /// handler: lock (recording the owner), count, native code's entry
-    /// (`NativeInstance::call_typed`), unlock; a trap is reported out of
-    /// line.
+    /// handler: lock (no owner recorded: see [`Shared::note_holder`]),
+    /// count, native code's entry (`NativeInstance::call_typed`), unlock;
+    /// a trap is reported out of line.
     #[inline(always)]
     pub(crate) fn invoke_integers(
         &self,
