@@ -110,19 +110,31 @@ pub struct Install<A, R> {
     credential: Option<Arc<dyn Any + Send + Sync>>,
     /// Set by [`Install::guarded`]: `guards[0]` and `handler` as one call.
     fused: Option<FusedViews<A, R>>,
+    /// Set by [`Install::new`] for [`Handler::fallible_guarded`]:
+    /// `guards[0]` is the guard the handler's checked routine tests.
+    checked_guarded: bool,
 }
 
 impl<A: EventArgs, R: EventResult> Install<A, R> {
     /// Installs `handler`, synchronous, unordered, unguarded.
-    pub fn new(handler: Handler<A, R>) -> Self {
+    ///
+    /// A handler made by [`Handler::fallible_guarded`] brings its guard:
+    /// it becomes the installation's first.
+    pub fn new(mut handler: Handler<A, R>) -> Self {
+        let fused_guard = handler
+            .checked
+            .as_mut()
+            .and_then(|views| views.guard.take());
+        let checked_guarded = fused_guard.is_some();
         Install {
             handler,
-            guards: Vec::new(),
+            guards: fused_guard.into_iter().collect(),
             order: Vec::new(),
             mode: Mode::Synchronous,
             is_filter: false,
             credential: None,
             fused: None,
+            checked_guarded,
         }
     }
 
@@ -200,6 +212,11 @@ struct Binding<A, R> {
     /// From [`Install::guarded`]: the guard the fused code tests, and the
     /// fused code (used only while that is the binding's only guard).
     fused: Option<(GuardId, FusedViews<A, R>)>,
+    /// From [`Handler::fallible`] or [`Handler::fallible_guarded`]: the
+    /// guard the checked routine tests (`None`: it tests none), and the
+    /// routine's maker (used only while the binding's guards are exactly
+    /// that one, or none, and it is alone on the list).
+    checked: Option<(Option<GuardId>, CheckedMaker<A, R>)>,
 }
 
 /// Writer-side state, guarded by `Event::state`.
@@ -333,6 +350,128 @@ impl<A: 'static, R: 'static> CheckedRoutine<A, R> for LoneChecked<A, R> {
             }
         }
         match (self.code)(args, &self.invocation) {
+            Ok(result) => Some(result),
+            Err(fault) => {
+                faults.note(fault);
+                None
+            }
+        }
+    }
+
+    fn hold(self: Arc<Self>) -> HeldChecked<A, R> {
+        Box::new(Held(self))
+    }
+}
+
+/// Makes the routine of a [`Plan::Checked`] list whose only entry is one
+/// installation of fallible typed code, from that code's concrete type,
+/// for the invocation (its budget) the list calls it with.
+pub(crate) type CheckedMaker<A, R> =
+    Arc<dyn Fn(Invocation) -> CheckedRoutineCode<A, R> + Send + Sync>;
+
+/// What [`Handler::fallible`] and [`Handler::fallible_guarded`] keep of
+/// the code's concrete type.
+pub(crate) struct CheckedViews<A, R> {
+    /// The routine of a list the installation is alone on (its guard
+    /// included when `guard` was given).
+    pub(crate) alone: CheckedMaker<A, R>,
+    /// The guard `alone` tests, until [`Install::new`] makes it the
+    /// installation's first guard.
+    pub(crate) guard: Option<Guard<A>>,
+}
+
+impl<A, R> Clone for CheckedViews<A, R> {
+    fn clone(&self) -> Self {
+        CheckedViews {
+            alone: self.alone.clone(),
+            guard: self.guard.clone(),
+        }
+    }
+}
+
+/// The routine of a [`Plan::Checked`] list whose only entry is unguarded
+/// fallible code of type `H` ([`Handler::fallible`]): the code called
+/// statically, its `Result` never leaving the routine's frame.
+pub(crate) struct LoneFallible<H> {
+    code: Arc<H>,
+    invocation: Invocation,
+}
+
+impl<H> LoneFallible<H> {
+    /// The routine calling `code` with `invocation`.
+    pub(crate) fn routine<A, R>(code: Arc<H>, invocation: Invocation) -> CheckedRoutineCode<A, R>
+    where
+        A: 'static,
+        R: 'static,
+        H: Fn(&A, &Invocation) -> Result<R, Fault> + Send + Sync + 'static,
+    {
+        Arc::new(LoneFallible { code, invocation })
+    }
+}
+
+impl<A: 'static, R: 'static, H> CheckedRoutine<A, R> for LoneFallible<H>
+where
+    H: Fn(&A, &Invocation) -> Result<R, Fault> + Send + Sync + 'static,
+{
+    #[inline(always)]
+    fn run(&self, args: &A, faults: &mut Faults<'_>) -> Option<R> {
+        match (self.code)(args, &self.invocation) {
+            Ok(result) => Some(result),
+            Err(fault) => {
+                faults.note(fault);
+                None
+            }
+        }
+    }
+
+    fn hold(self: Arc<Self>) -> HeldChecked<A, R> {
+        Box::new(Held(self))
+    }
+}
+
+/// A guard of type `G` and fallible code of type `H` as one
+/// ([`Handler::fallible_guarded`]).
+pub(crate) struct FusedFallible<G, H> {
+    pub(crate) guard: G,
+    pub(crate) code: H,
+}
+
+/// The routine of a [`Plan::Checked`] list whose only entry is
+/// [`FusedFallible`] code guarded by its own guard alone: the guard, then
+/// the code, both called statically.
+struct LoneFused<G, H> {
+    fused: Arc<FusedFallible<G, H>>,
+    invocation: Invocation,
+}
+
+impl<G, H> FusedFallible<G, H> {
+    /// The routine testing `fused`'s guard, then calling its code with
+    /// `invocation`.
+    pub(crate) fn routine<A, R>(
+        fused: Arc<FusedFallible<G, H>>,
+        invocation: Invocation,
+    ) -> CheckedRoutineCode<A, R>
+    where
+        A: 'static,
+        R: 'static,
+        G: Fn(&A) -> bool + Send + Sync + 'static,
+        H: Fn(&A, &Invocation) -> Result<R, Fault> + Send + Sync + 'static,
+    {
+        Arc::new(LoneFused { fused, invocation })
+    }
+}
+
+impl<A: 'static, R: 'static, G, H> CheckedRoutine<A, R> for LoneFused<G, H>
+where
+    G: Fn(&A) -> bool + Send + Sync + 'static,
+    H: Fn(&A, &Invocation) -> Result<R, Fault> + Send + Sync + 'static,
+{
+    #[inline(always)]
+    fn run(&self, args: &A, faults: &mut Faults<'_>) -> Option<R> {
+        if !(self.fused.guard)(args) {
+            return None;
+        }
+        match (self.fused.code)(args, &self.invocation) {
             Ok(result) => Some(result),
             Err(fault) => {
                 faults.note(fault);
@@ -555,6 +694,7 @@ fn intrinsic_binding<A: EventArgs, R: EventResult>(intrinsic: Intrinsic<A, R>) -
         mode: Mode::Synchronous,
         is_filter: false,
         fused: None,
+        checked: None,
     }
 }
 
@@ -1030,8 +1170,18 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
         state.next_binding += 1;
         let guards = number(&mut state.next_guard, install.guards);
         let imposed = number(&mut state.next_guard, grant.guards);
-        // `Install::guarded` put the fused guard first.
+        // `Install::guarded` put the fused guard first, as `Install::new`
+        // did the guard of `Handler::fallible_guarded`.
         let fused = install.fused.zip(guards.first().map(|(id, _)| *id));
+        let checked_guard = match install.checked_guarded {
+            true => guards.first().map(|(id, _)| *id),
+            false => None,
+        };
+        let checked = install
+            .handler
+            .checked
+            .as_ref()
+            .map(|views| (checked_guard, views.alone.clone()));
         state.bindings.insert(
             at,
             Binding {
@@ -1044,6 +1194,7 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
                 mode,
                 is_filter: install.is_filter,
                 fused: fused.map(|(code, guard)| (guard, code)),
+                checked,
             },
         );
         self.republish(&state);
@@ -1646,10 +1797,17 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
             (Plan::Scan, _) => Some(Arc::new(SimpleLoop(simple_entries.clone()))),
             _ => None,
         };
-        // A `Checked` list's routine: a lone fallible entry is called
-        // directly, anything else is the loop.
+        // A `Checked` list's routine: a lone fallible entry whose concrete
+        // type was kept is called statically (with its own guard, if that
+        // is its only one), else directly; anything else is the loop.
         let checked: Option<CheckedRoutineCode<A, R>> = match checked_entries.as_slice() {
             _ if plan != Plan::Checked => None,
+            [Checked {
+                code: CheckedCode::Fallible(_, invocation),
+                ..
+            }] if checked_alone(&state.bindings[0]).is_some() => {
+                checked_alone(&state.bindings[0]).map(|alone| alone(*invocation))
+            }
             [Checked {
                 guard,
                 code: CheckedCode::Fallible(code, invocation),
@@ -1820,6 +1978,19 @@ fn fusable<A, R>(b: &Binding<A, R>) -> bool {
         (Some((fused, _)), [(only, _)]) => b.imposed.is_empty() && only == fused,
         _ => false,
     }
+}
+
+/// The maker of a binding's checked routine, when it stands for the
+/// binding's handler and all its guards: it tests exactly the binding's
+/// own guards (its fused guard alone, or none) and nothing is imposed.
+fn checked_alone<A, R>(b: &Binding<A, R>) -> Option<&CheckedMaker<A, R>> {
+    let (covered, alone) = b.checked.as_ref()?;
+    let own = match b.guards.as_slice() {
+        [] => None,
+        [(only, _)] => Some(*only),
+        _ => return None,
+    };
+    (b.imposed.is_empty() && own == *covered).then_some(alone)
 }
 
 fn number<A>(next: &mut u64, guards: Vec<Guard<A>>) -> Vec<(GuardId, Guard<A>)> {

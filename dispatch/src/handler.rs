@@ -24,7 +24,8 @@ use core::{
 };
 
 use crate::{
-    guard::check_closure,
+    event::{CheckedMaker, CheckedViews, FusedFallible, LoneFallible},
+    guard::{check_closure, Guard},
     signature::{EventArgs, EventResult, Passing, Signature, TypeError, Value},
 };
 
@@ -262,8 +263,7 @@ pub(crate) enum Code<A, R> {
 }
 
 /// Typed code that may fail, as [`Handler::fallible`] takes it.
-pub(crate) type FallibleCode<A, R> =
-    Arc<dyn Fn(&A, &Invocation) -> Result<R, Fault> + Send + Sync>;
+pub(crate) type FallibleCode<A, R> = Arc<dyn Fn(&A, &Invocation) -> Result<R, Fault> + Send + Sync>;
 
 impl<A, R> Clone for Code<A, R> {
     fn clone(&self) -> Self {
@@ -286,6 +286,10 @@ pub struct Handler<A, R> {
     pub(crate) accepts_termination: bool,
     pub(crate) closure_type: Option<TypeId>,
     pub(crate) name: &'static str,
+    /// Fallible typed code with its concrete type kept
+    /// ([`Handler::fallible`], [`Handler::fallible_guarded`]): what a list
+    /// whose only entry it is calls statically.
+    pub(crate) checked: Option<CheckedViews<A, R>>,
 }
 
 impl<A, R> Clone for Handler<A, R> {
@@ -296,6 +300,7 @@ impl<A, R> Clone for Handler<A, R> {
             accepts_termination: self.accepts_termination,
             closure_type: self.closure_type,
             name: self.name,
+            checked: self.checked.clone(),
         }
     }
 }
@@ -327,6 +332,7 @@ impl<A: EventArgs, R: EventResult> Handler<A, R> {
             accepts_termination: false,
             closure_type: None,
             name: "handler",
+            checked: None,
         }
     }
 
@@ -340,6 +346,7 @@ impl<A: EventArgs, R: EventResult> Handler<A, R> {
             accepts_termination: false,
             closure_type: None,
             name: "filter",
+            checked: None,
         }
     }
 
@@ -363,6 +370,7 @@ impl<A: EventArgs, R: EventResult> Handler<A, R> {
             accepts_termination: false,
             closure_type: None,
             name: "dynamic",
+            checked: None,
         }
     }
 
@@ -374,16 +382,60 @@ impl<A: EventArgs, R: EventResult> Handler<A, R> {
     /// the default handler or an error for the raiser). `signature` is
     /// checked against the event at installation, as for
     /// [`Handler::dynamic`].
-    pub fn fallible(
-        signature: Signature,
-        code: impl Fn(&A, &Invocation) -> Result<R, Fault> + Send + Sync + 'static,
-    ) -> Self {
+    ///
+    /// The code's concrete type is kept until publication: a list whose
+    /// only entry it is (unguarded) calls it statically, inlined into the
+    /// list's routine, rather than through the closure's pointer.
+    pub fn fallible<H>(signature: Signature, code: H) -> Self
+    where
+        H: Fn(&A, &Invocation) -> Result<R, Fault> + Send + Sync + 'static,
+    {
+        let code = Arc::new(code);
+        let alone = code.clone();
+        let maker: CheckedMaker<A, R> =
+            Arc::new(move |invocation| LoneFallible::routine(alone.clone(), invocation));
         Handler {
-            code: Code::Fallible(Arc::new(code)),
+            code: Code::Fallible(code),
             signature: Arc::new(signature),
             accepts_termination: false,
             closure_type: None,
             name: "fallible",
+            checked: Some(CheckedViews {
+                alone: maker,
+                guard: None,
+            }),
+        }
+    }
+
+    /// [`Handler::fallible`] with a guard whose concrete type is kept too:
+    /// installed with [`Install::new`](crate::Install::new), the guard becomes the
+    /// installation's first guard (counted, removable, as any other), and
+    /// while it is the installation's only one and the installation is
+    /// alone on its event, the list's routine is the guard and the code
+    /// as one statically typed call (as
+    /// [`Install::guarded`](crate::Install::guarded) does for Rust
+    /// closures). As an event's default handler the guard is not used.
+    pub fn fallible_guarded<G, H>(signature: Signature, guard: G, code: H) -> Self
+    where
+        G: Fn(&A) -> bool + Send + Sync + 'static,
+        H: Fn(&A, &Invocation) -> Result<R, Fault> + Send + Sync + 'static,
+    {
+        let fused = Arc::new(FusedFallible { guard, code });
+        let (test, call, alone) = (fused.clone(), fused.clone(), fused);
+        let maker: CheckedMaker<A, R> =
+            Arc::new(move |invocation| FusedFallible::routine(alone.clone(), invocation));
+        Handler {
+            code: Code::Fallible(Arc::new(move |args: &A, invocation: &Invocation| {
+                (call.code)(args, invocation)
+            })),
+            signature: Arc::new(signature),
+            accepts_termination: false,
+            closure_type: None,
+            name: "fallible",
+            checked: Some(CheckedViews {
+                alone: maker,
+                guard: Some(Guard::new(move |args: &A| (test.guard)(args))),
+            }),
         }
     }
 

@@ -440,6 +440,9 @@ macro_rules! opaque_arg {
 /// parameters, extract fields for declarative guards, and present the
 /// arguments to runtime-typed handlers.
 pub trait EventArgs: Clone + Send + 'static {
+    /// The number of parameters (the tuple's length), known at compile
+    /// time so that typed code can pass them without a loop.
+    const ARITY: usize;
     /// The parameters as the event declares them.
     fn params() -> Vec<Param>;
     /// Parameter `index` as a runtime value.
@@ -457,6 +460,7 @@ pub trait EventArgs: Clone + Send + 'static {
 macro_rules! tuple_args {
     ($(($($t:ident $i:tt),*))*) => {$(
         impl<$($t: ArgType),*> EventArgs for ($($t,)*) {
+            const ARITY: usize = <[usize]>::len(&[$($i),*]);
             fn params() -> Vec<Param> {
                 alloc::vec![$(Param { ty: $t::value_type(), passing: $t::passing() }),*]
             }

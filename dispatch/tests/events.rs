@@ -1220,3 +1220,120 @@ fn declarative_port_guards_select_by_table_lookup() {
         .into())
     );
 }
+
+/// `Handler::fallible_guarded`: alone on its event, guard and code are one
+/// routine (cached or not) that still tests the guard, passes the
+/// invocation's budget and contains faults; the guard is an ordinary one
+/// of the installation, and a second guard (own or imposed) or a second
+/// installation takes the general routines, which give the same answers.
+#[test]
+fn fused_fallible_code_tests_its_guard_passes_its_budget_and_contains_faults() {
+    let (event, _authority) = Event::new("Net.PacketArrived", double);
+    event
+        .remove(Principal::KERNEL, BindingId::INTRINSIC)
+        .unwrap();
+    let signature = Signature::new(&[ValueType::U64], Some(ValueType::U64));
+    let guard_tests = Arc::new(AtomicU64::new(0));
+    let tests = guard_tests.clone();
+    let handler = Handler::fallible_guarded(
+        signature,
+        move |args: &(u64,)| {
+            tests.fetch_add(1, Ordering::Relaxed);
+            args.0 != 5
+        },
+        |args: &(u64,), invocation: &Invocation| match invocation
+            .budget
+            .and_then(|budget| budget.fuel)
+        {
+            Some(fuel) if fuel < 5 => Err(Fault::BudgetExhausted),
+            _ if args.0 == 13 => Err(Fault::Trap("unlucky".into())),
+            _ => Ok(args.0 * 10),
+        },
+    )
+    .ephemeral();
+    let binding = event
+        .install(EXTENSION, Install::new(handler.clone()))
+        .unwrap();
+    assert_eq!(
+        event.guards_of(binding),
+        Some((1, 0)),
+        "the guard is the installation's"
+    );
+    let faulted = Err(RaiseFailure::Faulted {
+        event: "Net.PacketArrived",
+        fault: Fault::Trap("unlucky".into()),
+    }
+    .into());
+    let mut cache = RaiseCache::new();
+    let mut check = |label: &str| {
+        for cached in [false, true] {
+            let mut raise = |value: u64| match cached {
+                true => event.raise_cached(&mut cache, &mut (value,)),
+                false => event.raise(&mut (value,)),
+            };
+            let (tests, faults) = (guard_tests.load(Ordering::Relaxed), event.stats().faults);
+            assert_eq!(raise(4), Ok(40), "{label}: the code answers");
+            assert_eq!(
+                raise(5),
+                Err(RaiseFailure::NoHandler {
+                    event: "Net.PacketArrived"
+                }
+                .into()),
+                "{label}: the guard is false, nothing answers"
+            );
+            assert_eq!(
+                guard_tests.load(Ordering::Relaxed),
+                tests + 2,
+                "{label}: tested twice"
+            );
+            assert_eq!(raise(13), faulted, "{label}: the fault is the raiser's");
+            assert_eq!(event.stats().faults, faults + 1, "{label}: and counted");
+        }
+    };
+    check("alone");
+    // Another guard of its own: the guards run separately.
+    let six = event
+        .add_guard(EXTENSION, binding, Guard::new(|args: &(u64,)| args.0 != 6))
+        .unwrap();
+    check("with a second guard");
+    assert!(
+        event.raise_cached(&mut cache, &mut (6,)).is_err(),
+        "the second guard holds"
+    );
+    event.remove_guard(EXTENSION, binding, six).unwrap();
+    assert_eq!(
+        event.raise_cached(&mut cache, &mut (6,)),
+        Ok(60),
+        "fused again"
+    );
+    // Beside a Rust handler: the loop runs the same guard and code.
+    let rust = event
+        .install(EXTENSION, Install::new(Handler::new(|_: &(u64,)| 7)))
+        .unwrap();
+    assert_eq!(
+        event.raise_cached(&mut cache, &mut (5,)),
+        Ok(7),
+        "the guard is still false"
+    );
+    assert_eq!(
+        event.raise_cached(&mut cache, &mut (13,)),
+        Ok(7),
+        "the fault is contained"
+    );
+    event.remove(EXTENSION, rust).unwrap();
+    // A budget too small, fused: the invocation reaches the code.
+    event.remove(EXTENSION, binding).unwrap();
+    event
+        .install(
+            EXTENSION,
+            Install::new(handler).mode(Mode::Ephemeral(Budget::fuel(1))),
+        )
+        .unwrap();
+    let terminated = event.stats().terminated;
+    assert!(event.raise_cached(&mut cache, &mut (4,)).is_err());
+    assert_eq!(
+        event.stats().terminated,
+        terminated + 1,
+        "terminated, counted"
+    );
+}

@@ -112,26 +112,44 @@ where
     ) -> Result<BindingId, dispatch::Error> {
         let signature = handler.signature.clone();
         // Integer arguments and result: the typed entry, called with the
-        // argument tuple itself (no `DynArgs`, no runtime values).
-        let code = match TypedWasm::of(&handler.extension, handler.export, &signature, None) {
-            Some(typed) => Handler::fallible(signature, move |args: &A, invocation| {
-                typed.call::<A, R>(args, invocation)
-            }),
-            None => Handler::dynamic(signature, handler),
-        };
-        // Wasm code can always be stopped cleanly: it accepts termination.
-        let mut install = Install::new(code.ephemeral().named("wasm")).mode(mode);
-        if let Some(guard) = guard {
-            let typed = TypedWasm::of(
+        // argument tuple itself (no `DynArgs`, no runtime values); with a
+        // typed guard, guard and handler are one statically typed routine
+        // while the installation is alone on the event.
+        let typed = TypedWasm::of(
+            &handler.extension,
+            handler.export,
+            &signature,
+            handler.self_contained.clone(),
+        );
+        let typed_guard = guard.as_ref().map(|guard| {
+            TypedWasm::of(
                 &guard.extension,
                 guard.export,
                 &guard.signature,
                 guard.self_contained.clone(),
-            );
-            install = install.guard(match typed {
-                Some(typed) => Guard::new(move |args: &A| typed.test(args)),
-                None => Guard::dynamic(guard.signature.clone(), guard),
-            });
+            )
+        });
+        let (code, guard) = match (typed, typed_guard) {
+            (Some(typed), Some(Some(test))) => (typed_handler(signature, typed, Some(test)), None),
+            (Some(typed), typed_guard) => (
+                typed_handler(signature, typed, None),
+                guard.map(|guard| match typed_guard.flatten() {
+                    Some(test) => typed_guard_of(test),
+                    None => Guard::dynamic(guard.signature.clone(), guard),
+                }),
+            ),
+            (None, typed_guard) => (
+                Handler::dynamic(signature, handler),
+                guard.map(|guard| match typed_guard.flatten() {
+                    Some(test) => typed_guard_of(test),
+                    None => Guard::dynamic(guard.signature.clone(), guard),
+                }),
+            ),
+        };
+        // Wasm code can always be stopped cleanly: it accepts termination.
+        let mut install = Install::new(code.ephemeral().named("wasm")).mode(mode);
+        if let Some(guard) = guard {
+            install = install.guard(guard);
         }
         self.event.install(requester, install)
     }
@@ -165,6 +183,65 @@ where
             }
         }
         Some(self.event.raise(&mut args).map(IntoValue::into_value))
+    }
+}
+
+/// The handler of typed code `typed`, with `test` fused as its guard if
+/// given ([`Handler::fallible_guarded`]). Whether each runs without the
+/// instance lock (self-contained native code) is decided here, once:
+/// each combination is its own closure, so the routine the dispatcher
+/// compiles holds only the path it takes (no test per raise, and the
+/// self-contained path without the locked one's registers and frame).
+fn typed_handler<A, R>(
+    signature: Signature,
+    typed: TypedWasm,
+    test: Option<TypedWasm>,
+) -> Handler<A, R>
+where
+    A: EventArgs,
+    R: EventResult,
+{
+    // Each closure is inlined into the dispatcher's routine: one call
+    // from the raise to generated code.
+    macro_rules! code {
+        ($alone:expr) => {
+            #[inline(always)]
+            move |args: &A, invocation: &Invocation| typed.call::<A, R>($alone, args, invocation)
+        };
+    }
+    let handler_alone = typed.self_contained.clone();
+    let Some(test) = test else {
+        return match handler_alone {
+            Some(alone) => Handler::fallible(signature, code!(Some(&alone))),
+            None => Handler::fallible(signature, code!(None)),
+        };
+    };
+    macro_rules! guard {
+        ($alone:expr) => {
+            #[inline(always)]
+            move |args: &A| test.test::<A>($alone, args)
+        };
+    }
+    match (handler_alone, test.self_contained.clone()) {
+        (Some(alone), Some(guard_alone)) => {
+            Handler::fallible_guarded(signature, guard!(Some(&guard_alone)), code!(Some(&alone)))
+        }
+        (Some(alone), None) => {
+            Handler::fallible_guarded(signature, guard!(None), code!(Some(&alone)))
+        }
+        (None, Some(guard_alone)) => {
+            Handler::fallible_guarded(signature, guard!(Some(&guard_alone)), code!(None))
+        }
+        (None, None) => Handler::fallible_guarded(signature, guard!(None), code!(None)),
+    }
+}
+
+/// The guard of typed code `test` (self-contained or not, decided here
+/// as in [`typed_handler`]).
+fn typed_guard_of<A: EventArgs>(test: TypedWasm) -> Guard<A> {
+    match test.self_contained.clone() {
+        Some(alone) => Guard::new(move |args: &A| test.test::<A>(Some(&alone), args)),
+        None => Guard::new(move |args: &A| test.test::<A>(None, args)),
     }
 }
 
@@ -252,7 +329,8 @@ struct TypedWasm {
     count: usize,
     /// The event's result type, if any.
     result: Option<ValueType>,
-    /// For a guard: its code, callable without the instance lock.
+    /// Its code, callable without the instance lock, when it is
+    /// self-contained native code (see [`WasmHandler::self_contained`]).
     self_contained: Option<Arc<SelfContained>>,
 }
 
@@ -293,40 +371,52 @@ impl TypedWasm {
     }
 
     /// Runs the function on `args` with the invocation's fuel: its
-    /// integer result.
+    /// integer result. `alone`: its self-contained code, run without the
+    /// instance lock (a constant of the caller's closure, so only one
+    /// path is compiled into it).
     #[inline(always)]
-    fn invoke<A: EventArgs>(&self, args: &A, budget: Option<u64>) -> Result<i64, CallError> {
+    fn invoke<A: EventArgs>(
+        &self,
+        alone: Option<&SelfContained>,
+        args: &A,
+        budget: Option<u64>,
+    ) -> Result<i64, CallError> {
         let extension = &self.extension;
+        // `A::ARITY` is `self.count` (installation checked the signature
+        // against the event's), but a constant: the slots are filled
+        // without a loop (each `scalar` of a constant index is the
+        // field itself) and the entry's choice of registers is made at
+        // compile time.
+        let count = A::ARITY;
+        if count != self.count || count > MAX_EVENT_ARGUMENTS {
+            return Err(CallError::Type(alloc::format!("{count} parameters")));
+        }
         let mut raw = [0i64; MAX_EVENT_ARGUMENTS];
-        for (index, slot) in raw.iter_mut().enumerate().take(self.count) {
+        for (index, slot) in raw.iter_mut().enumerate().take(count) {
             // An integer parameter's bits, as `to_slot` writes them.
             let Some(value) = args.scalar(index) else {
                 return Err(CallError::Type(alloc::format!("parameter {index}")));
             };
             *slot = value as i64;
         }
-        if let Some(call) = &self.self_contained {
-            // A self-contained guard: no instance lock.
-            return extension.invoke_self_contained(call.as_ref(), &raw, self.count);
+        if let Some(call) = alone {
+            // Self-contained code (a guard or a handler): no instance lock.
+            return extension.invoke_self_contained(call, &raw, count, budget);
         }
-        extension.invoke_integers(
-            self.export,
-            &raw,
-            self.count,
-            &self.types[..self.count],
-            budget,
-        )
+        extension.invoke_integers(self.export, &raw, count, &self.types[..count], budget)
     }
 
-    /// As a handler: the result as the event's type.
-    #[inline]
+    /// As a handler: the result as the event's type. Inlined into the
+    /// dispatcher's routine, so that the `Result` stays in registers.
+    #[inline(always)]
     fn call<A: EventArgs, R: EventResult>(
         &self,
+        alone: Option<&SelfContained>,
         args: &A,
         invocation: &Invocation,
     ) -> Result<R, Fault> {
         let budget = invocation.budget.and_then(|budget| budget.fuel);
-        let raw = self.invoke(args, budget).map_err(fault)?;
+        let raw = self.invoke(alone, args, budget).map_err(fault)?;
         let value = match self.result {
             Some(ty) => Some(from_slot(raw as u64, ty).ok_or(Fault::BadResult)?),
             None => None,
@@ -337,8 +427,8 @@ impl TypedWasm {
     /// As a guard: true when it returned non-zero; a guard that traps
     /// (or finds its extension busy or gone) is false.
     #[inline(always)]
-    fn test<A: EventArgs>(&self, args: &A) -> bool {
-        matches!(self.invoke(args, None), Ok(value) if value as i32 != 0)
+    fn test<A: EventArgs>(&self, alone: Option<&SelfContained>, args: &A) -> bool {
+        matches!(self.invoke(alone, args, None), Ok(value) if value as i32 != 0)
     }
 }
 
@@ -348,6 +438,12 @@ impl TypedWasm {
 #[derive(Clone)]
 pub struct WasmHandler {
     pub(crate) extension: alloc::sync::Weak<Shared>,
+    /// Its code, callable without the instance, when it is
+    /// self-contained (it reaches no memory, global, table or function:
+    /// nothing another invocation could see or change) and was bound on
+    /// the native tier: the typed entry then runs it on a context of its
+    /// own, without the instance lock, as it does such guards.
+    pub(crate) self_contained: Option<Arc<SelfContained>>,
     pub(crate) export: ExportRef,
     pub(crate) signature: Signature,
 }

@@ -40,6 +40,65 @@ use crate::{
     tier::Tier,
 };
 
+/// An extension's instance as its lock holds it: native code by its own
+/// type, so that the typed entry ([`Shared::invoke_integers`]) reaches it
+/// without a virtual call; another engine's behind the trait.
+pub(crate) enum Loaded {
+    /// Native code.
+    #[cfg(feature = "native")]
+    Native(Box<crate::engine::native::NativeInstance>),
+    /// Any other engine's instance.
+    Other(Box<dyn Instance>),
+}
+
+impl Loaded {
+    /// `instance`, by its own type if it is native code.
+    pub(crate) fn new(instance: Box<dyn Instance>) -> Loaded {
+        #[cfg(feature = "native")]
+        return match instance.into_native() {
+            Ok(native) => Loaded::Native(native),
+            Err(other) => Loaded::Other(other),
+        };
+        #[cfg(not(feature = "native"))]
+        Loaded::Other(instance)
+    }
+
+    /// The instance behind the trait.
+    pub(crate) fn instance_mut(&mut self) -> &mut (dyn Instance + 'static) {
+        match self {
+            #[cfg(feature = "native")]
+            Loaded::Native(native) => native.as_mut(),
+            Loaded::Other(other) => other.as_mut(),
+        }
+    }
+
+    /// Ends the instance, giving back the extension's state.
+    pub(crate) fn into_state(self) -> crate::state::ExtensionState {
+        match self {
+            #[cfg(feature = "native")]
+            Loaded::Native(native) => native.into_state(),
+            Loaded::Other(other) => other.into_state(),
+        }
+    }
+}
+
+impl core::ops::Deref for Loaded {
+    type Target = dyn Instance;
+    fn deref(&self) -> &Self::Target {
+        match self {
+            #[cfg(feature = "native")]
+            Loaded::Native(native) => native.as_ref(),
+            Loaded::Other(other) => other.as_ref(),
+        }
+    }
+}
+
+impl core::ops::DerefMut for Loaded {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.instance_mut()
+    }
+}
+
 /// Identity of a loaded extension (also its dispatcher [`Principal`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ExtensionId(pub u64);
@@ -93,7 +152,7 @@ pub struct Shared {
     pub(crate) name: String,
     pub(crate) limits: Limits,
     /// `None` once unloaded. Locked for the length of each invocation.
-    pub(crate) instance: Mutex<Option<Box<dyn Instance>>>,
+    pub(crate) instance: Mutex<Option<Loaded>>,
     pub(crate) faulted: Arc<Event<FaultedArgs, ()>>,
     /// The extension's domain: its exports and (unresolved) imports.
     pub(crate) domain: Option<domain::Domain>,
@@ -103,7 +162,12 @@ pub struct Shared {
     strands: Option<Arc<dyn Strands>>,
     /// The clock that bounds a wait for another strand.
     clock: Option<Arc<dyn Clock>>,
-    /// The strand holding `instance`, 0 when none (or no strands).
+    /// The strand holding `instance`, recorded only once the holder
+    /// calls a kernel procedure that may raise back into the extension
+    /// ([`Shared::note_holder`]); 0 when none, not yet recorded, or no
+    /// strands. Only a re-entrant invocation needs it, and it can only
+    /// come from such a call; anyone else waits either way. Cleared
+    /// before the unlock.
     owner: AtomicU64,
     /// Set by [`Extension::unload`]: self-contained guards, which run
     /// without `instance`, check it instead.
@@ -133,12 +197,12 @@ const MAX_WAIT_YIELDS: u64 = 1_000_000;
 
 /// The instance, locked for one invocation; records the holding strand.
 pub(crate) struct InstanceGuard<'a> {
-    guard: spin::MutexGuard<'a, Option<Box<dyn Instance>>>,
+    guard: spin::MutexGuard<'a, Option<Loaded>>,
     owner: &'a AtomicU64,
 }
 
 impl core::ops::Deref for InstanceGuard<'_> {
-    type Target = Option<Box<dyn Instance>>;
+    type Target = Option<Loaded>;
     fn deref(&self) -> &Self::Target {
         &self.guard
     }
@@ -192,16 +256,27 @@ impl Shared {
     /// the wait is too long (see [`MAX_WAIT_NS`]).
     #[inline]
     pub(crate) fn lock_instance(&self) -> Option<InstanceGuard<'_>> {
-        // The common case, uncontended: one try, then the owner recorded.
+        // The common case, uncontended: one try. The owner is recorded
+        // lazily, by `note_holder`, only before a kernel procedure that
+        // may raise back into the extension: until then no code can ask
+        // for the instance on this strand, and other strands wait, as
+        // they do for a recorded owner.
         if let Some(guard) = self.instance.try_lock() {
-            let me = self.strands.as_ref().map_or(0, |strands| strands.current());
-            self.owner.store(me, Ordering::Release);
             return Some(InstanceGuard {
                 guard,
                 owner: &self.owner,
             });
         }
         self.lock_instance_contended()
+    }
+
+    /// Records the running strand as the instance's holder (see
+    /// [`Self::lock_instance`]); the caller holds the instance lock.
+    /// Cleared at the unlock.
+    pub(crate) fn note_holder(&self) {
+        if let Some(strands) = &self.strands {
+            self.owner.store(strands.current(), Ordering::Release);
+        }
     }
 
     /// [`Self::lock_instance`] once the lock was found taken.
@@ -302,9 +377,9 @@ impl Shared {
     /// [`Instance::call`].
     ///
     /// The whole invocation is this one function, inlined into the typed
-    /// handler: lock (recording the owner), count, native code's entry
-    /// (`NativeInstance::call_typed`), unlock; a trap is reported out of
-    /// line.
+    /// handler: lock (no owner recorded: see [`Shared::note_holder`]),
+    /// count, native code's entry (`NativeInstance::call_typed`), unlock;
+    /// a trap is reported out of line.
     #[inline(always)]
     pub(crate) fn invoke_integers(
         &self,
@@ -325,7 +400,7 @@ impl Shared {
                 return Err(CallError::Unloaded);
             };
             self.invocations.fetch_add(1, Ordering::Relaxed);
-            call_integers(instance.as_mut(), export, args, count, types, fuel)
+            call_integers(instance, export, args, count, types, fuel)
         };
         match outcome {
             Ok(value) => Ok(value),
@@ -333,22 +408,27 @@ impl Shared {
         }
     }
 
-    /// Calls a self-contained function (a guard, see
-    /// [`HostContext::self_contained`]) without the instance lock: it
-    /// shares nothing with the instance's other invocations. Counted, and
-    /// its trap reported, like any invocation.
+    /// Calls a self-contained function (a guard or a handler, see
+    /// [`HostContext::self_contained`]) without the instance lock, with
+    /// fuel `min(budget, limit)`: it shares nothing with the instance's
+    /// other invocations. Counted, and its trap reported, like any
+    /// invocation; nothing runs once the extension is unloaded.
     #[inline(always)]
     pub(crate) fn invoke_self_contained(
         &self,
         call: &SelfContained,
         args: &[i64; MAX_INTEGER_ARGUMENTS],
         count: usize,
+        budget: Option<u64>,
     ) -> Result<i64, CallError> {
         if self.unloaded.load(Ordering::Acquire) {
             return Err(CallError::Unloaded);
         }
+        let fuel = budget.map_or(self.limits.fuel_per_invocation, |b| {
+            b.min(self.limits.fuel_per_invocation)
+        });
         self.invocations.fetch_add(1, Ordering::Relaxed);
-        match call.call(args, count, self.limits.fuel_per_invocation) {
+        match call.call(args, count, fuel) {
             Ok(value) => Ok(value),
             Err(trap) => Err(self.report(trap)),
         }
@@ -373,7 +453,7 @@ impl Shared {
                 return Err(CallError::Unloaded);
             };
             self.invocations.fetch_add(1, Ordering::Relaxed);
-            call(instance.as_mut(), fuel)
+            call(instance.instance_mut(), fuel)
         };
         outcome.map_err(|trap| self.report(trap))
     }
@@ -396,17 +476,18 @@ impl Shared {
 /// engine's through the trait.
 #[inline(always)]
 fn call_integers(
-    instance: &mut dyn Instance,
+    instance: &mut Loaded,
     export: ExportRef,
     args: &[i64; MAX_INTEGER_ARGUMENTS],
     count: usize,
     types: &[WasmType],
     fuel: u64,
 ) -> Result<i64, Trap> {
-    #[cfg(feature = "native")]
-    if let Some(native) = instance.native() {
-        return native.call_typed(export, args, count, fuel);
-    }
+    let instance = match instance {
+        #[cfg(feature = "native")]
+        Loaded::Native(native) => return native.call_typed(export, args, count, fuel),
+        Loaded::Other(other) => other.as_mut(),
+    };
     match instance.call_integers(export, args, count, fuel) {
         Some(result) => result,
         None => convert_and_call(
@@ -603,6 +684,7 @@ pub(crate) fn bind(
     };
     let handler = WasmHandler {
         extension,
+        self_contained: context.self_contained(handler_export),
         export: handler_export,
         signature,
     };
@@ -741,7 +823,7 @@ impl Extension {
     fn with_instance<T>(&self, f: impl FnOnce(&mut dyn Instance) -> T) -> Result<T, CallError> {
         let mut guard = self.shared.lock_instance().ok_or(CallError::Busy)?;
         let instance = guard.as_mut().ok_or(CallError::Unloaded)?;
-        Ok(f(instance.as_mut()))
+        Ok(f(instance.instance_mut()))
     }
 
     /// Installs the export `request.handler` on `event` (the kernel binding

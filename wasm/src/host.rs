@@ -58,6 +58,40 @@ pub fn may_trap(import: Import) -> bool {
     }
 }
 
+/// Whether kernel procedure `import` may run an extension's code before
+/// it returns: raise an event (directly, or by sending a packet or
+/// changing a handler list whose authorizer or handlers may be
+/// extensions), or reach a service that may be one. Before such a call
+/// the running strand is recorded as the instance's holder, so that a
+/// raise back into the same extension is refused at once rather than
+/// waited for (`Shared::lock_instance`). Exhaustive, so a new procedure
+/// needs an answer; when in doubt, `true` (the cost is one strand look-up
+/// per call).
+pub fn may_reenter(import: Import) -> bool {
+    match import {
+        // Read the caller's own state, a clock or a lent packet.
+        Import::NullCall
+        | Import::TimerNowNs
+        | Import::HandleFind
+        | Import::HandleKind
+        | Import::PacketLength
+        | Import::PacketRead => false,
+        Import::Log
+        | Import::HandleDrop
+        | Import::Install
+        | Import::Remove
+        | Import::Raise
+        | Import::GuardEquals
+        | Import::PacketReply
+        | Import::PacketReplyFile
+        | Import::StreamListen
+        | Import::FileOpen
+        | Import::FileLength
+        | Import::FileVersion
+        | Import::FileRead => true,
+    }
+}
+
 /// Runs kernel procedure `import` for the extension behind `context`.
 /// Always inlined: native code's trampolines call it with `import` a
 /// constant, which reduces the `match` to one arm
@@ -69,6 +103,9 @@ pub fn call<Args: HostArgs + ?Sized>(
     args: &Args,
 ) -> Result<Option<WasmValue>, Trap> {
     let status = |status: Status| Ok(Some(WasmValue::I32(status.code())));
+    if may_reenter(import) {
+        context.state().note_holder();
+    }
     match import {
         Import::Log => {
             let text = match read_text(context, args.i32_at(0), args.i32_at(1), MAX_LOG_BYTES)? {

@@ -369,7 +369,7 @@ impl Runtime {
                 instance
             }
         };
-        *shared.instance.lock() = Some(instance);
+        *shared.instance.lock() = Some(crate::extension::Loaded::new(instance));
         let extension = Extension {
             shared: Arc::new(crate::extension::Owner(shared)),
         };

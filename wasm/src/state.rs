@@ -36,6 +36,16 @@ pub struct ExtensionState {
 }
 
 impl ExtensionState {
+    /// Records the running strand as the one holding the extension's
+    /// instance (the caller runs under the instance lock, in a kernel
+    /// procedure that may raise back into the extension; see
+    /// `host::may_reenter`).
+    pub(crate) fn note_holder(&self) {
+        if let Some(extension) = self.extension.upgrade() {
+            extension.note_holder();
+        }
+    }
+
     /// Removes every installation (the installer's right; the kernel's if
     /// an authorizer refuses the installer). Returns how many could not be
     /// removed.

@@ -76,7 +76,9 @@ pub(crate) fn take_over(shared: &Shared, takeover: Box<dyn Takeover>) -> Result<
         }
     };
     let state = old.into_state();
-    *guard = Some(takeover.finish(snapshot, state));
+    *guard = Some(crate::extension::Loaded::new(
+        takeover.finish(snapshot, state),
+    ));
     shared.tier.store(Tier::Native.code(), Ordering::Release);
     Ok(())
 }

@@ -85,7 +85,13 @@ fn an_extension_busy_on_another_strand_is_waited_for() {
     let extension = runtime.load(LoadRequest::new("shared", &module)).unwrap();
     thread::scope(|scope| {
         scope.spawn(|| extension.call("hold", &[]).unwrap());
-        while !console.lines.lock().unwrap().iter().any(|line| line.contains("inside")) {
+        while !console
+            .lines
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|line| line.contains("inside"))
+        {
             thread::yield_now();
         }
         // `hold` is running on the other thread and will not return before
@@ -99,6 +105,31 @@ fn an_extension_busy_on_another_strand_is_waited_for() {
 fn a_reentrant_invocation_is_refused_without_waiting() {
     let threads = Arc::new(Threads::default());
     let runtime = runtime(&threads, Arc::new(Recorder::default()));
+    reentrant_invocation_is_refused_without_waiting(&runtime, &threads, None);
+}
+
+/// The same on native code, whose invocations record their strand only
+/// when they call a kernel procedure that may raise (`raise` here).
+#[cfg(feature = "native")]
+#[test]
+fn a_reentrant_invocation_of_native_code_is_refused_without_waiting() {
+    use wasm_runtime::{engine::native::NativeEngine, EngineConfig};
+    let threads = Arc::new(Threads::default());
+    let runtime = runtime(&threads, Arc::new(Recorder::default())).with_native_engine(Box::new(
+        NativeEngine::new(&EngineConfig::default()).expect("the native engine"),
+    ));
+    reentrant_invocation_is_refused_without_waiting(
+        &runtime,
+        &threads,
+        Some(wasm_runtime::Tier::Native),
+    );
+}
+
+fn reentrant_invocation_is_refused_without_waiting(
+    runtime: &Runtime,
+    threads: &Threads,
+    tier: Option<wasm_runtime::Tier>,
+) {
     let (event, _authority, port) = compute_event();
     // The handler raises its own event again from inside itself.
     let module = wat::parse_str(
@@ -113,9 +144,14 @@ fn a_reentrant_invocation_is_refused_without_waiting() {
                          (i32.const 16) (i32.const 1) (i32.const 32))))"#,
     )
     .unwrap();
-    let extension = runtime
-        .load(LoadRequest::new("reentrant", &module).grant_event_to_raise(port.clone()))
-        .unwrap();
+    let mut request = LoadRequest::new("reentrant", &module).grant_event_to_raise(port.clone());
+    if let Some(tier) = tier {
+        request = request.tier(tier);
+    }
+    let extension = runtime.load(request).unwrap();
+    if let Some(tier) = tier {
+        assert_eq!(extension.tier(), tier);
+    }
     extension.bind(&port, &Bind::handler("handler")).unwrap();
     // The inner raise finds the extension busy on this very strand: its
     // handler faults, so the raise reports `Faulted` (-8) to the outer
@@ -126,4 +162,61 @@ fn a_reentrant_invocation_is_refused_without_waiting() {
         0,
         "a re-entrant invocation waited for itself"
     );
+}
+
+/// A self-contained native handler (it reaches no memory, global, table or
+/// function) runs without the instance lock: raised again from inside its
+/// own extension's other handler, it answers where a locked handler finds
+/// the extension busy. On wasmi both are locked, and both fault.
+#[cfg(feature = "native")]
+#[test]
+fn a_self_contained_native_handler_runs_while_its_extension_is_busy() {
+    use wasm_runtime::{engine::native::NativeEngine, EngineConfig, Tier};
+    // `plus` is self-contained; `outer` raises the event again (with its
+    // argument plus one) and returns the raise's status (0: some handler
+    // answered; -8: every one faulted).
+    let module = wat::parse_str(
+        r#"(module
+          (import "spindle" "handle_find" (func $find (param i32 i32) (result i32)))
+          (import "spindle" "raise" (func $raise (param i32 i32 i32 i32) (result i32)))
+          (memory (export "memory") 1)
+          (data (i32.const 0) "Test.Compute")
+          (func (export "plus") (param i32) (result i32)
+            (i32.add (local.get 0) (i32.const 100)))
+          (func (export "outer") (param i32) (result i32)
+            (i64.store (i32.const 16) (i64.extend_i32_u (i32.add (local.get 0) (i32.const 1))))
+            (call $raise (call $find (i32.const 0) (i32.const 12))
+                         (i32.const 16) (i32.const 1) (i32.const 32))))"#,
+    )
+    .unwrap();
+    for tier in [Tier::Interpreter, Tier::Native] {
+        let threads = Arc::new(Threads::default());
+        let runtime = runtime(&threads, Arc::new(Recorder::default())).with_native_engine(
+            Box::new(NativeEngine::new(&EngineConfig::default()).expect("the native engine")),
+        );
+        let (event, _authority, port) = compute_event();
+        let request = LoadRequest::new("busy", &module)
+            .grant_event_to_raise(port.clone())
+            .tier(tier);
+        let extension = runtime.load(request).unwrap();
+        assert_eq!(extension.tier(), tier);
+        extension.bind(&port, &Bind::handler("plus")).unwrap();
+        extension.bind(&port, &Bind::handler("outer")).unwrap();
+        // The outer raise: `plus` answers 105, then `outer` (last, so its
+        // status is the result) raises 6 from inside the extension.
+        let inner_status = event.raise(&mut (5,)).unwrap() as i32;
+        match tier {
+            // `plus` ran without the lock (106); `outer` found it busy.
+            Tier::Native => assert_eq!(inner_status, 0, "native: plus answered the inner raise"),
+            _ => assert_eq!(inner_status, -8, "wasmi: both found the extension busy"),
+        }
+        assert_eq!(
+            threads.yields.load(Ordering::Relaxed),
+            0,
+            "{tier}: nobody waited"
+        );
+        // Unloaded, nothing of it runs, self-contained or not.
+        extension.unload().unwrap();
+        assert!(event.raise(&mut (5,)).is_err(), "{tier}: unloaded");
+    }
 }

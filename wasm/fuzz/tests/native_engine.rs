@@ -581,3 +581,51 @@ fn re_exported_kernel_procedures_stay_on_the_interpreter() {
         &["again: again".to_string()]
     );
 }
+
+/// Self-contained handlers (run without the instance lock on native
+/// code) are held to their budget, their traps are counted and reported
+/// with the interpreter's kinds, and they answer as on wasmi.
+#[test]
+fn self_contained_handlers_are_bounded_and_contained_on_both_tiers() {
+    let wat = r#"(module
+        (func (export "spin") (param i64) (loop $again (br $again)))
+        (func (export "trap") (param i64) unreachable)
+        (func (export "check") (param i64)
+          (if (i64.eq (local.get 0) (i64.const 13)) (then unreachable))))"#;
+    let bytes = wat::parse_str(wat).unwrap();
+    for tier in [Tier::Interpreter, Tier::Native] {
+        let (runtime, _) = runtime(tier);
+        let faults = fault_log(&runtime);
+        let (event, port) = tick();
+        let handlers = load(&runtime, LoadRequest::new("alone", &bytes), tier);
+        let check = handlers.bind(&port, &Bind::handler("check")).unwrap();
+        assert!(event.raise(&mut (4,)).is_ok(), "{tier}: it answers");
+        assert!(
+            event.raise(&mut (13,)).is_err(),
+            "{tier}: its trap is a fault"
+        );
+        let unreachable = FaultKind::Unreachable.code();
+        assert_eq!(
+            faults.lock().unwrap().as_slice(),
+            &[(handlers.id().0, unreachable)],
+            "{tier}: the trap reported"
+        );
+        handlers.unbind(&port, check).unwrap();
+        let spin = handlers
+            .bind(&port, &Bind::handler("spin").ephemeral(1_000))
+            .unwrap();
+        let terminated = event.stats().terminated;
+        assert!(event.raise(&mut (1,)).is_err(), "{tier}: stopped");
+        assert_eq!(
+            event.stats().terminated,
+            terminated + 1,
+            "{tier}: by its budget"
+        );
+        handlers.unbind(&port, spin).unwrap();
+        handlers.bind(&port, &Bind::handler("trap")).unwrap();
+        assert!(event.raise(&mut (1,)).is_err());
+        assert_eq!(handlers.stats().faults, 3, "{tier}: every trap counted");
+        handlers.unload().unwrap();
+        assert!(event.bindings().is_empty());
+    }
+}

@@ -157,11 +157,11 @@ pub trait Instance: HostContext + Send {
     }
     /// This instance as native code, whose typed entry
     /// ([`native::NativeInstance::call_typed`]) the runtime inlines into
-    /// its invocation; `None` for other engines.
+    /// its invocation, or, for other engines, itself back. Asked once,
+    /// when the extension takes the instance (`extension::Loaded`), so
+    /// that an invocation makes no virtual call to find out.
     #[cfg(feature = "native")]
-    fn native(&mut self) -> Option<&mut native::NativeInstance> {
-        None
-    }
+    fn into_native(self: Box<Self>) -> Result<Box<native::NativeInstance>, Box<dyn Instance>>;
     /// Bytes of linear memory currently allocated.
     fn memory_bytes(&self) -> usize;
     /// Fuel consumed by the last [`Instance::call`].

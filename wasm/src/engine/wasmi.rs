@@ -456,4 +456,11 @@ impl Instance for WasmiInstance {
     fn into_state(self: Box<Self>) -> ExtensionState {
         self.store.into_data().state
     }
+
+    #[cfg(feature = "native")]
+    fn into_native(
+        self: Box<Self>,
+    ) -> Result<Box<super::native::NativeInstance>, Box<dyn Instance>> {
+        Err(self)
+    }
 }

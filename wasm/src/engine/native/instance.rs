@@ -635,8 +635,8 @@ impl Instance for NativeInstance {
         Some(self.call_typed(function, args, count, fuel))
     }
 
-    fn native(&mut self) -> Option<&mut NativeInstance> {
-        Some(self)
+    fn into_native(self: Box<Self>) -> Result<Box<NativeInstance>, Box<dyn Instance>> {
+        Ok(self)
     }
 
     fn memory_bytes(&self) -> usize {
