@@ -50,9 +50,6 @@ pub struct Cases {
     pub count: u64,
 }
 
-/// Runs the host fuzzer over `cases` in `jobs` processes (each a slice of
-/// the range), stopping after `seconds` if given; returns whether every
-/// case passed.
 /// `./x fuzz --net`: `frames` random and mutated Ethernet frames through
 /// the protocol graph's receive path (`services/net`, the code the kernel
 /// runs on each received frame), on the host, from `seed`. The short run
@@ -76,6 +73,24 @@ pub fn run_net(frames: u64, seed: u64) -> Result<bool> {
     Ok(status.success())
 }
 
+/// The native engine's differential fuzzing, long run: `cases`
+/// wasm-smith modules run by wasmi and by native code, once with the
+/// kernel's choice of compiler per function and once with every function
+/// the single-pass compiler handles compiled by it, compared call by call
+/// (results, traps, memory). The short run (300 cases) is part of `./x
+/// test`.
+pub fn run_native(cases: u64) -> Result<bool> {
+    eprintln!("x: the native engine against wasmi, {cases} generated modules per compiler choice");
+    let status = cargo("target")
+        .args(["test", "--release", "-p", "wasm-fuzz", "--test", "native_fuzz", "--", "--nocapture"])
+        .env("SPINDLE_NATIVE_CASES", cases.to_string())
+        .status()?;
+    Ok(status.success())
+}
+
+/// Runs the host fuzzer over `cases` in `jobs` processes (each a slice of
+/// the range), stopping after `seconds` if given; returns whether every
+/// case passed.
 pub fn run_host(cases: Cases, jobs: u64, seconds: Option<u64>) -> Result<bool> {
     let arguments = [
         "test",

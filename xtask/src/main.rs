@@ -134,11 +134,15 @@ commands! {
     ///   --net             instead: random and mutated Ethernet frames
     ///                     through the network receive path (services/net)
     ///   --frames N        how many (default 1000000), from --seed
+    ///   --native          instead: only the native engine against wasmi
+    ///   --native-cases N  its generated modules (default 50000 per
+    ///                     compiler choice; part of the host run too)
     ///
     /// A case is named by its seed and number, the same on both sides. A
     /// failing case prints them and its module is saved in target/fuzz/;
     /// `--first N --cases 1` (or `--kernel-cases 1`) replays it. `./x test`
-    /// runs 10,000 host cases and 1,000 in the kernel.
+    /// runs 10,000 host cases, 300 native differential cases and 1,000 in
+    /// the kernel.
     "fuzz" => fuzz_command,
     /// Lists the subcommands, or shows one subcommand's help.
     ///
@@ -501,6 +505,8 @@ fn fuzz_command(mut args: Args) -> Result<ExitCode> {
     let first = number(args.value("--first")?, "--first")?.unwrap_or(0);
     let is_syscalls = args.flag("--syscalls");
     let is_net = args.flag("--net");
+    let is_native = args.flag("--native");
+    let native_cases = number(args.value("--native-cases")?, "--native-cases")?.unwrap_or(50_000);
     let frames = number(args.value("--frames")?, "--frames")?.unwrap_or(1_000_000);
     let processes = number(args.value("--processes")?, "--processes")?.unwrap_or(64);
     let calls = number(args.value("--calls")?, "--calls")?.unwrap_or(5000);
@@ -515,6 +521,12 @@ fn fuzz_command(mut args: Args) -> Result<ExitCode> {
             "fuzz: {}",
             if is_success { "no frame panicked the receive path" } else { "FAILED" }
         );
+        return Ok(if is_success { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+    }
+    if is_native {
+        let is_success = fuzz::run_native(native_cases)?;
+        let verdict = if is_success { "native code behaved as wasmi in every case" } else { "FAILED" };
+        println!("fuzz: {verdict}");
         return Ok(if is_success { ExitCode::SUCCESS } else { ExitCode::FAILURE });
     }
     if is_syscalls {
@@ -543,6 +555,7 @@ fn fuzz_command(mut args: Args) -> Result<ExitCode> {
             count: host_cases,
         };
         is_success &= fuzz::run_host(cases, jobs, seconds)?;
+        is_success &= fuzz::run_native(native_cases)?;
     }
     if !is_host_only {
         let kernel = toolchain::build_kernel(profile)?;
