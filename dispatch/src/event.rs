@@ -429,49 +429,34 @@ where
     }
 }
 
-/// A guard of type `G` and fallible code of type `H` as one
-/// ([`Handler::fallible_guarded`]).
-pub(crate) struct FusedFallible<G, H> {
-    pub(crate) guard: G,
-    pub(crate) code: H,
-}
-
-/// The routine of a [`Plan::Checked`] list whose only entry is
-/// [`FusedFallible`] code guarded by its own guard alone: the guard, then
-/// the code, both called statically.
-struct LoneFused<G, H> {
-    fused: Arc<FusedFallible<G, H>>,
+/// The routine of a [`Plan::Checked`] list whose only entry is fallible
+/// code guarded by its own guard alone ([`Handler::fallible_guarded`],
+/// [`Handler::fallible_guarded_as_one`]): `both`, the guard and the code
+/// as one statically typed call (`None` when the guard did not hold).
+pub(crate) struct LoneFused<B> {
+    both: Arc<B>,
     invocation: Invocation,
 }
 
-impl<G, H> FusedFallible<G, H> {
-    /// The routine testing `fused`'s guard, then calling its code with
-    /// `invocation`.
-    pub(crate) fn routine<A, R>(
-        fused: Arc<FusedFallible<G, H>>,
-        invocation: Invocation,
-    ) -> CheckedRoutineCode<A, R>
+impl<B> LoneFused<B> {
+    /// The routine calling `both` with `invocation`.
+    pub(crate) fn routine<A, R>(both: Arc<B>, invocation: Invocation) -> CheckedRoutineCode<A, R>
     where
         A: 'static,
         R: 'static,
-        G: Fn(&A) -> bool + Send + Sync + 'static,
-        H: Fn(&A, &Invocation) -> Result<R, Fault> + Send + Sync + 'static,
+        B: Fn(&A, &Invocation) -> Option<Result<R, Fault>> + Send + Sync + 'static,
     {
-        Arc::new(LoneFused { fused, invocation })
+        Arc::new(LoneFused { both, invocation })
     }
 }
 
-impl<A: 'static, R: 'static, G, H> CheckedRoutine<A, R> for LoneFused<G, H>
+impl<A: 'static, R: 'static, B> CheckedRoutine<A, R> for LoneFused<B>
 where
-    G: Fn(&A) -> bool + Send + Sync + 'static,
-    H: Fn(&A, &Invocation) -> Result<R, Fault> + Send + Sync + 'static,
+    B: Fn(&A, &Invocation) -> Option<Result<R, Fault>> + Send + Sync + 'static,
 {
     #[inline(always)]
     fn run(&self, args: &A, faults: &mut Faults<'_>) -> Option<R> {
-        if !(self.fused.guard)(args) {
-            return None;
-        }
-        match (self.fused.code)(args, &self.invocation) {
+        match (self.both)(args, &self.invocation)? {
             Ok(result) => Some(result),
             Err(fault) => {
                 faults.note(fault);

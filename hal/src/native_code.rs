@@ -126,6 +126,77 @@ impl CodeMemory {
     }
 }
 
+/// The start of one function in a [`CodeMemory`], its offset checked
+/// once ([`CodeMemory::entry_point`]) rather than at every entry: what a
+/// hot caller keeps beside the code memory it came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EntryPoint {
+    address: u64,
+}
+
+impl CodeMemory {
+    /// The entry point of the function at `offset`; `None` past the end.
+    pub fn entry_point(&self, offset: usize) -> Option<EntryPoint> {
+        self.address(offset).map(|address| EntryPoint { address })
+    }
+}
+
+impl EntryPoint {
+    /// Runs the function with `context` and the first `count` of
+    /// `arguments` (all in registers; a `count` of [`REGISTER_ARGUMENTS`]
+    /// or more passes all five); its integer result. Always inlined: with
+    /// a constant `count` (an event's arity) the call passes exactly the
+    /// registers the function reads, with no test.
+    ///
+    /// # Safety
+    ///
+    /// As for [`CodeMemory::enter`], where the code memory is the one this
+    /// entry point came from, which must be alive for the whole call; the
+    /// function takes `count` parameters after the context, at most
+    /// [`REGISTER_ARGUMENTS`].
+    #[inline(always)]
+    pub unsafe fn call(
+        self,
+        context: *mut u64,
+        arguments: [i64; REGISTER_ARGUMENTS],
+        count: usize,
+    ) -> i64 {
+        let [a, b, c, d, e] = arguments;
+        let address = self.address;
+        // SAFETY (each arm): `address` is inside a live read-execute code
+        // memory (the caller's condition), at the start of a compiled
+        // function of `count` parameters after the context (condition 1 of
+        // `CodeMemory::enter`), so it is a function of the type the arm
+        // gives it; calling it runs code that touches only what the
+        // context names and its own frames (condition 2).
+        unsafe {
+            match count {
+                0 => core::mem::transmute::<u64, extern "sysv64" fn(*mut u64) -> i64>(address)(
+                    context,
+                ),
+                1 => {
+                    core::mem::transmute::<u64, extern "sysv64" fn(*mut u64, i64) -> i64>(address)(
+                        context, a,
+                    )
+                }
+                2 => core::mem::transmute::<u64, extern "sysv64" fn(*mut u64, i64, i64) -> i64>(
+                    address,
+                )(context, a, b),
+                3 => {
+                    core::mem::transmute::<u64, extern "sysv64" fn(*mut u64, i64, i64, i64) -> i64>(
+                        address,
+                    )(context, a, b, c)
+                }
+                4 => core::mem::transmute::<
+                    u64,
+                    extern "sysv64" fn(*mut u64, i64, i64, i64, i64) -> i64,
+                >(address)(context, a, b, c, d),
+                _ => core::mem::transmute::<u64, RegisterEntry>(address)(context, a, b, c, d, e),
+            }
+        }
+    }
+}
+
 /// Bytes of code memory mapped now (whole pages), for leak checks.
 pub fn mapped_bytes() -> usize {
     backing::MAPPED_BYTES.load(core::sync::atomic::Ordering::Relaxed)

@@ -16,7 +16,7 @@ use dispatch::{
 };
 
 use crate::{
-    engine::{ExportRef, SelfContained, WasmValue},
+    engine::{ExportRef, SelfContained, WasmValue, SELF_CONTAINED_ARGUMENTS},
     extension::{CallError, Shared},
     module::WasmType,
     packet::{is_packet, PacketRef},
@@ -192,6 +192,8 @@ where
 /// each combination is its own closure, so the routine the dispatcher
 /// compiles holds only the path it takes (no test per raise, and the
 /// self-contained path without the locked one's registers and frame).
+/// A self-contained guard and handler are also one closure
+/// ([`Handler::fallible_guarded_as_one`]), run on one private context.
 fn typed_handler<A, R>(
     signature: Signature,
     typed: TypedWasm,
@@ -203,45 +205,87 @@ where
 {
     // Each closure is inlined into the dispatcher's routine: one call
     // from the raise to generated code.
-    macro_rules! code {
-        ($alone:expr) => {
-            #[inline(always)]
-            move |args: &A, invocation: &Invocation| typed.call::<A, R>($alone, args, invocation)
-        };
-    }
-    let handler_alone = typed.self_contained.clone();
+    let handler_alone = typed.alone::<A>();
     let Some(test) = test else {
         return match handler_alone {
-            Some(alone) => Handler::fallible(signature, code!(Some(&alone))),
-            None => Handler::fallible(signature, code!(None)),
+            Some(alone) => Handler::fallible(
+                signature,
+                #[inline(always)]
+                move |args: &A, invocation: &Invocation| {
+                    typed.call_alone::<A, R>(&alone, args, invocation)
+                },
+            ),
+            None => Handler::fallible(
+                signature,
+                #[inline(always)]
+                move |args: &A, invocation: &Invocation| {
+                    typed.call_locked::<A, R>(args, invocation)
+                },
+            ),
         };
     };
-    macro_rules! guard {
-        ($alone:expr) => {
-            #[inline(always)]
-            move |args: &A| test.test::<A>($alone, args)
-        };
-    }
-    match (handler_alone, test.self_contained.clone()) {
+    match (handler_alone, test.alone::<A>()) {
         (Some(alone), Some(guard_alone)) => {
-            Handler::fallible_guarded(signature, guard!(Some(&guard_alone)), code!(Some(&alone)))
+            let pair = Arc::new(AlonePair {
+                guard: guard_alone,
+                handler: alone,
+            });
+            let (typed, test) = (Arc::new(typed), Arc::new(test));
+            let (guard_pair, code_pair) = (pair.clone(), pair.clone());
+            let (guard_test, code_typed) = (test.clone(), typed.clone());
+            Handler::fallible_guarded_as_one(
+                signature,
+                #[inline(always)]
+                move |args: &A| guard_test.test_alone::<A>(&guard_pair.guard, args),
+                #[inline(always)]
+                move |args: &A, invocation: &Invocation| {
+                    code_typed.call_alone::<A, R>(&code_pair.handler, args, invocation)
+                },
+                #[inline(always)]
+                move |args: &A, invocation: &Invocation| {
+                    typed.call_guarded_alone::<A, R>(&test, &pair, args, invocation)
+                },
+            )
         }
-        (Some(alone), None) => {
-            Handler::fallible_guarded(signature, guard!(None), code!(Some(&alone)))
-        }
-        (None, Some(guard_alone)) => {
-            Handler::fallible_guarded(signature, guard!(Some(&guard_alone)), code!(None))
-        }
-        (None, None) => Handler::fallible_guarded(signature, guard!(None), code!(None)),
+        (Some(alone), None) => Handler::fallible_guarded(
+            signature,
+            #[inline(always)]
+            move |args: &A| test.test_locked::<A>(args),
+            #[inline(always)]
+            move |args: &A, invocation: &Invocation| {
+                typed.call_alone::<A, R>(&alone, args, invocation)
+            },
+        ),
+        (None, Some(guard_alone)) => Handler::fallible_guarded(
+            signature,
+            #[inline(always)]
+            move |args: &A| test.test_alone::<A>(&guard_alone, args),
+            #[inline(always)]
+            move |args: &A, invocation: &Invocation| typed.call_locked::<A, R>(args, invocation),
+        ),
+        (None, None) => Handler::fallible_guarded(
+            signature,
+            #[inline(always)]
+            move |args: &A| test.test_locked::<A>(args),
+            #[inline(always)]
+            move |args: &A, invocation: &Invocation| typed.call_locked::<A, R>(args, invocation),
+        ),
     }
+}
+
+/// A self-contained guard and handler bound together: the code of the
+/// closure that runs both on one private context.
+struct AlonePair {
+    guard: Arc<SelfContained>,
+    handler: Arc<SelfContained>,
 }
 
 /// The guard of typed code `test` (self-contained or not, decided here
 /// as in [`typed_handler`]).
 fn typed_guard_of<A: EventArgs>(test: TypedWasm) -> Guard<A> {
-    match test.self_contained.clone() {
-        Some(alone) => Guard::new(move |args: &A| test.test::<A>(Some(&alone), args)),
-        None => Guard::new(move |args: &A| test.test::<A>(None, args)),
+    match test.alone::<A>() {
+        Some(alone) => Guard::new(move |args: &A| test.test_alone::<A>(&alone, args)),
+        None => Guard::new(move |args: &A| test.test_locked::<A>(args)),
     }
 }
 
@@ -327,8 +371,6 @@ struct TypedWasm {
     /// The Wasm type of each parameter (for an engine without the entry).
     types: [WasmType; MAX_EVENT_ARGUMENTS],
     count: usize,
-    /// The event's result type, if any.
-    result: Option<ValueType>,
     /// Its code, callable without the instance lock, when it is
     /// self-contained native code (see [`WasmHandler::self_contained`]).
     self_contained: Option<Arc<SelfContained>>,
@@ -365,70 +407,157 @@ impl TypedWasm {
             export,
             types,
             count,
-            result: signature.result,
             self_contained,
         })
     }
 
-    /// Runs the function on `args` with the invocation's fuel: its
-    /// integer result. `alone`: its self-contained code, run without the
-    /// instance lock (a constant of the caller's closure, so only one
-    /// path is compiled into it).
-    #[inline(always)]
-    fn invoke<A: EventArgs>(
-        &self,
-        alone: Option<&SelfContained>,
-        args: &A,
-        budget: Option<u64>,
-    ) -> Result<i64, CallError> {
-        let extension = &self.extension;
-        // `A::ARITY` is `self.count` (installation checked the signature
-        // against the event's), but a constant: the slots are filled
-        // without a loop (each `scalar` of a constant index is the
-        // field itself) and the entry's choice of registers is made at
-        // compile time.
-        let count = A::ARITY;
-        if count != self.count || count > MAX_EVENT_ARGUMENTS {
-            return Err(CallError::Type(alloc::format!("{count} parameters")));
-        }
-        let mut raw = [0i64; MAX_EVENT_ARGUMENTS];
-        for (index, slot) in raw.iter_mut().enumerate().take(count) {
-            // An integer parameter's bits, as `to_slot` writes them.
-            let Some(value) = args.scalar(index) else {
-                return Err(CallError::Type(alloc::format!("parameter {index}")));
-            };
-            *slot = value as i64;
-        }
-        if let Some(call) = alone {
-            // Self-contained code (a guard or a handler): no instance lock.
-            return extension.invoke_self_contained(call, &raw, count, budget);
-        }
-        extension.invoke_integers(self.export, &raw, count, &self.types[..count], budget)
+    /// Its self-contained code, if it has some and takes the arguments of
+    /// events of type `A` (checked here, once: the calls below pass
+    /// `A::ARITY` arguments without a test).
+    fn alone<A: EventArgs>(&self) -> Option<Arc<SelfContained>> {
+        self.self_contained
+            .clone()
+            .filter(|alone| alone.params() == A::ARITY && self.count == A::ARITY)
     }
 
-    /// As a handler: the result as the event's type. Inlined into the
-    /// dispatcher's routine, so that the `Result` stays in registers.
+    /// The first `N` parameters of `args` as 64-bit words (an integer's
+    /// bits, as `to_slot` writes them), then zeros; `None` if one is not
+    /// an integer (never, for the events [`TypedWasm::of`] accepts).
+    /// `A::ARITY` is a constant: the words are the tuple's fields, without
+    /// a loop.
     #[inline(always)]
-    fn call<A: EventArgs, R: EventResult>(
-        &self,
-        alone: Option<&SelfContained>,
-        args: &A,
-        invocation: &Invocation,
-    ) -> Result<R, Fault> {
-        let budget = invocation.budget.and_then(|budget| budget.fuel);
-        let raw = self.invoke(alone, args, budget).map_err(fault)?;
-        let value = match self.result {
-            Some(ty) => Some(from_slot(raw as u64, ty).ok_or(Fault::BadResult)?),
+    fn words<A: EventArgs, const N: usize>(args: &A) -> Option<[i64; N]> {
+        let mut words = [0i64; N];
+        for (index, word) in words.iter_mut().enumerate().take(A::ARITY) {
+            *word = args.scalar(index)? as i64;
+        }
+        Some(words)
+    }
+
+    /// The fuel of a handler's invocation: the extension's limit, or the
+    /// invocation's budget if that is lower.
+    #[inline(always)]
+    fn fuel(&self, invocation: &Invocation) -> u64 {
+        let limit = self.extension.fuel_limit();
+        match invocation.budget.and_then(|budget| budget.fuel) {
+            Some(budget) => budget.min(limit),
+            None => limit,
+        }
+    }
+
+    /// A raw integer result as the event's result type `R`.
+    #[inline(always)]
+    fn result<R: EventResult>(raw: i64) -> Result<R, Fault> {
+        // `R::result_type()` is the installation's result type (checked
+        // against the event's) and a constant: no test per call.
+        let value = match R::result_type() {
+            Some(ty) => {
+                // An `i32`'s upper half is undefined in a raw result.
+                let raw = match lowered(ty) {
+                    Some(WasmType::I32) => i64::from(raw as i32),
+                    _ => raw,
+                };
+                Some(from_slot(raw as u64, ty).ok_or(Fault::BadResult)?)
+            }
             None => None,
         };
         R::from_value(value).ok_or(Fault::BadResult)
     }
 
-    /// As a guard: true when it returned non-zero; a guard that traps
-    /// (or finds its extension busy or gone) is false.
+    /// As a handler, on the locked instance: the result as the event's
+    /// type. Inlined into the dispatcher's routine, so that the `Result`
+    /// stays in registers.
     #[inline(always)]
-    fn test<A: EventArgs>(&self, alone: Option<&SelfContained>, args: &A) -> bool {
-        matches!(self.invoke(alone, args, None), Ok(value) if value as i32 != 0)
+    fn call_locked<A: EventArgs, R: EventResult>(
+        &self,
+        args: &A,
+        invocation: &Invocation,
+    ) -> Result<R, Fault> {
+        let budget = invocation.budget.and_then(|budget| budget.fuel);
+        let raw = self.invoke_locked(args, budget).map_err(fault)?;
+        Self::result::<R>(raw)
+    }
+
+    /// As a handler, self-contained (`alone`, from [`TypedWasm::alone`]):
+    /// no instance lock.
+    #[inline(always)]
+    fn call_alone<A: EventArgs, R: EventResult>(
+        &self,
+        alone: &SelfContained,
+        args: &A,
+        invocation: &Invocation,
+    ) -> Result<R, Fault> {
+        let words = Self::words::<A, SELF_CONTAINED_ARGUMENTS>(args).ok_or(Fault::BadResult)?;
+        let raw = self
+            .extension
+            .invoke_self_contained(alone, words, A::ARITY, self.fuel(invocation))
+            .map_err(fault)?;
+        Self::result::<R>(raw)
+    }
+
+    /// As a handler behind its guard `test`, both self-contained (`pair`):
+    /// one private context for the two calls. `None` when the guard did
+    /// not hold (or trapped: reported as any trap).
+    #[inline(always)]
+    fn call_guarded_alone<A: EventArgs, R: EventResult>(
+        &self,
+        test: &TypedWasm,
+        pair: &AlonePair,
+        args: &A,
+        invocation: &Invocation,
+    ) -> Option<Result<R, Fault>> {
+        let Some(words) = Self::words::<A, SELF_CONTAINED_ARGUMENTS>(args) else {
+            return Some(Err(Fault::BadResult));
+        };
+        let outcome = self.extension.invoke_self_contained_guarded(
+            &pair.guard,
+            &pair.handler,
+            words,
+            A::ARITY,
+            test.extension.fuel_limit(),
+            self.fuel(invocation),
+        )?;
+        Some(outcome.map_err(fault).and_then(Self::result::<R>))
+    }
+
+    /// As a guard on the locked instance: true when it returned non-zero;
+    /// a guard that traps (or finds its extension busy or gone) is false.
+    #[inline(always)]
+    fn test_locked<A: EventArgs>(&self, args: &A) -> bool {
+        matches!(self.invoke_locked(args, None), Ok(value) if value as i32 != 0)
+    }
+
+    /// As a self-contained guard (`alone`, from [`TypedWasm::alone`]):
+    /// no instance lock.
+    #[inline(always)]
+    fn test_alone<A: EventArgs>(&self, alone: &SelfContained, args: &A) -> bool {
+        let Some(words) = Self::words::<A, SELF_CONTAINED_ARGUMENTS>(args) else {
+            return false;
+        };
+        let fuel = self.extension.fuel_limit();
+        matches!(
+            self.extension.invoke_self_contained(alone, words, A::ARITY, fuel),
+            Ok(value) if value as i32 != 0
+        )
+    }
+
+    /// Runs the function on the locked instance on `args` with the
+    /// invocation's fuel: its integer result.
+    #[inline(always)]
+    fn invoke_locked<A: EventArgs>(&self, args: &A, budget: Option<u64>) -> Result<i64, CallError> {
+        // `A::ARITY` is `self.count` (installation checked the signature
+        // against the event's), but a constant: the slots are filled
+        // without a loop and the entry's choice of registers is made at
+        // compile time.
+        let count = A::ARITY;
+        if count != self.count || count > MAX_EVENT_ARGUMENTS {
+            return Err(CallError::Type(alloc::format!("{count} parameters")));
+        }
+        let Some(raw) = Self::words::<A, MAX_EVENT_ARGUMENTS>(args) else {
+            return Err(CallError::Type(alloc::format!("a parameter of {count}")));
+        };
+        self.extension
+            .invoke_integers(self.export, &raw, count, &self.types[..count], budget)
     }
 }
 

@@ -28,7 +28,8 @@ use spin::Mutex;
 use crate::{
     config::Limits,
     engine::{
-        ExportRef, HostContext, Instance, SelfContained, Trap, WasmValue, MAX_INTEGER_ARGUMENTS,
+        ExportRef, GuardedCall, HostContext, Instance, SelfContained, Trap, WasmValue,
+        MAX_INTEGER_ARGUMENTS, SELF_CONTAINED_ARGUMENTS,
     },
     error::{BindError, LimitExceeded},
     events::{lift, lower, lowered, EventPort, WasmGuard, WasmHandler},
@@ -151,6 +152,9 @@ pub struct Shared {
     pub(crate) id: ExtensionId,
     pub(crate) name: String,
     pub(crate) limits: Limits,
+    /// `limits.fuel_per_invocation`, at most `i64::MAX` (native code
+    /// counts fuel in a signed word): computed once, not per raise.
+    fuel_limit: u64,
     /// `None` once unloaded. Locked for the length of each invocation.
     pub(crate) instance: Mutex<Option<Loaded>>,
     pub(crate) faulted: Arc<Event<FaultedArgs, ()>>,
@@ -235,6 +239,7 @@ impl Shared {
         Shared {
             id,
             name,
+            fuel_limit: limits.fuel_per_invocation.min(i64::MAX as u64),
             limits,
             instance: Mutex::new(None),
             faulted,
@@ -408,29 +413,66 @@ impl Shared {
         }
     }
 
+    /// The fuel an invocation may use at most (the limit, clamped to what
+    /// the engines count in).
+    #[inline(always)]
+    pub(crate) fn fuel_limit(&self) -> u64 {
+        self.fuel_limit
+    }
+
     /// Calls a self-contained function (a guard or a handler, see
     /// [`HostContext::self_contained`]) without the instance lock, with
-    /// fuel `min(budget, limit)`: it shares nothing with the instance's
-    /// other invocations. Counted, and its trap reported, like any
-    /// invocation; nothing runs once the extension is unloaded.
+    /// `fuel` (at most [`Shared::fuel_limit`]) and the first `count` of
+    /// `args` (`count` is its parameter count): it shares nothing with the
+    /// instance's other invocations. Counted, and its trap reported, like
+    /// any invocation; nothing runs once the extension is unloaded. The
+    /// raw result: an `i32`'s upper half is undefined.
     #[inline(always)]
     pub(crate) fn invoke_self_contained(
         &self,
         call: &SelfContained,
-        args: &[i64; MAX_INTEGER_ARGUMENTS],
+        args: [i64; SELF_CONTAINED_ARGUMENTS],
         count: usize,
-        budget: Option<u64>,
+        fuel: u64,
     ) -> Result<i64, CallError> {
         if self.unloaded.load(Ordering::Acquire) {
             return Err(CallError::Unloaded);
         }
-        let fuel = budget.map_or(self.limits.fuel_per_invocation, |b| {
-            b.min(self.limits.fuel_per_invocation)
-        });
         self.invocations.fetch_add(1, Ordering::Relaxed);
-        match call.call(args, count, fuel) {
-            Ok(value) => Ok(value),
-            Err(trap) => Err(self.report(trap)),
+        call.call(args, count, fuel)
+            .map_err(|trap| self.report(trap))
+    }
+
+    /// A self-contained guard, then (if it held) the self-contained
+    /// handler of the same extension, as [`Shared::invoke_self_contained`]
+    /// calls each but on one private context: `None` when the guard did
+    /// not hold (a guard that traps does not; its trap is reported), else
+    /// the handler's raw result or error. Two invocations when the guard
+    /// holds, one when it does not.
+    #[inline(always)]
+    pub(crate) fn invoke_self_contained_guarded(
+        &self,
+        guard: &SelfContained,
+        handler: &SelfContained,
+        args: [i64; SELF_CONTAINED_ARGUMENTS],
+        count: usize,
+        guard_fuel: u64,
+        handler_fuel: u64,
+    ) -> Option<Result<i64, CallError>> {
+        if self.unloaded.load(Ordering::Acquire) {
+            return None;
+        }
+        self.invocations.fetch_add(1, Ordering::Relaxed);
+        match guard.call_guarded(handler, args, count, guard_fuel, handler_fuel) {
+            GuardedCall::Declined => None,
+            GuardedCall::GuardTrapped(trap) => {
+                self.report(trap);
+                None
+            }
+            GuardedCall::Ran(outcome) => {
+                self.invocations.fetch_add(1, Ordering::Relaxed);
+                Some(outcome.map_err(|trap| self.report(trap)))
+            }
         }
     }
 

@@ -111,22 +111,54 @@ pub trait HostContext {
 /// has it), called directly rather than through a trait object, so a
 /// guard's call of it is inlined.
 #[cfg(feature = "native")]
-pub use native::SelfContained;
+pub use native::{GuardedCall, SelfContained};
+
+/// The most parameters a self-contained function may take to be called
+/// without its instance (all in registers).
+pub const SELF_CONTAINED_ARGUMENTS: usize = 5;
 
 /// Without the native engine no function is self-contained: nothing of
 /// this type exists.
 #[cfg(not(feature = "native"))]
 pub enum SelfContained {}
 
+/// Without the native engine: never made, as no [`SelfContained`] is.
+#[cfg(not(feature = "native"))]
+pub enum GuardedCall {
+    /// The guard returned zero.
+    Declined,
+    /// The guard trapped.
+    GuardTrapped(Trap),
+    /// The handler ran.
+    Ran(Result<i64, Trap>),
+}
+
 #[cfg(not(feature = "native"))]
 impl SelfContained {
     /// As the native engine's: never called, since none exists.
+    pub fn params(&self) -> usize {
+        match *self {}
+    }
+
+    /// As the native engine's: never called, since none exists.
     pub fn call(
         &self,
-        _args: &[i64; MAX_INTEGER_ARGUMENTS],
+        _args: [i64; SELF_CONTAINED_ARGUMENTS],
         _count: usize,
         _fuel: u64,
     ) -> Result<i64, Trap> {
+        match *self {}
+    }
+
+    /// As the native engine's: never called, since none exists.
+    pub fn call_guarded(
+        &self,
+        _handler: &SelfContained,
+        _args: [i64; SELF_CONTAINED_ARGUMENTS],
+        _count: usize,
+        _guard_fuel: u64,
+        _handler_fuel: u64,
+    ) -> GuardedCall {
         match *self {}
     }
 }

@@ -13,7 +13,7 @@
 //! [`Native`]. Everything they then do is safe code in `instance.rs`.
 #![allow(unsafe_code)]
 
-use hal::native_code::{CodeMemory, ENTRY_ARGUMENTS, REGISTER_ARGUMENTS};
+use hal::native_code::{CodeMemory, EntryPoint, ENTRY_ARGUMENTS, REGISTER_ARGUMENTS};
 
 use super::{
     instance::Native,
@@ -83,44 +83,110 @@ pub(super) fn run(
     }
 }
 
-/// Runs the self-contained function at `offset` of `code` (one whose body
+/// A context of its own for self-contained code (one whose body
 /// `purity::FunctionEffects::is_self_contained` found to reach no memory,
-/// global, table or other function) on a context of its own, with
-/// `fuel`, calls nested at most `max_depth` deep and `arguments`: no
-/// instance, no lock, nothing shared with the instance's other
-/// invocations. Its raw result, or the trap code it stored.
+/// global, table or other function): no instance, no lock, nothing
+/// shared with the instance's other invocations. Such code is a leaf (it
+/// calls nothing), so it reads only the fuel and writes only the trap
+/// word; the rest is set for the case the scan were wrong: no memory (a
+/// size of 0 bytes and a fast end of 0, which sends every access to the
+/// exact check, so an access would trap as out of bounds), no globals,
+/// table, function table or runtime procedures, no instance, the depth
+/// limit and a stack limit `STACK_BUDGET_BYTES` below the context.
+struct PrivateContext([u64; vmctx::CONTEXT_BYTES / 8]);
+
+impl PrivateContext {
+    /// A context with calls nested at most `max_depth` deep and `fuel`.
+    #[inline(always)]
+    fn new(max_depth: u32, fuel: u64) -> PrivateContext {
+        let mut words = [0u64; vmctx::CONTEXT_BYTES / 8];
+        words[(vmctx::FUEL / 8) as usize] = fuel;
+        // MAX_DEPTH (low half), TABLE_ELEMENTS (high half): no table.
+        words[(vmctx::MAX_DEPTH / 8) as usize] = u64::from(max_depth);
+        PrivateContext(words)
+    }
+
+    /// Runs `function` (of `code`, which the caller keeps alive) on this
+    /// context with its `count` arguments: its raw result, or the trap
+    /// code it stored.
+    #[inline(always)]
+    fn run(
+        &mut self,
+        function: EntryPoint,
+        arguments: [i64; REGISTER_ARGUMENTS],
+        count: usize,
+    ) -> Result<i64, TrapCode> {
+        let here = self.0.as_ptr() as u64;
+        // A kernel stack is far above 16 KiB: no wrap (and a leaf never
+        // reads the limit; it is set for the case the scan were wrong).
+        self.0[(vmctx::STACK_LIMIT / 8) as usize] = here.wrapping_sub(STACK_BUDGET_BYTES);
+        // SAFETY: (1) `function` is the start of a function of a live code
+        // memory holding `Compiler::compile`'s output (the caller's
+        // `SelfContained` keeps the memory it came from), whose type
+        // `is_enterable` checked and whose parameter count the caller
+        // checked is `count` at its binding; (2) the function's body reaches
+        // nothing but its arguments and locals (`is_self_contained`, from
+        // the module's own scan), so its code reads and writes only the
+        // context's fuel and trap words, in `self`, an array alive for the
+        // call, and calls nothing; the stack limit leaves
+        // `STACK_BUDGET_BYTES` from here.
+        let raw = unsafe { function.call(self.0.as_mut_ptr(), arguments, count) };
+        match self.0[(vmctx::TRAP / 8) as usize] as u32 {
+            0 => Ok(raw),
+            code => Err(TrapCode::from_raw(code).unwrap_or(TrapCode::Unreachable)),
+        }
+    }
+}
+
+/// Runs the self-contained `function` (see [`PrivateContext`]) with
+/// `fuel`, calls nested at most `max_depth` deep and its `count`
+/// `arguments`: its raw result, or the trap code it stored. The caller
+/// keeps the code memory `function` came from alive.
+#[inline(always)]
 pub(super) fn run_self_contained(
-    code: &CodeMemory,
-    offset: usize,
+    function: EntryPoint,
     max_depth: u32,
     fuel: u64,
-    arguments: [i64; ENTRY_ARGUMENTS],
+    arguments: [i64; REGISTER_ARGUMENTS],
     count: usize,
 ) -> Result<i64, TrapCode> {
-    let mut context = [0u64; vmctx::CONTEXT_BYTES / 8];
-    let here = core::ptr::addr_of!(context) as u64;
-    context[(vmctx::FUEL / 8) as usize] = fuel.min(i64::MAX as u64);
-    // MAX_DEPTH (low half), TABLE_ELEMENTS (high half): no table.
-    context[(vmctx::MAX_DEPTH / 8) as usize] = u64::from(max_depth);
-    context[(vmctx::STACK_LIMIT / 8) as usize] = here.saturating_sub(STACK_BUDGET_BYTES);
-    // Everything else stays zero: no memory (a size of 0 bytes and a
-    // fast end of 0, which sends every access to the exact check, so even
-    // an access the scan missed would trap as out of bounds), no
-    // globals, table, function table or runtime procedures, no instance.
-    // SAFETY: (1) as in `run`: `code` holds `Compiler::compile`'s output
-    // and `offset` is one of its functions' starts, whose type
-    // `is_enterable` checked; (2) the function's body reaches nothing but
-    // its arguments and locals (`is_self_contained`, checked by the
-    // caller from the module's own scan), so its code reads and writes
-    // only the context's fuel, trap, depth and limits, all in `context`,
-    // a live array of this frame, and calls nothing; the stack limit
-    // leaves `STACK_BUDGET_BYTES` from here.
-    let raw = unsafe { enter(code, offset, context.as_mut_ptr(), arguments, count) };
-    match (raw, context[(vmctx::TRAP / 8) as usize] as u32) {
-        (Some(value), 0) => Ok(value),
-        (None, _) => Err(TrapCode::Unreachable),
-        (_, raw_code) => Err(TrapCode::from_raw(raw_code).unwrap_or(TrapCode::Unreachable)),
+    PrivateContext::new(max_depth, fuel).run(function, arguments, count)
+}
+
+/// What a self-contained guard and handler run as one gave.
+pub(super) enum GuardedRun {
+    /// The guard returned zero: the handler did not run.
+    Declined,
+    /// The guard trapped: the handler did not run.
+    GuardTrapped(TrapCode),
+    /// The guard held and the handler ran: its raw result or trap.
+    Ran(Result<i64, TrapCode>),
+}
+
+/// Runs the self-contained `guard` with `guard_fuel` and, if it returned
+/// non-zero, the self-contained `handler` with `handler_fuel`, both on
+/// one private context with the same `count` `arguments` (both functions
+/// of one module, whose code memory the caller keeps alive).
+#[inline(always)]
+pub(super) fn run_self_contained_guarded(
+    guard: EntryPoint,
+    handler: EntryPoint,
+    max_depth: u32,
+    guard_fuel: u64,
+    handler_fuel: u64,
+    arguments: [i64; REGISTER_ARGUMENTS],
+    count: usize,
+) -> GuardedRun {
+    let mut context = PrivateContext::new(max_depth, guard_fuel);
+    match context.run(guard, arguments, count) {
+        Ok(held) if held as i32 != 0 => {}
+        Ok(_) => return GuardedRun::Declined,
+        Err(code) => return GuardedRun::GuardTrapped(code),
     }
+    // The guard left the trap word clear and the rest as it found it (a
+    // leaf writes only fuel and trap): only the fuel is the handler's own.
+    context.0[(vmctx::FUEL / 8) as usize] = handler_fuel;
+    GuardedRun::Ran(context.run(handler, arguments, count))
 }
 
 /// Enters the function at `offset` of `code`, taking `count` of

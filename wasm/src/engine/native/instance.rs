@@ -7,7 +7,7 @@
 
 use alloc::{boxed::Box, format, string::String, sync::Arc, vec::Vec};
 
-use hal::native_code::{CodeMemory, ENTRY_ARGUMENTS};
+use hal::native_code::{CodeMemory, EntryPoint, ENTRY_ARGUMENTS, REGISTER_ARGUMENTS};
 use spindle_abi::{FaultKind, Import};
 
 use super::{
@@ -19,7 +19,10 @@ use super::{
 };
 use crate::{
     config::{Limits, WASM_PAGE_BYTES},
-    engine::{ExportRef, HostContext, Instance, Trap, WasmValue, MAX_INTEGER_ARGUMENTS},
+    engine::{
+        ExportRef, HostContext, Instance, Trap, WasmValue, MAX_INTEGER_ARGUMENTS,
+        SELF_CONTAINED_ARGUMENTS,
+    },
     host,
     module::{ModuleInfo, WasmType},
     state::ExtensionState,
@@ -271,49 +274,101 @@ impl HostContext for Native {
         if !effects.is_self_contained || !export.is_enterable {
             return None;
         }
+        if export.params > SELF_CONTAINED_ARGUMENTS {
+            return None;
+        }
+        let offset = *self.layout.offsets.get(export.function as usize)?;
         Some(Arc::new(SelfContained {
-            code: self.code.clone(),
-            offset: *self.layout.offsets.get(export.function as usize)?,
+            entry: self.code.entry_point(offset)?,
+            _code: self.code.clone(),
             max_depth: self.layout.max_depth,
             params: export.params,
-            result: export.result,
         }))
     }
 }
 
+// A self-contained function's arguments all go in registers.
+const _: () = assert!(SELF_CONTAINED_ARGUMENTS == REGISTER_ARGUMENTS);
+
 /// A self-contained exported function (see `HostContext::self_contained`),
 /// run on a context of its own by `entry::run_self_contained`. It keeps
-/// the code alive itself.
+/// the code alive itself; its entry point is found once, when it is made.
 pub struct SelfContained {
-    code: Arc<CodeMemory>,
-    offset: usize,
+    /// Held, never read: keeps the code memory `entry` is in alive.
+    _code: Arc<CodeMemory>,
+    entry: EntryPoint,
     max_depth: u32,
     params: usize,
-    result: Option<WasmType>,
+}
+
+/// What a self-contained guard and handler called as one
+/// ([`SelfContained::call_guarded`]) gave.
+pub enum GuardedCall {
+    /// The guard returned zero: the handler did not run.
+    Declined,
+    /// The guard trapped: the handler did not run.
+    GuardTrapped(Trap),
+    /// The guard held and the handler ran: its raw result (as
+    /// [`SelfContained::call`] gives it) or its trap.
+    Ran(Result<i64, Trap>),
 }
 
 impl SelfContained {
-    /// Calls it with `count` integer arguments `args` (then zeros, as
-    /// [`Instance::call_integers`] takes them) and `fuel`: its integer
-    /// result (an `i32` sign-extended).
+    /// How many parameters it takes (at most
+    /// [`SELF_CONTAINED_ARGUMENTS`]).
+    pub fn params(&self) -> usize {
+        self.params
+    }
+
+    /// Calls it with `fuel` (at most `i64::MAX`; more is no fuel) and the
+    /// first `count` of `args`, where `count` is [`SelfContained::params`]
+    /// (the caller checks it once, when it binds the function; a constant
+    /// there makes the call pass exactly those registers): its raw integer
+    /// result, whose upper half is undefined for an `i32`.
     #[inline(always)]
     pub fn call(
         &self,
-        args: &[i64; MAX_INTEGER_ARGUMENTS],
+        args: [i64; SELF_CONTAINED_ARGUMENTS],
         count: usize,
         fuel: u64,
     ) -> Result<i64, Trap> {
-        if count != self.params {
-            return Err(wrong_call());
-        }
-        match entry::run_self_contained(&self.code, self.offset, self.max_depth, fuel, *args, count)
-        {
-            Ok(raw) => Ok(match self.result {
-                // Generated code leaves the upper half of an `i32` undefined.
-                Some(WasmType::I32) => i64::from(raw as i32),
-                _ => raw,
-            }),
-            Err(code) => Err(self_contained_trap(code)),
+        // `self._code`, held, keeps the entry point's code memory alive.
+        entry::run_self_contained(self.entry, self.max_depth, fuel, args, count)
+            .map_err(self_contained_trap)
+    }
+
+    /// Calls this function, a guard, with `guard_fuel` and, if it returned
+    /// non-zero, `handler` (of the same module) with `handler_fuel`, both
+    /// with the first `count` of `args` and on one private context: one
+    /// context armed for the two calls. As for [`SelfContained::call`],
+    /// `count` is both functions' parameter count.
+    #[inline(always)]
+    pub fn call_guarded(
+        &self,
+        handler: &SelfContained,
+        args: [i64; SELF_CONTAINED_ARGUMENTS],
+        count: usize,
+        guard_fuel: u64,
+        handler_fuel: u64,
+    ) -> GuardedCall {
+        // The deeper limit of the two (the same module's: the same).
+        let max_depth = self.max_depth.max(handler.max_depth);
+        match entry::run_self_contained_guarded(
+            self.entry,
+            handler.entry,
+            max_depth,
+            guard_fuel,
+            handler_fuel,
+            args,
+            count,
+        ) {
+            entry::GuardedRun::Declined => GuardedCall::Declined,
+            entry::GuardedRun::GuardTrapped(code) => {
+                GuardedCall::GuardTrapped(self_contained_trap(code))
+            }
+            entry::GuardedRun::Ran(outcome) => {
+                GuardedCall::Ran(outcome.map_err(self_contained_trap))
+            }
         }
     }
 }

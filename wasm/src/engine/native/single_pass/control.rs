@@ -161,14 +161,15 @@ impl FunctionCompiler<'_> {
         let mut reached = control.end_reached;
         if !self.unreachable {
             reached = true;
-            self.flush();
             if control.kind == Kind::Function {
+                // The result straight into `rax`, where the exit wants it;
+                // the other values are dead.
                 if control.results > 0 {
-                    let top = self.stack.len() - 1;
-                    let slot = self.stack_slot(top);
-                    self.asm.load(Size::S64, Reg::Rax, slot);
+                    let (value, height) = self.pop();
+                    self.load(Reg::Rax, value, height, Size::S64);
                 }
             } else {
+                self.flush();
                 self.move_values(control.results, control.height);
             }
         }

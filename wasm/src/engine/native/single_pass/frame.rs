@@ -89,16 +89,24 @@ impl FunctionCompiler<'_> {
                 prologue.mov_rr(Size::S64, Reg::Rbx, Reg::Rdi);
             }
         }
-        for (i, register) in ARGUMENT_REGISTERS.iter().take(ty.params.len()).enumerate() {
-            let slot = Mem::at(Reg::Rbp, -(self.slot_base + 8 * i as i32));
-            prologue.store(Size::S64, slot, *register);
-        }
-        if self.locals > ty.params.len() {
-            prologue.alu_rr(Size::S32, Alu::Xor, Reg::Rax, Reg::Rax);
-            for local in ty.params.len()..self.locals {
-                let slot = Mem::at(Reg::Rbp, -(self.slot_base + 8 * local as i32));
-                prologue.store(Size::S64, slot, Reg::Rax);
+        // Initial values, only of the locals `local.get` reads (a local
+        // written before any read needs none; one never read, no slot).
+        let params = ty.params.len();
+        for (i, register) in ARGUMENT_REGISTERS.iter().take(params).enumerate() {
+            if self.locals_read[i] {
+                let slot = Mem::at(Reg::Rbp, -(self.slot_base + 8 * i as i32));
+                prologue.store(Size::S64, slot, *register);
             }
+        }
+        let zeroed = (params..self.locals).filter(|&local| self.locals_read[local]);
+        let mut zero_ready = false;
+        for local in zeroed {
+            if !zero_ready {
+                prologue.alu_rr(Size::S32, Alu::Xor, Reg::Rax, Reg::Rax);
+                zero_ready = true;
+            }
+            let slot = Mem::at(Reg::Rbp, -(self.slot_base + 8 * local as i32));
+            prologue.store(Size::S64, slot, Reg::Rax);
         }
         if !self.is_leaf {
             // The call depth, then the machine stack (this frame is

@@ -176,7 +176,8 @@ pub fn compile_function(
         locals,
         stack: Vec::new(),
         controls: Vec::new(),
-        slots_used: locals,
+        slots_used: 0,
+        locals_read: alloc::vec![false; locals],
         max_slots,
         unreachable: false,
         unreachable_depth: 0,
@@ -224,8 +225,12 @@ struct FunctionCompiler<'a> {
     locals: usize,
     stack: Vec<Value>,
     controls: Vec<Control>,
-    /// Slots the code refers to (locals, then operand heights).
+    /// Slots the code refers to (locals, then operand heights): the
+    /// frame's size. A function that refers to none has no frame.
     slots_used: usize,
+    /// Which locals `local.get` reads: only those need their initial
+    /// value (a parameter's register, or zero) stored by the prologue.
+    locals_read: Vec<bool>,
     max_slots: usize,
     unreachable: bool,
     /// Blocks entered while unreachable.
@@ -245,6 +250,17 @@ impl FunctionCompiler<'_> {
     fn slot(&mut self, index: usize) -> Mem {
         self.slots_used = self.slots_used.max(index + 1);
         Mem::at(Reg::Rbp, -(self.slot_base + 8 * index as i32))
+    }
+
+    /// Notes that `local.get` reads local `index` (its slot then holds
+    /// its initial value from the prologue on).
+    fn note_read(&mut self, index: u32) {
+        if let Some(read) = self.locals_read.get_mut(index as usize) {
+            if !*read {
+                *read = true;
+                self.slot(index as usize);
+            }
+        }
     }
 
     fn stack_slot(&mut self, height: usize) -> Mem {

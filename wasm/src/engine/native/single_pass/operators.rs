@@ -120,7 +120,10 @@ impl FunctionCompiler<'_> {
                 }
                 self.select()?;
             }
-            O::LocalGet { local_index } => self.push(Value::Local(local_index))?,
+            O::LocalGet { local_index } => {
+                self.note_read(local_index);
+                self.push(Value::Local(local_index))?
+            }
             O::LocalSet { local_index } => self.set_local(local_index, false)?,
             O::LocalTee { local_index } => self.set_local(local_index, true)?,
             O::GlobalGet { global_index } => {
