@@ -1337,3 +1337,122 @@ fn fused_fallible_code_tests_its_guard_passes_its_budget_and_contains_faults() {
         "terminated, counted"
     );
 }
+
+/// `Handler::fallible_guarded_as_one`: while the installation is alone
+/// with its own guard, a raise calls the combined code (with the
+/// invocation's budget); with a second guard, or beside another handler,
+/// the guard and the code are called one after the other instead.
+#[test]
+fn guard_and_code_as_one_run_together_only_while_alone() {
+    let (event, _authority) = Event::new("Net.PacketArrived", double);
+    event
+        .remove(Principal::KERNEL, BindingId::INTRINSIC)
+        .unwrap();
+    let signature = Signature::new(&[ValueType::U64], Some(ValueType::U64));
+    // Which way each raise went: the combined code, or guard then code.
+    let (together, apart) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (guard_apart, code_apart, both) = (apart.clone(), apart.clone(), together.clone());
+    let handler = Handler::fallible_guarded_as_one(
+        signature,
+        move |args: &(u64,)| {
+            guard_apart.fetch_add(1, Ordering::Relaxed);
+            args.0 != 5
+        },
+        move |args: &(u64,), _: &Invocation| {
+            code_apart.fetch_add(1, Ordering::Relaxed);
+            match args.0 {
+                13 => Err(Fault::Trap("unlucky".into())),
+                value => Ok(value * 10),
+            }
+        },
+        move |args: &(u64,), invocation: &Invocation| {
+            both.fetch_add(1, Ordering::Relaxed);
+            if args.0 == 5 {
+                return None;
+            }
+            Some(match invocation.budget.and_then(|budget| budget.fuel) {
+                Some(fuel) if fuel < 5 => Err(Fault::BudgetExhausted),
+                _ if args.0 == 13 => Err(Fault::Trap("unlucky".into())),
+                _ => Ok(args.0 * 10),
+            })
+        },
+    )
+    .ephemeral();
+    let binding = event
+        .install(EXTENSION, Install::new(handler.clone()))
+        .unwrap();
+    assert_eq!(
+        event.guards_of(binding),
+        Some((1, 0)),
+        "the guard is the installation's"
+    );
+    let no_handler = Err(RaiseFailure::NoHandler {
+        event: "Net.PacketArrived",
+    }
+    .into());
+    let faulted = Err(RaiseFailure::Faulted {
+        event: "Net.PacketArrived",
+        fault: Fault::Trap("unlucky".into()),
+    }
+    .into());
+    let mut cache = RaiseCache::new();
+    let mut check = |label: &str, runs_together: bool| {
+        for cached in [false, true] {
+            let mut raise = |value: u64| match cached {
+                true => event.raise_cached(&mut cache, &mut (value,)),
+                false => event.raise(&mut (value,)),
+            };
+            let before = (
+                together.load(Ordering::Relaxed),
+                apart.load(Ordering::Relaxed),
+            );
+            let faults = event.stats().faults;
+            assert_eq!(raise(4), Ok(40), "{label}: the code answers");
+            assert_eq!(raise(5), no_handler, "{label}: the guard is false");
+            assert_eq!(raise(13), faulted, "{label}: the fault is the raiser's");
+            assert_eq!(event.stats().faults, faults + 1, "{label}: and counted");
+            let after = (
+                together.load(Ordering::Relaxed),
+                apart.load(Ordering::Relaxed),
+            );
+            // Together: three calls of the combined code; apart: three
+            // guard tests and two calls of the code.
+            let expected = match runs_together {
+                true => (before.0 + 3, before.1),
+                false => (before.0, before.1 + 5),
+            };
+            assert_eq!(after, expected, "{label} (cached: {cached})");
+        }
+    };
+    check("alone", true);
+    let six = event
+        .add_guard(EXTENSION, binding, Guard::new(|args: &(u64,)| args.0 != 6))
+        .unwrap();
+    check("with a second guard", false);
+    event.remove_guard(EXTENSION, binding, six).unwrap();
+    check("alone again", true);
+    let rust = event
+        .install(EXTENSION, Install::new(Handler::new(|_: &(u64,)| 7)))
+        .unwrap();
+    assert_eq!(
+        event.raise_cached(&mut cache, &mut (5,)),
+        Ok(7),
+        "beside a Rust handler, the guard is still false"
+    );
+    event.remove(EXTENSION, rust).unwrap();
+    // The combined code gets the invocation's budget.
+    event.remove(EXTENSION, binding).unwrap();
+    event
+        .install(
+            EXTENSION,
+            Install::new(handler).mode(Mode::Ephemeral(Budget::fuel(1))),
+        )
+        .unwrap();
+    let terminated = event.stats().terminated;
+    assert!(event.raise_cached(&mut cache, &mut (4,)).is_err());
+    assert_eq!(
+        event.stats().terminated,
+        terminated + 1,
+        "terminated by its budget, counted"
+    );
+}

@@ -629,3 +629,92 @@ fn self_contained_handlers_are_bounded_and_contained_on_both_tiers() {
         assert!(event.bindings().is_empty());
     }
 }
+
+/// A self-contained guard and handler (native code runs them as one, on
+/// one private context): the guard selects, a guard's trap is reported
+/// and runs nothing, the handler's trap is the raiser's fault, the
+/// guard's fuel is its own (not the handler's budget), invocations are
+/// counted as two calls; the same on both tiers.
+#[test]
+fn self_contained_guards_and_handlers_run_as_one_on_both_tiers() {
+    let _code_memory = CODE_MEMORY
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let wat = r#"(module
+        (func (export "even") (param i64) (result i32)
+          (i64.eqz (i64.and (local.get 0) (i64.const 1))))
+        (func (export "traps_on_7") (param i64) (result i32)
+          (if (i64.eq (local.get 0) (i64.const 7)) (then unreachable))
+          (i32.const 1))
+        (func (export "slow") (param i64) (result i32) (local i64)
+          (loop $again
+            (local.set 1 (i64.add (local.get 1) (i64.const 1)))
+            (br_if $again (i64.lt_u (local.get 1) (i64.const 5000))))
+          (i32.const 1))
+        (func (export "check") (param i64)
+          (if (i64.eq (local.get 0) (i64.const 4)) (then unreachable)))
+        (func (export "spin") (param i64) (loop $again (br $again))))"#;
+    let bytes = wat::parse_str(wat).unwrap();
+    let unreachable = FaultKind::Unreachable.code();
+    for tier in [Tier::Interpreter, Tier::Native] {
+        let (runtime, _) = runtime(tier);
+        let faults = fault_log(&runtime);
+        let (event, port) = tick();
+        let pair = load(&runtime, LoadRequest::new("pair", &bytes), tier);
+        let even = pair
+            .bind(&port, &Bind::handler("check").guard("even"))
+            .unwrap();
+        let invocations = pair.stats().invocations;
+        for ticks in 0..10 {
+            let ran = event.raise(&mut (ticks,)).is_ok();
+            assert_eq!(ran, ticks % 2 == 0 && ticks != 4, "{tier}: tick {ticks}");
+        }
+        assert_eq!(
+            pair.stats().invocations,
+            invocations + 15,
+            "{tier}: ten guard calls, five handler calls"
+        );
+        assert_eq!(
+            faults.lock().unwrap().as_slice(),
+            &[(pair.id().0, unreachable)],
+            "{tier}: the handler's trap on tick 4 reported"
+        );
+        pair.unbind(&port, even).unwrap();
+        let trapping = pair
+            .bind(&port, &Bind::handler("check").guard("traps_on_7"))
+            .unwrap();
+        assert!(event.raise(&mut (7,)).is_err(), "{tier}: nothing ran");
+        assert!(
+            event.raise(&mut (4,)).is_err(),
+            "{tier}: the handler trapped"
+        );
+        assert!(event.raise(&mut (5,)).is_ok(), "{tier}: the handler ran");
+        assert_eq!(
+            faults.lock().unwrap().as_slice(),
+            &[(pair.id().0, unreachable); 3],
+            "{tier}: the guard's trap and the handler's reported"
+        );
+        pair.unbind(&port, trapping).unwrap();
+        // The guard needs more fuel than the handler's budget: it runs on
+        // its own, and the handler is then stopped by the budget.
+        let spin = pair
+            .bind(&port, &Bind::handler("spin").guard("slow").ephemeral(1_000))
+            .unwrap();
+        let terminated = event.stats().terminated;
+        assert!(event.raise(&mut (1,)).is_err(), "{tier}: stopped");
+        assert_eq!(
+            event.stats().terminated,
+            terminated + 1,
+            "{tier}: the handler by its budget, after its guard held"
+        );
+        assert_eq!(
+            faults.lock().unwrap().len(),
+            4,
+            "{tier}: the budget's stop reported, not the guard"
+        );
+        pair.unbind(&port, spin).unwrap();
+        assert_eq!(pair.stats().faults, 4, "{tier}: every trap counted");
+        pair.unload().unwrap();
+        assert!(event.bindings().is_empty());
+    }
+}
