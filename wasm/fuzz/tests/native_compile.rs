@@ -266,3 +266,29 @@ fn functions_with_huge_frames_are_refused() {
         ),
     }
 }
+
+/// The single-pass compiler gives a frame only to a function that needs
+/// one: a leaf that reads no local and spills nothing starts with its
+/// fuel charge (`sub qword [rdi + 16], 1`), not `push rbp`; one that
+/// reads its parameter stores it in a frame.
+#[test]
+fn single_pass_leaves_without_slots_have_no_frame() {
+    let bytes = wat::parse_str(
+        r#"(module
+          (func (export "empty") (param i64))
+          (func (export "yes") (param i64) (result i32) (i32.const 1))
+          (func (export "sum") (param i64 i64) (result i64)
+            (i64.add (i64.const 2) (i64.const 3)))
+          (func (export "reads") (param i64) (result i64) (local.get 0)))"#,
+    )
+    .unwrap();
+    let compiled = compile(&bytes).expect("compiles");
+    assert_eq!(compiled.single_pass_functions, 4, "all in one pass");
+    const CHARGE_FUEL: [u8; 5] = [0x48, 0x83, 0x6f, 0x10, 0x01];
+    const PUSH_RBP: u8 = 0x55;
+    let start = |index: usize| &compiled.code[compiled.functions[index].offset..];
+    for (index, name) in ["empty", "yes", "sum"].into_iter().enumerate() {
+        assert_eq!(start(index)[..5], CHARGE_FUEL, "{name}: no frame");
+    }
+    assert_eq!(start(3)[0], PUSH_RBP, "reads: its parameter in a frame");
+}
