@@ -70,6 +70,9 @@ pub enum Operation {
     AddGuard,
     /// Remove a guard the installer added.
     RemoveGuard,
+    /// Replace an installation's code with code of the same behaviour
+    /// ([`crate::Event::replace_code`]).
+    ReplaceCode,
 }
 
 /// What is being requested, as the authorizer sees it.

@@ -42,6 +42,9 @@ pub enum Error {
     UnknownBinding(BindingId),
     /// No such guard on that installation (or it was imposed).
     UnknownGuard(GuardId),
+    /// A guard to put in place of an installation's first one, which it
+    /// does not have ([`crate::Event::replace_code`]).
+    NoGuardToReplace(BindingId),
 }
 
 impl From<TypeError> for Error {
@@ -77,6 +80,7 @@ impl fmt::Display for Error {
             Error::Order(e) => write!(f, "{e}"),
             Error::UnknownBinding(b) => write!(f, "no {b} on this event"),
             Error::UnknownGuard(g) => write!(f, "no removable guard#{} on that binding", g.0),
+            Error::NoGuardToReplace(b) => write!(f, "{b} has no guard of its own to replace"),
         }
     }
 }

@@ -1277,6 +1277,71 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
         Ok(())
     }
 
+    /// Replaces the code of an installation, keeping the rest: its id,
+    /// place and ordering constraints, mode, imposed guards and the
+    /// guards added since. For an installer that has faster code of the
+    /// same behaviour (an extension whose module was compiled to native
+    /// code after it bound its handlers), not for changing what an
+    /// installation does: `handler` must behave as the code it replaces.
+    /// A guard (`guard`, or the one a [`Handler::fallible_guarded`]
+    /// handler brings) takes the place of the installation's first own
+    /// guard, which must exist, and must behave as it; without one, the
+    /// guards stay. Checked as an installation is (type, mode), and
+    /// authorized as a change ([`Operation::ReplaceCode`]; without an
+    /// authorizer, the installer or the kernel only).
+    pub fn replace_code(
+        &self,
+        requester: Principal,
+        binding: BindingId,
+        mut handler: Handler<A, R>,
+        guard: Option<Guard<A>>,
+    ) -> Result<(), Error> {
+        handler.check_closure()?;
+        let brought = handler
+            .checked
+            .as_mut()
+            .and_then(|views| views.guard.take());
+        let checked_guarded = brought.is_some();
+        let guard = brought.or(guard);
+        let mut state = self.state.lock();
+        if let Some(guard) = &guard {
+            guard.check(&self.signature, state.fields.len())?;
+        }
+        let (at, _) = self.authorize_change(
+            &state,
+            requester,
+            binding,
+            Operation::ReplaceCode,
+            &[],
+            None,
+        )?;
+        let current = &state.bindings[at];
+        self.signature
+            .check_handler(&handler.signature, current.is_filter)?;
+        let mutates = handler.code.mutates(&handler.signature);
+        self.check_mode(&state, current.mode, &handler, mutates || current.is_filter)?;
+        let first_guard = match (&guard, current.guards.first()) {
+            (None, _) => None,
+            (Some(_), Some((id, _))) => Some(*id),
+            (Some(_), None) => return Err(Error::NoGuardToReplace(binding)),
+        };
+        let current = &mut state.bindings[at];
+        if let (Some(guard), Some(first)) = (guard, current.guards.first_mut()) {
+            first.1 = guard;
+        }
+        let checked_guard = first_guard.filter(|_| checked_guarded);
+        current.checked = handler
+            .checked
+            .as_ref()
+            .map(|views| (checked_guard, views.alone.clone()));
+        // Rust code fused with its guard (`Install::guarded`) is replaced
+        // too: the guard and the code are the new ones.
+        current.fused = None;
+        current.handler = handler;
+        self.republish(&state);
+        Ok(())
+    }
+
     /// Replaces the ordering constraints of an installation (003 §2.3: "the
     /// dispatcher allows the ordering constraints associated with a given
     /// handler to be queried and dynamically changed"). Refused, with the

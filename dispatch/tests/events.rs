@@ -1456,3 +1456,88 @@ fn guard_and_code_as_one_run_together_only_while_alone() {
         "terminated by its budget, counted"
     );
 }
+
+/// `Event::replace_code`: the installation keeps its id, place, mode and
+/// the guards added since; its first guard and its code are the new ones
+/// (the lone routine too, once alone again); only the installer may, a
+/// guard needs one to replace, and the type is checked.
+#[test]
+fn replacing_code_keeps_the_installation() {
+    let (event, _authority) = Event::new("Net.PacketArrived", double);
+    event
+        .remove(Principal::KERNEL, BindingId::INTRINSIC)
+        .unwrap();
+    let signature = Signature::new(&[ValueType::U64], Some(ValueType::U64));
+    let old = Handler::fallible_guarded(
+        signature.clone(),
+        |args: &(u64,)| args.0 != 5,
+        |args: &(u64,), _: &Invocation| Ok(args.0 * 10),
+    )
+    .ephemeral();
+    let binding = event
+        .install(
+            EXTENSION,
+            Install::new(old).mode(Mode::Ephemeral(Budget::fuel(100))),
+        )
+        .unwrap();
+    let six = event
+        .add_guard(EXTENSION, binding, Guard::new(|args: &(u64,)| args.0 != 6))
+        .unwrap();
+    let (new_guard, new_code) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (guard_calls, code_calls) = (new_guard.clone(), new_code.clone());
+    let new = Handler::fallible_guarded(
+        signature.clone(),
+        move |args: &(u64,)| {
+            guard_calls.fetch_add(1, Ordering::Relaxed);
+            args.0 != 5
+        },
+        move |args: &(u64,), invocation: &Invocation| {
+            code_calls.fetch_add(1, Ordering::Relaxed);
+            assert_eq!(invocation.budget, Some(Budget::fuel(100)), "the mode kept");
+            Ok(args.0 * 10)
+        },
+    )
+    .ephemeral();
+    assert_eq!(
+        event.replace_code(Principal(99), binding, new.clone(), None),
+        Err(Error::NotInstaller),
+        "only the installer"
+    );
+    event
+        .replace_code(EXTENSION, binding, new.clone(), None)
+        .unwrap();
+    assert_eq!(event.bindings(), vec![binding], "the same installation");
+    assert_eq!(event.guards_of(binding), Some((2, 0)), "its guards kept");
+    let mut cache = RaiseCache::new();
+    assert_eq!(event.raise_cached(&mut cache, &mut (4,)), Ok(40));
+    assert!(
+        event.raise_cached(&mut cache, &mut (6,)).is_err(),
+        "the guard added since still holds"
+    );
+    assert!(event.raise_cached(&mut cache, &mut (5,)).is_err());
+    assert_eq!(new_guard.load(Ordering::Relaxed), 3, "the new guard tests");
+    assert_eq!(new_code.load(Ordering::Relaxed), 1, "the new code runs");
+    event.remove_guard(EXTENSION, binding, six).unwrap();
+    assert_eq!(
+        event.raise_cached(&mut cache, &mut (6,)),
+        Ok(60),
+        "alone again: the new code's routine"
+    );
+    assert_eq!(new_code.load(Ordering::Relaxed), 2);
+    // Without guards, a guard cannot replace one; a wrong type is refused.
+    let plain = event
+        .install(EXTENSION, Install::new(Handler::new(|_: &(u64,)| 1)))
+        .unwrap();
+    assert_eq!(
+        event.replace_code(EXTENSION, plain, new, None),
+        Err(Error::NoGuardToReplace(plain))
+    );
+    let wrong = Handler::fallible(
+        Signature::new(&[ValueType::U32], Some(ValueType::U64)),
+        |_: &(u64,), _: &Invocation| Ok(1),
+    );
+    assert!(matches!(
+        event.replace_code(EXTENSION, plain, wrong, None),
+        Err(Error::Type(_))
+    ));
+}

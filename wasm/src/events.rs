@@ -38,6 +38,16 @@ pub trait EventPort: Send + Sync {
     ) -> Result<BindingId, dispatch::Error>;
     /// Removes an installation.
     fn remove(&self, requester: Principal, binding: BindingId) -> Result<(), dispatch::Error>;
+    /// Replaces the code of an installation that [`EventPort::install`]
+    /// made from the same functions, now with the engine's faster path
+    /// for them (after a tier-up): see [`Event::replace_code`].
+    fn replace(
+        &self,
+        requester: Principal,
+        binding: BindingId,
+        handler: WasmHandler,
+        guard: Option<WasmGuard>,
+    ) -> Result<(), dispatch::Error>;
     /// Adds a declarative guard to an installation: parameter `param`
     /// must equal `value` (the dispatcher indexes such guards).
     fn add_equals_guard(
@@ -110,48 +120,23 @@ where
         guard: Option<WasmGuard>,
         mode: Mode,
     ) -> Result<BindingId, dispatch::Error> {
-        let signature = handler.signature.clone();
-        // Integer arguments and result: the typed entry, called with the
-        // argument tuple itself (no `DynArgs`, no runtime values); with a
-        // typed guard, guard and handler are one statically typed routine
-        // while the installation is alone on the event.
-        let typed = TypedWasm::of(
-            &handler.extension,
-            handler.export,
-            &signature,
-            handler.self_contained.clone(),
-        );
-        let typed_guard = guard.as_ref().map(|guard| {
-            TypedWasm::of(
-                &guard.extension,
-                guard.export,
-                &guard.signature,
-                guard.self_contained.clone(),
-            )
-        });
-        let (code, guard) = match (typed, typed_guard) {
-            (Some(typed), Some(Some(test))) => (typed_handler(signature, typed, Some(test)), None),
-            (Some(typed), typed_guard) => (
-                typed_handler(signature, typed, None),
-                guard.map(|guard| match typed_guard.flatten() {
-                    Some(test) => typed_guard_of(test),
-                    None => Guard::dynamic(guard.signature.clone(), guard),
-                }),
-            ),
-            (None, typed_guard) => (
-                Handler::dynamic(signature, handler),
-                guard.map(|guard| match typed_guard.flatten() {
-                    Some(test) => typed_guard_of(test),
-                    None => Guard::dynamic(guard.signature.clone(), guard),
-                }),
-            ),
-        };
-        // Wasm code can always be stopped cleanly: it accepts termination.
-        let mut install = Install::new(code.ephemeral().named("wasm")).mode(mode);
+        let (code, guard) = code_and_guard(handler, guard);
+        let mut install = Install::new(code).mode(mode);
         if let Some(guard) = guard {
             install = install.guard(guard);
         }
         self.event.install(requester, install)
+    }
+
+    fn replace(
+        &self,
+        requester: Principal,
+        binding: BindingId,
+        handler: WasmHandler,
+        guard: Option<WasmGuard>,
+    ) -> Result<(), dispatch::Error> {
+        let (code, guard) = code_and_guard(handler, guard);
+        self.event.replace_code(requester, binding, code, guard)
     }
 
     fn remove(&self, requester: Principal, binding: BindingId) -> Result<(), dispatch::Error> {
@@ -184,6 +169,56 @@ where
         }
         Some(self.event.raise(&mut args).map(IntoValue::into_value))
     }
+}
+
+/// The dispatcher's handler for Wasm `handler` and its guard: typed code
+/// when the event's arguments and result are integers (no `DynArgs`, no
+/// runtime values; with a typed guard, guard and handler are one
+/// statically typed routine while the installation is alone on the
+/// event), else runtime-typed. The guard comes back apart when it is not
+/// inside the handler ([`Handler::fallible_guarded`]).
+fn code_and_guard<A, R>(
+    handler: WasmHandler,
+    guard: Option<WasmGuard>,
+) -> (Handler<A, R>, Option<Guard<A>>)
+where
+    A: EventArgs + Default,
+    R: EventResult + IntoValue,
+{
+    let signature = handler.signature.clone();
+    let typed = TypedWasm::of(
+        &handler.extension,
+        handler.export,
+        &signature,
+        handler.self_contained.clone(),
+    );
+    let typed_guard = guard.as_ref().map(|guard| {
+        TypedWasm::of(
+            &guard.extension,
+            guard.export,
+            &guard.signature,
+            guard.self_contained.clone(),
+        )
+    });
+    let (code, guard) = match (typed, typed_guard) {
+        (Some(typed), Some(Some(test))) => (typed_handler(signature, typed, Some(test)), None),
+        (Some(typed), typed_guard) => (
+            typed_handler(signature, typed, None),
+            guard.map(|guard| match typed_guard.flatten() {
+                Some(test) => typed_guard_of(test),
+                None => Guard::dynamic(guard.signature.clone(), guard),
+            }),
+        ),
+        (None, typed_guard) => (
+            Handler::dynamic(signature, handler),
+            guard.map(|guard| match typed_guard.flatten() {
+                Some(test) => typed_guard_of(test),
+                None => Guard::dynamic(guard.signature.clone(), guard),
+            }),
+        ),
+    };
+    // Wasm code can always be stopped cleanly: it accepts termination.
+    (code.ephemeral().named("wasm"), guard)
 }
 
 /// The handler of typed code `typed`, with `test` fused as its guard if

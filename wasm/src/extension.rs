@@ -476,6 +476,58 @@ impl Shared {
         }
     }
 
+    /// After a tier-up: each installation whose handler or guard the new
+    /// instance can run without the lock (self-contained native code,
+    /// [`HostContext::self_contained`]) gets that code in place
+    /// ([`EventPort::replace`]: same binding, place, mode and guards), as
+    /// if it had been bound on the new tier; the others keep theirs, which
+    /// runs on the new instance through the lock. An installation removed
+    /// meanwhile is left alone. Returns how many were replaced.
+    pub(crate) fn refresh_installations(&self) -> usize {
+        let (principal, replacements) = {
+            let Some(mut guard) = self.lock_instance() else {
+                return 0;
+            };
+            let Some(loaded) = guard.as_mut() else {
+                return 0;
+            };
+            let instance = loaded.instance_mut();
+            let state = instance.state();
+            let replacements: Vec<_> = state
+                .installed
+                .iter()
+                .filter_map(|installed| {
+                    let handler_alone = instance.self_contained(installed.handler.export);
+                    let guard_alone = installed
+                        .guard
+                        .as_ref()
+                        .and_then(|guard| instance.self_contained(guard.export));
+                    if handler_alone.is_none() && guard_alone.is_none() {
+                        return None;
+                    }
+                    let mut handler = installed.handler.clone();
+                    handler.self_contained = handler_alone.or(handler.self_contained);
+                    let guard = installed.guard.clone().map(|mut guard| {
+                        guard.self_contained = guard_alone.or(guard.self_contained);
+                        guard
+                    });
+                    Some((installed.event.clone(), installed.binding, handler, guard))
+                })
+                .collect();
+            (state.principal, replacements)
+        };
+        // Outside the lock: the dispatcher's publication calls nothing of
+        // the extension, but need not wait for its invocations either.
+        replacements
+            .into_iter()
+            .filter(|(event, binding, handler, guard)| {
+                event
+                    .replace(principal, *binding, handler.clone(), guard.clone())
+                    .is_ok()
+            })
+            .count()
+    }
+
     /// Runs `call` on the locked instance with the invocation's fuel;
     /// counts it, and counts and reports a trap (after the unlock).
     #[inline]
@@ -731,10 +783,12 @@ pub(crate) fn bind(
         signature,
     };
     let principal = context.state().principal;
-    let binding = event.install(principal, handler, guard, request.mode)?;
+    let binding = event.install(principal, handler.clone(), guard.clone(), request.mode)?;
     context.state_mut().installed.push(Installed {
         event: event.clone(),
         binding,
+        handler,
+        guard,
     });
     Ok(binding)
 }

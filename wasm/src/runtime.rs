@@ -250,7 +250,11 @@ impl Runtime {
             &source.imports,
             &shared.limits,
         )?;
-        crate::tier::take_over(shared, takeover).map_err(LoadError::Engine)
+        crate::tier::take_over(shared, takeover).map_err(LoadError::Engine)?;
+        // Handlers bound on the interpreter (at `init`, usually) get the
+        // new tier's lockless path where it has one.
+        shared.refresh_installations();
+        Ok(())
     }
 
     /// The default limits.

@@ -19,6 +19,10 @@ use crate::{
 pub(crate) struct Installed {
     pub(crate) event: Arc<dyn EventPort>,
     pub(crate) binding: BindingId,
+    /// The handler and guard it was made from, to give it the faster code
+    /// of a later tier ([`crate::extension::Shared::refresh_installations`]).
+    pub(crate) handler: crate::events::WasmHandler,
+    pub(crate) guard: Option<crate::events::WasmGuard>,
 }
 
 /// The kernel-side state of one extension.

@@ -220,3 +220,56 @@ fn a_self_contained_native_handler_runs_while_its_extension_is_busy() {
         assert!(event.raise(&mut (5,)).is_err(), "{tier}: unloaded");
     }
 }
+
+/// Handlers bound while the extension ran on wasmi (as `init` binds
+/// them) get native code's lockless path when it tiers up: in place, the
+/// same installations, so the self-contained one then answers a raise
+/// made from inside the busy extension.
+#[cfg(feature = "native")]
+#[test]
+fn handlers_bound_before_a_tier_up_run_without_the_lock_after_it() {
+    use wasm_runtime::{engine::native::NativeEngine, EngineConfig, Tier};
+    // As in the test above: `plus` is self-contained, `outer` raises the
+    // event again and returns the raise's status.
+    let module = wat::parse_str(
+        r#"(module
+          (import "spindle" "handle_find" (func $find (param i32 i32) (result i32)))
+          (import "spindle" "raise" (func $raise (param i32 i32 i32 i32) (result i32)))
+          (memory (export "memory") 1)
+          (data (i32.const 0) "Test.Compute")
+          (func (export "plus") (param i32) (result i32)
+            (i32.add (local.get 0) (i32.const 100)))
+          (func (export "outer") (param i32) (result i32)
+            (i64.store (i32.const 16) (i64.extend_i32_u (i32.add (local.get 0) (i32.const 1))))
+            (call $raise (call $find (i32.const 0) (i32.const 12))
+                         (i32.const 16) (i32.const 1) (i32.const 32))))"#,
+    )
+    .unwrap();
+    let threads = Arc::new(Threads::default());
+    let runtime = runtime(&threads, Arc::new(Recorder::default())).with_native_engine(Box::new(
+        NativeEngine::new(&EngineConfig::default()).expect("the native engine"),
+    ));
+    let (event, _authority, port) = compute_event();
+    let request = LoadRequest::new("busy", &module).grant_event_to_raise(port.clone());
+    let extension = runtime.load(request).unwrap();
+    assert_eq!(extension.tier(), Tier::Interpreter, "it starts on wasmi");
+    extension.bind(&port, &Bind::handler("plus")).unwrap();
+    extension.bind(&port, &Bind::handler("outer")).unwrap();
+    let bindings = event.bindings();
+    assert_eq!(
+        event.raise(&mut (5,)).unwrap() as i32,
+        -8,
+        "on wasmi both handlers found the extension busy"
+    );
+    runtime.tier_up(&extension).unwrap();
+    assert_eq!(extension.tier(), Tier::Native);
+    assert_eq!(event.bindings(), bindings, "the same installations");
+    assert_eq!(
+        event.raise(&mut (5,)).unwrap() as i32,
+        0,
+        "after the tier-up plus answers the inner raise without the lock"
+    );
+    assert_eq!(threads.yields.load(Ordering::Relaxed), 0, "nobody waited");
+    extension.unload().unwrap();
+    assert!(event.raise(&mut (5,)).is_err(), "unloaded");
+}
