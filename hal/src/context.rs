@@ -32,6 +32,38 @@ pub(crate) const STACK_SLOT_BYTES: u64 = 1 << 20;
 /// Stack slot allocator: slots freed by dropped stacks, and the next unused.
 static STACK_SLOTS: IrqMutex<(Vec<u64>, u64)> = IrqMutex::new((Vec::new(), 0));
 
+/// The stack slots whose stack's bottom [`stack_room`] knows: the first
+/// this many (slots are reused, so this is the most threads alive at once
+/// before one's stack goes unknown).
+const KNOWN_STACK_SLOTS: usize = 1024;
+
+/// The lowest mapped address of the stack in each known slot, by slot
+/// index; 0 while the slot holds none.
+static STACK_BOTTOMS: [AtomicU64; KNOWN_STACK_SLOTS] =
+    [const { AtomicU64::new(0) }; KNOWN_STACK_SLOTS];
+
+/// The [`STACK_BOTTOMS`] entry of the slot starting at `slot`.
+fn known_bottom(slot: u64) -> Option<&'static AtomicU64> {
+    STACK_BOTTOMS.get(((slot - STACKS_BASE) / STACK_SLOT_BYTES) as usize)
+}
+
+/// Bytes of kernel stack mapped below `address` (an address on the
+/// running thread's stack, such as a local's): how deep code running
+/// there may still go before the guard page. `None` when `address` is
+/// not on a kernel thread's stack whose bounds are known (the boot
+/// stack, or a slot past the known ones). For code that decides whether
+/// to run something of unbounded depth (an extension's handler raised
+/// from inside another's) rather than fault on the guard page.
+pub fn stack_room(address: u64) -> Option<u64> {
+    if address <= STACKS_BASE {
+        return None;
+    }
+    // A stack's top is its slot's end: the slot of the byte below.
+    let slot = STACKS_BASE + (address - 1 - STACKS_BASE) / STACK_SLOT_BYTES * STACK_SLOT_BYTES;
+    let bottom = known_bottom(slot)?.load(Ordering::Acquire);
+    (bottom != 0 && address >= bottom).then(|| address - bottom)
+}
+
 /// A kernel stack: mapped pages with an unmapped guard page below them, so an
 /// overflow faults (and becomes a double fault on the IST stack) instead of
 /// corrupting memory.
@@ -61,6 +93,9 @@ impl KernelStack {
         let stack = Self { slot, pages };
         // Leave the lowest page of the slot unmapped: the guard page.
         memory::map_internal(stack.bottom(), pages)?;
+        if let Some(bottom) = known_bottom(slot) {
+            bottom.store(stack.bottom(), Ordering::Release);
+        }
         Ok(stack)
     }
 
@@ -77,6 +112,9 @@ impl KernelStack {
 
 impl Drop for KernelStack {
     fn drop(&mut self) {
+        if let Some(bottom) = known_bottom(self.slot) {
+            bottom.store(0, Ordering::Release);
+        }
         memory::unmap_internal(self.bottom(), self.pages);
         STACK_SLOTS.lock().0.push(self.slot);
     }

@@ -122,6 +122,11 @@ impl wasm_runtime::Strands for SchedStrands {
     fn yield_now(&self) {
         sched::yield_now();
     }
+
+    fn stack_room(&self) -> Option<u64> {
+        let here = 0u8;
+        hal::context::stack_room(core::ptr::addr_of!(here) as u64)
+    }
 }
 
 fn tick_intrinsic(_ticks: &(u64,)) {}

@@ -168,7 +168,7 @@ pub struct Shared {
     clock: Option<Arc<dyn Clock>>,
     /// The strand holding `instance`, recorded only once the holder
     /// calls a kernel procedure that may raise back into the extension
-    /// ([`Shared::note_holder`]); 0 when none, not yet recorded, or no
+    /// ([`Shared::before_reentry`]); 0 when none, not yet recorded, or no
     /// strands. Only a re-entrant invocation needs it, and it can only
     /// come from such a call; anyone else waits either way. Cleared
     /// before the unlock.
@@ -189,6 +189,13 @@ pub(crate) struct TierUpSource {
     pub(crate) module: Arc<crate::module::ModuleInfo>,
     pub(crate) imports: Vec<spindle_abi::Import>,
 }
+
+/// The kernel stack a procedure that may run an extension's code needs
+/// left below it (`Shared::before_reentry`): a native entry's budget
+/// (`engine::native::entry::STACK_BUDGET_BYTES`, 16 KiB) and the one frame
+/// a function may write before its check (8 KiB), then the raise path
+/// and the procedures that code may call.
+pub const NESTED_RUN_STACK_BYTES: u64 = 32 * 1024;
 
 /// How long an invocation waits for its extension, busy on another strand,
 /// before it gives up with `Busy`. Two strands each inside one extension
@@ -262,7 +269,7 @@ impl Shared {
     #[inline]
     pub(crate) fn lock_instance(&self) -> Option<InstanceGuard<'_>> {
         // The common case, uncontended: one try. The owner is recorded
-        // lazily, by `note_holder`, only before a kernel procedure that
+        // lazily, by `before_reentry`, only before a kernel procedure that
         // may raise back into the extension: until then no code can ask
         // for the instance on this strand, and other strands wait, as
         // they do for a recorded owner.
@@ -275,12 +282,28 @@ impl Shared {
         self.lock_instance_contended()
     }
 
-    /// Records the running strand as the instance's holder (see
-    /// [`Self::lock_instance`]); the caller holds the instance lock.
-    /// Cleared at the unlock.
-    pub(crate) fn note_holder(&self) {
-        if let Some(strands) = &self.strands {
-            self.owner.store(strands.current(), Ordering::Release);
+    /// Before a kernel procedure that may run an extension's code
+    /// (`host::may_reenter`): records the running strand as the
+    /// instance's holder (see [`Self::lock_instance`]; the caller holds
+    /// the instance lock, and the unlock clears it), and refuses the call
+    /// with a trap when less than [`NESTED_RUN_STACK_BYTES`] of the
+    /// strand's stack is left: extensions raising into each other would
+    /// otherwise nest without bound, each native entry with a stack
+    /// budget of its own, until the kernel stack's guard page.
+    pub(crate) fn before_reentry(&self) -> Result<(), Trap> {
+        let Some(strands) = &self.strands else {
+            return Ok(());
+        };
+        self.owner.store(strands.current(), Ordering::Release);
+        match strands.stack_room() {
+            Some(room) if room < NESTED_RUN_STACK_BYTES => Err(Trap::new(
+                spindle_abi::FaultKind::StackOverflow,
+                alloc::format!(
+                    "only {room} bytes of kernel stack left, too little to run another \
+                     extension's code from here (nested raises too deep)"
+                ),
+            )),
+            _ => Ok(()),
         }
     }
 
@@ -382,7 +405,7 @@ impl Shared {
     /// [`Instance::call`].
     ///
     /// The whole invocation is this one function, inlined into the typed
-    /// handler: lock (no owner recorded: see [`Shared::note_holder`]),
+    /// handler: lock (no owner recorded: see [`Shared::before_reentry`]),
     /// count, native code's entry (`NativeInstance::call_typed`), unlock;
     /// a trap is reported out of line.
     #[inline(always)]

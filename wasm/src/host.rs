@@ -104,7 +104,7 @@ pub fn call<Args: HostArgs + ?Sized>(
 ) -> Result<Option<WasmValue>, Trap> {
     let status = |status: Status| Ok(Some(WasmValue::I32(status.code())));
     if may_reenter(import) {
-        context.state().note_holder();
+        context.state().before_reentry()?;
     }
     match import {
         Import::Log => {

@@ -65,6 +65,7 @@ pub use error::{BindError, LimitExceeded, LinkError, LoadError};
 pub use events::{port, EventPort};
 pub use extension::{
     Bind, CallError, Extension, ExtensionId, ExtensionStats, UnloadError, UnloadReport,
+    NESTED_RUN_STACK_BYTES,
 };
 pub use files::{DirectoryAccess, FileAccess, ListenError, Listening, OpenError, StreamService};
 pub use handles::{Capability, EventRights};

@@ -54,6 +54,13 @@ pub trait Strands: Send + Sync {
     fn current(&self) -> u64;
     /// Lets other strands run, among them the one in the extension.
     fn yield_now(&self);
+    /// Bytes of the running strand's stack left below the caller, if
+    /// known: a kernel procedure that may run another extension's code
+    /// is refused when too little is left
+    /// ([`crate::extension::NESTED_RUN_STACK_BYTES`]).
+    fn stack_room(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Kernel services the imported procedures use.

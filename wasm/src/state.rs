@@ -40,13 +40,15 @@ pub struct ExtensionState {
 }
 
 impl ExtensionState {
-    /// Records the running strand as the one holding the extension's
-    /// instance (the caller runs under the instance lock, in a kernel
-    /// procedure that may raise back into the extension; see
-    /// `host::may_reenter`).
-    pub(crate) fn note_holder(&self) {
-        if let Some(extension) = self.extension.upgrade() {
-            extension.note_holder();
+    /// Before a kernel procedure that may run an extension's code (the
+    /// caller runs under the instance lock; see `host::may_reenter`):
+    /// records the running strand as the instance's holder, and refuses
+    /// the call when too little stack is left for it
+    /// (`Shared::before_reentry`).
+    pub(crate) fn before_reentry(&self) -> Result<(), crate::engine::Trap> {
+        match self.extension.upgrade() {
+            Some(extension) => extension.before_reentry(),
+            None => Ok(()),
         }
     }
 

@@ -22,6 +22,8 @@ use wasm_runtime::{Bind, LoadRequest, Runtime, Services, Strands, WasmValue};
 struct Threads {
     next: AtomicU64,
     yields: AtomicU64,
+    /// The stack room every strand reports (0: unknown).
+    room: AtomicU64,
 }
 
 thread_local! {
@@ -41,6 +43,13 @@ impl Strands for Threads {
     fn yield_now(&self) {
         self.yields.fetch_add(1, Ordering::Relaxed);
         thread::yield_now();
+    }
+
+    fn stack_room(&self) -> Option<u64> {
+        match self.room.load(Ordering::Relaxed) {
+            0 => None,
+            room => Some(room),
+        }
     }
 }
 
@@ -272,4 +281,78 @@ fn handlers_bound_before_a_tier_up_run_without_the_lock_after_it() {
     assert_eq!(threads.yields.load(Ordering::Relaxed), 0, "nobody waited");
     extension.unload().unwrap();
     assert!(event.raise(&mut (5,)).is_err(), "unloaded");
+}
+
+/// A kernel procedure that may run another extension's code is refused
+/// (a stack overflow trap, contained as any trap) when the strand's stack
+/// has too little room left, on both tiers: extensions raising into each
+/// other cannot nest down to the kernel stack's guard page.
+#[test]
+fn a_raise_from_wasm_is_refused_when_the_stack_is_nearly_full() {
+    #[cfg(feature = "native")]
+    use wasm_runtime::{engine::native::NativeEngine, EngineConfig};
+    use wasm_runtime::{Tier, NESTED_RUN_STACK_BYTES};
+    // `outer` raises the event again (its status: 0 if some handler
+    // answered); `plus` answers it.
+    let module = wat::parse_str(
+        r#"(module
+          (import "spindle" "handle_find" (func $find (param i32 i32) (result i32)))
+          (import "spindle" "raise" (func $raise (param i32 i32 i32 i32) (result i32)))
+          (memory (export "memory") 1)
+          (data (i32.const 0) "Test.Compute")
+          (func (export "plus") (param i32) (result i32)
+            (i32.add (local.get 0) (i32.const 100)))
+          (func (export "outer") (param i32) (result i32)
+            (i64.store (i32.const 16) (i64.extend_i32_u (i32.add (local.get 0) (i32.const 1))))
+            (call $raise (call $find (i32.const 0) (i32.const 12))
+                         (i32.const 16) (i32.const 1) (i32.const 32))))"#,
+    )
+    .unwrap();
+    let mut tiers = vec![Tier::Interpreter];
+    if cfg!(feature = "native") {
+        tiers.push(Tier::Native);
+    }
+    for tier in tiers {
+        let threads = Arc::new(Threads::default());
+        let runtime = runtime(&threads, Arc::new(Recorder::default()));
+        #[cfg(feature = "native")]
+        let runtime = runtime.with_native_engine(Box::new(
+            NativeEngine::new(&EngineConfig::default()).expect("the native engine"),
+        ));
+        let (event, _authority, port) = compute_event();
+        // Two extensions: `outer` in one raises into `plus` in the other.
+        let request = LoadRequest::new("outer", &module)
+            .grant_event_to_raise(port.clone())
+            .tier(tier);
+        let outer = runtime.load(request).unwrap();
+        let inner = runtime
+            .load(LoadRequest::new("inner", &module).tier(tier))
+            .unwrap();
+        inner.bind(&port, &Bind::handler("plus")).unwrap();
+        outer.bind(&port, &Bind::handler("outer")).unwrap();
+        // Room enough: `outer`'s raise reaches `plus` (status 0).
+        threads
+            .room
+            .store(NESTED_RUN_STACK_BYTES, Ordering::Relaxed);
+        assert_eq!(
+            event.raise(&mut (5,)).unwrap(),
+            0,
+            "{tier}: the inner raise ran"
+        );
+        assert_eq!(outer.stats().faults, 0);
+        // Too little: the raise procedure traps; `outer` faults, and the
+        // raise's result is `plus`'s (the last handler that answered).
+        threads
+            .room
+            .store(NESTED_RUN_STACK_BYTES - 1, Ordering::Relaxed);
+        assert_eq!(
+            event.raise(&mut (5,)).unwrap(),
+            105,
+            "{tier}: outer faulted, plus answered"
+        );
+        assert_eq!(outer.stats().faults, 1, "{tier}: the refused raise a fault");
+        assert_eq!(inner.stats().faults, 0);
+        outer.unload().unwrap();
+        inner.unload().unwrap();
+    }
 }

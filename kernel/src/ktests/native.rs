@@ -30,7 +30,153 @@ pub const TESTS: &[KernelTest] = &[
         name: "default_loads_start_on_the_interpreter_and_tier_up_while_running",
         run: default_loads_tier_up_while_running,
     },
+    KernelTest {
+        name: "stack_room_measures_what_is_left_of_a_threads_kernel_stack",
+        run: stack_room_measures_kernel_stacks,
+    },
+    KernelTest {
+        name: "nested_raises_stop_before_the_kernel_stack_runs_out",
+        run: nested_raises_stop_before_the_stack_runs_out,
+    },
 ];
+
+/// Extensions raising into each other nest their native code on one
+/// kernel stack, each entry with a stack budget of its own: eight copies
+/// of `nest` (each handler goes 150 calls deep, then raises the event the
+/// next copy handles) on a 64 KiB stack would run into its guard page.
+/// The raise procedure is refused, as a stack overflow trap, once too
+/// little stack is left (`Shared::before_reentry`): the outer raise
+/// returns, some copies ran nested, one faulted with `StackOverflow`,
+/// and the kernel goes on.
+fn nested_raises_stop_before_the_stack_runs_out() -> TestResult {
+    use alloc::sync::Arc;
+    use dispatch::{BindingId, Event, Handler, Install, Principal};
+    use spindle_abi::FaultKind;
+    use wasm_runtime::LoadRequest;
+
+    const COPIES: usize = 8;
+    let extensions = crate::extensions::get().ok_or("extensions not initialised")?;
+    let runtime = extensions.runtime();
+    let bytes = extensions.module_bytes("nest")?;
+    let (event, _authority) = Event::new("Test.Nest", nest_intrinsic as fn(&(u64,)) -> u64);
+    let event = Arc::new(event);
+    event
+        .remove(Principal::KERNEL, BindingId::INTRINSIC)
+        .map_err(|error| format!("removing the intrinsic handler: {error}"))?;
+    let port = wasm_runtime::port(event.clone());
+    let overflows = Arc::new(spin::Mutex::new(0u32));
+    let counted = overflows.clone();
+    let recorder = runtime
+        .faulted()
+        .install(
+            Principal::KERNEL,
+            Install::new(Handler::new(move |&(_, kind): &(u64, u32)| {
+                if kind == FaultKind::StackOverflow.code() {
+                    *counted.lock() += 1;
+                }
+            })),
+        )
+        .map_err(|error| format!("recording faults: {error}"))?;
+    let mut copies = Vec::new();
+    let loaded = (0..COPIES).try_for_each(|copy| {
+        let request = LoadRequest::new("nest", bytes)
+            .grant_event_to_raise(port.clone())
+            .tier(Tier::Native);
+        let extension = runtime
+            .load(request)
+            .map_err(|error| format!("copy {copy} of nest: {error}"))?;
+        copies.push(extension);
+        Ok::<_, String>(())
+    });
+    let outcome = loaded.and_then(|()| {
+        let answer = Arc::new(spin::Mutex::new(None));
+        let seen = answer.clone();
+        let raiser = event.clone();
+        let thread = sched::spawn_with_stack("nest", 64 * 1024, move || {
+            *seen.lock() = Some(raiser.raise(&mut (0,)).ok());
+        })
+        .map_err(|_| String::from("no memory for the raising thread"))?;
+        thread.join();
+        let answer = *answer.lock();
+        Ok::<_, String>(answer)
+    });
+    let _ = runtime.faulted().remove(Principal::KERNEL, recorder);
+    let faults: u64 = copies.iter().map(|copy| copy.stats().faults).sum();
+    for copy in copies {
+        copy.unload()
+            .map_err(|error| format!("unloading a copy of nest: {error}"))?;
+    }
+    let Some(answer) = outcome? else {
+        return Err(String::from("the raising thread did not finish"));
+    };
+    let overflows = *overflows.lock();
+    ensure!(
+        overflows >= 1 && faults >= u64::from(overflows),
+        "{overflows} stack overflow faults reported, {faults} counted: the nesting was not stopped"
+    );
+    let nested = answer.unwrap_or(0);
+    ensure!(
+        (1..COPIES as u64).contains(&nested),
+        "copies nested below the first: {nested} (expected some, not all {COPIES})"
+    );
+    Ok(())
+}
+
+/// `Test.Nest`'s intrinsic handler (removed: only the copies answer).
+fn nest_intrinsic(_: &(u64,)) -> u64 {
+    0
+}
+
+/// `hal::context::stack_room`, which the runtime asks (through the
+/// kernel's strands) before a kernel procedure that may run another
+/// extension's code: on a thread's 64 KiB stack it reports what is left
+/// below the caller, less as the thread goes deeper; off a thread's stack
+/// it knows nothing.
+fn stack_room_measures_kernel_stacks() -> TestResult {
+    const STACK_BYTES: u64 = 64 * 1024;
+    const DEPTH: u32 = 16;
+    const FRAME_BYTES: usize = 1024;
+    /// The room at the bottom of `depth` frames of at least `FRAME_BYTES`.
+    #[inline(never)]
+    fn room_below(depth: u32) -> Option<u64> {
+        let mut frame = [0u8; FRAME_BYTES];
+        core::hint::black_box(&mut frame);
+        if depth == 0 {
+            return hal::context::stack_room(frame.as_ptr() as u64);
+        }
+        let room = room_below(depth - 1);
+        core::hint::black_box(&frame);
+        room
+    }
+    let rooms = alloc::sync::Arc::new(spin::Mutex::new(None));
+    let seen = rooms.clone();
+    let thread = sched::spawn_with_stack("stack-room", STACK_BYTES, move || {
+        let here = 0u8;
+        let at_entry = hal::context::stack_room(core::ptr::addr_of!(here) as u64);
+        *seen.lock() = Some((at_entry, room_below(DEPTH)));
+    })
+    .map_err(|_| String::from("no memory for the test thread"))?;
+    thread.join();
+    let Some((Some(at_entry), Some(deeper))) = *rooms.lock() else {
+        return Err(String::from(
+            "stack_room knew nothing of the thread's stack (or the thread never ran)",
+        ));
+    };
+    ensure!(
+        at_entry < STACK_BYTES && at_entry > STACK_BYTES - 8 * 1024,
+        "room at the thread's entry {at_entry} bytes, for a {STACK_BYTES}-byte stack"
+    );
+    let used = at_entry - deeper;
+    ensure!(
+        used >= u64::from(DEPTH) * FRAME_BYTES as u64 && used < STACK_BYTES,
+        "{DEPTH} frames of {FRAME_BYTES} bytes took {used} bytes of room"
+    );
+    ensure!(
+        hal::context::stack_room(0x1000).is_none(),
+        "room known for an address on no kernel stack"
+    );
+    Ok(())
+}
 
 /// Runs `test` with every load that names no tier pinned to `tier`, and
 /// unpins afterwards whatever the outcome.
