@@ -398,6 +398,33 @@ fn wasm_figures(
         .map_err(|error| format!("unbinding the bench handler: {error}"))?;
     report_ratio(&name("wasm_guarded"), &wasm_guarded, baseline);
 
+    // A handler that touches its state (adds the value to a total in its
+    // linear memory), as real ones do: the locked path. Each raise is
+    // checked; the total once after, against the values raised.
+    let (fixture, binding) = fixture_bound(Fixture::bind_counter)?;
+    let mut cache = RaiseCache::default();
+    let before = fixture
+        .total()
+        .map_err(|error| format!("the bench total: {error}"))?;
+    let wasm_counter = measure_n(&name("wasm_counter"), WASM_ITERATIONS, |i| {
+        fixture.raise_cached(&mut cache, i)
+    })?;
+    // Each repetition raised 0, 1, ... WASM_ITERATIONS - 1.
+    let raised = REPETITIONS as u64 * (WASM_ITERATIONS * (WASM_ITERATIONS - 1) / 2);
+    let total = fixture
+        .total()
+        .map_err(|error| format!("the bench total: {error}"))?;
+    if total.wrapping_sub(before) != raised {
+        return Err(format!(
+            "the counting handler added up {} where {raised} was raised",
+            total.wrapping_sub(before)
+        ));
+    }
+    fixture
+        .unbind(binding)
+        .map_err(|error| format!("unbinding the bench handler: {error}"))?;
+    report_ratio(&name("wasm_counter"), &wasm_counter, baseline);
+
     // Wasm -> kernel: one invocation making many empty kernel calls.
     const NULL_CALLS: u32 = 10_000;
     let wasm_to_kernel = measure_n(&name("wasm_to_kernel"), 1, |_| {

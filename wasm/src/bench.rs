@@ -8,6 +8,9 @@
 //!   event whose only handler is an empty Wasm function (through a raise
 //!   cache, as the kernel's hot paths do; [`Fixture::raise`] without);
 //! - the same after [`Fixture::bind_handler_and_guard`]: plus a Wasm guard;
+//! - the same after [`Fixture::bind_counter`]: a handler that adds the
+//!   event's value to a total in its linear memory (what real handlers
+//!   do: it takes the instance lock), read back by [`Fixture::total`];
 //! - [`Fixture::null_calls`]: `n` Wasm-to-kernel calls of an empty
 //!   procedure in one invocation (divide by `n`);
 //! - [`load`]: load + validate + link + instantiate of a module (`big`);
@@ -84,6 +87,19 @@ impl Fixture {
     pub fn bind_handler_and_guard(&self) -> Result<BindingId, BindError> {
         self.extension
             .bind(&self.port, &Bind::handler("handler").guard("guard"))
+    }
+
+    /// Installs the counting Wasm handler (`count`).
+    pub fn bind_counter(&self) -> Result<BindingId, BindError> {
+        self.extension.bind(&self.port, &Bind::handler("count"))
+    }
+
+    /// What the counting handler added up.
+    pub fn total(&self) -> Result<u64, CallError> {
+        match self.extension.call("total", &[])? {
+            Some(WasmValue::I64(total)) => Ok(total as u64),
+            _ => Err(CallError::Type("total returned no i64".into())),
+        }
     }
 
     /// Removes an installation.

@@ -417,9 +417,7 @@ impl Shared {
         types: &[WasmType],
         budget: Option<u64>,
     ) -> Result<i64, CallError> {
-        let fuel = budget.map_or(self.limits.fuel_per_invocation, |b| {
-            b.min(self.limits.fuel_per_invocation)
-        });
+        let fuel = budget.map_or(self.fuel_limit, |b| b.min(self.fuel_limit));
         let outcome = {
             let Some(mut guard) = self.lock_instance() else {
                 return Err(CallError::Busy);

@@ -1,8 +1,14 @@
 //! What the extension benchmarks call (`wasm_runtime::bench`): an empty
-//! handler and an always-true guard for `Bench.Event(u64)`, and a loop of
-//! `n` empty kernel calls (`spindle.null_call`), and the RFC 1071 checksum
-//! of a 1,500-byte packet.
+//! handler, an always-true guard and a counting handler for
+//! `Bench.Event(u64)`, and a loop of `n` empty kernel calls
+//! (`spindle.null_call`), and the RFC 1071 checksum of a 1,500-byte
+//! packet.
 #![no_std]
+
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// What [`count`] added up.
+static TOTAL: AtomicU64 = AtomicU64::new(0);
 
 /// The empty handler.
 #[no_mangle]
@@ -12,6 +18,19 @@ pub extern "C" fn handler(_value: u64) {}
 #[no_mangle]
 pub extern "C" fn guard(_value: u64) -> i32 {
     1
+}
+
+/// A handler that does what real ones do, touch the extension's state:
+/// adds the event's value to a total in linear memory.
+#[no_mangle]
+pub extern "C" fn count(value: u64) {
+    TOTAL.fetch_add(value, Ordering::Relaxed);
+}
+
+/// The total [`count`] added up.
+#[no_mangle]
+pub extern "C" fn total() -> u64 {
+    TOTAL.load(Ordering::Relaxed)
 }
 
 /// Makes `n` Wasm-to-kernel calls of the empty procedure.

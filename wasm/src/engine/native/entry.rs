@@ -44,11 +44,13 @@ pub(super) fn run(
     arguments: [i64; ENTRY_ARGUMENTS],
     count: usize,
 ) -> Result<i64, TrapCode> {
-    // The stack limit: this frame's address minus the budget.
+    // The stack limit: this frame's address minus the budget (a kernel
+    // stack is far above 16 KiB; were it not, the limit would wrap to
+    // the top of the address space and every check would trap).
     let marker = 0u8;
     let here = core::ptr::addr_of!(marker) as u64;
     let context = &mut native.context;
-    context[(vmctx::STACK_LIMIT / 8) as usize] = here.saturating_sub(STACK_BUDGET_BYTES);
+    context[(vmctx::STACK_LIMIT / 8) as usize] = here.wrapping_sub(STACK_BUDGET_BYTES);
     // From here to the end of the call `native` is used only through this
     // pointer (by the callbacks), so no reference aliases it meanwhile.
     let pointer: *mut Native = native;
@@ -117,8 +119,8 @@ impl PrivateContext {
         count: usize,
     ) -> Result<i64, TrapCode> {
         let here = self.0.as_ptr() as u64;
-        // A kernel stack is far above 16 KiB: no wrap (and a leaf never
-        // reads the limit; it is set for the case the scan were wrong).
+        // As in `run` (and a leaf never reads the limit: it is set for the
+        // case the scan were wrong).
         self.0[(vmctx::STACK_LIMIT / 8) as usize] = here.wrapping_sub(STACK_BUDGET_BYTES);
         // SAFETY: (1) `function` is the start of a function of a live code
         // memory holding `Compiler::compile`'s output (the caller's
