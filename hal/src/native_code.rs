@@ -24,12 +24,12 @@ type Entry = extern "sysv64" fn(*mut u64, i64, i64, i64, i64, i64, i64, i64, i64
 /// The most arguments [`CodeMemory::enter`] passes.
 pub const ENTRY_ARGUMENTS: usize = 8;
 
-/// [`Entry`] for functions of at most [`REGISTER_ARGUMENTS`] parameters:
-/// the context and five arguments, all in registers (System V passes six
+/// [`Entry`] for functions of [`REGISTER_ARGUMENTS`] parameters: the
+/// context and five arguments, all in registers (System V passes six
 /// integer arguments in registers, the rest on the stack).
 type RegisterEntry = extern "sysv64" fn(*mut u64, i64, i64, i64, i64, i64) -> i64;
 
-/// The most arguments [`CodeMemory::enter_in_registers`] passes.
+/// The most arguments [`EntryPoint::call`] passes.
 pub const REGISTER_ARGUMENTS: usize = 5;
 
 /// Read-execute memory holding generated code.
@@ -98,31 +98,6 @@ impl CodeMemory {
         // (condition 2) and its own stack frames, bounded by the context's
         // stack limit.
         Some(entry(context, a, b, c, d, e, f, g, h))
-    }
-
-    /// [`CodeMemory::enter`] for a function of at most
-    /// [`REGISTER_ARGUMENTS`] parameters: no argument goes on the stack.
-    ///
-    /// # Safety
-    ///
-    /// As for [`CodeMemory::enter`], and the function at `offset` takes at
-    /// most [`REGISTER_ARGUMENTS`] parameters after the context.
-    pub unsafe fn enter_in_registers(
-        &self,
-        offset: usize,
-        context: *mut u64,
-        arguments: [i64; REGISTER_ARGUMENTS],
-    ) -> Option<i64> {
-        let address = self.address(offset)?;
-        // SAFETY: `address` is inside this read-execute memory, at the start
-        // of a compiled function (condition 1 of `enter`) of at most five
-        // parameters after the context, so it is a function of the
-        // `RegisterEntry` type.
-        let entry: RegisterEntry = unsafe { core::mem::transmute::<u64, RegisterEntry>(address) };
-        let [a, b, c, d, e] = arguments;
-        // As in `enter`: the code touches only what the context names and
-        // its own frames.
-        Some(entry(context, a, b, c, d, e))
     }
 }
 

@@ -192,7 +192,7 @@ pub(super) fn run_self_contained_guarded(
 }
 
 /// Enters the function at `offset` of `code`, taking `count` of
-/// `arguments`: through [`CodeMemory::enter_in_registers`] when they all
+/// `arguments`: through [`CodeMemory::entry_point`] when they all
 /// fit in registers.
 ///
 /// # Safety
@@ -209,9 +209,14 @@ unsafe fn enter(
 ) -> Option<i64> {
     if count <= REGISTER_ARGUMENTS {
         let [a, b, c, d, e, ..] = arguments;
-        // SAFETY: the caller's conditions, and the function takes at most
-        // `REGISTER_ARGUMENTS` parameters.
-        unsafe { code.enter_in_registers(offset, context, [a, b, c, d, e]) }
+        // SAFETY: the caller's conditions, and the function takes `count`
+        // parameters, at most `REGISTER_ARGUMENTS`; its code memory is
+        // `code`, alive for the call. With `count` a constant (an event's
+        // arity, inlined), only its registers are loaded.
+        unsafe {
+            code.entry_point(offset)
+                .map(|function| function.call(context, [a, b, c, d, e], count))
+        }
     } else {
         // SAFETY: the caller's conditions.
         unsafe { code.enter(offset, context, arguments) }
