@@ -42,8 +42,8 @@ pub enum Error {
     UnknownBinding(BindingId),
     /// No such guard on that installation (or it was imposed).
     UnknownGuard(GuardId),
-    /// A guard to put in place of an installation's first one, which it
-    /// does not have ([`crate::Event::replace_code`]).
+    /// A guard to put in place of the one an installation came with,
+    /// which it no longer has ([`crate::Event::replace_code`]).
     NoGuardToReplace(BindingId),
 }
 
@@ -80,7 +80,9 @@ impl fmt::Display for Error {
             Error::Order(e) => write!(f, "{e}"),
             Error::UnknownBinding(b) => write!(f, "no {b} on this event"),
             Error::UnknownGuard(g) => write!(f, "no removable guard#{} on that binding", g.0),
-            Error::NoGuardToReplace(b) => write!(f, "{b} has no guard of its own to replace"),
+            Error::NoGuardToReplace(b) => {
+                write!(f, "{b} no longer has the guard it was installed with")
+            }
         }
     }
 }

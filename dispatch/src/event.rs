@@ -217,6 +217,9 @@ struct Binding<A, R> {
     /// routine's maker (used only while the binding's guards are exactly
     /// that one, or none, and it is alone on the list).
     checked: Option<(Option<GuardId>, CheckedMaker<A, R>)>,
+    /// The first guard the installation came with, which
+    /// [`Event::replace_code`] replaces (while it is still there).
+    installed_guard: Option<GuardId>,
 }
 
 /// Writer-side state, guarded by `Event::state`.
@@ -680,6 +683,7 @@ fn intrinsic_binding<A: EventArgs, R: EventResult>(intrinsic: Intrinsic<A, R>) -
         is_filter: false,
         fused: None,
         checked: None,
+        installed_guard: None,
     }
 }
 
@@ -1167,6 +1171,7 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
             .checked
             .as_ref()
             .map(|views| (checked_guard, views.alone.clone()));
+        let installed_guard = guards.first().map(|(id, _)| *id);
         state.bindings.insert(
             at,
             Binding {
@@ -1180,6 +1185,7 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
                 is_filter: install.is_filter,
                 fused: fused.map(|(code, guard)| (guard, code)),
                 checked,
+                installed_guard,
             },
         );
         self.republish(&state);
@@ -1284,9 +1290,9 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
     /// code after it bound its handlers), not for changing what an
     /// installation does: `handler` must behave as the code it replaces.
     /// A guard (`guard`, or the one a [`Handler::fallible_guarded`]
-    /// handler brings) takes the place of the installation's first own
-    /// guard, which must exist, and must behave as it; without one, the
-    /// guards stay. Checked as an installation is (type, mode), and
+    /// handler brings) takes the place of the first guard the
+    /// installation came with, which must still be there, and must behave
+    /// as it; without one, the guards stay. Checked as an installation is (type, mode), and
     /// authorized as a change ([`Operation::ReplaceCode`]; without an
     /// authorizer, the installer or the kernel only).
     pub fn replace_code(
@@ -1320,16 +1326,21 @@ impl<A: EventArgs, R: EventResult> Event<A, R> {
             .check_handler(&handler.signature, current.is_filter)?;
         let mutates = handler.code.mutates(&handler.signature);
         self.check_mode(&state, current.mode, &handler, mutates || current.is_filter)?;
-        let first_guard = match (&guard, current.guards.first()) {
+        // The guard it came with, if it still has it.
+        let replaced = current.installed_guard.and_then(|id| {
+            let position = current.guards.iter().position(|(own, _)| *own == id)?;
+            Some((id, position))
+        });
+        let first_guard = match (&guard, replaced) {
             (None, _) => None,
-            (Some(_), Some((id, _))) => Some(*id),
+            (Some(_), Some(replaced)) => Some(replaced),
             (Some(_), None) => return Err(Error::NoGuardToReplace(binding)),
         };
         let current = &mut state.bindings[at];
-        if let (Some(guard), Some(first)) = (guard, current.guards.first_mut()) {
-            first.1 = guard;
+        if let (Some(guard), Some((_, position))) = (guard, first_guard) {
+            current.guards[position].1 = guard;
         }
-        let checked_guard = first_guard.filter(|_| checked_guarded);
+        let checked_guard = first_guard.map(|(id, _)| id).filter(|_| checked_guarded);
         current.checked = handler
             .checked
             .as_ref()

@@ -1524,6 +1524,22 @@ fn replacing_code_keeps_the_installation() {
         "alone again: the new code's routine"
     );
     assert_eq!(new_code.load(Ordering::Relaxed), 2);
+    // Once the guard it came with is removed, a guard cannot replace it
+    // (not even by another guard added since).
+    let (first, _) = event.guard_ids_of(binding).unwrap();
+    let seven = event
+        .add_guard(EXTENSION, binding, Guard::new(|args: &(u64,)| args.0 != 7))
+        .unwrap();
+    event.remove_guard(EXTENSION, binding, first[0]).unwrap();
+    assert_eq!(
+        event.replace_code(EXTENSION, binding, new.clone(), None),
+        Err(Error::NoGuardToReplace(binding))
+    );
+    assert_eq!(
+        event.guard_ids_of(binding),
+        Some((vec![seven], vec![])),
+        "the guard added since left in place"
+    );
     // Without guards, a guard cannot replace one; a wrong type is refused.
     let plain = event
         .install(EXTENSION, Install::new(Handler::new(|_: &(u64,)| 1)))
