@@ -13,6 +13,8 @@
 //! [`Native`]. Everything they then do is safe code in `instance.rs`.
 #![allow(unsafe_code)]
 
+use alloc::sync::Arc;
+
 use hal::native_code::{CodeMemory, EntryPoint, ENTRY_ARGUMENTS, REGISTER_ARGUMENTS};
 
 use super::{
@@ -85,6 +87,25 @@ pub(super) fn run(
     }
 }
 
+/// A function's entry point and the code memory it is in, held
+/// together: the entry point is found from the memory it keeps alive
+/// ([`HeldEntry::new`]), so entering it cannot outlive the code.
+pub(super) struct HeldEntry {
+    /// Held, never read: the memory `entry` is in.
+    _code: Arc<CodeMemory>,
+    entry: EntryPoint,
+}
+
+impl HeldEntry {
+    /// The function at `offset` of `code` (which must hold
+    /// `Compiler::compile`'s output, as every `CodeMemory` of the engine
+    /// does); `None` past its end.
+    pub(super) fn new(code: Arc<CodeMemory>, offset: usize) -> Option<HeldEntry> {
+        let entry = code.entry_point(offset)?;
+        Some(HeldEntry { _code: code, entry })
+    }
+}
+
 /// A context of its own for self-contained code (one whose body
 /// `purity::FunctionEffects::is_self_contained` found to reach no memory,
 /// global, table or other function): no instance, no lock, nothing
@@ -108,13 +129,12 @@ impl PrivateContext {
         PrivateContext(words)
     }
 
-    /// Runs `function` (of `code`, which the caller keeps alive) on this
-    /// context with its `count` arguments: its raw result, or the trap
-    /// code it stored.
+    /// Runs `function` on this context with its `count` arguments: its
+    /// raw result, or the trap code it stored.
     #[inline(always)]
     fn run(
         &mut self,
-        function: EntryPoint,
+        function: &HeldEntry,
         arguments: [i64; REGISTER_ARGUMENTS],
         count: usize,
     ) -> Result<i64, TrapCode> {
@@ -122,17 +142,16 @@ impl PrivateContext {
         // As in `run` (and a leaf never reads the limit: it is set for the
         // case the scan were wrong).
         self.0[(vmctx::STACK_LIMIT / 8) as usize] = here.wrapping_sub(STACK_BUDGET_BYTES);
-        // SAFETY: (1) `function` is the start of a function of a live code
-        // memory holding `Compiler::compile`'s output (the caller's
-        // `SelfContained` keeps the memory it came from), whose type
-        // `is_enterable` checked and whose parameter count the caller
-        // checked is `count` at its binding; (2) the function's body reaches
+        // SAFETY: (1) `function.entry` is the start of a function of
+        // `function._code`, alive (held) and holding `Compiler::compile`'s
+        // output, whose type `is_enterable` checked and whose parameter
+        // count the caller checked is `count` at its binding; (2) the function's body reaches
         // nothing but its arguments and locals (`is_self_contained`, from
         // the module's own scan), so its code reads and writes only the
         // context's fuel and trap words, in `self`, an array alive for the
         // call, and calls nothing; the stack limit leaves
         // `STACK_BUDGET_BYTES` from here.
-        let raw = unsafe { function.call(self.0.as_mut_ptr(), arguments, count) };
+        let raw = unsafe { function.entry.call(self.0.as_mut_ptr(), arguments, count) };
         match self.0[(vmctx::TRAP / 8) as usize] as u32 {
             0 => Ok(raw),
             code => Err(TrapCode::from_raw(code).unwrap_or(TrapCode::Unreachable)),
@@ -142,11 +161,10 @@ impl PrivateContext {
 
 /// Runs the self-contained `function` (see [`PrivateContext`]) with
 /// `fuel`, calls nested at most `max_depth` deep and its `count`
-/// `arguments`: its raw result, or the trap code it stored. The caller
-/// keeps the code memory `function` came from alive.
+/// `arguments`: its raw result, or the trap code it stored.
 #[inline(always)]
 pub(super) fn run_self_contained(
-    function: EntryPoint,
+    function: &HeldEntry,
     max_depth: u32,
     fuel: u64,
     arguments: [i64; REGISTER_ARGUMENTS],
@@ -167,12 +185,11 @@ pub(super) enum GuardedRun {
 
 /// Runs the self-contained `guard` with `guard_fuel` and, if it returned
 /// non-zero, the self-contained `handler` with `handler_fuel`, both on
-/// one private context with the same `count` `arguments` (both functions
-/// of one module, whose code memory the caller keeps alive).
+/// one private context with the same `count` `arguments`.
 #[inline(always)]
 pub(super) fn run_self_contained_guarded(
-    guard: EntryPoint,
-    handler: EntryPoint,
+    guard: &HeldEntry,
+    handler: &HeldEntry,
     max_depth: u32,
     guard_fuel: u64,
     handler_fuel: u64,

@@ -7,7 +7,7 @@
 
 use alloc::{boxed::Box, format, string::String, sync::Arc, vec::Vec};
 
-use hal::native_code::{CodeMemory, EntryPoint, ENTRY_ARGUMENTS, REGISTER_ARGUMENTS};
+use hal::native_code::{CodeMemory, ENTRY_ARGUMENTS, REGISTER_ARGUMENTS};
 use spindle_abi::{FaultKind, Import};
 
 use super::{
@@ -279,8 +279,7 @@ impl HostContext for Native {
         }
         let offset = *self.layout.offsets.get(export.function as usize)?;
         Some(Arc::new(SelfContained {
-            entry: self.code.entry_point(offset)?,
-            _code: self.code.clone(),
+            entry: entry::HeldEntry::new(self.code.clone(), offset)?,
             max_depth: self.layout.max_depth,
             params: export.params,
         }))
@@ -294,9 +293,8 @@ const _: () = assert!(SELF_CONTAINED_ARGUMENTS == REGISTER_ARGUMENTS);
 /// run on a context of its own by `entry::run_self_contained`. It keeps
 /// the code alive itself; its entry point is found once, when it is made.
 pub struct SelfContained {
-    /// Held, never read: keeps the code memory `entry` is in alive.
-    _code: Arc<CodeMemory>,
-    entry: EntryPoint,
+    /// Its entry point, with the code memory it keeps alive.
+    entry: entry::HeldEntry,
     max_depth: u32,
     params: usize,
 }
@@ -332,8 +330,7 @@ impl SelfContained {
         count: usize,
         fuel: u64,
     ) -> Result<i64, Trap> {
-        // `self._code`, held, keeps the entry point's code memory alive.
-        entry::run_self_contained(self.entry, self.max_depth, fuel, args, count)
+        entry::run_self_contained(&self.entry, self.max_depth, fuel, args, count)
             .map_err(self_contained_trap)
     }
 
@@ -354,8 +351,8 @@ impl SelfContained {
         // The deeper limit of the two (the same module's: the same).
         let max_depth = self.max_depth.max(handler.max_depth);
         match entry::run_self_contained_guarded(
-            self.entry,
-            handler.entry,
+            &self.entry,
+            &handler.entry,
             max_depth,
             guard_fuel,
             handler_fuel,
