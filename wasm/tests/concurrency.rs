@@ -177,14 +177,12 @@ fn reentrant_invocation_is_refused_without_waiting(
 /// function) runs without the instance lock: raised again from inside its
 /// own extension's other handler, it answers where a locked handler finds
 /// the extension busy. On wasmi both are locked, and both fault.
-#[cfg(feature = "native")]
-#[test]
-fn a_self_contained_native_handler_runs_while_its_extension_is_busy() {
-    use wasm_runtime::{engine::native::NativeEngine, EngineConfig, Tier};
-    // `plus` is self-contained; `outer` raises the event again (with its
-    // argument plus one) and returns the raise's status (0: some handler
-    // answered; -8: every one faulted).
-    let module = wat::parse_str(
+/// A module whose `plus` is self-contained (its argument plus 100) and
+/// whose `outer` raises `Test.Compute` again with its argument plus one,
+/// returning the raise's status (0: some handler answered; -8: every one
+/// faulted).
+fn plus_and_outer() -> Vec<u8> {
+    wat::parse_str(
         r#"(module
           (import "spindle" "handle_find" (func $find (param i32 i32) (result i32)))
           (import "spindle" "raise" (func $raise (param i32 i32 i32 i32) (result i32)))
@@ -197,7 +195,14 @@ fn a_self_contained_native_handler_runs_while_its_extension_is_busy() {
             (call $raise (call $find (i32.const 0) (i32.const 12))
                          (i32.const 16) (i32.const 1) (i32.const 32))))"#,
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[cfg(feature = "native")]
+#[test]
+fn a_self_contained_native_handler_runs_while_its_extension_is_busy() {
+    use wasm_runtime::{engine::native::NativeEngine, EngineConfig, Tier};
+    let module = plus_and_outer();
     for tier in [Tier::Interpreter, Tier::Native] {
         let threads = Arc::new(Threads::default());
         let runtime = runtime(&threads, Arc::new(Recorder::default())).with_native_engine(
@@ -238,22 +243,7 @@ fn a_self_contained_native_handler_runs_while_its_extension_is_busy() {
 #[test]
 fn handlers_bound_before_a_tier_up_run_without_the_lock_after_it() {
     use wasm_runtime::{engine::native::NativeEngine, EngineConfig, Tier};
-    // As in the test above: `plus` is self-contained, `outer` raises the
-    // event again and returns the raise's status.
-    let module = wat::parse_str(
-        r#"(module
-          (import "spindle" "handle_find" (func $find (param i32 i32) (result i32)))
-          (import "spindle" "raise" (func $raise (param i32 i32 i32 i32) (result i32)))
-          (memory (export "memory") 1)
-          (data (i32.const 0) "Test.Compute")
-          (func (export "plus") (param i32) (result i32)
-            (i32.add (local.get 0) (i32.const 100)))
-          (func (export "outer") (param i32) (result i32)
-            (i64.store (i32.const 16) (i64.extend_i32_u (i32.add (local.get 0) (i32.const 1))))
-            (call $raise (call $find (i32.const 0) (i32.const 12))
-                         (i32.const 16) (i32.const 1) (i32.const 32))))"#,
-    )
-    .unwrap();
+    let module = plus_and_outer();
     let threads = Arc::new(Threads::default());
     let runtime = runtime(&threads, Arc::new(Recorder::default())).with_native_engine(Box::new(
         NativeEngine::new(&EngineConfig::default()).expect("the native engine"),
@@ -292,22 +282,7 @@ fn a_raise_from_wasm_is_refused_when_the_stack_is_nearly_full() {
     #[cfg(feature = "native")]
     use wasm_runtime::{engine::native::NativeEngine, EngineConfig};
     use wasm_runtime::{Tier, NESTED_RUN_STACK_BYTES};
-    // `outer` raises the event again (its status: 0 if some handler
-    // answered); `plus` answers it.
-    let module = wat::parse_str(
-        r#"(module
-          (import "spindle" "handle_find" (func $find (param i32 i32) (result i32)))
-          (import "spindle" "raise" (func $raise (param i32 i32 i32 i32) (result i32)))
-          (memory (export "memory") 1)
-          (data (i32.const 0) "Test.Compute")
-          (func (export "plus") (param i32) (result i32)
-            (i32.add (local.get 0) (i32.const 100)))
-          (func (export "outer") (param i32) (result i32)
-            (i64.store (i32.const 16) (i64.extend_i32_u (i32.add (local.get 0) (i32.const 1))))
-            (call $raise (call $find (i32.const 0) (i32.const 12))
-                         (i32.const 16) (i32.const 1) (i32.const 32))))"#,
-    )
-    .unwrap();
+    let module = plus_and_outer();
     let mut tiers = vec![Tier::Interpreter];
     if cfg!(feature = "native") {
         tiers.push(Tier::Native);

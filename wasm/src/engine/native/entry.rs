@@ -145,8 +145,8 @@ impl PrivateContext {
         // SAFETY: (1) `function.entry` is the start of a function of
         // `function._code`, alive (held) and holding `Compiler::compile`'s
         // output, whose type `is_enterable` checked and whose parameter
-        // count the caller checked is `count` at its binding; (2) the function's body reaches
-        // nothing but its arguments and locals (`is_self_contained`, from
+        // count the caller checked is `count` at its binding; (2) the
+        // function's body reaches nothing but its arguments and locals (`is_self_contained`, from
         // the module's own scan), so its code reads and writes only the
         // context's fuel and trap words, in `self`, an array alive for the
         // call, and calls nothing; the stack limit leaves
