@@ -38,7 +38,88 @@ pub const TESTS: &[KernelTest] = &[
         name: "nested_raises_stop_before_the_kernel_stack_runs_out",
         run: nested_raises_stop_before_the_stack_runs_out,
     },
+    KernelTest {
+        name: "handlers_bound_on_the_interpreter_answer_as_native_code_after_the_tier_up",
+        run: handlers_answer_after_the_tier_up,
+    },
 ];
+
+/// The bench extension loaded on the default tier (wasmi), its guard and
+/// empty handler bound there and a counting handler too, then tiered up:
+/// the installations, given native code's fast path in place, answer
+/// every cached raise with each invocation counted, and the counter adds
+/// up what was raised, on both sides of the swap; once the counter is
+/// unbound, the guarded handler alone (the self-contained guard and
+/// handler as one call) answers too.
+fn handlers_answer_after_the_tier_up() -> TestResult {
+    use dispatch::RaiseCache;
+    use wasm_runtime::{bench::Fixture, LoadRequest};
+
+    const RAISES: u64 = 100;
+    let extensions = crate::extensions::get().ok_or("extensions not initialised")?;
+    let bytes = extensions.module_bytes("bench")?;
+    let fixture = Fixture::load(extensions.runtime(), LoadRequest::new("bench", bytes))
+        .map_err(|error| format!("loading bench: {error}"))?;
+    ensure!(
+        fixture.extension.tier() == Tier::Interpreter,
+        "bench started on {}, not wasmi",
+        fixture.extension.tier()
+    );
+    let bound = |result: Result<dispatch::BindingId, wasm_runtime::BindError>| {
+        result.map_err(|error| format!("binding: {error}"))
+    };
+    let guarded = bound(fixture.bind_handler_and_guard())?;
+    let counter = bound(fixture.bind_counter())?;
+    let mut cache = RaiseCache::default();
+    let mut raise_all = |label: &str, per_raise: u64| -> TestResult {
+        let invocations = fixture.extension.stats().invocations;
+        for value in 0..RAISES {
+            ensure!(
+                fixture.raise_cached(&mut cache, value),
+                "{label}: raise {value} found no handler"
+            );
+        }
+        let counted = fixture.extension.stats().invocations - invocations;
+        ensure!(
+            counted == per_raise * RAISES,
+            "{label}: {counted} invocations for {RAISES} raises"
+        );
+        Ok(())
+    };
+    // Guard, handler and counter: three invocations a raise.
+    raise_all("on wasmi", 3)?;
+    extensions
+        .runtime()
+        .tier_up(&fixture.extension)
+        .map_err(|error| format!("the tier-up: {error}"))?;
+    ensure!(
+        fixture.extension.tier() == Tier::Native,
+        "bench is on {} after the tier-up",
+        fixture.extension.tier()
+    );
+    raise_all("on native code", 3)?;
+    let total = fixture
+        .total()
+        .map_err(|error| format!("the total: {error}"))?;
+    let expected = 2 * (RAISES * (RAISES - 1) / 2);
+    ensure!(
+        total == expected,
+        "the counter added {total}, not {expected}"
+    );
+    let unbind = |binding| {
+        fixture
+            .unbind(binding)
+            .map_err(|error| format!("unbinding: {error}"))
+    };
+    unbind(counter)?;
+    raise_all("the guarded handler alone", 2)?;
+    unbind(guarded)?;
+    fixture
+        .extension
+        .unload()
+        .map_err(|error| format!("unloading bench: {error}"))?;
+    Ok(())
+}
 
 /// Extensions raising into each other nest their native code on one
 /// kernel stack, each entry with a stack budget of its own: eight copies
