@@ -17,6 +17,8 @@
 //!   reach by physical address, and the virtio network interface.
 //! - [`native_code`]: W^X code memory for the native Wasm engine's
 //!   generated code and the (unsafe) entry into it.
+//! - [`linear_memory`]: Wasm linear memories that never move, for the same
+//!   engine.
 //!
 //! Everything but the frame bitmap only builds for the bare-metal target
 //! (`target_os = "none"`); the bitmap is unit-tested on the host.
@@ -25,6 +27,7 @@
 extern crate alloc;
 
 pub mod frames;
+pub mod linear_memory;
 pub mod native_code;
 
 #[cfg(target_os = "none")]

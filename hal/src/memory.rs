@@ -10,6 +10,7 @@
 //! | [`STACKS_BASE`] ..                              | kernel thread stacks with guard pages |
 //! | [`GENERAL_BASE`] .. [`GENERAL_END`]             | pages mapped through [`map`] et al.   |
 //! | [`CODE_BASE`] .. [`CODE_END`]                   | generated code (`native_code`), W^X   |
+//! | [`LINEAR_BASE`] .. [`LINEAR_END`]               | Wasm linear memories (`linear_memory`) |
 //! | `0xffff_ffff_8000_0000` ..                      | the kernel image (text RX, rodata R, data RW) |
 //!
 //! The kernel owns its page tables: [`init`] builds a fresh PML4 from frames
@@ -55,6 +56,11 @@ pub const GENERAL_END: u64 = 0xffff_c300_0000_0000;
 pub const CODE_BASE: u64 = 0xffff_c300_0000_0000;
 /// End (exclusive) of the code region (16 GiB of address space).
 pub const CODE_END: u64 = CODE_BASE + (16 << 30);
+/// Start of the region of Wasm linear memories (`crate::linear_memory`):
+/// one 4 GiB slot each, mapped as it grows, so a memory never moves.
+pub const LINEAR_BASE: u64 = 0xffff_c400_0000_0000;
+/// End (exclusive) of the linear-memory region (2 TiB: 512 memories).
+pub const LINEAR_END: u64 = LINEAR_BASE + (2 << 40);
 /// Virtual address the kernel image is linked at, minus its physical address.
 pub const KERNEL_VIRT_BASE: u64 = 0xffff_ffff_8000_0000;
 /// Size of a small page.

@@ -4,7 +4,9 @@
 //! - `boot`: the cost of a direct and an indirect function call, the unit
 //!   every later ratio is taken against;
 //! - `ext`: raising an event with its intrinsic only, with a native guarded
-//!   handler, with a Wasm handler, with a Wasm handler and Wasm guard; a
+//!   handler, with a Wasm handler, with a Wasm handler and Wasm guard
+//!   (always true, or reading a limit from the extension's memory), with
+//!   a Wasm handler that adds to a total in its memory; a
 //!   Wasm-to-kernel call of an empty procedure (SPIN's "protected in-kernel
 //!   call"); the RFC 1071 checksum of 1,500 bytes in Wasm and in Rust; the
 //!   Wasm figures once on the default tier and once pinned to each tier
@@ -397,6 +399,23 @@ fn wasm_figures(
         .unbind(binding)
         .map_err(|error| format!("unbinding the bench handler: {error}"))?;
     report_ratio(&name("wasm_guarded"), &wasm_guarded, baseline);
+
+    // The empty handler behind a guard that reads the extension's state
+    // (a limit in its linear memory), as real filters do: read-only, so
+    // native code runs it without the lock. Each raise is checked against
+    // the limit (set above every value raised).
+    let (fixture, binding) = fixture_bound(Fixture::bind_handler_and_state_guard)?;
+    fixture
+        .set_limit(WASM_ITERATIONS)
+        .map_err(|error| format!("setting the bench limit: {error}"))?;
+    let mut cache = RaiseCache::default();
+    let wasm_state_guarded = measure_n(&name("wasm_state_guarded"), WASM_ITERATIONS, |i| {
+        fixture.raise_cached(&mut cache, i) == (i < WASM_ITERATIONS)
+    })?;
+    fixture
+        .unbind(binding)
+        .map_err(|error| format!("unbinding the bench handler: {error}"))?;
+    report_ratio(&name("wasm_state_guarded"), &wasm_state_guarded, baseline);
 
     // A handler that touches its state (adds the value to a total in its
     // linear memory), as real ones do: the locked path. Each raise is

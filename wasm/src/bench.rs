@@ -8,6 +8,10 @@
 //!   event whose only handler is an empty Wasm function (through a raise
 //!   cache, as the kernel's hot paths do; [`Fixture::raise`] without);
 //! - the same after [`Fixture::bind_handler_and_guard`]: plus a Wasm guard;
+//! - the same after [`Fixture::bind_handler_and_state_guard`]: the guard
+//!   reads a limit from the extension's memory (set by
+//!   [`Fixture::set_limit`]; read-only, so without the lock on native
+//!   code);
 //! - the same after [`Fixture::bind_counter`]: a handler that adds the
 //!   event's value to a total in its linear memory (what real handlers
 //!   do: it takes the instance lock), read back by [`Fixture::total`];
@@ -87,6 +91,20 @@ impl Fixture {
     pub fn bind_handler_and_guard(&self) -> Result<BindingId, BindError> {
         self.extension
             .bind(&self.port, &Bind::handler("handler").guard("guard"))
+    }
+
+    /// Installs the empty Wasm handler behind the guard that reads the
+    /// extension's limit (`below_limit`: values below it hold).
+    pub fn bind_handler_and_state_guard(&self) -> Result<BindingId, BindError> {
+        self.extension
+            .bind(&self.port, &Bind::handler("handler").guard("below_limit"))
+    }
+
+    /// Sets the limit the state guard compares with (a locked call).
+    pub fn set_limit(&self, limit: u64) -> Result<(), CallError> {
+        self.extension
+            .call("set_limit", &[Value::U64(limit)])
+            .map(|_| ())
     }
 
     /// Installs the counting Wasm handler (`count`).

@@ -16,7 +16,7 @@ use dispatch::{
 };
 
 use crate::{
-    engine::{ExportRef, SelfContained, WasmValue, SELF_CONTAINED_ARGUMENTS},
+    engine::{ExportRef, ReadOnly, SelfContained, WasmValue, SELF_CONTAINED_ARGUMENTS},
     extension::{CallError, Shared},
     module::WasmType,
     packet::{is_packet, PacketRef},
@@ -191,6 +191,7 @@ where
         handler.export,
         &signature,
         handler.self_contained.clone(),
+        handler.read_only.clone(),
     );
     let typed_guard = guard.as_ref().map(|guard| {
         TypedWasm::of(
@@ -198,6 +199,7 @@ where
             guard.export,
             &guard.signature,
             guard.self_contained.clone(),
+            guard.read_only.clone(),
         )
     });
     let (code, guard) = match (typed, typed_guard) {
@@ -409,6 +411,10 @@ struct TypedWasm {
     /// Its code, callable without the instance lock, when it is
     /// self-contained native code (see [`WasmHandler::self_contained`]).
     self_contained: Option<Arc<SelfContained>>,
+    /// Its code, tried without the instance lock before the locked path,
+    /// when it is read-only native code (see [`WasmHandler::read_only`])
+    /// taking the event's parameters.
+    read_only: Option<Arc<ReadOnly>>,
 }
 
 impl TypedWasm {
@@ -419,6 +425,7 @@ impl TypedWasm {
         export: ExportRef,
         signature: &Signature,
         self_contained: Option<Arc<SelfContained>>,
+        read_only: Option<Arc<ReadOnly>>,
     ) -> Option<TypedWasm> {
         let integer = |ty: ValueType| match lowered(ty)? {
             _ if is_packet(ty) => None,
@@ -443,6 +450,7 @@ impl TypedWasm {
             types,
             count,
             self_contained,
+            read_only: read_only.filter(|code| code.params() == count),
         })
     }
 
@@ -591,6 +599,23 @@ impl TypedWasm {
         let Some(raw) = Self::words::<A, MAX_EVENT_ARGUMENTS>(args) else {
             return Err(CallError::Type(alloc::format!("a parameter of {count}")));
         };
+        if let Some(code) = &self.read_only {
+            // Read-only code first runs without the lock; `None` when an
+            // invocation held the instance or took it meanwhile.
+            let limit = self.extension.fuel_limit();
+            let fuel = budget.map_or(limit, |budget| budget.min(limit));
+            let mut words = [0i64; SELF_CONTAINED_ARGUMENTS];
+            let fits = count <= SELF_CONTAINED_ARGUMENTS;
+            if fits {
+                words.copy_from_slice(&raw[..SELF_CONTAINED_ARGUMENTS]);
+            }
+            if let Some(outcome) = fits
+                .then(|| self.extension.invoke_read_only(code, words, count, fuel))
+                .flatten()
+            {
+                return outcome;
+            }
+        }
         self.extension
             .invoke_integers(self.export, &raw, count, &self.types[..count], budget)
     }
@@ -608,6 +633,12 @@ pub struct WasmHandler {
     /// the native tier: the typed entry then runs it on a context of its
     /// own, without the instance lock, as it does such guards.
     pub(crate) self_contained: Option<Arc<SelfContained>>,
+    /// Its code, callable without the instance lock, when it is read-only
+    /// (it and all it calls only read linear memory and globals) and was
+    /// bound on the native tier: the typed entry runs it without the
+    /// lock while no invocation holds the instance, keeping the outcome
+    /// only if none took it meanwhile (`Shared::invoke_read_only`).
+    pub(crate) read_only: Option<Arc<ReadOnly>>,
     pub(crate) export: ExportRef,
     pub(crate) signature: Signature,
 }
@@ -698,6 +729,9 @@ pub struct WasmGuard {
     /// Its code, callable without the instance, when it is
     /// self-contained on the native tier.
     pub(crate) self_contained: Option<Arc<SelfContained>>,
+    /// Its code, callable without the instance lock, when it is read-only
+    /// on the native tier (see [`WasmHandler::read_only`]).
+    pub(crate) read_only: Option<Arc<ReadOnly>>,
     pub(crate) export: ExportRef,
     pub(crate) signature: Signature,
 }

@@ -19,7 +19,7 @@
 use alloc::{boxed::Box, format, string::String, sync::Arc, vec::Vec};
 use core::{
     fmt,
-    sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering},
+    sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, Ordering},
 };
 
 use dispatch::{BindingId, Budget, Clock, Event, Mode, Principal, Signature, Value, ValueType};
@@ -28,7 +28,7 @@ use spin::Mutex;
 use crate::{
     config::Limits,
     engine::{
-        ExportRef, GuardedCall, HostContext, Instance, SelfContained, Trap, WasmValue,
+        ExportRef, GuardedCall, HostContext, Instance, ReadOnly, SelfContained, Trap, WasmValue,
         MAX_INTEGER_ARGUMENTS, SELF_CONTAINED_ARGUMENTS,
     },
     error::{BindError, LimitExceeded},
@@ -139,6 +139,11 @@ pub struct ExtensionStats {
     pub invocations: u64,
     /// Invocations aborted by a trap or budget exhaustion.
     pub faults: u64,
+    /// Times the instance was locked for exclusive use before these
+    /// figures were taken: invocations that needed it, bindings, a
+    /// tier-up, earlier stats. Invocations of self-contained and
+    /// read-only native code, which run without it, are not among them.
+    pub exclusive: u64,
     /// Installations currently held.
     pub handlers: usize,
     /// Live handles.
@@ -176,6 +181,13 @@ pub struct Shared {
     /// Set by [`Extension::unload`]: self-contained guards, which run
     /// without `instance`, check it instead.
     unloaded: AtomicBool,
+    /// How often `instance` was locked and unlocked: odd while it is
+    /// held (each [`InstanceGuard`] adds one when made and one when
+    /// dropped). Read-only code runs without the lock and keeps its
+    /// outcome only if this was even before and unchanged after
+    /// ([`Shared::invoke_read_only`]): a sequence lock, whose readers
+    /// store nothing.
+    writes: AtomicU64,
     /// The tier of the instance (`Tier::code`), set when it is installed.
     pub(crate) tier: AtomicU8,
     /// What a later tier-up needs (loads on the default tier while a
@@ -206,10 +218,32 @@ const MAX_WAIT_NS: u64 = 10_000_000_000;
 /// Without a clock, how many times a wait yields before it gives up.
 const MAX_WAIT_YIELDS: u64 = 1_000_000;
 
-/// The instance, locked for one invocation; records the holding strand.
+/// The instance, locked for one invocation; records the holding strand,
+/// and counts itself in the sequence read-only code checks.
 pub(crate) struct InstanceGuard<'a> {
     guard: spin::MutexGuard<'a, Option<Loaded>>,
     owner: &'a AtomicU64,
+    writes: &'a AtomicU64,
+}
+
+impl<'a> InstanceGuard<'a> {
+    /// The lock `guard` of `shared`'s instance, counted as begun (odd)
+    /// before the holder can change anything.
+    #[inline(always)]
+    fn new(guard: spin::MutexGuard<'a, Option<Loaded>>, shared: &'a Shared) -> Self {
+        // Only the holder writes the count, so no read-modify-write.
+        let begun = shared.writes.load(Ordering::Relaxed) + 1;
+        shared.writes.store(begun, Ordering::Relaxed);
+        // What the holder writes from here on is ordered after the odd
+        // count: a reader that saw one of its writes sees the count
+        // changed when it looks again (its acquire fence).
+        fence(Ordering::Release);
+        InstanceGuard {
+            guard,
+            owner: &shared.owner,
+            writes: &shared.writes,
+        }
+    }
 }
 
 impl core::ops::Deref for InstanceGuard<'_> {
@@ -230,6 +264,9 @@ impl Drop for InstanceGuard<'_> {
         // Cleared before the lock is released (the guard field drops after
         // this): a waiter that sees 0 while it is still held just waits.
         self.owner.store(0, Ordering::Release);
+        // Even again, after all the holder wrote (release).
+        let ended = self.writes.load(Ordering::Relaxed) + 1;
+        self.writes.store(ended, Ordering::Release);
     }
 }
 
@@ -257,6 +294,7 @@ impl Shared {
             clock,
             owner: AtomicU64::new(0),
             unloaded: AtomicBool::new(false),
+            writes: AtomicU64::new(0),
             tier: AtomicU8::new(Tier::Interpreter.code()),
             tier_up: Mutex::new(None),
         }
@@ -274,10 +312,7 @@ impl Shared {
         // for the instance on this strand, and other strands wait, as
         // they do for a recorded owner.
         if let Some(guard) = self.instance.try_lock() {
-            return Some(InstanceGuard {
-                guard,
-                owner: &self.owner,
-            });
+            return Some(InstanceGuard::new(guard, self));
         }
         self.lock_instance_contended()
     }
@@ -320,10 +355,7 @@ impl Shared {
         loop {
             if let Some(guard) = self.instance.try_lock() {
                 self.owner.store(me.unwrap_or(0), Ordering::Release);
-                return Some(InstanceGuard {
-                    guard,
-                    owner: &self.owner,
-                });
+                return Some(InstanceGuard::new(guard, self));
             }
             let started = *started.get_or_insert_with(now);
             let (Some(strands), Some(me)) = (&self.strands, me) else {
@@ -464,6 +496,46 @@ impl Shared {
             .map_err(|trap| self.report(trap))
     }
 
+    /// Calls a read-only function (a guard or a handler, see
+    /// [`HostContext::read_only`]) without the instance lock, with `fuel`
+    /// (at most [`Shared::fuel_limit`]) and the first `count` of `args`
+    /// (its parameter count), if no invocation holds the instance and
+    /// none took it meanwhile: `None` otherwise (then the caller takes the
+    /// locked path, which waits for the holder, or refuses a re-entrant
+    /// call, as for any code). The function changes nothing, so an outcome
+    /// thrown away leaves no trace; one kept is what it would have given
+    /// under the lock, at a moment no invocation was running. Counted,
+    /// and its trap reported, only when kept. The raw result: an `i32`'s
+    /// upper half is undefined.
+    #[inline(always)]
+    pub(crate) fn invoke_read_only(
+        &self,
+        call: &ReadOnly,
+        args: [i64; SELF_CONTAINED_ARGUMENTS],
+        count: usize,
+        fuel: u64,
+    ) -> Option<Result<i64, CallError>> {
+        let before = self.writes.load(Ordering::Acquire);
+        if before & 1 == 1 || self.unloaded.load(Ordering::Acquire) {
+            return None;
+        }
+        let outcome = call.call(args, count, fuel);
+        // The reads above come before the second look at the count.
+        fence(Ordering::Acquire);
+        if self.writes.load(Ordering::Relaxed) != before {
+            return None;
+        }
+        self.invocations.fetch_add(1, Ordering::Relaxed);
+        Some(outcome.map_err(|trap| self.report(trap)))
+    }
+
+    /// How many times the instance was taken for exclusive use (an
+    /// invocation on the locked path, a binding, a tier-up, an unload),
+    /// completed or under way.
+    pub(crate) fn exclusive_sections(&self) -> u64 {
+        self.writes.load(Ordering::Relaxed).div_ceil(2)
+    }
+
     /// A self-contained guard, then (if it held) the self-contained
     /// handler of the same extension, as [`Shared::invoke_self_contained`]
     /// calls each but on one private context: `None` when the guard did
@@ -498,8 +570,9 @@ impl Shared {
     }
 
     /// After a tier-up: each installation whose handler or guard the new
-    /// instance can run without the lock (self-contained native code,
-    /// [`HostContext::self_contained`]) gets that code in place
+    /// instance can run without the lock (self-contained or read-only
+    /// native code, [`HostContext::self_contained`],
+    /// [`HostContext::read_only`]) gets that code in place
     /// ([`EventPort::replace`]: same binding, place, mode and guards), as
     /// if it had been bound on the new tier; the others keep theirs, which
     /// runs on the new instance through the lock. An installation removed
@@ -518,18 +591,25 @@ impl Shared {
                 .installed
                 .iter()
                 .filter_map(|installed| {
-                    let handler_alone = instance.self_contained(installed.handler.export);
-                    let guard_alone = installed
-                        .guard
-                        .as_ref()
-                        .and_then(|guard| instance.self_contained(guard.export));
-                    if handler_alone.is_none() && guard_alone.is_none() {
+                    let handler_export = installed.handler.export;
+                    let handler_alone = instance.self_contained(handler_export);
+                    let handler_reading = instance.read_only(handler_export);
+                    let guard_export = installed.guard.as_ref().map(|guard| guard.export);
+                    let guard_alone = guard_export.and_then(|g| instance.self_contained(g));
+                    let guard_reading = guard_export.and_then(|g| instance.read_only(g));
+                    if handler_alone.is_none()
+                        && handler_reading.is_none()
+                        && guard_alone.is_none()
+                        && guard_reading.is_none()
+                    {
                         return None;
                     }
                     let mut handler = installed.handler.clone();
                     handler.self_contained = handler_alone.or(handler.self_contained);
+                    handler.read_only = handler_reading.or(handler.read_only);
                     let guard = installed.guard.clone().map(|mut guard| {
                         guard.self_contained = guard_alone.or(guard.self_contained);
+                        guard.read_only = guard_reading.or(guard.read_only);
                         guard
                     });
                     Some((installed.event.clone(), installed.binding, handler, guard))
@@ -789,6 +869,7 @@ pub(crate) fn bind(
             Some(WasmGuard {
                 extension: extension.clone(),
                 self_contained: context.self_contained(export),
+                read_only: context.read_only(export),
                 export,
                 signature: Signature {
                     params: signature.params.clone(),
@@ -800,6 +881,7 @@ pub(crate) fn bind(
     let handler = WasmHandler {
         extension,
         self_contained: context.self_contained(handler_export),
+        read_only: context.read_only(handler_export),
         export: handler_export,
         signature,
     };
@@ -1030,6 +1112,8 @@ impl Extension {
         let mut stats = ExtensionStats {
             invocations: self.shared.invocations.load(Ordering::Relaxed),
             faults: self.shared.faults.load(Ordering::Relaxed),
+            // Before `with_instance` below takes the lock itself.
+            exclusive: self.shared.exclusive_sections(),
             ..ExtensionStats::default()
         };
         let _ = self.with_instance(|instance| {

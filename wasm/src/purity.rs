@@ -45,6 +45,10 @@ pub struct FunctionEffects {
     /// instance: it needs no memory, globals, table or other function
     /// (`engine::native`, the self-contained entry).
     pub is_self_contained: bool,
+    /// Whether the body only reads state: no side effect, no table
+    /// instruction and no `ref.func` (reads of linear memory and globals,
+    /// and direct calls, are allowed; [`is_read_only`] checks the callees).
+    pub only_reads: bool,
 }
 
 impl FunctionEffects {
@@ -52,6 +56,7 @@ impl FunctionEffects {
     pub fn scan(body: &FunctionBody<'_>) -> wasmparser::Result<Self> {
         let mut effects = FunctionEffects {
             is_self_contained: true,
+            only_reads: true,
             ..FunctionEffects::default()
         };
         let mut reader = body.get_operators_reader()?;
@@ -59,6 +64,16 @@ impl FunctionEffects {
             let (operator, offset) = reader.read_with_offset()?;
             if reaches_state(&operator) {
                 effects.is_self_contained = false;
+            }
+            if side_effect(&operator).is_some()
+                || matches!(
+                    operator,
+                    Operator::TableGet { .. }
+                        | Operator::TableSize { .. }
+                        | Operator::RefFunc { .. }
+                )
+            {
+                effects.only_reads = false;
             }
             match operator {
                 Operator::Call { function_index } | Operator::ReturnCall { function_index } => {
@@ -180,6 +195,38 @@ impl fmt::Display for Impurity {
     }
 }
 
+/// Whether function `root` is read-only: it and every function it can
+/// call are defined in the module (no kernel procedure: a call of one
+/// needs the instance) and only read state ([`FunctionEffects::only_reads`]):
+/// linear memory and globals, nothing else. Such code is pure and leaves
+/// no trace, so running it beside the instance's other invocations, and
+/// running it again when one of them changed what it read, is safe
+/// (`engine::native`'s read-only entry, `extension::Shared::invoke_read_only`).
+pub fn is_read_only(info: &ModuleInfo, root: u32) -> bool {
+    let mut visited = BTreeSet::new();
+    let mut stack = alloc::vec![root];
+    while let Some(function) = stack.pop() {
+        if !visited.insert(function) {
+            continue;
+        }
+        // An import has no effects entry: it is a kernel procedure.
+        let Some(effects) = info.effects_of(function) else {
+            return false;
+        };
+        if !effects.only_reads {
+            return false;
+        }
+        stack.extend(
+            effects
+                .calls
+                .iter()
+                .map(|&(_, callee)| callee)
+                .filter(|callee| !visited.contains(callee)),
+        );
+    }
+    true
+}
+
 /// Checks that function `root` is pure. `is_pure_import(index)` says
 /// whether imported function `index` was resolved to a pure procedure.
 pub fn check_pure(
@@ -244,4 +291,59 @@ pub fn check_pure(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_read_only;
+    use crate::module::ModuleInfo;
+
+    /// Each export of a module, and whether it is read-only.
+    fn read_only_exports(wat: &str) -> alloc::vec::Vec<(alloc::string::String, bool)> {
+        let info = ModuleInfo::parse(&wat::parse_str(wat).unwrap()).unwrap();
+        info.exports
+            .iter()
+            .filter_map(|export| {
+                let function = export.function?;
+                Some((export.name.clone(), is_read_only(&info, function)))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn read_only_code_reads_memory_and_globals_and_calls_only_such_code() {
+        let found = read_only_exports(
+            r#"(module
+              (import "spindle" "log" (func $log (param i32 i32) (result i32)))
+              (memory (export "memory") 1)
+              (table 1 funcref)
+              (global $g (mut i32) (i32.const 0))
+              (func $reads (result i32) (i32.add (i32.load (i32.const 0)) (global.get $g)))
+              (func (export "reads") (result i32) (call $reads))
+              (func (export "size") (result i32) (memory.size))
+              (func (export "stores") (i32.store (i32.const 0) (i32.const 1)))
+              (func (export "sets") (global.set $g (i32.const 1)))
+              (func (export "grows") (result i32) (memory.grow (i32.const 1)))
+              (func (export "logs") (result i32) (call $log (i32.const 0) (i32.const 0)))
+              (func $calls_logs (result i32) (call $log (i32.const 0) (i32.const 0)))
+              (func (export "calls_a_logger") (result i32) (call $calls_logs))
+              (func (export "table") (result i32) (table.size))
+              (func (export "indirect") (result i32) (call_indirect (result i32) (i32.const 0))))"#,
+        );
+        let expected = [
+            ("reads", true),
+            ("size", true),
+            ("stores", false),
+            ("sets", false),
+            ("grows", false),
+            ("logs", false),
+            ("calls_a_logger", false),
+            ("table", false),
+            ("indirect", false),
+        ];
+        for (name, read_only) in expected {
+            let got = found.iter().find(|(n, _)| n == name).map(|(_, r)| *r);
+            assert_eq!(got, Some(read_only), "{name}");
+        }
+    }
 }

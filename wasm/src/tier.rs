@@ -61,7 +61,7 @@ impl fmt::Display for Tier {
 /// memory and globals, under the instance lock: an invocation runs either
 /// entirely on the old instance or entirely on the new one. If the old
 /// instance cannot be read (or the snapshot does not fit), it stays.
-pub(crate) fn take_over(shared: &Shared, takeover: Box<dyn Takeover>) -> Result<(), String> {
+pub(crate) fn take_over(shared: &Shared, mut takeover: Box<dyn Takeover>) -> Result<(), String> {
     let mut guard = shared
         .lock_instance()
         .ok_or_else(|| String::from("the extension stayed busy"))?;

@@ -331,3 +331,185 @@ fn a_raise_from_wasm_is_refused_when_the_stack_is_nearly_full() {
         inner.unload().unwrap();
     }
 }
+
+/// A module whose `consistent` guard (read-only: it reads a global and
+/// calls a function that compares two words of memory) holds while the
+/// words at 0 and 8 are equal and `enable` ran; `update` (which writes)
+/// stores its argument at 0, spins, then stores it at 8; `lookup` and
+/// `far` (read-only) add the word at 0 or at 64 KiB (beyond the first
+/// page) to their argument; `grow` adds a page and `poke` stores 7 there.
+fn readers_and_a_writer() -> Vec<u8> {
+    wat::parse_str(
+        r#"(module
+          (memory (export "memory") 1)
+          (global $on (mut i32) (i32.const 0))
+          (func (export "enable") (global.set $on (i32.const 1)))
+          (func $same (result i32) (i64.eq (i64.load (i32.const 0)) (i64.load (i32.const 8))))
+          (func (export "consistent") (param i32) (result i32)
+            (i32.and (global.get $on) (call $same)))
+          (func (export "yes") (param i32) (result i32) (i32.const 1))
+          (func (export "update") (param i64)
+            (local $n i32)
+            (i64.store (i32.const 0) (local.get 0))
+            (local.set $n (i32.const 300))
+            (loop $spin
+              (local.set $n (i32.sub (local.get $n) (i32.const 1)))
+              (br_if $spin (local.get $n)))
+            (i64.store (i32.const 8) (local.get 0)))
+          (func (export "lookup") (param i32) (result i32)
+            (i32.add (i32.load (i32.const 0)) (local.get 0)))
+          (func (export "far") (param i32) (result i32)
+            (i32.add (i32.load (i32.const 65536)) (local.get 0)))
+          (func (export "grow") (result i32) (memory.grow (i32.const 1)))
+          (func (export "poke") (i32.store (i32.const 65536) (i32.const 7))))"#,
+    )
+    .unwrap()
+}
+
+/// Guards and handlers that only read memory and globals run as native
+/// code without the instance lock (the lock's count, `exclusive`, does
+/// not move while they answer), with the results the interpreter gives
+/// under the lock: the memory's current size (grown by a locked call in
+/// between), its bytes and globals as the last invocation left them.
+/// Bound on wasmi, they get that path at the tier-up.
+#[cfg(feature = "native")]
+#[test]
+fn read_only_guards_and_handlers_run_without_the_lock_on_native_code() {
+    use dispatch::Value;
+    use wasm_runtime::{engine::native::NativeEngine, EngineConfig, Extension, Tier};
+    let module = readers_and_a_writer();
+    let raises = 50;
+    // The instance taken for exclusive use by `raises` raises of
+    // `raise`, whose results it checks (the first `stats` call's own
+    // lock is the one the difference always counts).
+    let exclusive_during = |extension: &Extension, raise: &dyn Fn(u32)| {
+        let before = extension.stats().exclusive;
+        for x in 0..raises {
+            raise(x);
+        }
+        extension.stats().exclusive - before - 1
+    };
+    for pinned in [Some(Tier::Interpreter), Some(Tier::Native), None] {
+        let threads = Arc::new(Threads::default());
+        let runtime = runtime(&threads, Arc::new(Recorder::default())).with_native_engine(
+            Box::new(NativeEngine::new(&EngineConfig::default()).expect("the native engine")),
+        );
+        let (guarded, _authority, guarded_port) = compute_event();
+        let (looked_up, _authority, lookup_port) = compute_event();
+        let (far, _authority, far_port) = compute_event();
+        let mut request = LoadRequest::new("readers", &module);
+        if let Some(tier) = pinned {
+            request = request.tier(tier);
+        }
+        let extension = runtime.load(request).unwrap();
+        let guard = Bind::handler("yes").guard("consistent");
+        extension.bind(&guarded_port, &guard).unwrap();
+        extension
+            .bind(&lookup_port, &Bind::handler("lookup"))
+            .unwrap();
+        extension.bind(&far_port, &Bind::handler("far")).unwrap();
+        if pinned.is_none() {
+            // Bound on wasmi, as `init` binds: the tier-up refreshes them.
+            assert_eq!(extension.tier(), Tier::Interpreter);
+            runtime.tier_up(&extension).unwrap();
+        }
+        let tier = extension.tier();
+        let label = match pinned {
+            Some(tier) => format!("{tier}"),
+            None => format!("{tier} after the tier-up"),
+        };
+        // The guard reads the global: off until `enable` sets it.
+        assert!(guarded.raise(&mut (1,)).is_err(), "{label}: not enabled");
+        extension.call("enable", &[]).unwrap();
+        extension.call("update", &[Value::I64(40)]).unwrap();
+        let locked = exclusive_during(&extension, &|x| {
+            assert_eq!(
+                guarded.raise(&mut (x,)).unwrap(),
+                1,
+                "{label}: the guard held"
+            );
+            assert_eq!(
+                looked_up.raise(&mut (x,)).unwrap(),
+                40 + x,
+                "{label}: lookup"
+            );
+        });
+        // The word at 64 KiB is beyond the memory until it grows.
+        assert!(far.raise(&mut (1,)).is_err(), "{label}: out of bounds");
+        assert_eq!(
+            extension.call("grow", &[]).unwrap(),
+            Some(WasmValue::I32(1))
+        );
+        assert_eq!(far.raise(&mut (1,)).unwrap(), 1, "{label}: grown, zero");
+        extension.call("poke", &[]).unwrap();
+        let locked_far = exclusive_during(&extension, &|x| {
+            assert_eq!(far.raise(&mut (x,)).unwrap(), 7 + x, "{label}: far");
+        });
+        match tier {
+            Tier::Native => {
+                assert_eq!(locked, 0, "{label}: no raise took the lock");
+                assert_eq!(locked_far, 0, "{label}: nor after the memory grew");
+            }
+            _ => {
+                // Guard, handler and lookup: each an invocation on the lock.
+                assert_eq!(locked, 3 * u64::from(raises), "{label}");
+                assert_eq!(locked_far, u64::from(raises), "{label}");
+            }
+        }
+        assert_eq!(
+            extension.stats().faults,
+            1,
+            "{label}: the one out-of-bounds read"
+        );
+        extension.unload().unwrap();
+        assert!(looked_up.raise(&mut (1,)).is_err(), "{label}: unloaded");
+    }
+}
+
+/// A read-only guard runs without the lock, beside the extension's own
+/// invocations on another thread, but never decides on a half-done
+/// update: an outcome computed while an invocation held the instance
+/// (or took it meanwhile) is thrown away and the guard runs again under
+/// the lock. `update` keeps its two words unequal for most of its run;
+/// the guard that compares them must hold on every raise.
+#[cfg(feature = "native")]
+#[test]
+fn a_read_only_guard_never_decides_on_a_half_done_update() {
+    use dispatch::Value;
+    use std::sync::atomic::AtomicBool;
+    use wasm_runtime::{engine::native::NativeEngine, EngineConfig, Tier};
+    let module = readers_and_a_writer();
+    let threads = Arc::new(Threads::default());
+    let runtime = runtime(&threads, Arc::new(Recorder::default())).with_native_engine(Box::new(
+        NativeEngine::new(&EngineConfig::default()).expect("the native engine"),
+    ));
+    let (guarded, _authority, port) = compute_event();
+    let extension = runtime
+        .load(LoadRequest::new("readers", &module).tier(Tier::Native))
+        .unwrap();
+    extension
+        .bind(&port, &Bind::handler("yes").guard("consistent"))
+        .unwrap();
+    extension.call("enable", &[]).unwrap();
+    let writing = AtomicBool::new(true);
+    let updates = 3_000;
+    let mut raised = 0u64;
+    thread::scope(|scope| {
+        scope.spawn(|| {
+            for value in 1..=updates {
+                extension.call("update", &[Value::I64(value)]).unwrap();
+            }
+            writing.store(false, Ordering::Release);
+        });
+        while writing.load(Ordering::Acquire) {
+            assert_eq!(
+                guarded.raise(&mut (0,)).unwrap(),
+                1,
+                "raise {raised}: the guard saw a half-done update"
+            );
+            raised += 1;
+        }
+    });
+    assert!(raised > 0);
+    assert_eq!(extension.stats().faults, 0);
+}

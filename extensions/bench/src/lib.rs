@@ -1,6 +1,7 @@
 //! What the extension benchmarks call (`wasm_runtime::bench`): an empty
-//! handler, an always-true guard and a counting handler for
-//! `Bench.Event(u64)`, and a loop of `n` empty kernel calls
+//! handler, an always-true guard, a guard that reads a limit from the
+//! extension's memory and a counting handler for `Bench.Event(u64)`, and
+//! a loop of `n` empty kernel calls
 //! (`spindle.null_call`), and the RFC 1071 checksum of a 1,500-byte
 //! packet.
 #![no_std]
@@ -18,6 +19,23 @@ pub extern "C" fn handler(_value: u64) {}
 #[no_mangle]
 pub extern "C" fn guard(_value: u64) -> i32 {
     1
+}
+
+/// The limit [`below_limit`] compares with, set by [`set_limit`].
+static LIMIT: AtomicU64 = AtomicU64::new(0);
+
+/// A guard that reads the extension's state, as real filters do: holds
+/// for values below the limit in linear memory. Read-only (a load, no
+/// store), so native code runs it without the instance lock.
+#[no_mangle]
+pub extern "C" fn below_limit(value: u64) -> i32 {
+    i32::from(value < LIMIT.load(Ordering::Relaxed))
+}
+
+/// Sets the limit [`below_limit`] compares with.
+#[no_mangle]
+pub extern "C" fn set_limit(limit: u64) {
+    LIMIT.store(limit, Ordering::Relaxed);
 }
 
 /// A handler that does what real ones do, touch the extension's state:

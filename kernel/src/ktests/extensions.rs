@@ -335,18 +335,26 @@ fn load_unload_leaks_nothing() -> TestResult {
     }
     let heap_before = settled_heap();
     let frames_before = hal::memory::frame_stats().free;
-    // Native code's pages (zero on the interpreter tier).
+    // Native code's pages and linear memories (zero on the interpreter
+    // tier, whose memories are on the heap).
     let code_before = hal::native_code::mapped_bytes();
+    let linear_before = hal::linear_memory::mapped_bytes();
     for index in 0..1000 {
         cycle(index)?;
     }
     let heap_after = settled_heap();
     let frames_after = hal::memory::frame_stats().free;
     let code_after = hal::native_code::mapped_bytes();
+    let linear_after = hal::linear_memory::mapped_bytes();
     ensure!(
         code_after == code_before,
         "1000 cycles left {} bytes of code memory mapped",
         code_after.saturating_sub(code_before)
+    );
+    ensure!(
+        linear_after == linear_before,
+        "1000 cycles left {} bytes of linear memory mapped",
+        linear_after.saturating_sub(linear_before)
     );
     ensure!(
         heap_after.allocated_bytes <= heap_before.allocated_bytes,

@@ -42,7 +42,81 @@ pub const TESTS: &[KernelTest] = &[
         name: "handlers_bound_on_the_interpreter_answer_as_native_code_after_the_tier_up",
         run: handlers_answer_after_the_tier_up,
     },
+    KernelTest {
+        name: "guards_that_read_state_run_without_the_instance_lock_after_the_tier_up",
+        run: state_guards_run_without_the_lock,
+    },
 ];
+
+/// The bench extension loaded on the default tier (wasmi), the empty
+/// handler bound behind `below_limit` (a guard that reads a limit from
+/// the extension's memory), the limit set by a locked call: raises below
+/// it run the handler, the others not, and on wasmi each guard and
+/// handler takes the instance lock. After the tier-up the guard is
+/// read-only native code: the same decisions (the limit changed in
+/// between by a locked call is seen at once), and no raise takes the
+/// lock.
+fn state_guards_run_without_the_lock() -> TestResult {
+    use dispatch::RaiseCache;
+    use wasm_runtime::{bench::Fixture, LoadRequest};
+
+    const RAISES: u64 = 100;
+    let extensions = crate::extensions::get().ok_or("extensions not initialised")?;
+    let bytes = extensions.module_bytes("bench")?;
+    let fixture = Fixture::load(extensions.runtime(), LoadRequest::new("bench", bytes))
+        .map_err(|error| format!("loading bench: {error}"))?;
+    let binding = fixture
+        .bind_handler_and_state_guard()
+        .map_err(|error| format!("binding: {error}"))?;
+    let mut cache = RaiseCache::default();
+    // Raises 0..RAISES with the limit `limit`: how often the instance was
+    // locked meanwhile (the second `stats` call's own lock aside).
+    let mut raise_all = |label: &str, limit: u64| -> Result<u64, String> {
+        fixture
+            .set_limit(limit)
+            .map_err(|error| format!("{label}: setting the limit: {error}"))?;
+        let exclusive = fixture.extension.stats().exclusive;
+        for value in 0..RAISES {
+            let ran = fixture.raise_cached(&mut cache, value);
+            ensure!(
+                ran == (value < limit),
+                "{label}: raise {value} with the limit at {limit}: the handler {}",
+                if ran { "ran" } else { "did not run" }
+            );
+        }
+        Ok(fixture.extension.stats().exclusive - exclusive - 1)
+    };
+    // Guard on every raise, the handler on those below the limit.
+    let locked = raise_all("on wasmi", 40)?;
+    ensure!(
+        locked == RAISES + 40,
+        "on wasmi: the lock taken {locked} times for {RAISES} raises"
+    );
+    extensions
+        .runtime()
+        .tier_up(&fixture.extension)
+        .map_err(|error| format!("the tier-up: {error}"))?;
+    ensure!(
+        fixture.extension.tier() == Tier::Native,
+        "bench is on {} after the tier-up",
+        fixture.extension.tier()
+    );
+    for limit in [60, 10] {
+        let locked = raise_all("on native code", limit)?;
+        ensure!(
+            locked == 0,
+            "on native code: the lock taken {locked} times for {RAISES} raises"
+        );
+    }
+    fixture
+        .unbind(binding)
+        .map_err(|error| format!("unbinding: {error}"))?;
+    fixture
+        .extension
+        .unload()
+        .map_err(|error| format!("unloading bench: {error}"))?;
+    Ok(())
+}
 
 /// The bench extension loaded on the default tier (wasmi), its guard and
 /// empty handler bound there and a counting handler too, then tiered up:
@@ -279,6 +353,7 @@ fn shipped_extensions_run_natively() -> TestResult {
         "the kernel has no native-code tier"
     );
     let code_before = hal::native_code::mapped_bytes();
+    let linear_before = hal::linear_memory::mapped_bytes();
     for name in [
         "hello",
         "tick-counter",
@@ -291,6 +366,7 @@ fn shipped_extensions_run_natively() -> TestResult {
         extensions.load_on(name, Tier::Native)?;
         let tier = extensions.tier_of(name);
         let mapped = hal::native_code::mapped_bytes();
+        let linear = hal::linear_memory::mapped_bytes();
         let first_page = hal::memory::CODE_BASE;
         let writable = hal::memory::protection_of(first_page);
         extensions.unload(name)?;
@@ -301,6 +377,10 @@ fn shipped_extensions_run_natively() -> TestResult {
         );
         ensure!(mapped > code_before, "{name} mapped no code memory");
         ensure!(
+            linear > linear_before,
+            "{name}'s linear memory is not in the linear-memory region"
+        );
+        ensure!(
             writable == Some(hal::memory::Protection::ReadOnly),
             "{name}'s first code page is not read-only (W^X)"
         );
@@ -310,6 +390,12 @@ fn shipped_extensions_run_natively() -> TestResult {
         code_after == code_before,
         "unloading left {} bytes of code memory mapped",
         code_after.saturating_sub(code_before)
+    );
+    let linear_after = hal::linear_memory::mapped_bytes();
+    ensure!(
+        linear_after == linear_before,
+        "unloading left {} bytes of linear memory mapped",
+        linear_after.saturating_sub(linear_before)
     );
     Ok(())
 }

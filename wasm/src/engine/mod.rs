@@ -104,6 +104,15 @@ pub trait HostContext {
     fn self_contained(&self, _function: ExportRef) -> Option<Arc<SelfContained>> {
         None
     }
+    /// A way to call `function` without the instance lock, when the
+    /// engine has one and the function is read-only but not
+    /// self-contained (`purity::is_read_only`: it and all it calls only
+    /// read linear memory and globals): it changes nothing, so it can run
+    /// beside the instance's other invocations, and again if one of them
+    /// changed what it read meanwhile.
+    fn read_only(&self, _function: ExportRef) -> Option<Arc<ReadOnly>> {
+        None
+    }
 }
 
 /// A self-contained function's code, callable without its instance (see
@@ -111,7 +120,7 @@ pub trait HostContext {
 /// has it), called directly rather than through a trait object, so a
 /// guard's call of it is inlined.
 #[cfg(feature = "native")]
-pub use native::{GuardedCall, SelfContained};
+pub use native::{GuardedCall, ReadOnly, SelfContained};
 
 /// The most parameters a self-contained function may take to be called
 /// without its instance (all in registers).
@@ -121,6 +130,29 @@ pub const SELF_CONTAINED_ARGUMENTS: usize = 5;
 /// this type exists.
 #[cfg(not(feature = "native"))]
 pub enum SelfContained {}
+
+/// Without the native engine no function runs without its instance:
+/// nothing of this type exists.
+#[cfg(not(feature = "native"))]
+pub enum ReadOnly {}
+
+#[cfg(not(feature = "native"))]
+impl ReadOnly {
+    /// As the native engine's: never called, since none exists.
+    pub fn params(&self) -> usize {
+        match *self {}
+    }
+
+    /// As the native engine's: never called, since none exists.
+    pub fn call(
+        &self,
+        _args: [i64; SELF_CONTAINED_ARGUMENTS],
+        _count: usize,
+        _fuel: u64,
+    ) -> Result<i64, Trap> {
+        match *self {}
+    }
+}
 
 /// Without the native engine: never made, as no [`SelfContained`] is.
 #[cfg(not(feature = "native"))]

@@ -29,8 +29,9 @@ pub struct Snapshot {
 /// A new tier's instance, ready but for the state it takes over.
 pub trait Takeover: Send {
     /// Whether `snapshot` fits this module (memory within its limit,
-    /// globals that exist and are mutable).
-    fn accepts(&self, snapshot: &Snapshot) -> bool;
+    /// globals that exist and are mutable), with room made for it when
+    /// it does (the memory grown to its size).
+    fn accepts(&mut self, snapshot: &Snapshot) -> bool;
     /// The instance, with `snapshot` copied in and owning `state`. Cannot
     /// fail once [`Takeover::accepts`] said yes.
     fn finish(

@@ -14,8 +14,12 @@
 #![allow(unsafe_code)]
 
 use alloc::sync::Arc;
+use core::sync::atomic::AtomicU64;
 
-use hal::native_code::{CodeMemory, EntryPoint, ENTRY_ARGUMENTS, REGISTER_ARGUMENTS};
+use hal::{
+    linear_memory::MemoryView,
+    native_code::{CodeMemory, EntryPoint, ENTRY_ARGUMENTS, REGISTER_ARGUMENTS},
+};
 
 use super::{
     instance::Native,
@@ -156,6 +160,95 @@ impl PrivateContext {
             0 => Ok(raw),
             code => Err(TrapCode::from_raw(code).unwrap_or(TrapCode::Unreachable)),
         }
+    }
+}
+
+/// What read-only code (`purity::is_read_only`: it and all it calls only
+/// read linear memory and globals) reaches of its instance, held: the
+/// memory's pages, the globals and the function table stay where they
+/// are for as long as this lives, whatever becomes of the instance.
+pub(super) struct HeldState {
+    memory: MemoryView,
+    globals: Arc<[AtomicU64]>,
+    functions: Arc<[u64]>,
+}
+
+impl HeldState {
+    /// The state of an instance whose memory `memory` views, whose globals
+    /// are `globals` and whose function table (addresses in the code
+    /// memory of the entries run with it) is `functions`.
+    pub(super) fn new(
+        memory: MemoryView,
+        globals: Arc<[AtomicU64]>,
+        functions: Arc<[u64]>,
+    ) -> HeldState {
+        HeldState {
+            memory,
+            globals,
+            functions,
+        }
+    }
+}
+
+impl PrivateContext {
+    /// A context for read-only code: as [`PrivateContext::new`], with the
+    /// instance's memory (its size now), globals and function table from
+    /// `state`. Still no table, no runtime procedures and no instance:
+    /// read-only code calls none of them.
+    #[inline(always)]
+    fn reading(max_depth: u32, fuel: u64, state: &HeldState) -> PrivateContext {
+        let mut context = PrivateContext::new(max_depth, fuel);
+        let words = &mut context.0;
+        vmctx::set_memory(words, state.memory.base(), state.memory.len());
+        words[(vmctx::GLOBALS / 8) as usize] = state.globals.as_ptr() as u64;
+        words[(vmctx::FUNCTIONS / 8) as usize] = state.functions.as_ptr() as u64;
+        context
+    }
+}
+
+/// Runs the read-only `function` (see [`HeldState`]) of the instance
+/// whose state is `state`, with `fuel`, calls nested at most `max_depth`
+/// deep and its `count` `arguments`, on a context of its own and without
+/// the instance: its raw result, or the trap code it stored. What it
+/// reads may be changed meanwhile by the instance's own invocations: the
+/// caller tells (`extension::Shared::invoke_read_only`) and discards the
+/// outcome then.
+#[inline(always)]
+pub(super) fn run_read_only(
+    function: &HeldEntry,
+    state: &HeldState,
+    max_depth: u32,
+    fuel: u64,
+    arguments: [i64; REGISTER_ARGUMENTS],
+    count: usize,
+) -> Result<i64, TrapCode> {
+    let mut context = PrivateContext::reading(max_depth, fuel, state);
+    let here = context.0.as_ptr() as u64;
+    context.0[(vmctx::STACK_LIMIT / 8) as usize] = here.wrapping_sub(STACK_BUDGET_BYTES);
+    // SAFETY: (1) `function.entry` is the start of a function of
+    // `function._code`, alive (held) and holding `Compiler::compile`'s
+    // output, whose type `is_enterable` checked and whose parameter count
+    // the caller checked is `count` at its binding; (2) the function and
+    // every function it can call only read linear memory and globals and
+    // call functions of the module (`purity::is_read_only`, from the
+    // module's own scan), so the code reads the memory within the size
+    // set above (mapped for as long as `state.memory` lives: a memory
+    // never shrinks and never moves), reads the globals (`state.globals`,
+    // alive; atomics, which the instance's own invocations may write
+    // meanwhile: the reads may be stale, never out of bounds), loads code
+    // addresses from the function table (`state.functions`, alive, never
+    // changed, its functions in the same code memory as `function`),
+    // reads and writes the fuel, trap and depth words of `context`, alive
+    // for the call, and nothing else; the stack limit leaves
+    // `STACK_BUDGET_BYTES` from here.
+    let raw = unsafe {
+        function
+            .entry
+            .call(context.0.as_mut_ptr(), arguments, count)
+    };
+    match context.0[(vmctx::TRAP / 8) as usize] as u32 {
+        0 => Ok(raw),
+        code => Err(TrapCode::from_raw(code).unwrap_or(TrapCode::Unreachable)),
     }
 }
 

@@ -103,13 +103,13 @@ impl Native {
     /// depth word and the stack limit ([`Native::prepare`] and the entry).
     pub(super) fn fill_context(&mut self) {
         let context = &mut self.context;
-        vmctx::set_memory(context, &mut self.layout.memory);
+        vmctx::set_memory(context, self.layout.memory.base(), self.layout.memory.len());
         // MAX_DEPTH (low half), TABLE_ELEMENTS (high half).
         context[(vmctx::MAX_DEPTH / 8) as usize] =
             u64::from(self.layout.max_depth) | ((self.layout.table.len() as u64 / 2) << 32);
         context[(vmctx::TABLE_BASE / 8) as usize] = self.layout.table.as_ptr() as u64;
         context[(vmctx::FUNCTIONS / 8) as usize] = self.layout.functions.as_ptr() as u64;
-        context[(vmctx::GLOBALS / 8) as usize] = self.layout.globals.as_mut_ptr() as u64;
+        context[(vmctx::GLOBALS / 8) as usize] = self.layout.globals.as_ptr() as u64;
         entry::fill_procedures(context);
     }
 
@@ -144,23 +144,15 @@ impl Native {
 
     /// `memory.grow`: the old size in pages, or -1.
     pub(super) fn grow(&mut self, pages: u32) -> i32 {
-        let old_pages = self.layout.memory.len() / WASM_PAGE_BYTES as usize;
+        let memory = &mut self.layout.memory;
+        let old_pages = memory.len() / WASM_PAGE_BYTES as usize;
         let new_bytes = (old_pages as u64 + u64::from(pages)) * WASM_PAGE_BYTES;
-        if new_bytes > self.layout.memory_max_bytes as u64 {
+        if new_bytes > memory.max_bytes() as u64 || !memory.grow(new_bytes as usize) {
             return -1;
         }
-        if self
-            .layout
-            .memory
-            .try_reserve_exact(new_bytes as usize - self.layout.memory.len())
-            .is_err()
-        {
-            return -1;
-        }
-        self.layout.memory.resize(new_bytes as usize, 0);
-        // The memory may have moved: generated code reloads its words
-        // after every call.
-        vmctx::set_memory(&mut self.context, &mut self.layout.memory);
+        // The memory stays where it is, but its size changed: generated
+        // code reloads its words after every call.
+        vmctx::set_memory(&mut self.context, memory.base(), memory.len());
         old_pages as i32
     }
 
@@ -172,7 +164,11 @@ impl Native {
     /// `memory.copy`; out of bounds sets the trap.
     pub(super) fn copy(&mut self, destination: u32, source: u32, len: u32) {
         match (self.range(destination, len), self.range(source, len)) {
-            (Some(to), Some(from)) => self.layout.memory.copy_within(from, to.start),
+            (Some(to), Some(from)) => self
+                .layout
+                .memory
+                .as_mut_slice()
+                .copy_within(from, to.start),
             _ => self.set_trap(TrapCode::MemoryOutOfBounds),
         }
     }
@@ -180,7 +176,7 @@ impl Native {
     /// `memory.fill`; out of bounds sets the trap.
     pub(super) fn fill(&mut self, destination: u32, value: u32, len: u32) {
         match self.range(destination, len) {
-            Some(range) => self.layout.memory[range].fill(value as u8),
+            Some(range) => self.layout.memory.as_mut_slice()[range].fill(value as u8),
             None => self.set_trap(TrapCode::MemoryOutOfBounds),
         }
     }
@@ -238,14 +234,14 @@ impl HostContext for Native {
     }
 
     fn read_memory(&self, offset: u32, len: u32) -> Result<Vec<u8>, Trap> {
-        Ok(self.layout.memory[self.memory_range(offset, len)?].to_vec())
+        Ok(self.layout.memory.as_slice()[self.memory_range(offset, len)?].to_vec())
     }
 
     fn write_memory(&mut self, offset: u32, bytes: &[u8]) -> Result<(), Trap> {
         let len =
             u32::try_from(bytes.len()).map_err(|_| Trap::new(FaultKind::BadPointer, "too long"))?;
         let range = self.memory_range(offset, len)?;
-        self.layout.memory[range].copy_from_slice(bytes);
+        self.layout.memory.as_mut_slice()[range].copy_from_slice(bytes);
         Ok(())
     }
 
@@ -283,6 +279,65 @@ impl HostContext for Native {
             max_depth: self.layout.max_depth,
             params: export.params,
         }))
+    }
+
+    fn read_only(&self, function: ExportRef) -> Option<Arc<ReadOnly>> {
+        let export = self.exports.get(function.0 as usize)?;
+        let effects = self.layout.info.effects_of(export.function)?;
+        // Self-contained code has the faster way (no state to point at).
+        if effects.is_self_contained
+            || !export.is_enterable
+            || export.params > SELF_CONTAINED_ARGUMENTS
+            || !crate::purity::is_read_only(&self.layout.info, export.function)
+        {
+            return None;
+        }
+        let offset = *self.layout.offsets.get(export.function as usize)?;
+        Some(Arc::new(ReadOnly {
+            entry: entry::HeldEntry::new(self.code.clone(), offset)?,
+            state: entry::HeldState::new(
+                self.layout.memory.view(),
+                self.layout.globals.clone(),
+                self.layout.functions.clone(),
+            ),
+            max_depth: self.layout.max_depth,
+            params: export.params,
+        }))
+    }
+}
+
+/// A read-only exported function (see `HostContext::read_only`): run on
+/// a context of its own that points at its instance's memory, globals
+/// and function table, which it keeps, with the code, alive itself.
+pub struct ReadOnly {
+    entry: entry::HeldEntry,
+    state: entry::HeldState,
+    max_depth: u32,
+    params: usize,
+}
+
+impl ReadOnly {
+    /// How many parameters it takes (at most
+    /// [`SELF_CONTAINED_ARGUMENTS`]).
+    pub fn params(&self) -> usize {
+        self.params
+    }
+
+    /// Calls it without its instance, with `fuel` (at most `i64::MAX`)
+    /// and the first `count` of `args`, where `count` is
+    /// [`ReadOnly::params`]: its raw integer result (the upper half of an
+    /// `i32` undefined). What it reads may change under it meanwhile:
+    /// the caller checks that no invocation of the instance ran beside it
+    /// (`extension::Shared::invoke_read_only`) before it uses the outcome.
+    #[inline(always)]
+    pub fn call(
+        &self,
+        args: [i64; SELF_CONTAINED_ARGUMENTS],
+        count: usize,
+        fuel: u64,
+    ) -> Result<i64, Trap> {
+        entry::run_read_only(&self.entry, &self.state, self.max_depth, fuel, args, count)
+            .map_err(self_contained_trap)
     }
 }
 
@@ -426,13 +481,13 @@ impl Prepared {
 }
 
 impl Takeover for Prepared {
-    fn accepts(&self, snapshot: &Snapshot) -> bool {
+    fn accepts(&mut self, snapshot: &Snapshot) -> bool {
         self.layout.accepts(snapshot)
     }
 
     fn finish(self: Box<Self>, snapshot: Snapshot, state: ExtensionState) -> Box<dyn Instance> {
         let mut prepared = *self;
-        prepared.layout.restore(snapshot.memory, snapshot.globals);
+        prepared.layout.restore(&snapshot.memory, snapshot.globals);
         // `into_native` fills the context from the restored vectors.
         let mut instance = prepared.into_instance(state);
         // The same export references as the old instance's, in order.
@@ -593,7 +648,7 @@ impl NativeInstance {
     /// Linear memory as it is now (host tests).
     #[cfg(not(target_os = "none"))]
     pub(super) fn memory(&self) -> &[u8] {
-        &self.native.layout.memory
+        self.native.layout.memory.as_slice()
     }
 }
 
@@ -644,6 +699,10 @@ impl HostContext for NativeInstance {
 
     fn self_contained(&self, function: ExportRef) -> Option<Arc<SelfContained>> {
         self.native.self_contained(function)
+    }
+
+    fn read_only(&self, function: ExportRef) -> Option<Arc<ReadOnly>> {
+        self.native.read_only(function)
     }
 }
 

@@ -4,9 +4,10 @@
 //! copies a running instance's memory and globals into. Safe Rust; the
 //! instance around it is `instance.rs`.
 
-use alloc::{format, string::String, vec, vec::Vec};
+use alloc::{format, string::String, sync::Arc, vec, vec::Vec};
+use core::sync::atomic::{AtomicU64, Ordering};
 
-use hal::native_code::CodeMemory;
+use hal::{linear_memory::LinearMemory, native_code::CodeMemory};
 use spindle_abi::{Import, MEMORY_EXPORT};
 use wasmparser::{DataKind, ElementItems, ElementKind, Operator, Parser, Payload};
 
@@ -63,19 +64,23 @@ fn constant(expression: &wasmparser::ConstExpr<'_>) -> Result<u64, String> {
 /// A compiled module set up as its sections say, before it has an
 /// extension's state (a tier-up prepares one off the extension's lock).
 pub(super) struct Layout {
-    /// Linear memory (empty without one).
-    pub(super) memory: Vec<u8>,
-    /// Most bytes linear memory may grow to.
-    pub(super) memory_max_bytes: usize,
+    /// Linear memory (empty without one), reserved at its maximum so
+    /// that it never moves: read-only code reads it beside the instance
+    /// (`instance::ReadOnly`).
+    pub(super) memory: LinearMemory,
     /// Whether the module exports its memory (kernel procedures read and
     /// write only an exported memory, as under wasmi).
     pub(super) memory_exported: bool,
-    pub(super) globals: Vec<u64>,
+    /// One 8-byte slot per global, which generated code reads and
+    /// writes; shared with read-only code (atomics, so that the runtime's
+    /// own reads and writes of them are never a data race with it).
+    pub(super) globals: Arc<[AtomicU64]>,
     /// Table 0: (signature id, code address) pairs.
     pub(super) table: Vec<u64>,
     /// Code address of every function (imports: the host-call trampoline
-    /// of their procedure, `entry::host_trampoline`).
-    pub(super) functions: Vec<u64>,
+    /// of their procedure, `entry::host_trampoline`); never changed once
+    /// set up, shared with read-only code.
+    pub(super) functions: Arc<[u64]>,
     /// Offset of every function's code (imports: unused).
     pub(super) offsets: Vec<usize>,
     /// The module's reading, for types and exports.
@@ -104,7 +109,11 @@ impl Layout {
         if initial_pages > max_pages {
             return Err(refuse("a memory above the limit"));
         }
-        let mut memory = vec![0u8; (initial_pages * WASM_PAGE_BYTES) as usize];
+        let mut memory = LinearMemory::new(
+            (initial_pages * WASM_PAGE_BYTES) as usize,
+            (max_pages * WASM_PAGE_BYTES) as usize,
+        )
+        .ok_or_else(|| refuse("no room for its linear memory"))?;
         let mut globals = Vec::new();
         let mut table: Vec<u64> = Vec::new();
         let mut function_types = Vec::new();
@@ -208,6 +217,7 @@ impl Layout {
                         if let DataKind::Active { offset_expr, .. } = data.kind {
                             let first = constant(&offset_expr)? as u32 as usize;
                             memory
+                                .as_mut_slice()
                                 .get_mut(first..first + data.data.len())
                                 .ok_or_else(|| refuse("data outside memory"))?
                                 .copy_from_slice(data.data);
@@ -223,11 +233,10 @@ impl Layout {
             .any(|export| export.name == MEMORY_EXPORT && export.function.is_none());
         Ok(Layout {
             memory,
-            memory_max_bytes: (max_pages * WASM_PAGE_BYTES) as usize,
             memory_exported,
-            globals,
+            globals: globals.into_iter().map(AtomicU64::new).collect(),
             table,
-            functions,
+            functions: functions.into(),
             offsets,
             info,
             max_depth,
@@ -235,26 +244,32 @@ impl Layout {
         })
     }
 
-    /// Whether `snapshot` fits: memory within the limit, in whole pages,
-    /// and globals that exist.
-    pub(super) fn accepts(&self, snapshot: &Snapshot) -> bool {
-        snapshot.memory.len() <= self.memory_max_bytes
-            && snapshot
-                .memory
-                .len()
-                .is_multiple_of(WASM_PAGE_BYTES as usize)
+    /// Whether `snapshot` fits (memory within the limit, in whole pages,
+    /// not smaller than the module's initial memory; globals that exist),
+    /// with the memory grown to the snapshot's size when it does, so that
+    /// [`Layout::restore`] cannot fail.
+    pub(super) fn accepts(&mut self, snapshot: &Snapshot) -> bool {
+        snapshot
+            .memory
+            .len()
+            .is_multiple_of(WASM_PAGE_BYTES as usize)
             && snapshot
                 .globals
                 .iter()
                 .all(|&(index, _)| (index as usize) < self.globals.len())
+            && (snapshot.memory.len() == self.memory.len()
+                || self.memory.grow(snapshot.memory.len()))
     }
 
-    /// Takes a snapshot's memory and globals (after [`Layout::accepts`]).
-    pub(super) fn restore(&mut self, memory: Vec<u8>, globals: Vec<(u32, u64)>) {
-        self.memory = memory;
+    /// Takes a snapshot's memory and globals (after [`Layout::accepts`],
+    /// which made the memory its size).
+    pub(super) fn restore(&mut self, memory: &[u8], globals: Vec<(u32, u64)>) {
+        let bytes = self.memory.as_mut_slice();
+        let len = bytes.len().min(memory.len());
+        bytes[..len].copy_from_slice(&memory[..len]);
         for (index, value) in globals {
-            if let Some(slot) = self.globals.get_mut(index as usize) {
-                *slot = value;
+            if let Some(slot) = self.globals.get(index as usize) {
+                slot.store(value, Ordering::Relaxed);
             }
         }
     }

@@ -34,4 +34,4 @@ pub mod vmctx;
 pub use compile::{Backend, CompileError, CompileLimits, CompiledModule, Compiler};
 pub use engine::NativeEngine;
 pub use entry::STACK_BUDGET_BYTES;
-pub use instance::{GuardedCall, NativeInstance, SelfContained};
+pub use instance::{GuardedCall, NativeInstance, ReadOnly, SelfContained};

@@ -18,15 +18,15 @@ pub const MEMORY_BYTES: i32 = 8;
 /// for.
 pub const FAST_CHECK_BYTES: i64 = 8;
 
-/// Writes linear memory's words (base, size and fast limit) into
-/// `context`, after the memory was created, moved or resized.
-pub fn set_memory(context: &mut [u64], memory: &mut [u8]) {
-    context[(MEMORY_BASE / 8) as usize] = memory.as_mut_ptr() as u64;
-    context[(MEMORY_BYTES / 8) as usize] = memory.len() as u64;
+/// Writes linear memory's words (its `base` address, its size of `len`
+/// bytes and the fast limit) into `context`, after the memory was created
+/// or grown.
+pub fn set_memory(context: &mut [u64], base: u64, len: usize) {
+    context[(MEMORY_BASE / 8) as usize] = base;
+    context[(MEMORY_BYTES / 8) as usize] = len as u64;
     // At most 4 GiB: no overflow, and a memory under 8 bytes gets a
     // negative end no access is below.
-    context[(MEMORY_FAST_END / 8) as usize] =
-        (memory.len() as i64 - FAST_CHECK_BYTES + 1) as u64;
+    context[(MEMORY_FAST_END / 8) as usize] = (len as i64 - FAST_CHECK_BYTES + 1) as u64;
 }
 
 /// Offset of the fuel left (`i64`); below zero is a budget trap.
