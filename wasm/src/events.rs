@@ -284,15 +284,42 @@ where
                 },
             )
         }
-        (Some(alone), None) => Handler::fallible_guarded(
-            signature,
-            #[inline(always)]
-            move |args: &A| test.test_locked::<A>(args),
-            #[inline(always)]
-            move |args: &A, invocation: &Invocation| {
-                typed.call_alone::<A, R>(&alone, args, invocation)
-            },
-        ),
+        (Some(alone), None) => match test.read_only.clone() {
+            // A read-only guard and a self-contained handler: as one too,
+            // the guard reading the instance's state on the private
+            // context the handler then runs on.
+            Some(reader) => {
+                let pair = Arc::new(ReadingPair {
+                    guard: reader,
+                    handler: alone,
+                });
+                let (typed, test) = (Arc::new(typed), Arc::new(test));
+                let code_pair = pair.clone();
+                let (guard_test, code_typed) = (test.clone(), typed.clone());
+                Handler::fallible_guarded_as_one(
+                    signature,
+                    #[inline(always)]
+                    move |args: &A| guard_test.test_locked::<A>(args),
+                    #[inline(always)]
+                    move |args: &A, invocation: &Invocation| {
+                        code_typed.call_alone::<A, R>(&code_pair.handler, args, invocation)
+                    },
+                    #[inline(always)]
+                    move |args: &A, invocation: &Invocation| {
+                        typed.call_read_guarded_alone::<A, R>(&test, &pair, args, invocation)
+                    },
+                )
+            }
+            None => Handler::fallible_guarded(
+                signature,
+                #[inline(always)]
+                move |args: &A| test.test_locked::<A>(args),
+                #[inline(always)]
+                move |args: &A, invocation: &Invocation| {
+                    typed.call_alone::<A, R>(&alone, args, invocation)
+                },
+            ),
+        },
         (None, Some(guard_alone)) => Handler::fallible_guarded(
             signature,
             #[inline(always)]
@@ -314,6 +341,13 @@ where
 /// closure that runs both on one private context.
 struct AlonePair {
     guard: Arc<SelfContained>,
+    handler: Arc<SelfContained>,
+}
+
+/// A read-only guard and a self-contained handler bound together: the
+/// code of the closure that runs both on one private context.
+struct ReadingPair {
+    guard: Arc<ReadOnly>,
     handler: Arc<SelfContained>,
 }
 
@@ -561,6 +595,51 @@ impl TypedWasm {
             self.fuel(invocation),
         )?;
         Some(outcome.map_err(fault).and_then(Self::result::<R>))
+    }
+
+    /// As a handler behind its guard `test`, a read-only guard and a
+    /// self-contained handler (`pair`): one private context for the two
+    /// calls, no lock. When an invocation held the instance or took it
+    /// while the guard ran, the guard runs again on the locked path (and
+    /// the handler, if it held, alone). `None` when the guard did not
+    /// hold (or trapped: reported as any trap).
+    #[inline(always)]
+    fn call_read_guarded_alone<A: EventArgs, R: EventResult>(
+        &self,
+        test: &TypedWasm,
+        pair: &ReadingPair,
+        args: &A,
+        invocation: &Invocation,
+    ) -> Option<Result<R, Fault>> {
+        let Some(words) = Self::words::<A, SELF_CONTAINED_ARGUMENTS>(args) else {
+            return Some(Err(Fault::BadResult));
+        };
+        match self.extension.invoke_read_only_guarded(
+            &pair.guard,
+            &pair.handler,
+            words,
+            A::ARITY,
+            test.extension.fuel_limit(),
+            self.fuel(invocation),
+        ) {
+            Some(outcome) => Some(outcome?.map_err(fault).and_then(Self::result::<R>)),
+            None => self.read_guarded_locked::<A, R>(test, pair, args, invocation),
+        }
+    }
+
+    /// [`TypedWasm::call_read_guarded_alone`] when the instance was busy:
+    /// the guard on the locked path, then the handler alone.
+    #[cold]
+    #[inline(never)]
+    fn read_guarded_locked<A: EventArgs, R: EventResult>(
+        &self,
+        test: &TypedWasm,
+        pair: &ReadingPair,
+        args: &A,
+        invocation: &Invocation,
+    ) -> Option<Result<R, Fault>> {
+        test.test_locked::<A>(args)
+            .then(|| self.call_alone::<A, R>(&pair.handler, args, invocation))
     }
 
     /// As a guard on the locked instance: true when it returned non-zero;

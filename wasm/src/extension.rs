@@ -529,6 +529,49 @@ impl Shared {
         Some(outcome.map_err(|trap| self.report(trap)))
     }
 
+    /// A read-only guard, then (if it held) the self-contained handler of
+    /// the same extension, on one private context: as
+    /// [`Shared::invoke_read_only`] runs the guard (`None` when an
+    /// invocation held the instance or took it meanwhile: the caller
+    /// takes the locked way), then as [`Shared::invoke_self_contained`]
+    /// runs the handler. `Some(None)` when the guard did not hold (a guard
+    /// that traps does not; its trap is reported), else the handler's raw
+    /// result or error.
+    #[inline(always)]
+    pub(crate) fn invoke_read_only_guarded(
+        &self,
+        guard: &ReadOnly,
+        handler: &SelfContained,
+        args: [i64; SELF_CONTAINED_ARGUMENTS],
+        count: usize,
+        guard_fuel: u64,
+        handler_fuel: u64,
+    ) -> Option<Option<Result<i64, CallError>>> {
+        let before = self.writes.load(Ordering::Acquire);
+        if before & 1 == 1 || self.unloaded.load(Ordering::Acquire) {
+            return None;
+        }
+        let still_valid = || {
+            // The guard's reads come before the second look at the count.
+            fence(Ordering::Acquire);
+            self.writes.load(Ordering::Relaxed) == before
+        };
+        let call =
+            guard.call_guarded(handler, args, count, guard_fuel, handler_fuel, still_valid)?;
+        self.invocations.fetch_add(1, Ordering::Relaxed);
+        Some(match call {
+            GuardedCall::Declined => None,
+            GuardedCall::GuardTrapped(trap) => {
+                self.report(trap);
+                None
+            }
+            GuardedCall::Ran(outcome) => {
+                self.invocations.fetch_add(1, Ordering::Relaxed);
+                Some(outcome.map_err(|trap| self.report(trap)))
+            }
+        })
+    }
+
     /// How many times the instance was taken for exclusive use (an
     /// invocation on the locked path, a binding, a tier-up, an unload),
     /// completed or under way.

@@ -152,6 +152,19 @@ impl ReadOnly {
     ) -> Result<i64, Trap> {
         match *self {}
     }
+
+    /// As the native engine's: never called, since none exists.
+    pub fn call_guarded(
+        &self,
+        _handler: &SelfContained,
+        _args: [i64; SELF_CONTAINED_ARGUMENTS],
+        _count: usize,
+        _guard_fuel: u64,
+        _handler_fuel: u64,
+        _still_valid: impl FnOnce() -> bool,
+    ) -> Option<GuardedCall> {
+        match *self {}
+    }
 }
 
 /// Without the native engine: never made, as no [`SelfContained`] is.

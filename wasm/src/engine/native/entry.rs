@@ -133,8 +133,43 @@ impl PrivateContext {
         PrivateContext(words)
     }
 
-    /// Runs `function` on this context with its `count` arguments: its
+    /// Enters `function` on this context with its `count` arguments: its
     /// raw result, or the trap code it stored.
+    ///
+    /// # Safety
+    ///
+    /// `function` takes `count` parameters, and what its code (and the
+    /// code it calls) can reach through this context is valid for the
+    /// whole call: the words it reads and writes here are this context's,
+    /// any address in it that the code uses points to memory alive for the
+    /// call.
+    #[inline(always)]
+    unsafe fn enter(
+        &mut self,
+        function: &HeldEntry,
+        arguments: [i64; REGISTER_ARGUMENTS],
+        count: usize,
+    ) -> Result<i64, TrapCode> {
+        let here = self.0.as_ptr() as u64;
+        // As in `run`.
+        self.0[(vmctx::STACK_LIMIT / 8) as usize] = here.wrapping_sub(STACK_BUDGET_BYTES);
+        // SAFETY: (1) `function.entry` is the start of a function of
+        // `function._code`, alive (held) and holding `Compiler::compile`'s
+        // output, whose type `is_enterable` checked, taking `count`
+        // parameters (the caller's condition); (2) what the code reaches
+        // through the context is valid for the call (the caller's
+        // condition); the stack limit leaves `STACK_BUDGET_BYTES` from
+        // here.
+        let raw = unsafe { function.entry.call(self.0.as_mut_ptr(), arguments, count) };
+        match self.0[(vmctx::TRAP / 8) as usize] as u32 {
+            0 => Ok(raw),
+            code => Err(TrapCode::from_raw(code).unwrap_or(TrapCode::Unreachable)),
+        }
+    }
+
+    /// Runs the self-contained `function` on this context with its
+    /// `count` arguments (its parameter count, checked at its binding):
+    /// its raw result, or the trap code it stored.
     #[inline(always)]
     fn run(
         &mut self,
@@ -142,24 +177,12 @@ impl PrivateContext {
         arguments: [i64; REGISTER_ARGUMENTS],
         count: usize,
     ) -> Result<i64, TrapCode> {
-        let here = self.0.as_ptr() as u64;
-        // As in `run` (and a leaf never reads the limit: it is set for the
-        // case the scan were wrong).
-        self.0[(vmctx::STACK_LIMIT / 8) as usize] = here.wrapping_sub(STACK_BUDGET_BYTES);
-        // SAFETY: (1) `function.entry` is the start of a function of
-        // `function._code`, alive (held) and holding `Compiler::compile`'s
-        // output, whose type `is_enterable` checked and whose parameter
-        // count the caller checked is `count` at its binding; (2) the
-        // function's body reaches nothing but its arguments and locals (`is_self_contained`, from
-        // the module's own scan), so its code reads and writes only the
-        // context's fuel and trap words, in `self`, an array alive for the
-        // call, and calls nothing; the stack limit leaves
-        // `STACK_BUDGET_BYTES` from here.
-        let raw = unsafe { function.entry.call(self.0.as_mut_ptr(), arguments, count) };
-        match self.0[(vmctx::TRAP / 8) as usize] as u32 {
-            0 => Ok(raw),
-            code => Err(TrapCode::from_raw(code).unwrap_or(TrapCode::Unreachable)),
-        }
+        // SAFETY: the function's body reaches nothing but its arguments and
+        // locals (`is_self_contained`, from the module's own scan), so its
+        // code reads and writes only this context's fuel and trap words
+        // and calls nothing (a leaf never reads the stack limit either);
+        // the other words are set for the case the scan were wrong.
+        unsafe { self.enter(function, arguments, count) }
     }
 }
 
@@ -190,19 +213,56 @@ impl HeldState {
     }
 }
 
-impl PrivateContext {
-    /// A context for read-only code: as [`PrivateContext::new`], with the
-    /// instance's memory (its size now), globals and function table from
-    /// `state`. Still no table, no runtime procedures and no instance:
-    /// read-only code calls none of them.
+/// A private context for read-only code of the instance whose state it
+/// borrows (see [`HeldState`]): as [`PrivateContext::new`], with the
+/// memory (its size when the context is made), globals and function
+/// table from the state. Still no table, no runtime procedures and no
+/// instance: read-only code calls none of them.
+struct ReadingContext<'a> {
+    context: PrivateContext,
+    /// Borrowed for as long as the context can run code that reads it.
+    _state: &'a HeldState,
+}
+
+impl<'a> ReadingContext<'a> {
     #[inline(always)]
-    fn reading(max_depth: u32, fuel: u64, state: &HeldState) -> PrivateContext {
-        let mut context = PrivateContext::new(max_depth, fuel);
-        let words = &mut context.0;
+    fn new(max_depth: u32, fuel: u64, state: &'a HeldState) -> ReadingContext<'a> {
+        let mut reading = ReadingContext {
+            context: PrivateContext::new(max_depth, fuel),
+            _state: state,
+        };
+        // Filled in place (a context built apart was copied in whole).
+        let words = &mut reading.context.0;
         vmctx::set_memory(words, state.memory.base(), state.memory.len());
         words[(vmctx::GLOBALS / 8) as usize] = state.globals.as_ptr() as u64;
         words[(vmctx::FUNCTIONS / 8) as usize] = state.functions.as_ptr() as u64;
-        context
+        reading
+    }
+
+    /// Runs the read-only `function` of the state's instance with its
+    /// `count` arguments: its raw result, or the trap code it stored.
+    #[inline(always)]
+    fn run_read_only(
+        &mut self,
+        function: &HeldEntry,
+        arguments: [i64; REGISTER_ARGUMENTS],
+        count: usize,
+    ) -> Result<i64, TrapCode> {
+        // SAFETY: `function` is held with its code memory, whose parameter
+        // count the caller checked is `count` at its binding. It and every
+        // function it can call only read linear memory and globals and
+        // call functions of the module (`purity::is_read_only`, from the
+        // module's own scan), so the code reads the memory within the size
+        // `new` set (mapped for as long as the state's view lives, and the
+        // state is borrowed for the context's life: a memory never shrinks
+        // and never moves), reads the globals (the state's, alive; atomics,
+        // which the instance's own invocations may write meanwhile: the
+        // reads may be stale, never out of bounds), loads code addresses
+        // from the function table (the state's, alive, never changed, its
+        // functions in the same code memory as `function`), reads and
+        // writes the fuel, trap and depth words of this context, and
+        // touches nothing else.
+        unsafe { self.context.enter(function, arguments, count) }
     }
 }
 
@@ -222,34 +282,43 @@ pub(super) fn run_read_only(
     arguments: [i64; REGISTER_ARGUMENTS],
     count: usize,
 ) -> Result<i64, TrapCode> {
-    let mut context = PrivateContext::reading(max_depth, fuel, state);
-    let here = context.0.as_ptr() as u64;
-    context.0[(vmctx::STACK_LIMIT / 8) as usize] = here.wrapping_sub(STACK_BUDGET_BYTES);
-    // SAFETY: (1) `function.entry` is the start of a function of
-    // `function._code`, alive (held) and holding `Compiler::compile`'s
-    // output, whose type `is_enterable` checked and whose parameter count
-    // the caller checked is `count` at its binding; (2) the function and
-    // every function it can call only read linear memory and globals and
-    // call functions of the module (`purity::is_read_only`, from the
-    // module's own scan), so the code reads the memory within the size
-    // set above (mapped for as long as `state.memory` lives: a memory
-    // never shrinks and never moves), reads the globals (`state.globals`,
-    // alive; atomics, which the instance's own invocations may write
-    // meanwhile: the reads may be stale, never out of bounds), loads code
-    // addresses from the function table (`state.functions`, alive, never
-    // changed, its functions in the same code memory as `function`),
-    // reads and writes the fuel, trap and depth words of `context`, alive
-    // for the call, and nothing else; the stack limit leaves
-    // `STACK_BUDGET_BYTES` from here.
-    let raw = unsafe {
-        function
-            .entry
-            .call(context.0.as_mut_ptr(), arguments, count)
-    };
-    match context.0[(vmctx::TRAP / 8) as usize] as u32 {
-        0 => Ok(raw),
-        code => Err(TrapCode::from_raw(code).unwrap_or(TrapCode::Unreachable)),
+    ReadingContext::new(max_depth, fuel, state).run_read_only(function, arguments, count)
+}
+
+/// Runs the read-only `guard` of the instance whose state is `state` with
+/// `guard_fuel`; then, if `still_valid()` says nothing of the instance
+/// changed meanwhile (`None` if it did: the guard's outcome is thrown
+/// away) and the guard returned non-zero, the self-contained `handler`
+/// with `handler_fuel`, both on one private context with the same
+/// `count` `arguments`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) fn run_read_only_guarded(
+    guard: &HeldEntry,
+    state: &HeldState,
+    handler: &HeldEntry,
+    max_depth: u32,
+    guard_fuel: u64,
+    handler_fuel: u64,
+    arguments: [i64; REGISTER_ARGUMENTS],
+    count: usize,
+    still_valid: impl FnOnce() -> bool,
+) -> Option<GuardedRun> {
+    let mut reading = ReadingContext::new(max_depth, guard_fuel, state);
+    let decided = reading.run_read_only(guard, arguments, count);
+    if !still_valid() {
+        return None;
     }
+    match decided {
+        Ok(held) if held as i32 != 0 => {}
+        Ok(_) => return Some(GuardedRun::Declined),
+        Err(code) => return Some(GuardedRun::GuardTrapped(code)),
+    }
+    // The guard left the trap word clear; the handler reads only its
+    // fuel (its own budget) and writes only the trap word.
+    let context = &mut reading.context;
+    context.0[(vmctx::FUEL / 8) as usize] = handler_fuel;
+    Some(GuardedRun::Ran(context.run(handler, arguments, count)))
 }
 
 /// Runs the self-contained `function` (see [`PrivateContext`]) with

@@ -339,6 +339,50 @@ impl ReadOnly {
         entry::run_read_only(&self.entry, &self.state, self.max_depth, fuel, args, count)
             .map_err(self_contained_trap)
     }
+
+    /// Calls this function, a guard, with `guard_fuel` and, if
+    /// `still_valid()` then says no invocation of the instance ran beside
+    /// it (`None` otherwise: the guard's outcome is thrown away) and it
+    /// returned non-zero, the self-contained `handler` (of the same
+    /// module) with `handler_fuel`: both with the first `count` of `args`
+    /// (both functions' parameter count) on one private context.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub fn call_guarded(
+        &self,
+        handler: &SelfContained,
+        args: [i64; SELF_CONTAINED_ARGUMENTS],
+        count: usize,
+        guard_fuel: u64,
+        handler_fuel: u64,
+        still_valid: impl FnOnce() -> bool,
+    ) -> Option<GuardedCall> {
+        let max_depth = self.max_depth.max(handler.max_depth);
+        let run = entry::run_read_only_guarded(
+            &self.entry,
+            &self.state,
+            &handler.entry,
+            max_depth,
+            guard_fuel,
+            handler_fuel,
+            args,
+            count,
+            still_valid,
+        )?;
+        Some(guarded_call(run))
+    }
+}
+
+/// What a guard and handler run as one gave, as the runtime reports it.
+#[inline(always)]
+fn guarded_call(run: entry::GuardedRun) -> GuardedCall {
+    match run {
+        entry::GuardedRun::Declined => GuardedCall::Declined,
+        entry::GuardedRun::GuardTrapped(code) => {
+            GuardedCall::GuardTrapped(self_contained_trap(code))
+        }
+        entry::GuardedRun::Ran(outcome) => GuardedCall::Ran(outcome.map_err(self_contained_trap)),
+    }
 }
 
 // A self-contained function's arguments all go in registers.
@@ -405,7 +449,7 @@ impl SelfContained {
     ) -> GuardedCall {
         // The deeper limit of the two (the same module's: the same).
         let max_depth = self.max_depth.max(handler.max_depth);
-        match entry::run_self_contained_guarded(
+        guarded_call(entry::run_self_contained_guarded(
             &self.entry,
             &handler.entry,
             max_depth,
@@ -413,15 +457,7 @@ impl SelfContained {
             handler_fuel,
             args,
             count,
-        ) {
-            entry::GuardedRun::Declined => GuardedCall::Declined,
-            entry::GuardedRun::GuardTrapped(code) => {
-                GuardedCall::GuardTrapped(self_contained_trap(code))
-            }
-            entry::GuardedRun::Ran(outcome) => {
-                GuardedCall::Ran(outcome.map_err(self_contained_trap))
-            }
-        }
+        ))
     }
 }
 
