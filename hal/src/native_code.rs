@@ -172,6 +172,59 @@ impl EntryPoint {
     }
 }
 
+/// The x87/SSE state as `fxsave64` writes it (Intel SDM vol. 1, 10.5.1).
+#[repr(C, align(16))]
+struct FpuImage([u8; 512]);
+
+/// The MXCSR Wasm's floats need: round to nearest, every exception
+/// masked (the value a thread starts with).
+const WASM_MXCSR: u32 = 0x1f80;
+
+/// Runs `run` (an entry into generated code that uses floats) with the
+/// x87/SSE registers it finds saved, and put back when it returns: the
+/// kernel itself uses none (it is built without SSE), so the registers
+/// hold whatever the interrupted thread had, a user program's among
+/// them when a system call raises an event that Wasm code handles.
+/// Generated float code would change them, and would round as the
+/// program's MXCSR says instead of as Wasm requires: so the control word
+/// is set to round to nearest for the call. Legacy SSE only (the
+/// compiler emits no VEX code), so the upper halves of AVX registers
+/// are left alone and `fxsave64` is enough.
+#[inline]
+pub fn keeping_fpu_state<R>(run: impl FnOnce() -> R) -> R {
+    let mut image = core::mem::MaybeUninit::<FpuImage>::uninit();
+    let image = image.as_mut_ptr();
+    // SAFETY: `fxsave64` writes the 512 bytes at `image`, 16-byte aligned
+    // (the type's alignment) and ours, and changes no register; `ldmxcsr`
+    // only changes how SSE arithmetic rounds and traps (all exceptions
+    // stay masked, so it raises none). CR4.OSFXSR is set (by
+    // `user::init` in the kernel, by the host's kernel in tests) before
+    // anything runs generated code.
+    unsafe {
+        core::arch::asm!(
+            "fxsave64 [{image}]",
+            "ldmxcsr [{mxcsr}]",
+            image = in(reg) image,
+            mxcsr = in(reg) &WASM_MXCSR,
+            options(nostack, preserves_flags),
+        );
+    }
+    let result = run();
+    // SAFETY: `image` holds what `fxsave64` wrote above (a valid image,
+    // as `fxrstor64` requires); restoring it changes only the x87/SSE
+    // registers, which the compiler keeps nothing in across this block
+    // (`clobber_abi`: every caller-saved register is assumed changed).
+    unsafe {
+        core::arch::asm!(
+            "fxrstor64 [{image}]",
+            image = in(reg) image,
+            clobber_abi("sysv64"),
+            options(nostack, preserves_flags),
+        );
+    }
+    result
+}
+
 /// Bytes of code memory mapped now (whole pages), for leak checks.
 pub fn mapped_bytes() -> usize {
     backing::MAPPED_BYTES.load(core::sync::atomic::Ordering::Relaxed)

@@ -152,8 +152,9 @@ pub fn get() -> Option<&'static Extensions> {
 
 /// Compiles `extension` to native code on a kernel thread of its own and
 /// swaps it in (`Runtime::tier_up`); until then, and if that fails, it
-/// runs on the interpreter.
-fn tier_up_in_background(name: &str, extension: Extension) {
+/// runs on the interpreter. The thread, to wait for; `None` if none could
+/// be started.
+fn tier_up_in_background(name: &str, extension: Extension) -> Option<sched::JoinHandle> {
     let name = name.to_string();
     let spawned = sched::spawn_with_stack("tier-up", EXTENSION_STACK_BYTES, move || {
         let Some(extensions) = get() else {
@@ -168,6 +169,7 @@ fn tier_up_in_background(name: &str, extension: Extension) {
     if spawned.is_err() {
         log::warn!("no memory for a tier-up thread: the extension stays on the interpreter");
     }
+    spawned.ok()
 }
 
 /// Sets up the runtime and kernel events, and starts the `clock` thread.
@@ -754,7 +756,14 @@ impl Extensions {
             .syscall_port
             .clone()
             .ok_or("MachineTrap.Syscall is not set up")?;
-        let request = LoadRequest::new(name, bytes).grant_event(port.clone());
+        // Loaded on the process's own system call, on its kernel stack
+        // (64 KiB), which the compiler's passes can overflow: the module
+        // starts on the interpreter and is compiled on a kernel thread of
+        // its own, as other loads are. With the native tier pinned the
+        // call waits for it, so the program's next call runs native code.
+        let request = LoadRequest::new(name, bytes)
+            .grant_event(port.clone())
+            .compile_later();
         let extension = self
             .runtime
             .load(request)
@@ -763,6 +772,13 @@ impl Extensions {
         if let Err(error) = extension.bind(&port, &wasm_runtime::Bind::handler("on_syscall")) {
             let _ = self.unload_for_process(&extension);
             return Err(format!("{name}: cannot answer the process's system call {number}: {error}"));
+        }
+        let pinned = self.runtime.pinned_tier();
+        if pinned != Some(Tier::Interpreter) && self.runtime.has_native_engine() {
+            let tier_up = tier_up_in_background(name, extension.clone());
+            if let (Some(Tier::Native), Some(thread)) = (pinned, tier_up) {
+                let _ = thread.join();
+            }
         }
         Ok(extension)
     }

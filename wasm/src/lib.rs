@@ -69,9 +69,12 @@ pub use extension::{
 };
 pub use files::{DirectoryAccess, FileAccess, ListenError, Listening, OpenError, StreamService};
 pub use handles::{Capability, EventRights};
-pub use packet::{PacketAccess, PacketRef, ReplyError};
-pub use tier::Tier;
 pub use link::{ImportAuthorizer, ImportResolver, Importer, KernelInterface};
-pub use runtime::{Console, FaultedArgs, LoadRequest, Runtime, Services, Strands, FAULTED_EVENT};
+pub use packet::{PacketAccess, PacketRef, ReplyError};
+pub use runtime::{
+    Console, FaultedArgs, LoadRequest, Runtime, Services, Strands, COMPILE_STACK_BYTES,
+    FAULTED_EVENT,
+};
 pub use spindle_abi::FaultKind;
 pub use state::ExtensionState;
+pub use tier::Tier;

@@ -57,11 +57,20 @@ pub trait Strands: Send + Sync {
     /// Bytes of the running strand's stack left below the caller, if
     /// known: a kernel procedure that may run another extension's code
     /// is refused when too little is left
-    /// ([`crate::extension::NESTED_RUN_STACK_BYTES`]).
+    /// ([`crate::extension::NESTED_RUN_STACK_BYTES`]), and a load does
+    /// not compile with less than [`COMPILE_STACK_BYTES`].
     fn stack_room(&self) -> Option<u64> {
         None
     }
 }
+
+/// The stack a load needs left below it to compile native code there:
+/// Cranelift's passes go deep (a user thread's 64 KiB kernel stack was
+/// overrun once: a double fault); the kernel's threads that load
+/// extensions have 256 KiB. With less, a load that would compile starts
+/// on the interpreter instead, as [`LoadRequest::compile_later`] asks,
+/// and a later [`Runtime::tier_up`] (on a thread with room) compiles.
+pub const COMPILE_STACK_BYTES: u64 = 128 * 1024;
 
 /// Kernel services the imported procedures use.
 #[derive(Clone)]
@@ -90,6 +99,9 @@ pub struct LoadRequest<'a> {
     /// The tier to run on; the runtime's pinned tier (or the interpreter)
     /// if `None`.
     pub tier: Option<Tier>,
+    /// Whether native code is left for a later [`Runtime::tier_up`] even
+    /// when the native tier is pinned ([`LoadRequest::compile_later`]).
+    pub compile_later: bool,
 }
 
 impl<'a> LoadRequest<'a> {
@@ -101,7 +113,18 @@ impl<'a> LoadRequest<'a> {
             grants: Vec::new(),
             limits: None,
             tier: None,
+            compile_later: false,
         }
+    }
+
+    /// Loads on the interpreter, keeping what a tier-up needs, even when
+    /// the runtime has the native tier pinned: the caller compiles later,
+    /// with [`Runtime::tier_up`], elsewhere. For loads made on a stack too
+    /// small for the compiler (a user thread's kernel stack, in a system
+    /// call); a tier named with [`LoadRequest::tier`] still wins.
+    pub fn compile_later(mut self) -> Self {
+        self.compile_later = true;
+        self
     }
 
     /// Pins the extension to `tier`. A module the native tier does not
@@ -329,7 +352,17 @@ impl Runtime {
                 extension: Arc::downgrade(&shared),
             })
         };
-        let tier = request.tier.or(self.pinned_tier());
+        let pinned = self.pinned_tier().filter(|_| !request.compile_later);
+        let mut tier = request.tier.or(pinned);
+        let room = self
+            .services
+            .strands
+            .as_ref()
+            .and_then(|strands| strands.stack_room());
+        if tier == Some(Tier::Native) && room.is_some_and(|room| room < COMPILE_STACK_BYTES) {
+            // Not here: on the interpreter, ready for a tier-up elsewhere.
+            tier = None;
+        }
         let mut native_instance = None;
         if let (Some(Tier::Native), Some(native)) = (tier, &self.native) {
             match native.instantiate(

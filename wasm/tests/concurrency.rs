@@ -492,16 +492,22 @@ fn a_read_only_guard_never_decides_on_a_half_done_update() {
         .unwrap();
     extension.call("enable", &[]).unwrap();
     let writing = AtomicBool::new(true);
+    let reading = AtomicBool::new(false);
     let updates = 3_000;
     let mut raised = 0u64;
     thread::scope(|scope| {
         scope.spawn(|| {
+            // Once the raises have begun, so that the two overlap.
+            while !reading.load(Ordering::Acquire) {
+                thread::yield_now();
+            }
             for value in 1..=updates {
                 extension.call("update", &[Value::I64(value)]).unwrap();
             }
             writing.store(false, Ordering::Release);
         });
         while writing.load(Ordering::Acquire) {
+            reading.store(true, Ordering::Release);
             assert_eq!(
                 guarded.raise(&mut (0,)).unwrap(),
                 1,
@@ -512,4 +518,48 @@ fn a_read_only_guard_never_decides_on_a_half_done_update() {
     });
     assert!(raised > 0);
     assert_eq!(extension.stats().faults, 0);
+}
+
+/// A load that would compile native code on a stack with less room than
+/// the compiler needs (a user thread's kernel stack, in a system call)
+/// starts on the interpreter instead, keeping what a tier-up needs; the
+/// tier-up, made where there is room, compiles. So does a load that asks
+/// to compile later, with the native tier pinned.
+#[cfg(feature = "native")]
+#[test]
+fn a_load_compiles_only_where_the_stack_has_room() {
+    use wasm_runtime::{engine::native::NativeEngine, EngineConfig, Tier, COMPILE_STACK_BYTES};
+    let module = plus_and_outer();
+    let threads = Arc::new(Threads::default());
+    let runtime = runtime(&threads, Arc::new(Recorder::default())).with_native_engine(Box::new(
+        NativeEngine::new(&EngineConfig::default()).expect("the native engine"),
+    ));
+    threads
+        .room
+        .store(COMPILE_STACK_BYTES - 1, Ordering::Relaxed);
+    let cramped = runtime
+        .load(LoadRequest::new("cramped", &module).tier(Tier::Native))
+        .unwrap();
+    assert_eq!(
+        cramped.tier(),
+        Tier::Interpreter,
+        "not compiled on a small stack"
+    );
+    threads.room.store(COMPILE_STACK_BYTES, Ordering::Relaxed);
+    let roomy = runtime
+        .load(LoadRequest::new("roomy", &module).tier(Tier::Native))
+        .unwrap();
+    assert_eq!(roomy.tier(), Tier::Native, "compiled with room enough");
+    runtime.tier_up(&cramped).unwrap();
+    assert_eq!(cramped.tier(), Tier::Native, "compiled by the tier-up");
+    runtime.pin_tier(Some(Tier::Native));
+    let later = runtime
+        .load(LoadRequest::new("later", &module).compile_later())
+        .unwrap();
+    assert_eq!(later.tier(), Tier::Interpreter, "left for a tier-up");
+    runtime.tier_up(&later).unwrap();
+    assert_eq!(later.tier(), Tier::Native);
+    for extension in [cramped, roomy, later] {
+        extension.unload().unwrap();
+    }
 }

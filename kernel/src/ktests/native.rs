@@ -46,7 +46,31 @@ pub const TESTS: &[KernelTest] = &[
         name: "guards_that_read_state_run_without_the_instance_lock_after_the_tier_up",
         run: state_guards_run_without_the_lock,
     },
+    KernelTest {
+        name: "a_system_call_answered_by_native_float_code_keeps_the_programs_fpu_state",
+        run: float_code_keeps_a_programs_fpu_state,
+    },
 ];
+
+/// `user/fpukept.c` with the native tier pinned: its `getuid` is
+/// answered by `float-getuid`, compiled (on a kernel thread: the load is
+/// made on the program's system call, whose stack is too small for the
+/// compiler) and run as native code that computes in floating point on
+/// the program's own system call, while the program keeps values in
+/// xmm0-xmm2 and rounds upward. The program finds its registers and
+/// rounding mode as it left them, and the module's arithmetic rounded to
+/// nearest (the answer 1000), on every one of 200 calls.
+fn float_code_keeps_a_programs_fpu_state() -> TestResult {
+    use crate::user::UserExit;
+    pinned(Tier::Native, || {
+        let (end, output) = super::user::run_and_capture("fpukept", &[])?;
+        ensure!(
+            end == UserExit::Exited(0) && output.contains("fpukept: ok"),
+            "fpukept {end}, printing:\n{output}"
+        );
+        Ok(())
+    })
+}
 
 /// The bench extension loaded on the default tier (wasmi), the empty
 /// handler bound behind `below_limit` (a guard that reads a limit from

@@ -133,6 +133,10 @@ pub struct CompiledFunction {
     pub offset: usize,
     /// Bytes of code.
     pub len: usize,
+    /// Whether its code uses the x87/SSE registers (a float value
+    /// anywhere in it): entries that can reach it keep the interrupted
+    /// thread's (`hal::native_code::keeping_fpu_state`).
+    pub uses_floats: bool,
 }
 
 /// A module's machine code, ready to be copied into code memory.
@@ -146,6 +150,8 @@ pub struct CompiledModule {
     pub signature_ids: Vec<u32>,
     /// Whether some function calls the runtime's memory procedures.
     pub calls_runtime: bool,
+    /// Whether some function uses floats ([`CompiledFunction::uses_floats`]).
+    pub uses_floats: bool,
     /// How many functions the single-pass compiler compiled (Cranelift
     /// the others).
     pub single_pass_functions: usize,
@@ -323,6 +329,8 @@ impl Compiler {
                     }
                 },
             };
+            // The single-pass compiler leaves every float to Cranelift.
+            let mut uses_floats = false;
             let code = match &single_pass {
                 Some(function) => {
                     module.calls_runtime |= function.calls_runtime;
@@ -338,6 +346,8 @@ impl Compiler {
                     );
                     let builder = FunctionBuilder::new(&mut context.func, &mut builder_context);
                     module.calls_runtime |= translate::translate(&env, ty, body, builder)?;
+                    let dfg = &context.func.dfg;
+                    uses_floats = dfg.values().any(|value| dfg.value_type(value).is_float());
                     let compiled = context
                         .compile(&*self.isa, &mut ControlPlane::default())
                         .map_err(|e| {
@@ -365,7 +375,9 @@ impl Compiler {
             module.functions.push(CompiledFunction {
                 offset: module.code.len(),
                 len: code.len(),
+                uses_floats,
             });
+            module.uses_floats |= uses_floats;
             module.code.extend_from_slice(code);
             if module.code.len() > self.limits.code_bytes {
                 return Err(CompileError::Limit("too much machine code".into()));

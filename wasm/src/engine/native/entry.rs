@@ -55,6 +55,7 @@ pub(super) fn run(
     // the top of the address space and every check would trap).
     let marker = 0u8;
     let here = core::ptr::addr_of!(marker) as u64;
+    let uses_floats = native.uses_floats();
     let context = &mut native.context;
     context[(vmctx::STACK_LIMIT / 8) as usize] = here.wrapping_sub(STACK_BUDGET_BYTES);
     // From here to the end of the call `native` is used only through this
@@ -81,7 +82,15 @@ pub(super) fn run(
     // again; the runtime procedures are the functions below
     // (`fill_procedures`); the stack limit leaves `STACK_BUDGET_BYTES`
     // from here.
-    let raw = unsafe { enter(code, offset, context, arguments, count) };
+    let call = || unsafe { enter(code, offset, context, arguments, count) };
+    // Code that uses floats changes the x87/SSE registers, which hold
+    // the interrupted thread's (a user program's, in a system call):
+    // kept around the call, and rounding set as Wasm requires.
+    let raw = if uses_floats {
+        hal::native_code::keeping_fpu_state(call)
+    } else {
+        call()
+    };
     // SAFETY: the call is over; `pointer` is `native` again.
     let native = unsafe { &mut *pointer };
     match (raw, native.trap_code()) {

@@ -127,6 +127,13 @@ impl Native {
         // is never reported for another call, only replaced.
     }
 
+    /// Whether some function of the module uses floats (see
+    /// `CompiledFunction::uses_floats`).
+    #[inline(always)]
+    pub(super) fn uses_floats(&self) -> bool {
+        self.layout.uses_floats
+    }
+
     /// Fuel left after a call (zero when it ran out).
     pub(super) fn fuel_left(&self) -> u64 {
         (self.context[(vmctx::FUEL / 8) as usize] as i64).max(0) as u64
@@ -267,7 +274,12 @@ impl HostContext for Native {
     fn self_contained(&self, function: ExportRef) -> Option<Arc<SelfContained>> {
         let export = self.exports.get(function.0 as usize)?;
         let effects = self.layout.info.effects_of(export.function)?;
-        if !effects.is_self_contained || !export.is_enterable {
+        // Code that uses floats keeps the interrupted thread's x87/SSE
+        // registers (`entry::run`): only the locked entry does that.
+        if !effects.is_self_contained
+            || !export.is_enterable
+            || self.layout.function_floats.get(export.function as usize) != Some(&false)
+        {
             return None;
         }
         if export.params > SELF_CONTAINED_ARGUMENTS {
@@ -286,6 +298,7 @@ impl HostContext for Native {
         let effects = self.layout.info.effects_of(export.function)?;
         // Self-contained code has the faster way (no state to point at).
         if effects.is_self_contained
+            || self.layout.uses_floats
             || !export.is_enterable
             || export.params > SELF_CONTAINED_ARGUMENTS
             || !crate::purity::is_read_only(&self.layout.info, export.function)

@@ -83,6 +83,10 @@ pub(super) struct Layout {
     pub(super) functions: Arc<[u64]>,
     /// Offset of every function's code (imports: unused).
     pub(super) offsets: Vec<usize>,
+    /// Whether each function's code uses floats (imports: no), and
+    /// whether any does (`CompiledFunction::uses_floats`).
+    pub(super) function_floats: Vec<bool>,
+    pub(super) uses_floats: bool,
     /// The module's reading, for types and exports.
     pub(super) info: alloc::sync::Arc<ModuleInfo>,
     /// Deepest Wasm call nesting.
@@ -138,7 +142,9 @@ impl Layout {
             .map(|&import| super::entry::host_trampoline(import))
             .collect();
         let mut offsets = vec![0usize; imported];
+        let mut function_floats = vec![false; imported];
         for function in &compiled.functions {
+            function_floats.push(function.uses_floats);
             functions.push(
                 code.address(function.offset)
                     .ok_or_else(|| refuse("code outside its memory"))?,
@@ -238,6 +244,8 @@ impl Layout {
             table,
             functions: functions.into(),
             offsets,
+            function_floats,
+            uses_floats: compiled.uses_floats,
             info,
             max_depth,
             start,
