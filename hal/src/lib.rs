@@ -29,6 +29,8 @@ extern crate alloc;
 pub mod frames;
 pub mod linear_memory;
 pub mod native_code;
+#[cfg(target_os = "none")]
+mod slots;
 
 #[cfg(target_os = "none")]
 pub mod address_space;

@@ -171,36 +171,19 @@ mod backing {
 
     use core::sync::atomic::{AtomicUsize, Ordering};
 
-    use crate::memory::{self, LINEAR_BASE, LINEAR_END, PAGE_SIZE};
+    use crate::{
+        memory::{self, LINEAR_BASE, LINEAR_END, PAGE_SIZE},
+        slots::Slots,
+    };
 
     /// Address space of one memory.
     const SLOT_BYTES: u64 = super::MAX_BYTES as u64;
-    const SLOTS: usize = ((LINEAR_END - LINEAR_BASE) / SLOT_BYTES) as usize;
+    const SLOT_COUNT: usize = ((LINEAR_END - LINEAR_BASE) / SLOT_BYTES) as usize;
 
-    /// Which slots are taken, one bit each.
-    static TAKEN: spin::Mutex<[u64; SLOTS.div_ceil(64)]> =
-        spin::Mutex::new([0; SLOTS.div_ceil(64)]);
+    /// Which slots are taken.
+    static SLOTS: Slots<{ SLOT_COUNT.div_ceil(64) }> = Slots::new(SLOT_COUNT);
     /// Bytes mapped by live memories.
     pub(super) static MAPPED_BYTES: AtomicUsize = AtomicUsize::new(0);
-
-    fn take_slot() -> Option<usize> {
-        let mut taken = TAKEN.lock();
-        let (word, bits) = taken
-            .iter_mut()
-            .enumerate()
-            .find(|(_, w)| **w != u64::MAX)?;
-        let bit = bits.trailing_ones() as usize;
-        let slot = word * 64 + bit;
-        if slot >= SLOTS {
-            return None;
-        }
-        *bits |= 1 << bit;
-        Some(slot)
-    }
-
-    fn release_slot(slot: usize) {
-        TAKEN.lock()[slot / 64] &= !(1 << (slot % 64));
-    }
 
     /// One slot, with the pages mapped at its start.
     pub(super) struct Reservation {
@@ -212,7 +195,7 @@ mod backing {
     impl Reservation {
         pub(super) fn new(_max_bytes: usize) -> Option<Reservation> {
             Some(Reservation {
-                slot: take_slot()?,
+                slot: SLOTS.take()?,
                 pages: AtomicUsize::new(0),
             })
         }
@@ -244,7 +227,7 @@ mod backing {
             let pages = self.pages.load(Ordering::Relaxed) as u64;
             memory::unmap_internal(self.base(), pages);
             MAPPED_BYTES.fetch_sub((pages * PAGE_SIZE) as usize, Ordering::Relaxed);
-            release_slot(self.slot);
+            SLOTS.release(self.slot);
         }
     }
 }

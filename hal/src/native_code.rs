@@ -138,7 +138,7 @@ impl EntryPoint {
     ) -> i64 {
         let [a, b, c, d, e] = arguments;
         let address = self.address;
-        // SAFETY (each arm): `address` is inside a live read-execute code
+        // SAFETY: (each arm) `address` is inside a live read-execute code
         // memory (the caller's condition), at the start of a compiled
         // function of `count` parameters after the context (condition 1 of
         // `CodeMemory::enter`), so it is a function of the type the arm
@@ -237,32 +237,20 @@ mod backing {
 
     use core::sync::atomic::{AtomicUsize, Ordering};
 
-    use crate::memory::{self, CODE_BASE, CODE_END, PAGE_SIZE};
+    use crate::{
+        memory::{self, CODE_BASE, CODE_END, PAGE_SIZE},
+        slots::Slots,
+    };
 
     /// Address space of one module's code (the compiler refuses more than
     /// 4 MiB of code per module).
     const SLOT_BYTES: u64 = 4 << 20;
-    const SLOTS: usize = ((CODE_END - CODE_BASE) / SLOT_BYTES) as usize;
+    const SLOT_COUNT: usize = ((CODE_END - CODE_BASE) / SLOT_BYTES) as usize;
 
-    /// Which slots are taken, one bit each.
-    static TAKEN: spin::Mutex<[u64; SLOTS / 64]> = spin::Mutex::new([0; SLOTS / 64]);
+    /// Which slots are taken.
+    static SLOTS: Slots<{ SLOT_COUNT.div_ceil(64) }> = Slots::new(SLOT_COUNT);
     /// Bytes mapped by live code memories.
     pub(super) static MAPPED_BYTES: AtomicUsize = AtomicUsize::new(0);
-
-    fn take_slot() -> Option<usize> {
-        let mut taken = TAKEN.lock();
-        let (word, bits) = taken
-            .iter_mut()
-            .enumerate()
-            .find(|(_, w)| **w != u64::MAX)?;
-        let bit = bits.trailing_ones() as usize;
-        *bits |= 1 << bit;
-        Some(word * 64 + bit)
-    }
-
-    fn release_slot(slot: usize) {
-        TAKEN.lock()[slot / 64] &= !(1 << (slot % 64));
-    }
 
     /// Pages of one slot holding code.
     pub(super) struct Pages {
@@ -276,10 +264,10 @@ mod backing {
             if pages * PAGE_SIZE > SLOT_BYTES {
                 return None;
             }
-            let slot = take_slot()?;
+            let slot = SLOTS.take()?;
             let base = CODE_BASE + slot as u64 * SLOT_BYTES;
             if memory::map_internal(base, pages).is_err() {
-                release_slot(slot);
+                SLOTS.release(slot);
                 return None;
             }
             // From here on, dropping `mapped` unmaps and frees.
@@ -307,7 +295,7 @@ mod backing {
             // code any more.
             memory::unmap_internal(self.base(), self.pages);
             MAPPED_BYTES.fetch_sub((self.pages * PAGE_SIZE) as usize, Ordering::Relaxed);
-            release_slot(self.slot);
+            SLOTS.release(self.slot);
         }
     }
 }

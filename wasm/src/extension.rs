@@ -515,18 +515,48 @@ impl Shared {
         count: usize,
         fuel: u64,
     ) -> Option<Result<i64, CallError>> {
-        let before = self.writes.load(Ordering::Acquire);
-        if before & 1 == 1 || self.unloaded.load(Ordering::Acquire) {
-            return None;
-        }
+        let before = self.read_begins()?;
         let outcome = call.call(args, count, fuel);
-        // The reads above come before the second look at the count.
-        fence(Ordering::Acquire);
-        if self.writes.load(Ordering::Relaxed) != before {
+        if !self.read_still_valid(before) {
             return None;
         }
         self.invocations.fetch_add(1, Ordering::Relaxed);
         Some(outcome.map_err(|trap| self.report(trap)))
+    }
+
+    /// The start of a run of read-only code: the lock's count, if even
+    /// (no invocation holds the instance) and the extension is loaded.
+    #[inline(always)]
+    fn read_begins(&self) -> Option<u64> {
+        let before = self.writes.load(Ordering::Acquire);
+        (before & 1 == 0 && !self.unloaded.load(Ordering::Acquire)).then_some(before)
+    }
+
+    /// Whether no invocation took the instance since [`Shared::read_begins`]
+    /// gave `before`: the outcome of the read-only code run since stands.
+    #[inline(always)]
+    fn read_still_valid(&self, before: u64) -> bool {
+        // The code's reads come before the second look at the count.
+        fence(Ordering::Acquire);
+        self.writes.load(Ordering::Relaxed) == before
+    }
+
+    /// A guard and handler's outcome, counted (two invocations when the
+    /// guard held), a trap reported: `None` when the guard did not hold.
+    #[inline(always)]
+    fn guarded_outcome(&self, call: GuardedCall) -> Option<Result<i64, CallError>> {
+        self.invocations.fetch_add(1, Ordering::Relaxed);
+        match call {
+            GuardedCall::Declined => None,
+            GuardedCall::GuardTrapped(trap) => {
+                self.report(trap);
+                None
+            }
+            GuardedCall::Ran(outcome) => {
+                self.invocations.fetch_add(1, Ordering::Relaxed);
+                Some(outcome.map_err(|trap| self.report(trap)))
+            }
+        }
     }
 
     /// A read-only guard, then (if it held) the self-contained handler of
@@ -547,29 +577,11 @@ impl Shared {
         guard_fuel: u64,
         handler_fuel: u64,
     ) -> Option<Option<Result<i64, CallError>>> {
-        let before = self.writes.load(Ordering::Acquire);
-        if before & 1 == 1 || self.unloaded.load(Ordering::Acquire) {
-            return None;
-        }
-        let still_valid = || {
-            // The guard's reads come before the second look at the count.
-            fence(Ordering::Acquire);
-            self.writes.load(Ordering::Relaxed) == before
-        };
+        let before = self.read_begins()?;
+        let still_valid = || self.read_still_valid(before);
         let call =
             guard.call_guarded(handler, args, count, guard_fuel, handler_fuel, still_valid)?;
-        self.invocations.fetch_add(1, Ordering::Relaxed);
-        Some(match call {
-            GuardedCall::Declined => None,
-            GuardedCall::GuardTrapped(trap) => {
-                self.report(trap);
-                None
-            }
-            GuardedCall::Ran(outcome) => {
-                self.invocations.fetch_add(1, Ordering::Relaxed);
-                Some(outcome.map_err(|trap| self.report(trap)))
-            }
-        })
+        Some(self.guarded_outcome(call))
     }
 
     /// How many times the instance was taken for exclusive use (an
@@ -598,18 +610,7 @@ impl Shared {
         if self.unloaded.load(Ordering::Acquire) {
             return None;
         }
-        self.invocations.fetch_add(1, Ordering::Relaxed);
-        match guard.call_guarded(handler, args, count, guard_fuel, handler_fuel) {
-            GuardedCall::Declined => None,
-            GuardedCall::GuardTrapped(trap) => {
-                self.report(trap);
-                None
-            }
-            GuardedCall::Ran(outcome) => {
-                self.invocations.fetch_add(1, Ordering::Relaxed);
-                Some(outcome.map_err(|trap| self.report(trap)))
-            }
-        }
+        self.guarded_outcome(guard.call_guarded(handler, args, count, guard_fuel, handler_fuel))
     }
 
     /// After a tier-up: each installation whose handler or guard the new

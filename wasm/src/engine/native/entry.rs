@@ -75,11 +75,11 @@ pub(super) fn run(
     // `Compiler::compile` and `offset` is one of its functions' starts,
     // whose type `is_enterable` checked (integer parameters, at most eight,
     // at most one integer result); (2) the context was filled by
-    // `Native::fill_context`, `Native::prepare` and above: its memory,
-    // globals, table and function addresses are `native`'s own vectors,
-    // which nothing resizes except `Native::grow`, which updates the
-    // context, and a tier-up's restore, after which the context is filled
-    // again; the runtime procedures are the functions below
+    // `Native::fill_context`, `Native::prepare` and above: its memory
+    // (which never moves; `Native::grow` updates its size), globals,
+    // table and function addresses are `native`'s own, which nothing
+    // resizes (a tier-up's restore fills the context again); the runtime
+    // procedures are the functions below
     // (`fill_procedures`); the stack limit leaves `STACK_BUDGET_BYTES`
     // from here.
     let call = || unsafe { enter(code, offset, context, arguments, count) };

@@ -272,42 +272,29 @@ impl HostContext for Native {
     }
 
     fn self_contained(&self, function: ExportRef) -> Option<Arc<SelfContained>> {
-        let export = self.exports.get(function.0 as usize)?;
-        let effects = self.layout.info.effects_of(export.function)?;
-        // Code that uses floats keeps the interrupted thread's x87/SSE
-        // registers (`entry::run`): only the locked entry does that.
-        if !effects.is_self_contained
-            || !export.is_enterable
-            || self.layout.function_floats.get(export.function as usize) != Some(&false)
-        {
-            return None;
-        }
-        if export.params > SELF_CONTAINED_ARGUMENTS {
-            return None;
-        }
-        let offset = *self.layout.offsets.get(export.function as usize)?;
+        let (export, entry) = self.lockless_entry(function, |effects, function| {
+            // Code that uses floats keeps the interrupted thread's x87/SSE
+            // registers (`entry::run`): only the locked entry does that.
+            effects.is_self_contained
+                && self.layout.function_floats.get(function as usize) == Some(&false)
+        })?;
         Some(Arc::new(SelfContained {
-            entry: entry::HeldEntry::new(self.code.clone(), offset)?,
+            entry,
             max_depth: self.layout.max_depth,
             params: export.params,
         }))
     }
 
     fn read_only(&self, function: ExportRef) -> Option<Arc<ReadOnly>> {
-        let export = self.exports.get(function.0 as usize)?;
-        let effects = self.layout.info.effects_of(export.function)?;
-        // Self-contained code has the faster way (no state to point at).
-        if effects.is_self_contained
-            || self.layout.uses_floats
-            || !export.is_enterable
-            || export.params > SELF_CONTAINED_ARGUMENTS
-            || !crate::purity::is_read_only(&self.layout.info, export.function)
-        {
-            return None;
-        }
-        let offset = *self.layout.offsets.get(export.function as usize)?;
+        let (export, entry) = self.lockless_entry(function, |effects, function| {
+            // Self-contained code has the faster way (no state to point
+            // at); floats, as above.
+            !effects.is_self_contained
+                && !self.layout.uses_floats
+                && crate::purity::is_read_only(&self.layout.info, function)
+        })?;
         Some(Arc::new(ReadOnly {
-            entry: entry::HeldEntry::new(self.code.clone(), offset)?,
+            entry,
             state: entry::HeldState::new(
                 self.layout.memory.view(),
                 self.layout.globals.clone(),
@@ -316,6 +303,29 @@ impl HostContext for Native {
             max_depth: self.layout.max_depth,
             params: export.params,
         }))
+    }
+}
+
+impl Native {
+    /// The export `function` and its entry point, for a way to call it
+    /// without the instance lock: if it is enterable with all its
+    /// arguments in registers and `qualifies(effects, index)` says its
+    /// scan allows it.
+    fn lockless_entry(
+        &self,
+        function: ExportRef,
+        qualifies: impl FnOnce(&crate::purity::FunctionEffects, u32) -> bool,
+    ) -> Option<(&ResolvedExport, entry::HeldEntry)> {
+        let export = self.exports.get(function.0 as usize)?;
+        let effects = self.layout.info.effects_of(export.function)?;
+        if !export.is_enterable
+            || export.params > SELF_CONTAINED_ARGUMENTS
+            || !qualifies(effects, export.function)
+        {
+            return None;
+        }
+        let offset = *self.layout.offsets.get(export.function as usize)?;
+        Some((export, entry::HeldEntry::new(self.code.clone(), offset)?))
     }
 }
 
