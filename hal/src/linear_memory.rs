@@ -15,11 +15,11 @@
 //!
 //! Safe Rust reaches the bytes only through the one owner
 //! ([`LinearMemory::as_slice`], [`LinearMemory::as_mut_slice`], which
-//! follow the borrow rules); a [`MemoryView`] gives out only an address
-//! and a length, which only the (unsafe) entry into generated code can
-//! use.
+//! follow the borrow rules); a [`MemoryView`] gives out an address and a
+//! length, which only the (unsafe) entry into generated code can use, and
+//! copies ([`MemoryView::copy_out`]), never references.
 
-use alloc::sync::Arc;
+use alloc::{sync::Arc, vec::Vec};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// The most bytes a linear memory may reserve: 4 GiB, the most a 32-bit
@@ -44,7 +44,7 @@ pub struct LinearMemory {
 /// A shared view of a [`LinearMemory`]: its address and its current
 /// length, and its pages kept mapped while the view lives. For code that
 /// reads the memory beside its owner (generated code, entered through
-/// `unsafe`), never for Rust reads.
+/// `unsafe`, and the kernel procedures it calls, which get copies).
 #[derive(Clone)]
 pub struct MemoryView {
     region: Arc<Region>,
@@ -156,6 +156,31 @@ impl MemoryView {
     /// Whether no byte is in use.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// A copy of the `len` bytes at `offset`, or `None` when they are not
+    /// all in use. The owner may be writing them meanwhile (a view is
+    /// read beside it): the copy may then mix bytes from before and after
+    /// the write, and its reader must not rely on it (read-only code's
+    /// outcome is thrown away when an invocation of its instance
+    /// overlapped it, as a sequence lock's reader does).
+    pub fn copy_out(&self, offset: usize, len: usize) -> Option<Vec<u8>> {
+        let end = offset.checked_add(len)?;
+        if end > self.len() {
+            return None;
+        }
+        let first = self.base() as *const u8;
+        let mut bytes = Vec::with_capacity(len);
+        for at in offset..end {
+            // SAFETY: the byte is one of the first `len()` bytes, mapped
+            // (`make_usable`) for as long as `self.region` lives: a memory
+            // never shrinks. It is read as a value, never borrowed, and
+            // volatile, one byte at a time, because the owner may write it
+            // meanwhile (through `as_mut_slice` or generated code): the
+            // read then sees the old or the new byte, either a valid `u8`.
+            bytes.push(unsafe { core::ptr::read_volatile(first.add(at)) });
+        }
+        Some(bytes)
     }
 }
 
@@ -392,5 +417,22 @@ mod tests {
         assert!(LinearMemory::new(0, MAX_BYTES + 1).is_none());
         let empty = LinearMemory::new(0, 0).expect("an empty memory");
         assert!(empty.as_slice().is_empty());
+    }
+
+    #[test]
+    fn a_view_copies_out_only_bytes_in_use() {
+        let mut memory = LinearMemory::new(65536, 2 * 65536).expect("a memory");
+        memory.as_mut_slice()[65530..65536].copy_from_slice(b"spindl");
+        let view = memory.view();
+        assert_eq!(view.copy_out(65530, 6).as_deref(), Some(&b"spindl"[..]));
+        assert_eq!(view.copy_out(65530, 7), None, "one byte past the end");
+        assert_eq!(view.copy_out(usize::MAX, 2), None, "an offset that wraps");
+        assert_eq!(view.copy_out(65536, 0).as_deref(), Some(&[][..]));
+        assert!(memory.grow(2 * 65536));
+        assert_eq!(
+            view.copy_out(65530, 7).as_deref(),
+            Some(&b"spindl\0"[..]),
+            "the grown bytes, zero"
+        );
     }
 }

@@ -417,6 +417,24 @@ fn wasm_figures(
         .map_err(|error| format!("unbinding the bench handler: {error}"))?;
     report_ratio(&name("wasm_state_guarded"), &wasm_state_guarded, baseline);
 
+    // The empty handler behind a guard that asks the kernel the time
+    // (`timer_now_ns`) and compares it with a deadline in its memory, as
+    // time-window filters do: a kernel procedure that changes nothing,
+    // so native code runs the guard without the lock too. The deadline
+    // is the end of time: every raise is checked to have run the handler.
+    let (fixture, binding) = fixture_bound(Fixture::bind_handler_and_clock_guard)?;
+    fixture
+        .set_deadline(u64::MAX)
+        .map_err(|error| format!("setting the bench deadline: {error}"))?;
+    let mut cache = RaiseCache::default();
+    let wasm_clock_guarded = measure_n(&name("wasm_clock_guarded"), WASM_ITERATIONS, |i| {
+        fixture.raise_cached(&mut cache, i)
+    })?;
+    fixture
+        .unbind(binding)
+        .map_err(|error| format!("unbinding the bench handler: {error}"))?;
+    report_ratio(&name("wasm_clock_guarded"), &wasm_clock_guarded, baseline);
+
     // A handler that touches its state (adds the value to a total in its
     // linear memory), as real ones do: the locked path. Each raise is
     // checked; the total once after, against the values raised.

@@ -4,7 +4,7 @@
 //!
 //! `cargo build --release -p wasm-runtime --features native --example
 //! raise_profile`, then `valgrind --tool=callgrind
-//! target/release/examples/raise_profile [handler|guarded|state_guarded|counter] N`: the
+//! target/release/examples/raise_profile [handler|guarded|state_guarded|clock_guarded|counter] N`: the
 //! difference between two runs' totals over the difference of their `N`
 //! is the cost of one raise (docs/design/0008-native-engine.md,
 //! "Crossings").
@@ -46,6 +46,11 @@ fn main() {
         "state_guarded" => {
             fixture.set_limit(u64::MAX).expect("the limit is set");
             fixture.bind_handler_and_state_guard()
+        }
+        "clock_guarded" => {
+            // No clock here: `timer_now_ns` reads 0, before the deadline.
+            fixture.set_deadline(u64::MAX).expect("the deadline is set");
+            fixture.bind_handler_and_clock_guard()
         }
         "counter" => fixture.bind_counter(),
         _ => fixture.bind_handler(),

@@ -107,6 +107,22 @@ impl Fixture {
             .map(|_| ())
     }
 
+    /// Installs the empty Wasm handler behind the guard that reads the
+    /// clock (`before_deadline`: holds while `spindle.timer_now_ns` is
+    /// before the extension's deadline).
+    pub fn bind_handler_and_clock_guard(&self) -> Result<BindingId, BindError> {
+        self.extension
+            .bind(&self.port, &Bind::handler("handler").guard("before_deadline"))
+    }
+
+    /// Sets the deadline the clock guard compares with, in nanoseconds
+    /// since boot (a locked call).
+    pub fn set_deadline(&self, deadline_ns: u64) -> Result<(), CallError> {
+        self.extension
+            .call("set_deadline", &[Value::U64(deadline_ns)])
+            .map(|_| ())
+    }
+
     /// Installs the counting Wasm handler (`count`).
     pub fn bind_counter(&self) -> Result<BindingId, BindError> {
         self.extension.bind(&self.port, &Bind::handler("count"))

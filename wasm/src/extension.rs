@@ -330,6 +330,18 @@ impl Shared {
             return Ok(());
         };
         self.owner.store(strands.current(), Ordering::Release);
+        self.refuse_short_stack()
+    }
+
+    /// Refuses (with a stack overflow trap) to go on towards code that may
+    /// run another extension's when less than `NESTED_RUN_STACK_BYTES` of
+    /// the running strand's stack is left; as [`Shared::before_reentry`]
+    /// without recording a holder, for code that runs without the
+    /// instance lock (read-only code calling `file_length`).
+    pub(crate) fn refuse_short_stack(&self) -> Result<(), Trap> {
+        let Some(strands) = &self.strands else {
+            return Ok(());
+        };
         match strands.stack_room() {
             Some(room) if room < NESTED_RUN_STACK_BYTES => Err(Trap::new(
                 spindle_abi::FaultKind::StackOverflow,

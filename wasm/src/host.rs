@@ -19,8 +19,9 @@ use crate::{
     error::BindError,
     events::{from_slot, to_slot, EventPort},
     extension::{bind, unbind, Bind},
-    handles::{Capability, EventRights},
+    handles::{Capability, EventRights, Handles},
     host_files,
+    runtime::Services,
 };
 
 /// Longest name (of a handle or an export) a procedure reads.
@@ -92,6 +93,123 @@ pub fn may_reenter(import: Import) -> bool {
     }
 }
 
+/// Whether kernel procedure `import` may be called by read-only code
+/// (`purity::is_read_only`), which runs beside the instance's other
+/// invocations, without its lock (`engine::native`'s read-only entry):
+/// it changes nothing, not even the caller's linear memory (a reader
+/// beside the instance must not write what others read), and reaches
+/// only what the extension shares outside its instance: the handle
+/// table (which has its own lock), the services, and linear memory, read
+/// ([`ReadingReach`]). Exhaustive, so a new procedure needs an answer;
+/// when in doubt, `false` (code calling it then takes the lock).
+pub fn reads_only(import: Import) -> bool {
+    match import {
+        Import::NullCall
+        | Import::TimerNowNs
+        | Import::HandleFind
+        | Import::HandleKind
+        | Import::PacketLength
+        | Import::FileLength
+        | Import::FileVersion => true,
+        // Pure (a guard may call it) but writes the buffer it is given.
+        Import::PacketRead => false,
+        Import::Log
+        | Import::HandleDrop
+        | Import::Install
+        | Import::Remove
+        | Import::Raise
+        | Import::GuardEquals
+        | Import::PacketReply
+        | Import::PacketReplyFile
+        | Import::StreamListen
+        | Import::FileOpen
+        | Import::FileRead => false,
+    }
+}
+
+/// What the kernel procedures that only read ([`reads_only`]) reach of
+/// the extension: its handle table, the services and its linear memory,
+/// read. An invocation under the instance lock reaches them through its
+/// [`HostContext`]; read-only code, which runs without the lock, through
+/// a context of its own that holds only these (`engine::native`).
+pub trait ReadingReach {
+    /// The extension's handles.
+    fn handles(&self) -> &Handles;
+    /// The services the kernel gave the runtime.
+    fn services(&self) -> &Services;
+    /// Copies `len` bytes at `offset` out of linear memory; a range
+    /// outside it is a [`spindle_abi::FaultKind::BadPointer`] trap.
+    fn read_memory(&self, offset: u32, len: u32) -> Result<Vec<u8>, Trap>;
+}
+
+impl ReadingReach for dyn HostContext + '_ {
+    fn handles(&self) -> &Handles {
+        &self.state().handles
+    }
+
+    fn services(&self) -> &Services {
+        &self.state().services
+    }
+
+    fn read_memory(&self, offset: u32, len: u32) -> Result<Vec<u8>, Trap> {
+        HostContext::read_memory(self, offset, len)
+    }
+}
+
+/// Runs kernel procedure `import`, one that only reads ([`reads_only`]),
+/// with what `reach` gives it; any other procedure is refused with a
+/// trap (read-only code was checked to call none, so that trap means a
+/// bug in the check, contained). Always inlined, as [`call`].
+#[inline(always)]
+pub fn call_reading<Reach: ReadingReach + ?Sized, Args: HostArgs + ?Sized>(
+    reach: &Reach,
+    import: Import,
+    args: &Args,
+) -> Result<Option<WasmValue>, Trap> {
+    let status = |status: Status| Ok(Some(WasmValue::I32(status.code())));
+    match import {
+        Import::NullCall => Ok(None),
+        Import::TimerNowNs => {
+            let now = reach.services().clock.as_ref().map_or(0, |clock| clock.now_ns());
+            Ok(Some(WasmValue::I64(now as i64)))
+        }
+        Import::HandleFind => {
+            let Some(name) = read_text(reach, args.i32_at(0), args.i32_at(1), MAX_NAME_BYTES)? else {
+                return status(Status::Invalid);
+            };
+            match reach.handles().find(&name) {
+                Some(handle) => Ok(Some(WasmValue::I32(handle))),
+                None => status(Status::NotFound),
+            }
+        }
+        Import::HandleKind => {
+            let kind = reach.handles().get(args.i32_at(0))?.kind();
+            Ok(Some(WasmValue::I32(kind as i32)))
+        }
+        Import::PacketLength => {
+            let packet = packet_of(reach, args.i32_at(0))?;
+            Ok(Some(WasmValue::I32(
+                packet.0.len().min(i32::MAX as usize) as i32
+            )))
+        }
+        Import::FileLength => host_files::file_length(reach, args.i32_at(0)),
+        Import::FileVersion => host_files::file_version(reach, args.i32_at(0)),
+        other => Err(not_reading(other)),
+    }
+}
+
+/// The trap for a procedure read-only code may not call.
+#[cold]
+fn not_reading(import: Import) -> Trap {
+    Trap::new(
+        spindle_abi::FaultKind::Other,
+        alloc::format!(
+            "kernel procedure {} changes state: code running without the instance lock may not call it",
+            import.spec().name
+        ),
+    )
+}
+
 /// Runs kernel procedure `import` for the extension behind `context`.
 /// Always inlined: native code's trampolines call it with `import` a
 /// constant, which reduces the `match` to one arm
@@ -116,30 +234,13 @@ pub fn call<Args: HostArgs + ?Sized>(
             state.services.console.log(&state.name, &text);
             status(Status::Ok)
         }
-        Import::NullCall => Ok(None),
-        Import::TimerNowNs => {
-            let now = context
-                .state()
-                .services
-                .clock
-                .as_ref()
-                .map_or(0, |clock| clock.now_ns());
-            Ok(Some(WasmValue::I64(now as i64)))
-        }
-        Import::HandleFind => {
-            let Some(name) = read_text(context, args.i32_at(0), args.i32_at(1), MAX_NAME_BYTES)?
-            else {
-                return status(Status::Invalid);
-            };
-            match context.state().handles.find(&name) {
-                Some(handle) => Ok(Some(WasmValue::I32(handle))),
-                None => status(Status::NotFound),
-            }
-        }
-        Import::HandleKind => {
-            let kind = context.state().handles.get(args.i32_at(0))?.kind();
-            Ok(Some(WasmValue::I32(kind as i32)))
-        }
+        Import::NullCall
+        | Import::TimerNowNs
+        | Import::HandleFind
+        | Import::HandleKind
+        | Import::PacketLength
+        | Import::FileLength
+        | Import::FileVersion => call_reading(&*context, import, args),
         Import::HandleDrop => {
             context.state().handles.remove(args.i32_at(0))?;
             status(Status::Ok)
@@ -182,12 +283,6 @@ pub fn call<Args: HostArgs + ?Sized>(
                 Err(error) => status(dispatch_status(&error)),
             }
         }
-        Import::PacketLength => {
-            let packet = packet_of(context, args.i32_at(0))?;
-            Ok(Some(WasmValue::I32(
-                packet.0.len().min(i32::MAX as usize) as i32
-            )))
-        }
         Import::PacketRead => {
             let packet = packet_of(context, args.i32_at(0))?;
             let (offset, len) = (args.i32_at(1), args.i32_at(3));
@@ -216,8 +311,6 @@ pub fn call<Args: HostArgs + ?Sized>(
         Import::PacketReplyFile => host_files::packet_reply_file(context, args),
         Import::StreamListen => host_files::stream_listen(context, args),
         Import::FileOpen => host_files::file_open(context, args),
-        Import::FileLength => host_files::file_length(context, args.i32_at(0)),
-        Import::FileVersion => host_files::file_version(context, args.i32_at(0)),
         Import::FileRead => host_files::file_read(context, args),
     }
 }
@@ -228,8 +321,11 @@ const MAX_REPLY_BYTES: i32 = 65_536;
 /// The packet behind `handle`; a bad handle traps, a handle of another
 /// kind traps too (a packet procedure on an event handle is a bug in the
 /// extension, as a bad handle is).
-pub(crate) fn packet_of(context: &dyn HostContext, handle: i32) -> Result<crate::packet::PacketRef, Trap> {
-    match &*context.state().handles.get(handle)? {
+pub(crate) fn packet_of<Reach: ReadingReach + ?Sized>(
+    reach: &Reach,
+    handle: i32,
+) -> Result<crate::packet::PacketRef, Trap> {
+    match &*reach.handles().get(handle)? {
         Capability::Packet(packet) => Ok(packet.clone()),
         _ => Err(Trap::new(
             spindle_abi::FaultKind::BadHandle,
@@ -281,8 +377,8 @@ impl HostArgs for [u64] {
 
 /// Reads UTF-8 text; `None` if it is too long or not UTF-8 (a status for
 /// the caller), a trap if the range is outside memory.
-pub(crate) fn read_text(
-    context: &dyn HostContext,
+pub(crate) fn read_text<Reach: ReadingReach + ?Sized>(
+    reach: &Reach,
     ptr: i32,
     len: i32,
     max: u32,
@@ -291,7 +387,7 @@ pub(crate) fn read_text(
     if len > max {
         return Ok(None);
     }
-    let bytes = context.read_memory(ptr as u32, len)?;
+    let bytes = reach.read_memory(ptr as u32, len)?;
     Ok(String::from_utf8(bytes).ok())
 }
 

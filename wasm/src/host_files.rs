@@ -13,7 +13,7 @@ use crate::{
     engine::{HostContext, Trap, WasmValue},
     files::{FileAccess, ListenError, OpenError},
     handles::Capability,
-    host::{read_text, HostArgs},
+    host::{read_text, HostArgs, ReadingReach},
 };
 
 /// Longest path `file_open` reads.
@@ -89,14 +89,14 @@ pub(crate) fn file_open<Args: HostArgs + ?Sized>(
 }
 
 /// `file_length(file)`.
-pub(crate) fn file_length(context: &dyn HostContext, handle: i32) -> Outcome {
-    let file = file_of(context, handle)?;
+pub(crate) fn file_length<Reach: ReadingReach + ?Sized>(reach: &Reach, handle: i32) -> Outcome {
+    let file = file_of(reach, handle)?;
     Ok(Some(WasmValue::I64(file.len().min(i64::MAX as u64) as i64)))
 }
 
 /// `file_version(file)`.
-pub(crate) fn file_version(context: &dyn HostContext, handle: i32) -> Outcome {
-    let file = file_of(context, handle)?;
+pub(crate) fn file_version<Reach: ReadingReach + ?Sized>(reach: &Reach, handle: i32) -> Outcome {
+    let file = file_of(reach, handle)?;
     Ok(Some(WasmValue::I64(file.version() as i64)))
 }
 
@@ -139,8 +139,11 @@ pub(crate) fn packet_reply_file<Args: HostArgs + ?Sized>(
 }
 
 /// The file behind `handle`; a bad handle or one of another kind traps.
-fn file_of(context: &dyn HostContext, handle: i32) -> Result<Arc<dyn FileAccess>, Trap> {
-    match &*context.state().handles.get(handle)? {
+fn file_of<Reach: ReadingReach + ?Sized>(
+    reach: &Reach,
+    handle: i32,
+) -> Result<Arc<dyn FileAccess>, Trap> {
+    match &*reach.handles().get(handle)? {
         Capability::File(file) => Ok(file.clone()),
         _ => Err(Trap::new(
             FaultKind::BadHandle,

@@ -196,20 +196,28 @@ impl fmt::Display for Impurity {
 }
 
 /// Whether function `root` is read-only: it and every function it can
-/// call are defined in the module (no kernel procedure: a call of one
-/// needs the instance) and only read state ([`FunctionEffects::only_reads`]):
-/// linear memory and globals, nothing else. Such code is pure and leaves
-/// no trace, so running it beside the instance's other invocations, and
-/// running it again when one of them changed what it read, is safe
-/// (`engine::native`'s read-only entry, `extension::Shared::invoke_read_only`).
-pub fn is_read_only(info: &ModuleInfo, root: u32) -> bool {
+/// call only read state ([`FunctionEffects::only_reads`]: linear memory
+/// and globals, nothing else), and the kernel procedures it calls are
+/// ones `reads_only_import(index)` admits (imported function `index`
+/// resolved to a procedure that changes nothing and reaches only what
+/// the extension shares outside its instance: `host::reads_only`). Such
+/// code is pure and leaves no trace, so running it beside the instance's
+/// other invocations, and running it again when one of them changed what
+/// it read, is safe (`engine::native`'s read-only entry,
+/// `extension::Shared::invoke_read_only`).
+pub fn is_read_only(info: &ModuleInfo, root: u32, reads_only_import: &dyn Fn(u32) -> bool) -> bool {
     let mut visited = BTreeSet::new();
     let mut stack = alloc::vec![root];
     while let Some(function) = stack.pop() {
         if !visited.insert(function) {
             continue;
         }
-        // An import has no effects entry: it is a kernel procedure.
+        if function < info.imported_functions {
+            if !reads_only_import(function) {
+                return false;
+            }
+            continue;
+        }
         let Some(effects) = info.effects_of(function) else {
             return false;
         };
@@ -298,14 +306,29 @@ mod tests {
     use super::is_read_only;
     use crate::module::ModuleInfo;
 
-    /// Each export of a module, and whether it is read-only.
+    /// Each export of a module, and whether it is read-only, with the
+    /// kernel procedures admitted as `host::reads_only` says of the ones
+    /// the imports name.
     fn read_only_exports(wat: &str) -> alloc::vec::Vec<(alloc::string::String, bool)> {
         let info = ModuleInfo::parse(&wat::parse_str(wat).unwrap()).unwrap();
+        let procedures: alloc::vec::Vec<_> = info
+            .imports
+            .iter()
+            .filter(|import| import.func_type.is_some())
+            .map(|import| spindle_abi::Import::find(&import.module, &import.name))
+            .collect();
+        let reads_only = |index: u32| {
+            procedures
+                .get(index as usize)
+                .copied()
+                .flatten()
+                .is_some_and(crate::host::reads_only)
+        };
         info.exports
             .iter()
             .filter_map(|export| {
                 let function = export.function?;
-                Some((export.name.clone(), is_read_only(&info, function)))
+                Some((export.name.clone(), is_read_only(&info, function, &reads_only)))
             })
             .collect()
     }
@@ -315,6 +338,9 @@ mod tests {
         let found = read_only_exports(
             r#"(module
               (import "spindle" "log" (func $log (param i32 i32) (result i32)))
+              (import "spindle" "timer_now_ns" (func $now (result i64)))
+              (import "spindle" "handle_kind" (func $kind (param i32) (result i32)))
+              (import "spindle" "packet_read" (func $read (param i32 i32 i32 i32) (result i32)))
               (memory (export "memory") 1)
               (table 1 funcref)
               (global $g (mut i32) (i32.const 0))
@@ -328,7 +354,12 @@ mod tests {
               (func $calls_logs (result i32) (call $log (i32.const 0) (i32.const 0)))
               (func (export "calls_a_logger") (result i32) (call $calls_logs))
               (func (export "table") (result i32) (table.size))
-              (func (export "indirect") (result i32) (call_indirect (result i32) (i32.const 0))))"#,
+              (func (export "indirect") (result i32) (call_indirect (result i32) (i32.const 0)))
+              (func $recent (result i32) (i64.lt_u (call $now) (i64.load (i32.const 0))))
+              (func (export "clock_and_handles") (result i32)
+                (i32.and (call $recent) (i32.eq (call $kind (i32.const 0)) (i32.const 1))))
+              (func (export "packet_read") (result i32)
+                (call $read (i32.const 0) (i32.const 0) (i32.const 0) (i32.const 4))))"#,
         );
         let expected = [
             ("reads", true),
@@ -340,6 +371,10 @@ mod tests {
             ("calls_a_logger", false),
             ("table", false),
             ("indirect", false),
+            // Procedures that only read, reached through a call.
+            ("clock_and_handles", true),
+            // Pure, but it writes linear memory.
+            ("packet_read", false),
         ];
         for (name, read_only) in expected {
             let got = found.iter().find(|(n, _)| n == name).map(|(_, r)| *r);

@@ -343,7 +343,7 @@ impl Runtime {
             Ok(ExtensionState {
                 name: request.name.into(),
                 principal,
-                handles,
+                handles: Arc::new(handles),
                 installed: Vec::new(),
                 services: self.services.clone(),
                 limits,

@@ -29,7 +29,9 @@ pub(crate) struct Installed {
 pub struct ExtensionState {
     pub(crate) name: String,
     pub(crate) principal: Principal,
-    pub(crate) handles: Handles,
+    /// Shared with read-only code, which reads it without the instance
+    /// (`host::ReadingReach`; the table has its own lock).
+    pub(crate) handles: Arc<Handles>,
     pub(crate) installed: Vec<Installed>,
     pub(crate) services: Arc<Services>,
     pub(crate) limits: Limits,

@@ -563,3 +563,99 @@ fn a_load_compiles_only_where_the_stack_has_room() {
         extension.unload().unwrap();
     }
 }
+
+/// Guards and handlers that call kernel procedures which only read
+/// (`timer_now_ns`, `null_call`, `handle_find`, `handle_kind`) run as
+/// native code without the instance lock too, with the results the
+/// interpreter gives under it; a procedure's trap (a bad handle) is
+/// reported as the extension's fault, as under the lock.
+#[cfg(feature = "native")]
+#[test]
+fn read_only_code_calls_the_kernel_procedures_that_only_read_without_the_lock() {
+    use dispatch::Value;
+    use wasm_runtime::{engine::native::NativeEngine, EngineConfig, Tier};
+    let module = wat::parse_str(
+        r#"(module
+          (import "spindle" "timer_now_ns" (func $now (result i64)))
+          (import "spindle" "null_call" (func $null))
+          (import "spindle" "handle_find" (func $find (param i32 i32) (result i32)))
+          (import "spindle" "handle_kind" (func $kind (param i32) (result i32)))
+          (memory (export "memory") 1)
+          (data (i32.const 16) "Test.Compute")
+          (global $until (mut i64) (i64.const 0))
+          (func (export "open_until") (param i64) (global.set $until (local.get 0)))
+          (func (export "in_time") (param i32) (result i32)
+            (call $null)
+            (i64.lt_u (call $now) (global.get $until)))
+          (func (export "yes") (param i32) (result i32) (i32.const 1))
+          (func $found (result i32) (call $find (i32.const 16) (i32.const 12)))
+          (func (export "kind_of_found") (param i32) (result i32)
+            (i32.add (call $kind (call $found)) (local.get 0)))
+          (func (export "kind_of") (param i32) (result i32) (call $kind (local.get 0))))"#,
+    )
+    .unwrap();
+    let raises = 50u32;
+    for pinned in [Some(Tier::Interpreter), Some(Tier::Native), None] {
+        let threads = Arc::new(Threads::default());
+        let runtime = runtime(&threads, Arc::new(Recorder::default())).with_native_engine(
+            Box::new(NativeEngine::new(&EngineConfig::default()).expect("the native engine")),
+        );
+        let (timed, _authority, timed_port) = compute_event();
+        let (found, _authority, found_port) = compute_event();
+        let (kinds, _authority, kinds_port) = compute_event();
+        let mut request = LoadRequest::new("readers", &module).grant_event(found_port.clone());
+        if let Some(tier) = pinned {
+            request = request.tier(tier);
+        }
+        let extension = runtime.load(request).unwrap();
+        extension
+            .bind(&timed_port, &Bind::handler("yes").guard("in_time"))
+            .unwrap();
+        extension
+            .bind(&found_port, &Bind::handler("kind_of_found"))
+            .unwrap();
+        extension.bind(&kinds_port, &Bind::handler("kind_of")).unwrap();
+        if pinned.is_none() {
+            assert_eq!(extension.tier(), Tier::Interpreter);
+            runtime.tier_up(&extension).unwrap();
+        }
+        let tier = extension.tier();
+        let label = match pinned {
+            Some(tier) => format!("{tier}"),
+            None => format!("{tier} after the tier-up"),
+        };
+        // The clock (how often a strand yielded) reads 0: the guard holds
+        // only once the deadline is after it.
+        assert!(timed.raise(&mut (1,)).is_err(), "{label}: no time yet");
+        extension
+            .call("open_until", &[Value::I64(1_000_000)])
+            .unwrap();
+        let before = extension.stats().exclusive;
+        for x in 0..raises {
+            assert_eq!(timed.raise(&mut (x,)).unwrap(), 1, "{label}: in time");
+            // The event's own grant, found by its name: an event handle.
+            assert_eq!(
+                found.raise(&mut (x,)).unwrap(),
+                spindle_abi::HandleKind::Event as u32 + x,
+                "{label}: the handle found"
+            );
+        }
+        let locked = extension.stats().exclusive - before - 1;
+        // A bad handle: the procedure traps, the extension faults.
+        let error = kinds.raise(&mut (12345,)).unwrap_err().to_string();
+        assert!(
+            error.contains("bad or revoked handle: handle 0x3039"),
+            "{label}: the procedure's own trap, not {error}"
+        );
+        assert_eq!(extension.stats().faults, 1, "{label}: the bad handle's fault");
+        match tier {
+            Tier::Native => assert_eq!(locked, 0, "{label}: no raise took the lock"),
+            _ => assert_eq!(locked, 3 * u64::from(raises), "{label}: guard, handler, lookup"),
+        }
+        extension
+            .call("open_until", &[Value::I64(0)])
+            .unwrap();
+        assert!(timed.raise(&mut (1,)).is_err(), "{label}: too late");
+        extension.unload().unwrap();
+    }
+}

@@ -1,6 +1,7 @@
 //! What the extension benchmarks call (`wasm_runtime::bench`): an empty
 //! handler, an always-true guard, a guard that reads a limit from the
-//! extension's memory and a counting handler for `Bench.Event(u64)`, and
+//! extension's memory, a guard that reads the clock and a counting
+//! handler for `Bench.Event(u64)`, and
 //! a loop of `n` empty kernel calls
 //! (`spindle.null_call`), and the RFC 1071 checksum of a 1,500-byte
 //! packet.
@@ -36,6 +37,26 @@ pub extern "C" fn below_limit(value: u64) -> i32 {
 #[no_mangle]
 pub extern "C" fn set_limit(limit: u64) {
     LIMIT.store(limit, Ordering::Relaxed);
+}
+
+/// The time [`before_deadline`] compares the clock with, set by
+/// [`set_deadline`].
+static DEADLINE: AtomicU64 = AtomicU64::new(0);
+
+/// A guard that asks the kernel the time, as a time-window or rate
+/// filter does: holds while the clock (`spindle.timer_now_ns`) is before
+/// the deadline in linear memory. The procedure changes nothing, so
+/// native code runs this guard without the instance lock too.
+#[no_mangle]
+pub extern "C" fn before_deadline(_value: u64) -> i32 {
+    i32::from(spindle_sdk::now_ns() < DEADLINE.load(Ordering::Relaxed))
+}
+
+/// Sets the deadline [`before_deadline`] compares the clock with, in
+/// nanoseconds since boot.
+#[no_mangle]
+pub extern "C" fn set_deadline(deadline_ns: u64) {
+    DEADLINE.store(deadline_ns, Ordering::Relaxed);
 }
 
 /// A handler that does what real ones do, touch the extension's state:

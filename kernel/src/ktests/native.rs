@@ -43,7 +43,7 @@ pub const TESTS: &[KernelTest] = &[
         run: handlers_answer_after_the_tier_up,
     },
     KernelTest {
-        name: "guards_that_read_state_run_without_the_instance_lock_after_the_tier_up",
+        name: "guards_that_read_state_or_the_clock_run_without_the_instance_lock_after_the_tier_up",
         run: state_guards_run_without_the_lock,
     },
     KernelTest {
@@ -79,7 +79,9 @@ fn float_code_keeps_a_programs_fpu_state() -> TestResult {
 /// handler takes the instance lock. After the tier-up the guard is
 /// read-only native code: the same decisions (the limit changed in
 /// between by a locked call is seen at once), and no raise takes the
-/// lock.
+/// lock. Then a guard that calls a kernel procedure which only reads
+/// (the clock) decides as the kernel's clock says, without the lock
+/// either.
 fn state_guards_run_without_the_lock() -> TestResult {
     use dispatch::RaiseCache;
     use wasm_runtime::{bench::Fixture, LoadRequest};
@@ -135,6 +137,38 @@ fn state_guards_run_without_the_lock() -> TestResult {
     fixture
         .unbind(binding)
         .map_err(|error| format!("unbinding: {error}"))?;
+    // A guard that calls a kernel procedure which only reads: the clock
+    // (`before_deadline`: holds while `timer_now_ns` is before the
+    // extension's deadline). Native code runs it without the lock too,
+    // with the kernel's clock: a deadline an hour away holds, one already
+    // past (boot, 0) does not.
+    let binding = fixture
+        .bind_handler_and_clock_guard()
+        .map_err(|error| format!("binding the clock guard: {error}"))?;
+    let now = hal::timer::uptime_ns();
+    for (deadline, holds) in [(now + 3_600_000_000_000, true), (0, false)] {
+        fixture
+            .set_deadline(deadline)
+            .map_err(|error| format!("setting the deadline: {error}"))?;
+        let exclusive = fixture.extension.stats().exclusive;
+        for value in 0..RAISES {
+            let ran = fixture.raise_cached(&mut cache, value);
+            ensure!(
+                ran == holds,
+                "the clock guard with the deadline at {deadline} ns (now {now} ns): the \
+                 handler {}",
+                if ran { "ran" } else { "did not run" }
+            );
+        }
+        let locked = fixture.extension.stats().exclusive - exclusive - 1;
+        ensure!(
+            locked == 0,
+            "the clock guard: the lock taken {locked} times for {RAISES} raises"
+        );
+    }
+    fixture
+        .unbind(binding)
+        .map_err(|error| format!("unbinding the clock guard: {error}"))?;
     fixture
         .extension
         .unload()

@@ -16,15 +16,14 @@
 use alloc::sync::Arc;
 use core::sync::atomic::AtomicU64;
 
-use hal::{
-    linear_memory::MemoryView,
-    native_code::{CodeMemory, EntryPoint, ENTRY_ARGUMENTS, REGISTER_ARGUMENTS},
-};
+use hal::native_code::{CodeMemory, EntryPoint, ENTRY_ARGUMENTS, REGISTER_ARGUMENTS};
 
 use super::{
-    instance::Native,
+    instance::{self_contained_trap, GuardedCall, Native},
+    reading::ReadingProcedures,
     vmctx::{self, TrapCode},
 };
+use crate::engine::Trap;
 
 /// Machine stack generated code may use below the entry before its
 /// stack-limit check traps. On top of it: at most one frame of
@@ -196,26 +195,30 @@ impl PrivateContext {
 }
 
 /// What read-only code (`purity::is_read_only`: it and all it calls only
-/// read linear memory and globals) reaches of its instance, held: the
-/// memory's pages, the globals and the function table stay where they
-/// are for as long as this lives, whatever becomes of the instance.
+/// read linear memory and globals, and call only kernel procedures that
+/// change nothing) reaches of its instance, held: the memory's pages, the
+/// globals, the reading function table and what the procedures reach
+/// stay where they are for as long as this lives, whatever becomes of the
+/// instance.
 pub(super) struct HeldState {
-    memory: MemoryView,
+    procedures: ReadingProcedures,
     globals: Arc<[AtomicU64]>,
     functions: Arc<[u64]>,
 }
 
 impl HeldState {
-    /// The state of an instance whose memory `memory` views, whose globals
-    /// are `globals` and whose function table (addresses in the code
-    /// memory of the entries run with it) is `functions`.
+    /// The state of an instance whose globals are `globals`, whose
+    /// reading function table (module functions: addresses in the code
+    /// memory of the entries run with it; imports: the reading
+    /// trampolines, [`reading_trampoline`]) is `functions`, and whose
+    /// memory and kernel procedures `procedures` reaches.
     pub(super) fn new(
-        memory: MemoryView,
+        procedures: ReadingProcedures,
         globals: Arc<[AtomicU64]>,
         functions: Arc<[u64]>,
     ) -> HeldState {
         HeldState {
-            memory,
+            procedures,
             globals,
             functions,
         }
@@ -224,13 +227,22 @@ impl HeldState {
 
 /// A private context for read-only code of the instance whose state it
 /// borrows (see [`HeldState`]): as [`PrivateContext::new`], with the
-/// memory (its size when the context is made), globals and function
-/// table from the state. Still no table, no runtime procedures and no
+/// memory (its size when the context is made), globals and reading
+/// function table from the state, and its own place for a kernel
+/// procedure's trap. Still no table, no runtime procedures and no
 /// instance: read-only code calls none of them.
 struct ReadingContext<'a> {
     context: PrivateContext,
-    /// Borrowed for as long as the context can run code that reads it.
-    _state: &'a HeldState,
+    /// What the reading trampolines reach, through the HOST word.
+    host: ReadingHost<'a>,
+}
+
+/// What the reading trampolines get from the context they are passed:
+/// the kernel procedures' reach, and where a procedure's trap waits for
+/// the run to report it.
+struct ReadingHost<'a> {
+    procedures: &'a ReadingProcedures,
+    trap: Option<Trap>,
 }
 
 impl<'a> ReadingContext<'a> {
@@ -238,50 +250,66 @@ impl<'a> ReadingContext<'a> {
     fn new(max_depth: u32, fuel: u64, state: &'a HeldState) -> ReadingContext<'a> {
         let mut reading = ReadingContext {
             context: PrivateContext::new(max_depth, fuel),
-            _state: state,
+            host: ReadingHost {
+                procedures: &state.procedures,
+                trap: None,
+            },
         };
         // Filled in place (a context built apart was copied in whole).
         let words = &mut reading.context.0;
-        vmctx::set_memory(words, state.memory.base(), state.memory.len());
+        let memory = state.procedures.memory();
+        vmctx::set_memory(words, memory.base(), memory.len());
         words[(vmctx::GLOBALS / 8) as usize] = state.globals.as_ptr() as u64;
         words[(vmctx::FUNCTIONS / 8) as usize] = state.functions.as_ptr() as u64;
         reading
     }
 
     /// Runs the read-only `function` of the state's instance with its
-    /// `count` arguments: its raw result, or the trap code it stored.
+    /// `count` arguments: its raw result, or its trap (a kernel
+    /// procedure's own, or the one generated code stored).
     #[inline(always)]
     fn run_read_only(
         &mut self,
         function: &HeldEntry,
         arguments: [i64; REGISTER_ARGUMENTS],
         count: usize,
-    ) -> Result<i64, TrapCode> {
+    ) -> Result<i64, Trap> {
+        // Set here, not in `new`: the context has stopped moving. The
+        // trampolines use it only during the call below, through this
+        // pointer, while nothing else touches `self.host`.
+        let host = core::ptr::addr_of_mut!(self.host);
+        self.context.0[(vmctx::HOST / 8) as usize] = host as u64;
         // SAFETY: `function` is held with its code memory, whose parameter
         // count the caller checked is `count` at its binding. It and every
         // function it can call only read linear memory and globals and
-        // call functions of the module (`purity::is_read_only`, from the
-        // module's own scan), so the code reads the memory within the size
-        // `new` set (mapped for as long as the state's view lives, and the
-        // state is borrowed for the context's life: a memory never shrinks
-        // and never moves), reads the globals (the state's, alive; atomics,
-        // which the instance's own invocations may write meanwhile: the
-        // reads may be stale, never out of bounds), loads code addresses
-        // from the function table (the state's, alive, never changed, its
-        // functions in the same code memory as `function`), reads and
-        // writes the fuel, trap and depth words of this context, and
-        // touches nothing else.
-        unsafe { self.context.enter(function, arguments, count) }
+        // call functions of the module and kernel procedures that change
+        // nothing (`purity::is_read_only`, from the module's own scan and
+        // `host::reads_only`), so the code reads the memory within the
+        // size `new` set (mapped for as long as the state's view lives,
+        // and the state is borrowed for the context's life: a memory
+        // never shrinks and never moves), reads the globals (the state's,
+        // alive; atomics, which the instance's own invocations may write
+        // meanwhile: the reads may be stale, never out of bounds), loads
+        // code addresses from the reading function table (the state's,
+        // alive, never changed: its functions in the same code memory as
+        // `function`, its imports the reading trampolines, which use the
+        // HOST word set above and the trap word), reads and writes the
+        // fuel, trap and depth words of this context, and touches nothing
+        // else.
+        let outcome = unsafe { self.context.enter(function, arguments, count) };
+        outcome.map_err(|code| match code {
+            TrapCode::Host => self.host.trap.take().unwrap_or_else(|| self_contained_trap(code)),
+            code => self_contained_trap(code),
+        })
     }
 }
 
 /// Runs the read-only `function` (see [`HeldState`]) of the instance
 /// whose state is `state`, with `fuel`, calls nested at most `max_depth`
 /// deep and its `count` `arguments`, on a context of its own and without
-/// the instance: its raw result, or the trap code it stored. What it
-/// reads may be changed meanwhile by the instance's own invocations: the
-/// caller tells (`extension::Shared::invoke_read_only`) and discards the
-/// outcome then.
+/// the instance: its raw result, or its trap. What it reads may be
+/// changed meanwhile by the instance's own invocations: the caller tells
+/// (`extension::Shared::invoke_read_only`) and discards the outcome then.
 #[inline(always)]
 pub(super) fn run_read_only(
     function: &HeldEntry,
@@ -290,7 +318,7 @@ pub(super) fn run_read_only(
     fuel: u64,
     arguments: [i64; REGISTER_ARGUMENTS],
     count: usize,
-) -> Result<i64, TrapCode> {
+) -> Result<i64, Trap> {
     ReadingContext::new(max_depth, fuel, state).run_read_only(function, arguments, count)
 }
 
@@ -312,7 +340,7 @@ pub(super) fn run_read_only_guarded(
     arguments: [i64; REGISTER_ARGUMENTS],
     count: usize,
     still_valid: impl FnOnce() -> bool,
-) -> Option<GuardedRun> {
+) -> Option<GuardedCall> {
     let mut reading = ReadingContext::new(max_depth, guard_fuel, state);
     let decided = reading.run_read_only(guard, arguments, count);
     if !still_valid() {
@@ -320,14 +348,16 @@ pub(super) fn run_read_only_guarded(
     }
     match decided {
         Ok(held) if held as i32 != 0 => {}
-        Ok(_) => return Some(GuardedRun::Declined),
-        Err(code) => return Some(GuardedRun::GuardTrapped(code)),
+        Ok(_) => return Some(GuardedCall::Declined),
+        Err(trap) => return Some(GuardedCall::GuardTrapped(trap)),
     }
     // The guard left the trap word clear; the handler reads only its
     // fuel (its own budget) and writes only the trap word.
     let context = &mut reading.context;
     context.0[(vmctx::FUEL / 8) as usize] = handler_fuel;
-    Some(GuardedRun::Ran(context.run(handler, arguments, count)))
+    Some(GuardedCall::Ran(
+        context.run(handler, arguments, count).map_err(self_contained_trap),
+    ))
 }
 
 /// Runs the self-contained `function` (see [`PrivateContext`]) with
@@ -344,16 +374,6 @@ pub(super) fn run_self_contained(
     PrivateContext::new(max_depth, fuel).run(function, arguments, count)
 }
 
-/// What a self-contained guard and handler run as one gave.
-pub(super) enum GuardedRun {
-    /// The guard returned zero: the handler did not run.
-    Declined,
-    /// The guard trapped: the handler did not run.
-    GuardTrapped(TrapCode),
-    /// The guard held and the handler ran: its raw result or trap.
-    Ran(Result<i64, TrapCode>),
-}
-
 /// Runs the self-contained `guard` with `guard_fuel` and, if it returned
 /// non-zero, the self-contained `handler` with `handler_fuel`, both on
 /// one private context with the same `count` `arguments`.
@@ -366,17 +386,17 @@ pub(super) fn run_self_contained_guarded(
     handler_fuel: u64,
     arguments: [i64; REGISTER_ARGUMENTS],
     count: usize,
-) -> GuardedRun {
+) -> GuardedCall {
     let mut context = PrivateContext::new(max_depth, guard_fuel);
     match context.run(guard, arguments, count) {
         Ok(held) if held as i32 != 0 => {}
-        Ok(_) => return GuardedRun::Declined,
-        Err(code) => return GuardedRun::GuardTrapped(code),
+        Ok(_) => return GuardedCall::Declined,
+        Err(code) => return GuardedCall::GuardTrapped(self_contained_trap(code)),
     }
     // The guard left the trap word clear and the rest as it found it (a
     // leaf writes only fuel and trap): only the fuel is the handler's own.
     context.0[(vmctx::FUEL / 8) as usize] = handler_fuel;
-    GuardedRun::Ran(context.run(handler, arguments, count))
+    GuardedCall::Ran(context.run(handler, arguments, count).map_err(self_contained_trap))
 }
 
 /// Enters the function at `offset` of `code`, taking `count` of
@@ -477,7 +497,78 @@ macro_rules! procedure_trampolines {
                 $(spindle_abi::Import::$variant => trampolines::$name as *const () as u64,)*
             }
         }
+
+        /// One reading trampoline per kernel procedure, named as the
+        /// procedure: as [`trampolines`], for read-only code, which runs
+        /// without the instance: they reach the [`ReadingProcedures`] of
+        /// the [`ReadingContext`] that runs it (which refuse a procedure
+        /// that changes anything with a trap).
+        mod reading_trampolines {
+            use spindle_abi::Import;
+
+            use super::{reading_host_of, reading_trapped};
+
+            $(
+                pub(super) extern "sysv64" fn $name(context: *mut u64 $(, $param: u64)*) -> u64 {
+                    // SAFETY: generated code calls this only through the
+                    // reading function table's entry of an import resolved
+                    // to this procedure (set by `layout.rs` from
+                    // `reading_trampoline`, whose type linking matched to
+                    // the procedure's), which only a `ReadingContext`
+                    // points at, passing the context it received from
+                    // `ReadingContext::run_read_only`.
+                    let host = unsafe { reading_host_of(context) };
+                    match host.procedures.call(Import::$variant, &[$($param),*]) {
+                        Ok(value) => value,
+                        // SAFETY: as above.
+                        Err(trap) => unsafe { reading_trapped(context, host, trap) },
+                    }
+                }
+            )*
+        }
+
+        /// The address of the reading trampoline of kernel procedure
+        /// `import`, for the reading function table.
+        pub(super) fn reading_trampoline(import: spindle_abi::Import) -> u64 {
+            match import {
+                $(spindle_abi::Import::$variant => reading_trampolines::$name as *const () as u64,)*
+            }
+        }
     };
+}
+
+/// The [`ReadingHost`] of the context generated code passed back to a
+/// reading trampoline.
+///
+/// # Safety
+///
+/// `context` must be the context [`ReadingContext::run_read_only`] passed
+/// to generated code, during that call: its HOST word then holds the
+/// address of that context's [`ReadingHost`], which nothing else uses
+/// during the call (generated code is single-threaded and the trampolines
+/// do not re-enter it).
+unsafe fn reading_host_of<'a, 'b>(context: *mut u64) -> &'a mut ReadingHost<'b> {
+    // SAFETY: per the function's contract.
+    unsafe { &mut *(context.add((vmctx::HOST / 8) as usize).read() as *mut ReadingHost<'b>) }
+}
+
+/// A kernel procedure called by read-only code trapped: kept in `host`
+/// for the run to report, and [`TrapCode::Host`] stored in the context's
+/// trap word, which generated code reads after the call.
+///
+/// # Safety
+///
+/// As for [`reading_host_of`], whose result `host` is.
+#[cold]
+unsafe fn reading_trapped(context: *mut u64, host: &mut ReadingHost<'_>, trap: Trap) -> u64 {
+    host.trap = Some(trap);
+    // SAFETY: `context` points to the context's words (the contract); the
+    // trap word is within them. Its high half is the depth: kept.
+    unsafe {
+        let word = context.add((vmctx::TRAP / 8) as usize);
+        word.write((word.read() & !0xffff_ffff) | TrapCode::Host as u64);
+    }
+    0
 }
 
 spindle_abi::for_each_import!(procedure_trampolines);

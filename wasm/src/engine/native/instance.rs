@@ -15,6 +15,7 @@ use super::{
     compile::CompiledModule,
     entry,
     layout::{refuse, Layout},
+    reading::ReadingProcedures,
     vmctx::{self, TrapCode},
 };
 use crate::{
@@ -195,11 +196,7 @@ impl Native {
     #[inline(always)]
     pub(super) fn host_call(&mut self, procedure: Import, arguments: &[u64]) -> u64 {
         match host::call(self, procedure, arguments) {
-            Ok(Some(WasmValue::I32(value))) => u64::from(value as u32),
-            Ok(Some(WasmValue::I64(value))) => value as u64,
-            Ok(Some(WasmValue::F32(bits))) => u64::from(bits),
-            Ok(Some(WasmValue::F64(bits))) => bits,
-            Ok(None) => 0,
+            Ok(result) => raw_result(result),
             Err(trap) => self.host_trapped(trap),
         }
     }
@@ -286,19 +283,29 @@ impl HostContext for Native {
     }
 
     fn read_only(&self, function: ExportRef) -> Option<Arc<ReadOnly>> {
+        let imports = &self.layout.imports;
+        let reads_only =
+            |index: u32| imports.get(index as usize).is_some_and(|&import| host::reads_only(import));
         let (export, entry) = self.lockless_entry(function, |effects, function| {
             // Self-contained code has the faster way (no state to point
             // at); floats, as above.
             !effects.is_self_contained
                 && !self.layout.uses_floats
-                && crate::purity::is_read_only(&self.layout.info, function)
+                && crate::purity::is_read_only(&self.layout.info, function, &reads_only)
         })?;
+        let procedures = ReadingProcedures::new(
+            self.state.handles.clone(),
+            self.state.services.clone(),
+            self.layout.memory.view(),
+            self.layout.memory_exported,
+            self.state.extension.clone(),
+        );
         Some(Arc::new(ReadOnly {
             entry,
             state: entry::HeldState::new(
-                self.layout.memory.view(),
+                procedures,
                 self.layout.globals.clone(),
-                self.layout.functions.clone(),
+                self.layout.reading_functions.clone(),
             ),
             max_depth: self.layout.max_depth,
             params: export.params,
@@ -360,7 +367,6 @@ impl ReadOnly {
         fuel: u64,
     ) -> Result<i64, Trap> {
         entry::run_read_only(&self.entry, &self.state, self.max_depth, fuel, args, count)
-            .map_err(self_contained_trap)
     }
 
     /// Calls this function, a guard, with `guard_fuel` and, if
@@ -381,7 +387,7 @@ impl ReadOnly {
         still_valid: impl FnOnce() -> bool,
     ) -> Option<GuardedCall> {
         let max_depth = self.max_depth.max(handler.max_depth);
-        let run = entry::run_read_only_guarded(
+        entry::run_read_only_guarded(
             &self.entry,
             &self.state,
             &handler.entry,
@@ -391,20 +397,7 @@ impl ReadOnly {
             args,
             count,
             still_valid,
-        )?;
-        Some(guarded_call(run))
-    }
-}
-
-/// What a guard and handler run as one gave, as the runtime reports it.
-#[inline(always)]
-fn guarded_call(run: entry::GuardedRun) -> GuardedCall {
-    match run {
-        entry::GuardedRun::Declined => GuardedCall::Declined,
-        entry::GuardedRun::GuardTrapped(code) => {
-            GuardedCall::GuardTrapped(self_contained_trap(code))
-        }
-        entry::GuardedRun::Ran(outcome) => GuardedCall::Ran(outcome.map_err(self_contained_trap)),
+        )
     }
 }
 
@@ -472,7 +465,7 @@ impl SelfContained {
     ) -> GuardedCall {
         // The deeper limit of the two (the same module's: the same).
         let max_depth = self.max_depth.max(handler.max_depth);
-        guarded_call(entry::run_self_contained_guarded(
+        entry::run_self_contained_guarded(
             &self.entry,
             &handler.entry,
             max_depth,
@@ -480,14 +473,28 @@ impl SelfContained {
             handler_fuel,
             args,
             count,
-        ))
+        )
+    }
+}
+
+/// A kernel procedure's result as generated code receives it: in the low
+/// bits of a 64-bit register (an `i32` zero-extended, a float as its
+/// bits), zero for none.
+#[inline(always)]
+pub(super) fn raw_result(result: Option<WasmValue>) -> u64 {
+    match result {
+        Some(WasmValue::I32(value)) => u64::from(value as u32),
+        Some(WasmValue::I64(value)) => value as u64,
+        Some(WasmValue::F32(bits)) => u64::from(bits),
+        Some(WasmValue::F64(bits)) => bits,
+        None => 0,
     }
 }
 
 /// A self-contained function's trap, as the runtime reports it.
 #[cold]
 #[inline(never)]
-fn self_contained_trap(code: TrapCode) -> Trap {
+pub(super) fn self_contained_trap(code: TrapCode) -> Trap {
     Trap::new(code.fault_kind(), describe(code))
 }
 

@@ -79,8 +79,15 @@ pub(super) struct Layout {
     pub(super) table: Vec<u64>,
     /// Code address of every function (imports: the host-call trampoline
     /// of their procedure, `entry::host_trampoline`); never changed once
-    /// set up, shared with read-only code.
+    /// set up.
     pub(super) functions: Arc<[u64]>,
+    /// The same for read-only code, which runs without the instance: its
+    /// imports are the reading trampolines of their procedures
+    /// (`entry::reading_trampoline`), which reach what the extension
+    /// shares outside its instance. Never changed once set up.
+    pub(super) reading_functions: Arc<[u64]>,
+    /// The kernel procedure each imported function resolved to.
+    pub(super) imports: Vec<Import>,
     /// Offset of every function's code (imports: unused).
     pub(super) offsets: Vec<usize>,
     /// Whether each function's code uses floats (imports: no), and
@@ -141,14 +148,19 @@ impl Layout {
             .iter()
             .map(|&import| super::entry::host_trampoline(import))
             .collect();
+        let mut reading_functions: Vec<u64> = imports
+            .iter()
+            .map(|&import| super::entry::reading_trampoline(import))
+            .collect();
         let mut offsets = vec![0usize; imported];
         let mut function_floats = vec![false; imported];
         for function in &compiled.functions {
             function_floats.push(function.uses_floats);
-            functions.push(
-                code.address(function.offset)
-                    .ok_or_else(|| refuse("code outside its memory"))?,
-            );
+            let address = code
+                .address(function.offset)
+                .ok_or_else(|| refuse("code outside its memory"))?;
+            functions.push(address);
+            reading_functions.push(address);
             offsets.push(function.offset);
         }
         for payload in Parser::new(0).parse_all(bytes) {
@@ -243,6 +255,8 @@ impl Layout {
             globals: globals.into_iter().map(AtomicU64::new).collect(),
             table,
             functions: functions.into(),
+            reading_functions: reading_functions.into(),
+            imports: imports.to_vec(),
             offsets,
             function_floats,
             uses_floats: compiled.uses_floats,

@@ -13,8 +13,11 @@
 //! - `layout`: a compiled module set up (memory, globals, table);
 //! - `instance`: around it, the runtime procedures generated code calls,
 //!   [`Instance`](super::Instance);
+//! - `reading`: the kernel procedures read-only code calls without the
+//!   instance lock;
 //! - `entry`: the few `unsafe` lines that enter generated code and turn
-//!   its context back into the instance in the callbacks;
+//!   its context back into the instance (or the reading procedures) in
+//!   the callbacks;
 //! - [`engine`]: [`NativeEngine`], the tier behind [`super::Engine`];
 //! - `run` (host only): a compiled module without imports called by name,
 //!   for the differential tests.
@@ -25,6 +28,7 @@ pub mod engine;
 mod entry;
 mod instance;
 mod layout;
+mod reading;
 #[cfg(not(target_os = "none"))]
 pub mod run;
 pub mod single_pass;

@@ -51,7 +51,7 @@ impl NativeModule {
         let state = ExtensionState {
             name: "test".into(),
             principal: Principal(1),
-            handles: Handles::new(Principal(1), limits.handles),
+            handles: Arc::new(Handles::new(Principal(1), limits.handles)),
             installed: Vec::new(),
             services: Arc::new(Services {
                 console: Arc::new(Silent),

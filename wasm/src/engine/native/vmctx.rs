@@ -70,7 +70,9 @@ pub const MEMORY_FAST_END: i32 = 88;
 /// [`TrapCode::StackOverflow`] instead of running off the kernel stack.
 pub const STACK_LIMIT: i32 = 96;
 /// Offset of the runtime's own pointer to the instance (`u64`), which the
-/// runtime procedures above use; generated code never reads it.
+/// runtime procedures above and the host-call trampolines use (in a
+/// read-only run's context, to what its reading trampolines reach);
+/// generated code never reads it.
 pub const HOST: i32 = 104;
 /// Bytes of the context.
 pub const CONTEXT_BYTES: usize = 112;
