@@ -64,6 +64,36 @@ pub fn stack_room(address: u64) -> Option<u64> {
     (bottom != 0 && address >= bottom).then(|| address - bottom)
 }
 
+/// Bytes of the running thread's kernel stack ever used: from its top
+/// down to the deepest word written with anything but zero (a stack
+/// starts on fresh zeroed pages, [`KernelStack::new`]), so at most the
+/// zero words written at the deepest point go uncounted. `None` when the
+/// running stack's bounds are unknown (as for [`stack_room`]). For
+/// measuring how deep kernel code goes: the stack the extension
+/// compiler needs (`wasm_runtime::COMPILE_STACK_BYTES`) is set from it.
+pub fn deepest_stack_use() -> Option<u64> {
+    let marker = 0u8;
+    let here = core::ptr::addr_of!(marker) as u64;
+    let bottom = here - stack_room(here)?;
+    let top = STACKS_BASE + (here - 1 - STACKS_BASE) / STACK_SLOT_BYTES * STACK_SLOT_BYTES
+        + STACK_SLOT_BYTES;
+    let mut at = bottom;
+    while at < here {
+        // SAFETY: `at` is 8-byte aligned (the bottom is a page's start)
+        // and between the bottom of the running thread's own stack and
+        // this frame: mapped for as long as the thread runs (a stack is
+        // freed only once nothing runs on it). Below this frame no Rust
+        // object lives now; the word is read as a value, volatile (an
+        // interrupt may use the stack meanwhile, which is what counting
+        // its use is about).
+        if unsafe { core::ptr::read_volatile(at as *const u64) } != 0 {
+            break;
+        }
+        at += 8;
+    }
+    Some(top - at)
+}
+
 /// A kernel stack: mapped pages with an unmapped guard page below them, so an
 /// overflow faults (and becomes a double fault on the IST stack) instead of
 /// corrupting memory.

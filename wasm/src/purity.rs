@@ -197,25 +197,28 @@ impl fmt::Display for Impurity {
 
 /// Whether function `root` is read-only: it and every function it can
 /// call only read state ([`FunctionEffects::only_reads`]: linear memory
-/// and globals, nothing else), and the kernel procedures it calls are
-/// ones `reads_only_import(index)` admits (imported function `index`
-/// resolved to a procedure that changes nothing and reaches only what
-/// the extension shares outside its instance: `host::reads_only`). Such
-/// code is pure and leaves no trace, so running it beside the instance's
-/// other invocations, and running it again when one of them changed what
-/// it read, is safe (`engine::native`'s read-only entry,
+/// and globals, nothing else), and `admits(index)` accepts each function
+/// reached, itself included: the engine's say on whether it can run that
+/// function without the instance (for an import, whether the procedure
+/// it resolved to changes nothing and reaches only what the extension
+/// shares outside its instance, `host::reads_only`; for a defined
+/// function, whether its code needs nothing the lockless entry does not
+/// give, such as the float registers kept). Such code is pure and
+/// leaves no trace, so running it beside the instance's other
+/// invocations, and running it again when one of them changed what it
+/// read, is safe (`engine::native`'s read-only entry,
 /// `extension::Shared::invoke_read_only`).
-pub fn is_read_only(info: &ModuleInfo, root: u32, reads_only_import: &dyn Fn(u32) -> bool) -> bool {
+pub fn is_read_only(info: &ModuleInfo, root: u32, admits: &dyn Fn(u32) -> bool) -> bool {
     let mut visited = BTreeSet::new();
     let mut stack = alloc::vec![root];
     while let Some(function) = stack.pop() {
         if !visited.insert(function) {
             continue;
         }
+        if !admits(function) {
+            return false;
+        }
         if function < info.imported_functions {
-            if !reads_only_import(function) {
-                return false;
-            }
             continue;
         }
         let Some(effects) = info.effects_of(function) else {
@@ -317,12 +320,10 @@ mod tests {
             .filter(|import| import.func_type.is_some())
             .map(|import| spindle_abi::Import::find(&import.module, &import.name))
             .collect();
-        let reads_only = |index: u32| {
-            procedures
-                .get(index as usize)
-                .copied()
-                .flatten()
-                .is_some_and(crate::host::reads_only)
+        // Defined functions are all admitted.
+        let reads_only = |index: u32| match procedures.get(index as usize) {
+            Some(procedure) => procedure.is_some_and(crate::host::reads_only),
+            None => true,
         };
         info.exports
             .iter()

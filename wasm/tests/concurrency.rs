@@ -591,7 +591,10 @@ fn read_only_code_calls_the_kernel_procedures_that_only_read_without_the_lock() 
           (func $found (result i32) (call $find (i32.const 16) (i32.const 12)))
           (func (export "kind_of_found") (param i32) (result i32)
             (i32.add (call $kind (call $found)) (local.get 0)))
-          (func (export "kind_of") (param i32) (result i32) (call $kind (local.get 0))))"#,
+          (func (export "kind_of") (param i32) (result i32) (call $kind (local.get 0)))
+          (func $half (param i32) (result i32)
+            (i32.trunc_f64_s (f64.div (f64.convert_i32_s (local.get 0)) (f64.const 2))))
+          (func (export "half") (param i32) (result i32) (call $half (local.get 0))))"#,
     )
     .unwrap();
     let raises = 50u32;
@@ -603,6 +606,7 @@ fn read_only_code_calls_the_kernel_procedures_that_only_read_without_the_lock() 
         let (timed, _authority, timed_port) = compute_event();
         let (found, _authority, found_port) = compute_event();
         let (kinds, _authority, kinds_port) = compute_event();
+        let (halves, _authority, halves_port) = compute_event();
         let mut request = LoadRequest::new("readers", &module).grant_event(found_port.clone());
         if let Some(tier) = pinned {
             request = request.tier(tier);
@@ -615,6 +619,7 @@ fn read_only_code_calls_the_kernel_procedures_that_only_read_without_the_lock() 
             .bind(&found_port, &Bind::handler("kind_of_found"))
             .unwrap();
         extension.bind(&kinds_port, &Bind::handler("kind_of")).unwrap();
+        extension.bind(&halves_port, &Bind::handler("half")).unwrap();
         if pinned.is_none() {
             assert_eq!(extension.tier(), Tier::Interpreter);
             runtime.tier_up(&extension).unwrap();
@@ -652,6 +657,18 @@ fn read_only_code_calls_the_kernel_procedures_that_only_read_without_the_lock() 
             Tier::Native => assert_eq!(locked, 0, "{label}: no raise took the lock"),
             _ => assert_eq!(locked, 3 * u64::from(raises), "{label}: guard, handler, lookup"),
         }
+        // Read-only too, but it computes in floating point: only the
+        // locked entry keeps the interrupted thread's float registers.
+        // (Its module using floats elsewhere did not lock the others.)
+        let before = extension.stats().exclusive;
+        for x in 0..10 {
+            assert_eq!(halves.raise(&mut (2 * x + 1,)).unwrap(), x, "{label}: half");
+        }
+        assert_eq!(
+            extension.stats().exclusive - before - 1,
+            10,
+            "{label}: float code takes the lock"
+        );
         extension
             .call("open_until", &[Value::I64(0)])
             .unwrap();

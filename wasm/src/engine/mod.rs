@@ -35,6 +35,19 @@ pub enum WasmValue {
     F64(u64),
 }
 
+impl WasmValue {
+    /// Its type.
+    pub fn ty(&self) -> crate::module::WasmType {
+        use crate::module::WasmType;
+        match self {
+            WasmValue::I32(_) => WasmType::I32,
+            WasmValue::I64(_) => WasmType::I64,
+            WasmValue::F32(_) => WasmType::F32,
+            WasmValue::F64(_) => WasmType::F64,
+        }
+    }
+}
+
 /// As a person reads it: the number and its type, `3 (i64)`; floats as
 /// their value.
 impl fmt::Display for WasmValue {

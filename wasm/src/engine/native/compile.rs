@@ -2,7 +2,9 @@
 //!
 //! Each function goes to the single-pass compiler ([`super::single_pass`])
 //! or to Cranelift (`cranelift-codegen`, no_std) fed by our own
-//! translation ([`super::translate`]), as [`Backend`] says. Every function is compiled
+//! translation ([`super::translate`]), as [`Backend`] says; an export
+//! with floats gets an integer entry ([`super::integer_entry`]) after
+//! them. Every function is compiled
 //! position-independent: calls go through the context's function table,
 //! so the code has no relocations (a relocation in the output is refused,
 //! not patched), and code pages can be mapped anywhere.
@@ -21,6 +23,7 @@ use spindle_abi::Import;
 use wasmparser::{Parser, Payload, TypeRef};
 
 use super::{
+    integer_entry,
     single_pass::{self, SinglePassError},
     translate::{self, ModuleEnv, TranslateError},
 };
@@ -160,6 +163,10 @@ pub struct CompiledModule {
     /// trap (`host::may_trap`); `Layout::new` refuses an instance whose
     /// imports resolved otherwise.
     pub imports: Vec<Option<Import>>,
+    /// The integer entry of each exported function that takes or returns
+    /// a float (see [`super::integer_entry`]): (function index, offset of
+    /// the entry's code).
+    pub integer_entries: Vec<(u32, usize)>,
 }
 
 /// The bytes Cranelift's x86_64 prologue takes off the stack pointer:
@@ -383,6 +390,65 @@ impl Compiler {
                 return Err(CompileError::Limit("too much machine code".into()));
             }
         }
+        self.compile_integer_entries(info, &env, &mut module, &mut context, &mut builder_context)?;
         Ok(module)
+    }
+
+    /// Compiles the integer entry of every exported function that takes
+    /// or returns a float, and the runtime can enter (at most
+    /// `ENTRY_ARGUMENTS` parameters, at most one result, no reference),
+    /// after the functions in `module`.
+    fn compile_integer_entries(
+        &self,
+        info: &ModuleInfo,
+        env: &ModuleEnv<'_>,
+        module: &mut CompiledModule,
+        context: &mut Context,
+        builder_context: &mut FunctionBuilderContext,
+    ) -> Result<(), CompileError> {
+        for export in &info.exports {
+            let Some(index) = export.function else {
+                continue;
+            };
+            let Some(ty) = info.function_type(index) else {
+                continue;
+            };
+            let enterable = ty.params.len() <= hal::native_code::ENTRY_ARGUMENTS
+                && ty.results.len() <= 1
+                && ty.params.iter().chain(&ty.results).all(|ty| *ty != WasmType::Other);
+            if index < info.imported_functions
+                || !enterable
+                || !integer_entry::needs_integer_entry(ty)
+                || module.integer_entries.iter().any(|&(done, _)| done == index)
+            {
+                continue;
+            }
+            context.clear();
+            context.func = Function::with_name_signature(
+                UserFuncName::user(1, index),
+                integer_entry::signature(ty, env.call_conv),
+            );
+            let builder = FunctionBuilder::new(&mut context.func, builder_context);
+            integer_entry::build(ty, index, env, builder)?;
+            let compiled = context
+                .compile(&*self.isa, &mut ControlPlane::default())
+                .map_err(|e| {
+                    CompileError::Internal(format!("the entry of function {index}: {:?}", e.inner))
+                })?;
+            if !compiled.buffer.relocs().is_empty() {
+                return Err(CompileError::Internal(format!(
+                    "the entry of function {index} needs relocations"
+                )));
+            }
+            while !module.code.len().is_multiple_of(16) {
+                module.code.push(0xcc);
+            }
+            module.integer_entries.push((index, module.code.len()));
+            module.code.extend_from_slice(compiled.code_buffer());
+            if module.code.len() > self.limits.code_bytes {
+                return Err(CompileError::Limit("too much machine code".into()));
+            }
+        }
+        Ok(())
     }
 }

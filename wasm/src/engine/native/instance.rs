@@ -35,14 +35,37 @@ const _: () = assert!(ENTRY_ARGUMENTS == MAX_INTEGER_ARGUMENTS);
 /// Words of the context.
 pub(super) const CONTEXT_WORDS: usize = vmctx::CONTEXT_BYTES / 8;
 
-/// Whether a function of type `ty` can be entered from the runtime: integer
-/// parameters (at most [`ENTRY_ARGUMENTS`]) and at most one integer result.
+/// Whether a function of type `ty` can be entered from the runtime: at
+/// most [`ENTRY_ARGUMENTS`] parameters and one result, integers or floats
+/// (a function with floats through its integer entry,
+/// `super::integer_entry`, which the compiler made for every such
+/// export).
 pub(super) fn is_enterable(ty: &crate::module::FuncType) -> bool {
-    let integer = |t: &WasmType| matches!(t, WasmType::I32 | WasmType::I64);
     ty.params.len() <= ENTRY_ARGUMENTS
-        && ty.params.iter().all(integer)
         && ty.results.len() <= 1
-        && ty.results.iter().all(integer)
+        && ty.params.iter().chain(&ty.results).all(|t| *t != WasmType::Other)
+}
+
+/// A value as the runtime passes it to generated code: in a 64-bit
+/// register, a float as its bits (the integer entry turns them back).
+fn raw_argument(value: WasmValue) -> i64 {
+    match value {
+        WasmValue::I32(value) => i64::from(value),
+        WasmValue::I64(value) => value,
+        WasmValue::F32(bits) => i64::from(bits),
+        WasmValue::F64(bits) => bits as i64,
+    }
+}
+
+/// A raw result of generated code as a value of type `ty` (generated
+/// code leaves the upper half of an `i32` undefined).
+fn typed_result(raw: i64, ty: WasmType) -> WasmValue {
+    match ty {
+        WasmType::I64 => WasmValue::I64(raw),
+        WasmType::F32 => WasmValue::F32(raw as u32),
+        WasmType::F64 => WasmValue::F64(raw as u64),
+        WasmType::I32 | WasmType::Other => WasmValue::I32(raw as i32),
+    }
 }
 
 /// An export resolved for calls.
@@ -283,15 +306,19 @@ impl HostContext for Native {
     }
 
     fn read_only(&self, function: ExportRef) -> Option<Arc<ReadOnly>> {
-        let imports = &self.layout.imports;
-        let reads_only =
-            |index: u32| imports.get(index as usize).is_some_and(|&import| host::reads_only(import));
+        // Imports: procedures that only read. Defined functions: code
+        // without floats (as above: only the locked entry keeps the
+        // interrupted thread's float registers).
+        let layout = &self.layout;
+        let runs_lockless = |index: u32| match layout.imports.get(index as usize) {
+            Some(&import) => host::reads_only(import),
+            None => layout.function_floats.get(index as usize) == Some(&false),
+        };
         let (export, entry) = self.lockless_entry(function, |effects, function| {
             // Self-contained code has the faster way (no state to point
-            // at); floats, as above.
+            // at).
             !effects.is_self_contained
-                && !self.layout.uses_floats
-                && crate::purity::is_read_only(&self.layout.info, function, &reads_only)
+                && crate::purity::is_read_only(&layout.info, function, &runs_lockless)
         })?;
         let procedures = ReadingProcedures::new(
             self.state.handles.clone(),
@@ -674,9 +701,10 @@ impl NativeInstance {
         }
     }
 
-    /// Calls the exported function `name` with integer `arguments` and
-    /// `fuel` (host tests): its result (an `i32` sign-extended), or the
-    /// trap's code.
+    /// Calls the exported function `name` with raw `arguments` (integers,
+    /// floats as their bits) and `fuel` (host tests): its raw result (an
+    /// `i32` sign-extended, a float's bits zero-extended), or the trap's
+    /// code.
     #[cfg(not(target_os = "none"))]
     pub(super) fn call_raw(
         &mut self,
@@ -705,6 +733,7 @@ impl NativeInstance {
         ) {
             Ok(raw) => Ok(Ok(ty.results.first().map(|t| match t {
                 WasmType::I32 => i64::from(raw as i32),
+                WasmType::F32 => i64::from(raw as u32),
                 _ => raw,
             }))),
             Err(code) => Ok(Err(code)),
@@ -786,19 +815,21 @@ impl Instance for NativeInstance {
         if args.len() != export.params || !export.is_enterable {
             return Err(Trap::new(FaultKind::Other, "call with the wrong arity"));
         }
+        let types_match = self
+            .native
+            .layout
+            .info
+            .function_type(index)
+            .is_some_and(|ty| ty.params.iter().zip(args).all(|(&ty, arg)| arg.ty() == ty));
+        if !types_match {
+            return Err(Trap::new(FaultKind::Other, "call with the wrong types"));
+        }
         let mut raw = [0i64; ENTRY_ARGUMENTS];
         for (slot, arg) in raw.iter_mut().zip(args) {
-            *slot = match *arg {
-                WasmValue::I32(value) => i64::from(value),
-                WasmValue::I64(value) => value,
-                _ => return Err(Trap::new(FaultKind::Other, "call with the wrong types")),
-            };
+            *slot = raw_argument(*arg);
         }
         let result = self.call_function(index, &raw[..args.len()], fuel)?;
-        Ok(result_type.map(|t| match t {
-            WasmType::I32 => WasmValue::I32(result as i32),
-            _ => WasmValue::I64(result),
-        }))
+        Ok(result_type.map(|ty| typed_result(result, ty)))
     }
 
     #[inline]

@@ -88,7 +88,9 @@ pub(super) struct Layout {
     pub(super) reading_functions: Arc<[u64]>,
     /// The kernel procedure each imported function resolved to.
     pub(super) imports: Vec<Import>,
-    /// Offset of every function's code (imports: unused).
+    /// Where the runtime enters every function, with integers in
+    /// registers: the offset of its code, or of its integer entry if it
+    /// takes or returns floats (`super::integer_entry`; imports: unused).
     pub(super) offsets: Vec<usize>,
     /// Whether each function's code uses floats (imports: no), and
     /// whether any does (`CompiledFunction::uses_floats`).
@@ -162,6 +164,11 @@ impl Layout {
             functions.push(address);
             reading_functions.push(address);
             offsets.push(function.offset);
+        }
+        for &(function, offset) in &compiled.integer_entries {
+            if let Some(entered_at) = offsets.get_mut(function as usize) {
+                *entered_at = offset;
+            }
         }
         for payload in Parser::new(0).parse_all(bytes) {
             let payload = payload.map_err(|e| String::from(e.message()))?;

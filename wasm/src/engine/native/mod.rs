@@ -10,6 +10,8 @@
 //!   functions without loops (Cranelift compiles the rest);
 //! - [`compile`]: the module to position-independent machine code, under
 //!   [`compile::CompileLimits`];
+//! - [`integer_entry`]: the entries through which the runtime calls an
+//!   export that takes or returns floats, with integers;
 //! - `layout`: a compiled module set up (memory, globals, table);
 //! - `instance`: around it, the runtime procedures generated code calls,
 //!   [`Instance`](super::Instance);
@@ -26,6 +28,7 @@ pub mod compile;
 mod counted;
 pub mod engine;
 mod entry;
+pub mod integer_entry;
 mod instance;
 mod layout;
 mod reading;

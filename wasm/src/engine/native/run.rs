@@ -1,6 +1,6 @@
 //! Running compiled code on the host, for the differential tests: a module
 //! without imports instantiated by the native engine's own code path and
-//! its exports called by name with integer arguments, the trap's code
+//! its exports called by name with raw arguments, the trap's code
 //! returned as generated code stored it.
 
 use alloc::{
@@ -81,8 +81,9 @@ impl NativeModule {
         self.instance.memory()
     }
 
-    /// Calls the exported function `name` with integer `arguments` and
-    /// `fuel`: its result (an `i32` sign-extended), or the trap.
+    /// Calls the exported function `name` with raw `arguments` (integers,
+    /// floats as their bits) and `fuel`: its raw result (an `i32`
+    /// sign-extended, a float's bits zero-extended), or the trap.
     pub fn call(
         &mut self,
         name: &str,
