@@ -46,15 +46,24 @@ pub(super) fn is_enterable(ty: &crate::module::FuncType) -> bool {
         && ty.params.iter().chain(&ty.results).all(|t| *t != WasmType::Other)
 }
 
-/// A value as the runtime passes it to generated code: in a 64-bit
-/// register, a float as its bits (the integer entry turns them back).
-fn raw_argument(value: WasmValue) -> i64 {
-    match value {
-        WasmValue::I32(value) => i64::from(value),
-        WasmValue::I64(value) => value,
-        WasmValue::F32(bits) => i64::from(bits),
-        WasmValue::F64(bits) => bits as i64,
+/// A value for a parameter of type `ty` as the runtime passes it to
+/// generated code: in a 64-bit register, a float as its bits (the
+/// integer entry turns them back); `None` if it is of another type.
+#[inline]
+fn raw_argument(value: WasmValue, ty: WasmType) -> Option<i64> {
+    match (value, ty) {
+        (WasmValue::I32(value), WasmType::I32) => Some(i64::from(value)),
+        (WasmValue::I64(value), WasmType::I64) => Some(value),
+        (WasmValue::F32(bits), WasmType::F32) => Some(i64::from(bits)),
+        (WasmValue::F64(bits), WasmType::F64) => Some(bits as i64),
+        _ => None,
     }
+}
+
+/// A call with a value of the wrong type (wasmi refuses it the same way).
+#[cold]
+fn wrong_types() -> Trap {
+    Trap::new(FaultKind::Other, "call with the wrong types")
 }
 
 /// A raw result of generated code as a value of type `ty` (generated
@@ -75,6 +84,8 @@ struct ResolvedExport {
     function: u32,
     /// How many parameters it takes.
     params: usize,
+    /// Their types, which a call's arguments must have.
+    param_types: Vec<WasmType>,
     /// Its result type, if any.
     result: Option<WasmType>,
     /// Whether the runtime can enter it (see [`is_enterable`]).
@@ -283,6 +294,7 @@ impl HostContext for Native {
             name: name.into(),
             function,
             params: ty.params.len(),
+            param_types: ty.params.clone(),
             result: ty.results.first().copied(),
             is_enterable: is_enterable(ty) && offset.is_some(),
             offset: offset.unwrap_or(usize::MAX),
@@ -815,18 +827,9 @@ impl Instance for NativeInstance {
         if args.len() != export.params || !export.is_enterable {
             return Err(Trap::new(FaultKind::Other, "call with the wrong arity"));
         }
-        let types_match = self
-            .native
-            .layout
-            .info
-            .function_type(index)
-            .is_some_and(|ty| ty.params.iter().zip(args).all(|(&ty, arg)| arg.ty() == ty));
-        if !types_match {
-            return Err(Trap::new(FaultKind::Other, "call with the wrong types"));
-        }
         let mut raw = [0i64; ENTRY_ARGUMENTS];
-        for (slot, arg) in raw.iter_mut().zip(args) {
-            *slot = raw_argument(*arg);
+        for ((slot, arg), ty) in raw.iter_mut().zip(args).zip(&export.param_types) {
+            *slot = raw_argument(*arg, *ty).ok_or_else(wrong_types)?;
         }
         let result = self.call_function(index, &raw[..args.len()], fuel)?;
         Ok(result_type.map(|ty| typed_result(result, ty)))
