@@ -318,13 +318,19 @@ impl HostContext for Native {
     }
 
     fn read_only(&self, function: ExportRef) -> Option<Arc<ReadOnly>> {
-        // Imports: procedures that only read. Defined functions: code
-        // without floats (as above: only the locked entry keeps the
-        // interrupted thread's float registers).
+        // Imports: procedures that only read. Defined functions: any;
+        // whether one that can be reached uses floats is noted, so that
+        // the run keeps the interrupted thread's float registers.
         let layout = &self.layout;
+        let uses_floats = core::cell::Cell::new(false);
         let runs_lockless = |index: u32| match layout.imports.get(index as usize) {
             Some(&import) => host::reads_only(import),
-            None => layout.function_floats.get(index as usize) == Some(&false),
+            None => {
+                if layout.function_floats.get(index as usize) != Some(&false) {
+                    uses_floats.set(true);
+                }
+                true
+            }
         };
         let (export, entry) = self.lockless_entry(function, |effects, function| {
             // Self-contained code has the faster way (no state to point
@@ -348,6 +354,7 @@ impl HostContext for Native {
             ),
             max_depth: self.layout.max_depth,
             params: export.params,
+            uses_floats: uses_floats.get(),
         }))
     }
 }
@@ -383,6 +390,9 @@ pub struct ReadOnly {
     state: entry::HeldState,
     max_depth: u32,
     params: usize,
+    /// Whether it, or code it calls, uses floats: its runs then keep the
+    /// interrupted thread's x87/SSE registers (`keeping_fpu_state`).
+    uses_floats: bool,
 }
 
 impl ReadOnly {
@@ -405,7 +415,12 @@ impl ReadOnly {
         count: usize,
         fuel: u64,
     ) -> Result<i64, Trap> {
-        entry::run_read_only(&self.entry, &self.state, self.max_depth, fuel, args, count)
+        let run = || entry::run_read_only(&self.entry, &self.state, self.max_depth, fuel, args, count);
+        if self.uses_floats {
+            hal::native_code::keeping_fpu_state(run)
+        } else {
+            run()
+        }
     }
 
     /// Calls this function, a guard, with `guard_fuel` and, if
@@ -426,17 +441,26 @@ impl ReadOnly {
         still_valid: impl FnOnce() -> bool,
     ) -> Option<GuardedCall> {
         let max_depth = self.max_depth.max(handler.max_depth);
-        entry::run_read_only_guarded(
-            &self.entry,
-            &self.state,
-            &handler.entry,
-            max_depth,
-            guard_fuel,
-            handler_fuel,
-            args,
-            count,
-            still_valid,
-        )
+        let run = || {
+            entry::run_read_only_guarded(
+                &self.entry,
+                &self.state,
+                &handler.entry,
+                max_depth,
+                guard_fuel,
+                handler_fuel,
+                args,
+                count,
+                still_valid,
+            )
+        };
+        // The handler is self-contained, so without floats: only the
+        // guard's code may need them kept.
+        if self.uses_floats {
+            hal::native_code::keeping_fpu_state(run)
+        } else {
+            run()
+        }
     }
 }
 
