@@ -422,6 +422,27 @@ impl RawLink {
         Ok(())
     }
 
+    /// Reads and drops every frame from the guest waiting in the
+    /// harness's socket; how many. The socket's receive buffer holds a
+    /// few hundred frames: after a burst that the guest answers frame by
+    /// frame (hostile frames, many of them ARP requests it replies to),
+    /// unread answers fill it and the host drops whatever comes next,
+    /// the answer a test then waits for among it.
+    pub fn discard_pending(&self) -> Result<usize> {
+        self.socket.set_nonblocking(true)?;
+        let mut buffer = vec![0; 65536];
+        let mut discarded = 0;
+        let outcome = loop {
+            match self.socket.recv(&mut buffer) {
+                Ok(_) => discarded += 1,
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => break Ok(discarded),
+                Err(error) => break Err(error.into()),
+            }
+        };
+        self.socket.set_nonblocking(false)?;
+        outcome
+    }
+
     /// The next frame from the guest that `wanted` accepts, within
     /// `within` (others are skipped).
     pub fn receive_matching(
