@@ -10,7 +10,9 @@
 //! [`super::CompiledModule`] (built only by `Compiler::compile`) and the
 //! [`Native`] whose context `Native::prepare` filled, and the callbacks
 //! below only turn the context generated code passes back into that same
-//! [`Native`]. Everything they then do is safe code in `instance.rs`.
+//! [`Native`] (or, for read-only code on a context of its own, into the
+//! [`ReadingHost`] that context points at). Everything they then do is
+//! safe code in `instance.rs` and `reading.rs`.
 #![allow(unsafe_code)]
 
 use alloc::sync::Arc;
