@@ -81,11 +81,12 @@ pub fn deepest_stack_use() -> Option<u64> {
     while at < here {
         // SAFETY: `at` is 8-byte aligned (the bottom is a page's start)
         // and between the bottom of the running thread's own stack and
-        // this frame: mapped for as long as the thread runs (a stack is
-        // freed only once nothing runs on it). Below this frame no Rust
-        // object lives now; the word is read as a value, volatile (an
-        // interrupt may use the stack meanwhile, which is what counting
-        // its use is about).
+        // this function's `marker`: mapped for as long as the thread runs
+        // (a stack is freed only once nothing runs on it). What lies
+        // there is stack below the live frames, or this function's own
+        // slots, none of them borrowed now; the word is copied out as a
+        // plain integer (any bits are one), volatile, since an interrupt
+        // may use the stack meanwhile, and nothing is written.
         if unsafe { core::ptr::read_volatile(at as *const u64) } != 0 {
             break;
         }

@@ -225,6 +225,18 @@ pub fn keeping_fpu_state<R>(run: impl FnOnce() -> R) -> R {
     result
 }
 
+/// [`keeping_fpu_state`] when `uses_floats` (the code to run uses the
+/// x87/SSE registers), else `run` alone: the one test entries into
+/// generated code without floats pay.
+#[inline(always)]
+pub fn keeping_fpu_state_if<R>(uses_floats: bool, run: impl FnOnce() -> R) -> R {
+    if uses_floats {
+        keeping_fpu_state(run)
+    } else {
+        run()
+    }
+}
+
 /// Bytes of code memory mapped now (whole pages), for leak checks.
 pub fn mapped_bytes() -> usize {
     backing::MAPPED_BYTES.load(core::sync::atomic::Ordering::Relaxed)

@@ -366,6 +366,28 @@ fn readers_and_a_writer() -> Vec<u8> {
     .unwrap()
 }
 
+/// After an extension's handlers were bound: if no tier was pinned
+/// (`pinned` is `None`), it is still on wasmi, and is moved to native code
+/// (the tier-up refreshes its installations). Its tier now, and a label
+/// for messages.
+#[cfg(feature = "native")]
+fn settle_tier(
+    runtime: &Runtime,
+    extension: &wasm_runtime::Extension,
+    pinned: Option<wasm_runtime::Tier>,
+) -> (wasm_runtime::Tier, String) {
+    if pinned.is_none() {
+        assert_eq!(extension.tier(), wasm_runtime::Tier::Interpreter);
+        runtime.tier_up(extension).unwrap();
+    }
+    let tier = extension.tier();
+    let label = match pinned {
+        Some(tier) => format!("{tier}"),
+        None => format!("{tier} after the tier-up"),
+    };
+    (tier, label)
+}
+
 /// Guards and handlers that only read memory and globals run as native
 /// code without the instance lock (the lock's count, `exclusive`, does
 /// not move while they answer), with the results the interpreter gives
@@ -408,16 +430,7 @@ fn read_only_guards_and_handlers_run_without_the_lock_on_native_code() {
             .bind(&lookup_port, &Bind::handler("lookup"))
             .unwrap();
         extension.bind(&far_port, &Bind::handler("far")).unwrap();
-        if pinned.is_none() {
-            // Bound on wasmi, as `init` binds: the tier-up refreshes them.
-            assert_eq!(extension.tier(), Tier::Interpreter);
-            runtime.tier_up(&extension).unwrap();
-        }
-        let tier = extension.tier();
-        let label = match pinned {
-            Some(tier) => format!("{tier}"),
-            None => format!("{tier} after the tier-up"),
-        };
+        let (tier, label) = settle_tier(&runtime, &extension, pinned);
         // The guard reads the global: off until `enable` sets it.
         assert!(guarded.raise(&mut (1,)).is_err(), "{label}: not enabled");
         extension.call("enable", &[]).unwrap();
@@ -620,15 +633,7 @@ fn read_only_code_calls_the_kernel_procedures_that_only_read_without_the_lock() 
             .unwrap();
         extension.bind(&kinds_port, &Bind::handler("kind_of")).unwrap();
         extension.bind(&halves_port, &Bind::handler("half")).unwrap();
-        if pinned.is_none() {
-            assert_eq!(extension.tier(), Tier::Interpreter);
-            runtime.tier_up(&extension).unwrap();
-        }
-        let tier = extension.tier();
-        let label = match pinned {
-            Some(tier) => format!("{tier}"),
-            None => format!("{tier} after the tier-up"),
-        };
+        let (tier, label) = settle_tier(&runtime, &extension, pinned);
         // The clock (how often a strand yielded) reads 0: the guard holds
         // only once the deadline is after it.
         assert!(timed.raise(&mut (1,)).is_err(), "{label}: no time yet");

@@ -87,11 +87,7 @@ pub(super) fn run(
     // Code that uses floats changes the x87/SSE registers, which hold
     // the interrupted thread's (a user program's, in a system call):
     // kept around the call, and rounding set as Wasm requires.
-    let raw = if uses_floats {
-        hal::native_code::keeping_fpu_state(call)
-    } else {
-        call()
-    };
+    let raw = hal::native_code::keeping_fpu_state_if(uses_floats, call);
     // SAFETY: the call is over; `pointer` is `native` again.
     let native = unsafe { &mut *pointer };
     match (raw, native.trap_code()) {

@@ -415,12 +415,9 @@ impl ReadOnly {
         count: usize,
         fuel: u64,
     ) -> Result<i64, Trap> {
-        let run = || entry::run_read_only(&self.entry, &self.state, self.max_depth, fuel, args, count);
-        if self.uses_floats {
-            hal::native_code::keeping_fpu_state(run)
-        } else {
-            run()
-        }
+        hal::native_code::keeping_fpu_state_if(self.uses_floats, || {
+            entry::run_read_only(&self.entry, &self.state, self.max_depth, fuel, args, count)
+        })
     }
 
     /// Calls this function, a guard, with `guard_fuel` and, if
@@ -456,11 +453,7 @@ impl ReadOnly {
         };
         // The handler is self-contained, so without floats: only the
         // guard's code may need them kept.
-        if self.uses_floats {
-            hal::native_code::keeping_fpu_state(run)
-        } else {
-            run()
-        }
+        hal::native_code::keeping_fpu_state_if(self.uses_floats, run)
     }
 }
 
