@@ -75,7 +75,8 @@ pub fn deepest_stack_use() -> Option<u64> {
     let marker = 0u8;
     let here = core::ptr::addr_of!(marker) as u64;
     let bottom = here - stack_room(here)?;
-    let top = STACKS_BASE + (here - 1 - STACKS_BASE) / STACK_SLOT_BYTES * STACK_SLOT_BYTES
+    let top = STACKS_BASE
+        + (here - 1 - STACKS_BASE) / STACK_SLOT_BYTES * STACK_SLOT_BYTES
         + STACK_SLOT_BYTES;
     let mut at = bottom;
     while at < here {

@@ -98,7 +98,10 @@ pub fn identity() -> CpuIdentity {
     if __cpuid(0x8000_0000).eax >= 0x8000_0004 {
         for (index, leaf) in (0x8000_0002u32..=0x8000_0004).enumerate() {
             let result = __cpuid(leaf);
-            for (word, register) in [result.eax, result.ebx, result.ecx, result.edx].iter().enumerate() {
+            for (word, register) in [result.eax, result.ebx, result.ecx, result.edx]
+                .iter()
+                .enumerate()
+            {
                 let at = index * 16 + word * 4;
                 brand[at..at + 4].copy_from_slice(&register.to_le_bytes());
             }

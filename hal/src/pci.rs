@@ -106,7 +106,9 @@ const BRIDGE_BUS_NUMBERS: u8 = 0x18;
 /// left unnumbered, or pointing back, is skipped). Each bridge on the way
 /// gets memory decoding and bus mastering on, so that its devices'
 /// registers and MSI writes pass it.
-pub(crate) fn all_functions(root: &mut PciRoot<PortAccess>) -> Vec<(DeviceFunction, DeviceFunctionInfo)> {
+pub(crate) fn all_functions(
+    root: &mut PciRoot<PortAccess>,
+) -> Vec<(DeviceFunction, DeviceFunctionInfo)> {
     let mut found = Vec::new();
     let mut visited = [false; 256];
     let mut buses = alloc::collections::VecDeque::from([0u8]);
@@ -120,7 +122,10 @@ pub(crate) fn all_functions(root: &mut PciRoot<PortAccess>) -> Vec<(DeviceFuncti
                 if secondary > bus && !visited[usize::from(secondary)] {
                     visited[usize::from(secondary)] = true;
                     let (_, command) = root.get_status_command(address);
-                    root.set_command(address, command | Command::BUS_MASTER | Command::MEMORY_SPACE);
+                    root.set_command(
+                        address,
+                        command | Command::BUS_MASTER | Command::MEMORY_SPACE,
+                    );
                     buses.push_back(secondary);
                 }
             }

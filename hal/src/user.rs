@@ -673,7 +673,9 @@ pub fn run_with(mut registers: UserRegisters) -> Result<u64, EnterError> {
     // overwrite the state `end` resumes: they get the stack from here down.
     let here: u64;
     // SAFETY: reads the stack pointer; no memory is touched.
-    unsafe { core::arch::asm!("mov {}, rsp", out(reg) here, options(nomem, nostack, preserves_flags)) };
+    unsafe {
+        core::arch::asm!("mov {}, rsp", out(reg) here, options(nomem, nostack, preserves_flags))
+    };
     crate::context::set_user_entry_top((here - USER_RUN_FRAME_BYTES) & !0xf);
     // The target is ring 3 (user selectors, RPL 3) at a user-half address
     // with IOPL 0: no kernel privileges, no kernel memory. Traps from there
@@ -878,7 +880,11 @@ fn supported_mxcsr_bits() -> u32 {
         state.0[MXCSR_MASK_OFFSET + 2],
         state.0[MXCSR_MASK_OFFSET + 3],
     ]);
-    let mask = if reported == 0 { DEFAULT_MXCSR_MASK } else { reported };
+    let mask = if reported == 0 {
+        DEFAULT_MXCSR_MASK
+    } else {
+        reported
+    };
     MASK.store(mask, Ordering::Relaxed);
     mask
 }

@@ -93,7 +93,11 @@ pub fn vm_handler(strand: u64, action: u64, start: u64, end: u64, page: u64) -> 
         QUERY_FAULTS | QUERY_ENTRY_NS => match HANDLERS.lock().get(&id) {
             Some(handler) => {
                 let state = handler.state.lock();
-                (if action == QUERY_FAULTS { state.faults } else { state.entry_ns }) as i64
+                (if action == QUERY_FAULTS {
+                    state.faults
+                } else {
+                    state.entry_ns
+                }) as i64
             }
             None => -errno::EINVAL,
         },
@@ -168,7 +172,9 @@ fn handle(state: &spin::Mutex<HandlerState>, process: &process::Process, address
         {
             return false;
         }
-        memory.protect(page, PAGE_SIZE, UserProtection::ReadWrite).is_ok()
+        memory
+            .protect(page, PAGE_SIZE, UserProtection::ReadWrite)
+            .is_ok()
     });
     if done == Some(true) {
         state.writable_page = page;

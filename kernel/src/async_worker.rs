@@ -47,7 +47,9 @@ pub fn init() {
         })
         .clone();
     if sched::spawn("asynchronous handlers", move || worker.run()).is_err() {
-        log::error!("asynchronous handlers: no memory for the worker thread's stack; they will not run");
+        log::error!(
+            "asynchronous handlers: no memory for the worker thread's stack; they will not run"
+        );
     }
 }
 

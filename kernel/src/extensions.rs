@@ -208,7 +208,10 @@ pub fn init(archive: &'static [u8]) -> &'static Extensions {
         crate::service_domains::export_all(
             &nameserver,
             [
-                ("Timer", alloc::vec![crate::service_domains::event_export(&tick)]),
+                (
+                    "Timer",
+                    alloc::vec![crate::service_domains::event_export(&tick)],
+                ),
                 (
                     "Extension",
                     alloc::vec![crate::service_domains::event_export(runtime.faulted())],
@@ -263,9 +266,21 @@ pub fn init(archive: &'static [u8]) -> &'static Extensions {
                 },
             ];
             for (name, event, which) in [
-                ("Translation.PageNotPresent", crate::translation::page_not_present(), 0),
-                ("Translation.ProtectionFault", crate::translation::protection_fault(), 1),
-                ("Translation.BadAddress", crate::translation::bad_address(), 2),
+                (
+                    "Translation.PageNotPresent",
+                    crate::translation::page_not_present(),
+                    0,
+                ),
+                (
+                    "Translation.ProtectionFault",
+                    crate::translation::protection_fault(),
+                    1,
+                ),
+                (
+                    "Translation.BadAddress",
+                    crate::translation::bad_address(),
+                    2,
+                ),
             ] {
                 if let Some(event) = event {
                     // Not accounted by the dispatcher (that would take the
@@ -413,7 +428,12 @@ impl Extensions {
     /// Loads extension `name` from the boot archive (on `tier`, if given)
     /// granting it the directory `files` of the file tree, read-only,
     /// under the name `files`.
-    pub fn load_with_files(&self, name: &str, tier: Option<Tier>, files: &str) -> Result<(), String> {
+    pub fn load_with_files(
+        &self,
+        name: &str,
+        tier: Option<Tier>,
+        files: &str,
+    ) -> Result<(), String> {
         let bytes = self.module_bytes(name)?;
         let directory = crate::stream_service::TreeDirectory::open(files)?;
         let mut request = LoadRequest::new(name, bytes);
@@ -469,12 +489,17 @@ impl Extensions {
         // Its domain goes into the nameserver under its name, exported by
         // the extension itself (so only it, or its unload, withdraws it).
         if let Some(domain) = extension.domain() {
-            if let Err(error) =
-                self.nameserver
-                    .export(name, EXTENSION_DOMAIN_VERSION, domain.clone(), extension.principal(), None)
-            {
+            if let Err(error) = self.nameserver.export(
+                name,
+                EXTENSION_DOMAIN_VERSION,
+                domain.clone(),
+                extension.principal(),
+                None,
+            ) {
                 let _ = extension.unload();
-                return Err(format!("cannot register {name} with the nameserver: {error}"));
+                return Err(format!(
+                    "cannot register {name} with the nameserver: {error}"
+                ));
             }
         }
         // Recorded before any handler of it can fault, so reports say whose.
@@ -708,7 +733,9 @@ impl Extensions {
         crate::syscalls::set_owner(extension.principal(), process);
         if let Err(error) = extension.bind(&port, &wasm_runtime::Bind::handler("on_syscall")) {
             let _ = self.unload_for_process(&extension);
-            return Err(format!("{name}: cannot handle the process's system calls: {error}"));
+            return Err(format!(
+                "{name}: cannot handle the process's system calls: {error}"
+            ));
         }
         Ok(extension)
     }
@@ -735,7 +762,9 @@ impl Extensions {
         };
         if let Err(error) = extension.bind(&done, &bind) {
             let _ = self.unload_for_process(&extension);
-            return Err(format!("{name}: cannot trace the process's system calls: {error}"));
+            return Err(format!(
+                "{name}: cannot trace the process's system calls: {error}"
+            ));
         }
         Ok(extension)
     }
@@ -771,7 +800,9 @@ impl Extensions {
         crate::syscalls::set_short_circuit_owner(extension.principal(), process, number);
         if let Err(error) = extension.bind(&port, &wasm_runtime::Bind::handler("on_syscall")) {
             let _ = self.unload_for_process(&extension);
-            return Err(format!("{name}: cannot answer the process's system call {number}: {error}"));
+            return Err(format!(
+                "{name}: cannot answer the process's system call {number}: {error}"
+            ));
         }
         let pinned = self.runtime.pinned_tier();
         if pinned != Some(Tier::Interpreter) && self.runtime.has_native_engine() {
@@ -785,7 +816,10 @@ impl Extensions {
 
     /// Unloads an extension loaded with [`Extensions::load_for_process`].
     pub fn unload_for_process(&self, extension: &Extension) -> Result<(), String> {
-        let result = extension.unload().map(drop).map_err(|error| format!("{error}"));
+        let result = extension
+            .unload()
+            .map(drop)
+            .map_err(|error| format!("{error}"));
         // After the unload: its handler's removal is asked as the extension.
         crate::syscalls::forget_owner(extension.principal());
         result
@@ -817,7 +851,10 @@ impl Extensions {
         for (port, export) in &ports {
             if let Err(error) = extension.bind(port, &wasm_runtime::Bind::handler(export)) {
                 let _ = self.unload_scheduler(&extension);
-                return Err(format!("{name}: cannot bind {export} to {}: {error}", port.name()));
+                return Err(format!(
+                    "{name}: cannot bind {export} to {}: {error}",
+                    port.name()
+                ));
             }
         }
         Ok(extension)
@@ -825,7 +862,10 @@ impl Extensions {
 
     /// Unloads an extension loaded with [`Extensions::load_scheduler`].
     pub fn unload_scheduler(&self, extension: &Extension) -> Result<(), String> {
-        let result = extension.unload().map(drop).map_err(|error| format!("{error}"));
+        let result = extension
+            .unload()
+            .map(drop)
+            .map_err(|error| format!("{error}"));
         crate::strands::forget_owner(extension.principal());
         result
     }

@@ -97,13 +97,18 @@ fn keeper() {
             timers.values().map(|timer| timer.deadline_ns).min()
         };
         for pid in due {
-            let info = SignalInfo { signal: SIGALRM, source: Source::Kernel };
+            let info = SignalInfo {
+                signal: SIGALRM,
+                source: Source::Kernel,
+            };
             if crate::signals::send(pid, info).is_err() {
                 set(pid, None);
             }
         }
         let wait_ms = next.map_or(KEEPER_POLL_MS, |deadline| {
-            deadline.saturating_sub(hal::timer::uptime_ns()).div_ceil(1_000_000)
+            deadline
+                .saturating_sub(hal::timer::uptime_ns())
+                .div_ceil(1_000_000)
         });
         if wait_ms > 0 {
             sched::sleep_ms(wait_ms.min(KEEPER_POLL_MS));

@@ -50,8 +50,14 @@ pub fn init() -> &'static MemoryServices {
         let budget = hal::memory::frame_stats().total as u64 / PHYSADDR_BUDGET_DIVISOR;
         let virt = Arc::new(VirtAddr::new());
         let events: Vec<Export> = [
-            event_export("Translation.PageNotPresent", crate::translation::page_not_present()),
-            event_export("Translation.ProtectionFault", crate::translation::protection_fault()),
+            event_export(
+                "Translation.PageNotPresent",
+                crate::translation::page_not_present(),
+            ),
+            event_export(
+                "Translation.ProtectionFault",
+                crate::translation::protection_fault(),
+            ),
             event_export("Translation.BadAddress", crate::translation::bad_address()),
         ]
         .into_iter()

@@ -47,9 +47,8 @@ pub fn event_export<A: EventArgs, R: EventResult>(event: &Arc<Event<A, R>>) -> E
 /// the event services, given the events made by the extension runtime's
 /// set-up (`Timer.Tick`, `Extension.Faulted`).
 pub fn export_all(nameserver: &NameServer, extension_events: [(&'static str, Vec<Export>); 2]) {
-    let mut modules: Vec<EventModule> = Vec::from(extension_events.map(|(name, exports)| {
-        EventModule { name, exports }
-    }));
+    let mut modules: Vec<EventModule> =
+        Vec::from(extension_events.map(|(name, exports)| EventModule { name, exports }));
     if let Some(events) = crate::strands::events() {
         modules.push(EventModule {
             name: "Strand",
@@ -75,7 +74,8 @@ pub fn export_all(nameserver: &NameServer, extension_events: [(&'static str, Vec
     );
     for domain in domains {
         let name = String::from(domain.name());
-        if let Err(error) = nameserver.export(&name, SERVICE_VERSION, domain, Principal::KERNEL, None)
+        if let Err(error) =
+            nameserver.export(&name, SERVICE_VERSION, domain, Principal::KERNEL, None)
         {
             log::error!("exporting the {name} service: {error}");
         }

@@ -118,9 +118,11 @@ pub fn init() {
             event
                 .set_authorizer(
                     authority,
-                    Some(Arc::new(move |request: &Request<'_>, grant: &mut Grant<StrandArgs>| {
-                        authorize(&table, request, grant)
-                    })),
+                    Some(Arc::new(
+                        move |request: &Request<'_>, grant: &mut Grant<StrandArgs>| {
+                            authorize(&table, request, grant)
+                        },
+                    )),
                 )
                 .expect("the event's own authority");
         }
@@ -128,9 +130,11 @@ pub fn init() {
         checkpoint
             .set_authorizer(
                 &c,
-                Some(Arc::new(move |request: &Request<'_>, grant: &mut Grant<StrandArgs>| {
-                    authorize(&table, request, grant)
-                })),
+                Some(Arc::new(
+                    move |request: &Request<'_>, grant: &mut Grant<StrandArgs>| {
+                        authorize(&table, request, grant)
+                    },
+                )),
             )
             .expect("the event's own authority");
         Strands {

@@ -37,7 +37,8 @@ const TRACER_DRAIN_MS: u64 = 200;
 /// Tracers, by traced process.
 static TRACERS: spin::Mutex<BTreeMap<u64, Extension>> = spin::Mutex::new(BTreeMap::new());
 /// Short-circuits, by process and call number.
-static SHORT_CIRCUITS: spin::Mutex<BTreeMap<(u64, u64), Extension>> = spin::Mutex::new(BTreeMap::new());
+static SHORT_CIRCUITS: spin::Mutex<BTreeMap<(u64, u64), Extension>> =
+    spin::Mutex::new(BTreeMap::new());
 /// Short-circuits installed: while none is, the personality's guard does
 /// not look (one load).
 static SHORT_CIRCUIT_COUNT: AtomicUsize = AtomicUsize::new(0);
@@ -111,7 +112,8 @@ pub fn short_circuit_syscall(strand: u64, path: u64, number: u64) -> i64 {
     const EEXIST: i64 = 17;
     const ENOEXEC: i64 = 8;
     const ESRCH: i64 = 3;
-    let (Some(pid), Some(personality)) = (crate::user::process_of(strand), crate::linux::personality())
+    let (Some(pid), Some(personality)) =
+        (crate::user::process_of(strand), crate::linux::personality())
     else {
         return -ESRCH;
     };
@@ -121,7 +123,9 @@ pub fn short_circuit_syscall(strand: u64, path: u64, number: u64) -> i64 {
     if SHORT_CIRCUITS.lock().contains_key(&(pid, number)) {
         return -EEXIST;
     }
-    let bytes = match linux::user::read_path(path).and_then(|path| personality.read_executable(pid, &path)) {
+    let bytes = match linux::user::read_path(path)
+        .and_then(|path| personality.read_executable(pid, &path))
+    {
         Ok(bytes) => bytes,
         Err(error) => return -i64::from(error.as_i32()),
     };

@@ -111,8 +111,10 @@ impl Fixture {
     /// clock (`before_deadline`: holds while `spindle.timer_now_ns` is
     /// before the extension's deadline).
     pub fn bind_handler_and_clock_guard(&self) -> Result<BindingId, BindError> {
-        self.extension
-            .bind(&self.port, &Bind::handler("handler").guard("before_deadline"))
+        self.extension.bind(
+            &self.port,
+            &Bind::handler("handler").guard("before_deadline"),
+        )
     }
 
     /// Sets the deadline the clock guard compares with, in nanoseconds

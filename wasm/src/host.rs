@@ -170,11 +170,16 @@ pub fn call_reading<Reach: ReadingReach + ?Sized, Args: HostArgs + ?Sized>(
     match import {
         Import::NullCall => Ok(None),
         Import::TimerNowNs => {
-            let now = reach.services().clock.as_ref().map_or(0, |clock| clock.now_ns());
+            let now = reach
+                .services()
+                .clock
+                .as_ref()
+                .map_or(0, |clock| clock.now_ns());
             Ok(Some(WasmValue::I64(now as i64)))
         }
         Import::HandleFind => {
-            let Some(name) = read_text(reach, args.i32_at(0), args.i32_at(1), MAX_NAME_BYTES)? else {
+            let Some(name) = read_text(reach, args.i32_at(0), args.i32_at(1), MAX_NAME_BYTES)?
+            else {
                 return status(Status::Invalid);
             };
             match reach.handles().find(&name) {
@@ -413,8 +418,7 @@ fn install<Args: HostArgs + ?Sized>(
     let Some(event) = event_of(context, args.i32_at(0))? else {
         return status(Status::WrongKind);
     };
-    let Some(handler) = read_text(context, args.i32_at(1), args.i32_at(2), MAX_NAME_BYTES)?
-    else {
+    let Some(handler) = read_text(context, args.i32_at(1), args.i32_at(2), MAX_NAME_BYTES)? else {
         return status(Status::Invalid);
     };
     let guard = if args.i32_at(4) == 0 {
@@ -427,9 +431,7 @@ fn install<Args: HostArgs + ?Sized>(
     };
     let mode = match InstallMode::from_code(args.i32_at(5)) {
         Some(InstallMode::Synchronous) => Mode::Synchronous,
-        Some(InstallMode::Ephemeral) => {
-            Mode::Ephemeral(Budget::fuel(args.i64_at(6).max(0) as u64))
-        }
+        Some(InstallMode::Ephemeral) => Mode::Ephemeral(Budget::fuel(args.i64_at(6).max(0) as u64)),
         None => return status(Status::Invalid),
     };
     let request = Bind {

@@ -329,7 +329,10 @@ mod tests {
             .iter()
             .filter_map(|export| {
                 let function = export.function?;
-                Some((export.name.clone(), is_read_only(&info, function, &reads_only)))
+                Some((
+                    export.name.clone(),
+                    is_read_only(&info, function, &reads_only),
+                ))
             })
             .collect()
     }

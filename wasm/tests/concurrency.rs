@@ -631,8 +631,12 @@ fn read_only_code_calls_the_kernel_procedures_that_only_read_without_the_lock() 
         extension
             .bind(&found_port, &Bind::handler("kind_of_found"))
             .unwrap();
-        extension.bind(&kinds_port, &Bind::handler("kind_of")).unwrap();
-        extension.bind(&halves_port, &Bind::handler("half")).unwrap();
+        extension
+            .bind(&kinds_port, &Bind::handler("kind_of"))
+            .unwrap();
+        extension
+            .bind(&halves_port, &Bind::handler("half"))
+            .unwrap();
         let (tier, label) = settle_tier(&runtime, &extension, pinned);
         // The clock (how often a strand yielded) reads 0: the guard holds
         // only once the deadline is after it.
@@ -657,10 +661,18 @@ fn read_only_code_calls_the_kernel_procedures_that_only_read_without_the_lock() 
             error.contains("bad or revoked handle: handle 0x3039"),
             "{label}: the procedure's own trap, not {error}"
         );
-        assert_eq!(extension.stats().faults, 1, "{label}: the bad handle's fault");
+        assert_eq!(
+            extension.stats().faults,
+            1,
+            "{label}: the bad handle's fault"
+        );
         match tier {
             Tier::Native => assert_eq!(locked, 0, "{label}: no raise took the lock"),
-            _ => assert_eq!(locked, 3 * u64::from(raises), "{label}: guard, handler, lookup"),
+            _ => assert_eq!(
+                locked,
+                3 * u64::from(raises),
+                "{label}: guard, handler, lookup"
+            ),
         }
         // Read-only too, computing in floating point through a call: run
         // without the lock as well, keeping the thread's float registers.
@@ -673,9 +685,7 @@ fn read_only_code_calls_the_kernel_procedures_that_only_read_without_the_lock() 
             Tier::Native => assert_eq!(locked, 0, "{label}: float code without the lock"),
             _ => assert_eq!(locked, 10, "{label}: float code"),
         }
-        extension
-            .call("open_until", &[Value::I64(0)])
-            .unwrap();
+        extension.call("open_until", &[Value::I64(0)]).unwrap();
         assert!(timed.raise(&mut (1,)).is_err(), "{label}: too late");
         extension.unload().unwrap();
     }

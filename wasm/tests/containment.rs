@@ -334,7 +334,9 @@ fn reentrant_raise_into_the_same_extension_is_refused_not_deadlocked() {
     )
     .unwrap();
     let extension = fixture
-        .try_load(wasm_runtime::LoadRequest::new("loop", &bytes).grant_event_to_raise(compute.clone()))
+        .try_load(
+            wasm_runtime::LoadRequest::new("loop", &bytes).grant_event_to_raise(compute.clone()),
+        )
         .unwrap();
     extension.bind(&compute, &Bind::handler("handler")).unwrap();
     assert_eq!(event.raise(&mut (1,)).unwrap(), 5);
@@ -369,10 +371,16 @@ fn an_extension_cannot_raise_an_event_it_was_granted_only_to_bind() {
     extension.bind(&compute, &Bind::handler("handler")).unwrap();
     event.enable_accounting(None);
     assert_eq!(
-        extension.call_typed("raise_it", &[], ValueType::I32).unwrap(),
+        extension
+            .call_typed("raise_it", &[], ValueType::I32)
+            .unwrap(),
         Value::I32(spindle_abi::Status::Denied.code())
     );
-    assert_eq!(event.stats().raised, 0, "the refused raise reached the event");
+    assert_eq!(
+        event.stats().raised,
+        0,
+        "the refused raise reached the event"
+    );
     // The kernel still raises it, and the extension's handler runs.
     assert_eq!(event.raise(&mut (1,)).unwrap(), 5);
 }

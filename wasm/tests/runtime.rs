@@ -469,7 +469,10 @@ fn revoked_handles_trap() {
     // stays dead.
     let (_e, _a, again) = tick_event();
     let fresh = extension
-        .grant("Timer.Tick", Capability::Event(again, wasm_runtime::EventRights::BIND))
+        .grant(
+            "Timer.Tick",
+            Capability::Event(again, wasm_runtime::EventRights::BIND),
+        )
         .unwrap();
     assert_ne!(fresh, handle);
     assert!(extension.call("kind", &[Value::I32(handle)]).is_err());

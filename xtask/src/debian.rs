@@ -98,11 +98,27 @@ pub const IMAGE_FILES: &[(&str, &str, &str)] = &[
     ("bash-static", "bin/bash-static", "bin/bash"),
     // The dynamic loader, at the path programs name (`PT_INTERP`), and C
     // library.
-    ("libc6", "lib64/ld-linux-x86-64.so.2", "lib64/ld-linux-x86-64.so.2"),
-    ("libc6", "lib/x86_64-linux-gnu/libc.so.6", "lib/x86_64-linux-gnu/libc.so.6"),
+    (
+        "libc6",
+        "lib64/ld-linux-x86-64.so.2",
+        "lib64/ld-linux-x86-64.so.2",
+    ),
+    (
+        "libc6",
+        "lib/x86_64-linux-gnu/libc.so.6",
+        "lib/x86_64-linux-gnu/libc.so.6",
+    ),
     // What coreutils' `ls` needs besides libc (`readelf -d`).
-    ("libselinux1", "lib/x86_64-linux-gnu/libselinux.so.1", "lib/x86_64-linux-gnu/libselinux.so.1"),
-    ("libpcre2-8-0", "usr/lib/x86_64-linux-gnu/libpcre2-8.so.0", "usr/lib/x86_64-linux-gnu/libpcre2-8.so.0"),
+    (
+        "libselinux1",
+        "lib/x86_64-linux-gnu/libselinux.so.1",
+        "lib/x86_64-linux-gnu/libselinux.so.1",
+    ),
+    (
+        "libpcre2-8-0",
+        "usr/lib/x86_64-linux-gnu/libpcre2-8.so.0",
+        "usr/lib/x86_64-linux-gnu/libpcre2-8.so.0",
+    ),
     ("coreutils", "bin/ls", "opt/debian/bin/ls"),
     ("coreutils", "usr/bin/sort", "opt/debian/bin/sort"),
     ("coreutils", "usr/bin/env", "opt/debian/bin/env"),
@@ -125,7 +141,14 @@ pub fn image_files() -> Result<Vec<ImageFile>> {
     let mut seen = std::collections::BTreeSet::new();
     for &(name, inside, guest) in IMAGE_FILES {
         let root = package(name)?;
-        collect(&root, name, Path::new(inside), Path::new(guest), &mut seen, &mut files)?;
+        collect(
+            &root,
+            name,
+            Path::new(inside),
+            Path::new(guest),
+            &mut seen,
+            &mut files,
+        )?;
     }
     Ok(files)
 }
@@ -153,7 +176,10 @@ fn collect(
         .map_err(|error| format!("{package} has no {}: {error}", inside.display()))?;
     if metadata.file_type().is_symlink() {
         let target = fs::read_link(&host)?;
-        files.push(ImageFile::Link(guest_name, target.to_string_lossy().into_owned()));
+        files.push(ImageFile::Link(
+            guest_name,
+            target.to_string_lossy().into_owned(),
+        ));
         // Absolute targets are paths in the package and in the image
         // alike; relative ones are beside the link in both.
         let (inside, guest) = match target.strip_prefix("/") {

@@ -82,7 +82,16 @@ pub fn run_net(frames: u64, seed: u64) -> Result<bool> {
 pub fn run_native(cases: u64) -> Result<bool> {
     eprintln!("x: the native engine against wasmi, {cases} generated modules per compiler choice");
     let status = cargo("target")
-        .args(["test", "--release", "-p", "wasm-fuzz", "--test", "native_fuzz", "--", "--nocapture"])
+        .args([
+            "test",
+            "--release",
+            "-p",
+            "wasm-fuzz",
+            "--test",
+            "native_fuzz",
+            "--",
+            "--nocapture",
+        ])
         .env("SPINDLE_NATIVE_CASES", cases.to_string())
         .status()?;
     Ok(status.success())
@@ -92,14 +101,7 @@ pub fn run_native(cases: u64) -> Result<bool> {
 /// the range), stopping after `seconds` if given; returns whether every
 /// case passed.
 pub fn run_host(cases: Cases, jobs: u64, seconds: Option<u64>) -> Result<bool> {
-    let arguments = [
-        "test",
-        "--release",
-        "-p",
-        "wasm-fuzz",
-        "--test",
-        "loader",
-    ];
+    let arguments = ["test", "--release", "-p", "wasm-fuzz", "--test", "loader"];
     eprintln!("x: building the host fuzzer (cargo test --release -p wasm-fuzz --test loader)");
     toolchain::run_checked(
         cargo("target").args(arguments).arg("--no-run"),
@@ -234,7 +236,11 @@ pub fn kernel_deadline(base: Duration, count: u64) -> Duration {
 
 /// Runs `cases` in the kernel, a boot per [`KERNEL_CASES_PER_BOOT`]; returns
 /// whether every boot passed.
-pub fn run_kernel(cases: Cases, boot: &dyn Fn(&Path) -> BootConfig, base: Duration) -> Result<bool> {
+pub fn run_kernel(
+    cases: Cases,
+    boot: &dyn Fn(&Path) -> BootConfig,
+    base: Duration,
+) -> Result<bool> {
     let mut first = cases.first;
     let end = cases.first + cases.count;
     let mut is_success = true;
@@ -268,7 +274,6 @@ pub fn run_kernel(cases: Cases, boot: &dyn Fn(&Path) -> BootConfig, base: Durati
     Ok(is_success)
 }
 
-
 /// `./x fuzz --syscalls`: boots the kernel in `spindle.mode=sysfuzz` with
 /// `config` and waits for its verdict (about a second of TCG time per
 /// thousand calls, with room to spare); whether it came through.
@@ -279,7 +284,9 @@ pub fn run_syscalls(config: &BootConfig, processes: u64, calls: u64) -> Result<b
     let log = guest.full_log();
     let name = "sysfuzz";
     let saved = crate::scenarios::save_log(name, &log);
-    let summary = log.lines().find(|line| line.contains("sysfuzz: ") && line.contains("processes"));
+    let summary = log
+        .lines()
+        .find(|line| line.contains("sysfuzz: ") && line.contains("processes"));
     match (exit, summary) {
         (GuestExit::Success, Some(summary)) => {
             println!("{}", summary.trim());

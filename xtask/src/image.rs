@@ -56,7 +56,10 @@ pub fn build_user_programs() -> Result<Vec<PathBuf>> {
             .args(["-static", "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
             .arg(&destination)
             .arg(&source);
-        crate::toolchain::run_checked(&mut command, &format!("building user/{name}.c with musl-gcc"))?;
+        crate::toolchain::run_checked(
+            &mut command,
+            &format!("building user/{name}.c with musl-gcc"),
+        )?;
         built.push(destination);
     }
     Ok(built)
@@ -83,8 +86,14 @@ fn boot_files() -> Result<(Vec<ArchiveFile>, Vec<ArchiveLink>)> {
     }
     for entry in fs::read_dir(repo_root().join(REGRESSIONS_DIRECTORY))? {
         let path = entry?.path();
-        if path.extension().is_some_and(|extension| extension == "wasm") {
-            files.push((format!("ext/regress-{}", file_name(&path)?), fs::read(&path)?));
+        if path
+            .extension()
+            .is_some_and(|extension| extension == "wasm")
+        {
+            files.push((
+                format!("ext/regress-{}", file_name(&path)?),
+                fs::read(&path)?,
+            ));
         }
     }
     Ok((files, links))
@@ -131,7 +140,11 @@ fn file_mode(bytes: &[u8]) -> u32 {
 
 /// Writes `files`, sorted by name, and `links` as an archive at `path`,
 /// with busybox's applet links when busybox is among the files.
-fn write_archive(path: &Path, mut files: Vec<ArchiveFile>, mut links: Vec<ArchiveLink>) -> Result<()> {
+fn write_archive(
+    path: &Path,
+    mut files: Vec<ArchiveFile>,
+    mut links: Vec<ArchiveLink>,
+) -> Result<()> {
     files.sort();
     if files.iter().any(|(name, _)| name == "bin/busybox") {
         links.extend(busybox_links()?);
@@ -219,8 +232,7 @@ pub fn host_files(addition: &str) -> Result<Vec<ArchiveFile>> {
     }
     let host = Path::new(host);
     let mut files = Vec::new();
-    collect(host, guest, &mut files)
-        .map_err(|error| format!("--add {addition}: {error}"))?;
+    collect(host, guest, &mut files).map_err(|error| format!("--add {addition}: {error}"))?;
     Ok(files)
 }
 

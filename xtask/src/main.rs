@@ -289,9 +289,13 @@ fn run_command(mut args: Args) -> Result<ExitCode> {
         additions.push(addition);
     }
     let command = args.value("--exec")?;
-    let mode = args
-        .value("--mode")?
-        .unwrap_or_else(|| if command.is_some() { "exec".into() } else { "linux".into() });
+    let mode = args.value("--mode")?.unwrap_or_else(|| {
+        if command.is_some() {
+            "exec".into()
+        } else {
+            "linux".into()
+        }
+    });
     args.finish()?;
     let kernel = toolchain::build_kernel(profile)?;
     let mut config = BootConfig::new(&kernel, &mode, accel);
@@ -498,8 +502,11 @@ fn fuzz_command(mut args: Args) -> Result<ExitCode> {
     let is_host_only = args.flag("--host-only");
     let is_kernel_only = args.flag("--kernel-only");
     let seconds = number(args.value("--seconds")?, "--seconds")?;
-    let host_cases = number(args.value("--cases")?, "--cases")?
-        .unwrap_or(if seconds.is_some() { u64::MAX / 2 } else { 100_000 });
+    let host_cases = number(args.value("--cases")?, "--cases")?.unwrap_or(if seconds.is_some() {
+        u64::MAX / 2
+    } else {
+        100_000
+    });
     let kernel_cases = number(args.value("--kernel-cases")?, "--kernel-cases")?.unwrap_or(10_000);
     let seed = number(args.value("--seed")?, "--seed")?.unwrap_or(fuzz::DEFAULT_SEED);
     let first = number(args.value("--first")?, "--first")?.unwrap_or(0);
@@ -519,15 +526,31 @@ fn fuzz_command(mut args: Args) -> Result<ExitCode> {
         let is_success = fuzz::run_net(frames, seed)?;
         println!(
             "fuzz: {}",
-            if is_success { "no frame panicked the receive path" } else { "FAILED" }
+            if is_success {
+                "no frame panicked the receive path"
+            } else {
+                "FAILED"
+            }
         );
-        return Ok(if is_success { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+        return Ok(if is_success {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
     }
     if is_native {
         let is_success = fuzz::run_native(native_cases)?;
-        let verdict = if is_success { "native code behaved as wasmi in every case" } else { "FAILED" };
+        let verdict = if is_success {
+            "native code behaved as wasmi in every case"
+        } else {
+            "FAILED"
+        };
         println!("fuzz: {verdict}");
-        return Ok(if is_success { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+        return Ok(if is_success {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
     }
     if is_syscalls {
         let seed = if seed == fuzz::DEFAULT_SEED { 1 } else { seed };
@@ -537,7 +560,14 @@ fn fuzz_command(mut args: Args) -> Result<ExitCode> {
             .append
             .push_str(&format!(" spindle.sysfuzz={seed},{processes},{calls}"));
         let is_success = fuzz::run_syscalls(&config, processes, calls)?;
-        println!("fuzz: {}", if is_success { "the kernel came through" } else { "FAILED" });
+        println!(
+            "fuzz: {}",
+            if is_success {
+                "the kernel came through"
+            } else {
+                "FAILED"
+            }
+        );
         return Ok(if is_success {
             ExitCode::SUCCESS
         } else {
@@ -571,7 +601,14 @@ fn fuzz_command(mut args: Args) -> Result<ExitCode> {
         };
         is_success &= fuzz::run_kernel(cases, &boot, qemu::run_timeout()?)?;
     }
-    println!("fuzz: {}", if is_success { "every case passed" } else { "FAILED" });
+    println!(
+        "fuzz: {}",
+        if is_success {
+            "every case passed"
+        } else {
+            "FAILED"
+        }
+    );
     Ok(if is_success {
         ExitCode::SUCCESS
     } else {

@@ -435,7 +435,9 @@ impl RawLink {
         let outcome = loop {
             match self.socket.recv(&mut buffer) {
                 Ok(_) => discarded += 1,
-                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => break Ok(discarded),
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                    break Ok(discarded)
+                }
                 Err(error) => break Err(error.into()),
             }
         };

@@ -602,7 +602,10 @@ mod tests {
 
     #[test]
     fn planned_tests_are_read_from_the_running_line() {
-        assert_eq!(find_planned_tests("boot\nrunning 24 tests\r\ntest a ... ok\n"), Some(24));
+        assert_eq!(
+            find_planned_tests("boot\nrunning 24 tests\r\ntest a ... ok\n"),
+            Some(24)
+        );
         assert_eq!(find_planned_tests("running tests\n"), None);
     }
 

@@ -31,8 +31,8 @@ use crate::{
 
 /// Commands the shell's `help` must list.
 pub const SHELL_COMMANDS: &[&str] = &[
-    "help", "mem", "threads", "uptime", "ext", "run", "events", "domains", "http", "net", "trace", "profile",
-    "halt",
+    "help", "mem", "threads", "uptime", "ext", "run", "events", "domains", "http", "net", "trace",
+    "profile", "halt",
 ];
 
 /// How soon after `halt` QEMU must have exited.
@@ -753,7 +753,11 @@ fn network_serves_udp_echo_tcp_and_http(guest: &mut Guest) -> Result<()> {
     // 8080 once busybox's is gone: a megabyte of /tmp (read from the file
     // by the kernel as it is sent), and a missing file.
     sh(guest, "killall httpd; sleep 1", None)?;
-    let loaded = sh(guest, "spindle ext load http-server native files=/tmp/www", None)?;
+    let loaded = sh(
+        guest,
+        "spindle ext load http-server native files=/tmp/www",
+        None,
+    )?;
     expect_in(
         "spindle ext load http-server",
         &loaded,

@@ -50,7 +50,10 @@ fn frames_are_distinct_and_returned() -> TestResult {
         let frame = memory::allocate_frame().ok_or("out of frames")?;
         let address = frame.address();
         ensure!(address % PAGE_SIZE == 0, "frame {address:#x} not aligned");
-        ensure!(frames.insert(address), "frame {address:#x} handed out twice");
+        ensure!(
+            frames.insert(address),
+            "frame {address:#x} handed out twice"
+        );
         held.push(frame);
     }
     ensure!(
@@ -244,8 +247,14 @@ fn map_range_is_all_or_nothing() -> TestResult {
         result == Err(MapError::AlreadyMapped(blocker)),
         "mapping over a mapped page gave {result:?}"
     );
-    ensure!(first_two_unmapped, "the pages before the failure stayed mapped");
-    ensure!(blocker_kept, "the page that was already mapped was unmapped");
+    ensure!(
+        first_two_unmapped,
+        "the pages before the failure stayed mapped"
+    );
+    ensure!(
+        blocker_kept,
+        "the page that was already mapped was unmapped"
+    );
     ensure!(
         frames_after == frames_before,
         "{} frames were not given back",

@@ -44,7 +44,10 @@ fn import(name: &str) -> Result<Domain, alloc::string::String> {
 }
 
 /// The procedure `name` of `domain`, as the type `T` an importer expects.
-fn procedure<T: Copy + Send + Sync + 'static>(domain: &Domain, name: &str) -> Result<T, alloc::string::String> {
+fn procedure<T: Copy + Send + Sync + 'static>(
+    domain: &Domain,
+    name: &str,
+) -> Result<T, alloc::string::String> {
     domain
         .exported::<T>(name)
         .map(|procedure| *procedure)
@@ -59,7 +62,11 @@ fn memory_services_are_domains_in_the_nameserver() -> TestResult {
     for (domain, names) in [
         (
             &phys,
-            &["PhysAddr.Allocate", "PhysAddr.Deallocate", "PhysAddr.Reclaim"][..],
+            &[
+                "PhysAddr.Allocate",
+                "PhysAddr.Deallocate",
+                "PhysAddr.Reclaim",
+            ][..],
         ),
         (&virt, &["VirtAddr.Allocate", "VirtAddr.Deallocate"][..]),
         (
@@ -91,7 +98,12 @@ fn memory_services_are_domains_in_the_nameserver() -> TestResult {
         ("MachineTrap", &["MachineTrap.Syscall"][..]),
         (
             "Strand",
-            &["Strand.Block", "Strand.Unblock", "Strand.Checkpoint", "Strand.Resume"][..],
+            &[
+                "Strand.Block",
+                "Strand.Unblock",
+                "Strand.Checkpoint",
+                "Strand.Resume",
+            ][..],
         ),
     ] {
         let domain = import(name)?;
@@ -109,7 +121,10 @@ fn memory_services_are_domains_in_the_nameserver() -> TestResult {
         .exported::<Event<crate::syscalls::SyscallArgs, i64>>("MachineTrap.Syscall")
         .map_err(|error| alloc::format!("MachineTrap.Syscall: {error}"))?;
     ensure!(
-        Arc::ptr_eq(&syscall, crate::syscalls::event().ok_or("no syscall event")?),
+        Arc::ptr_eq(
+            &syscall,
+            crate::syscalls::event().ok_or("no syscall event")?
+        ),
         "the exported MachineTrap.Syscall is not the event system calls raise"
     );
     // Importing an event is not a right to handle it: its authorizer
@@ -160,9 +175,12 @@ fn translation_maps_physaddr_pages_at_virtaddr_ranges() -> TestResult {
     let allocate = procedure::<physaddr::AllocateFn>(&phys_domain, "PhysAddr.Allocate")?;
     let deallocate = procedure::<physaddr::DeallocateFn>(&phys_domain, "PhysAddr.Deallocate")?;
     let virt_allocate = procedure::<virtaddr::AllocateFn>(&virt_domain, "VirtAddr.Allocate")?;
-    let create = procedure::<translation_service::CreateFn>(&translation_domain, "Translation.Create")?;
-    let add =
-        procedure::<translation_service::AddMappingFn>(&translation_domain, "Translation.AddMapping")?;
+    let create =
+        procedure::<translation_service::CreateFn>(&translation_domain, "Translation.Create")?;
+    let add = procedure::<translation_service::AddMappingFn>(
+        &translation_domain,
+        "Translation.AddMapping",
+    )?;
     let examine = procedure::<translation_service::ExamineMappingFn>(
         &translation_domain,
         "Translation.ExamineMapping",
@@ -173,11 +191,8 @@ fn translation_maps_physaddr_pages_at_virtaddr_ranges() -> TestResult {
     )?;
     let destroy =
         procedure::<translation_service::DestroyFn>(&translation_domain, "Translation.Destroy")?;
-    let (phys, virt, translation): (&PhysAddr, &VirtAddr, &Translation) = (
-        &services.phys,
-        &services.virt,
-        &services.translation,
-    );
+    let (phys, virt, translation): (&PhysAddr, &VirtAddr, &Translation) =
+        (&services.phys, &services.virt, &services.translation);
 
     let frames_before = hal::memory::frame_stats().free;
     {
@@ -185,7 +200,11 @@ fn translation_maps_physaddr_pages_at_virtaddr_ranges() -> TestResult {
         let other = create(translation).map_err(|e| alloc::format!("Create: {e}"))?;
         let pages = allocate(phys, IMPORTER, 2 * PAGE_SIZE, Attributes::default())
             .map_err(|e| alloc::format!("Allocate: {e}"))?;
-        ensure!(pages.pages() == 2, "asked for 2 pages, got {}", pages.pages());
+        ensure!(
+            pages.pages() == 2,
+            "asked for 2 pages, got {}",
+            pages.pages()
+        );
         for index in 0..2 {
             pages
                 .with_frame(index, |frame| frame.write(8, &[0xa0 + index as u8; 16]))
@@ -199,19 +218,36 @@ fn translation_maps_physaddr_pages_at_virtaddr_ranges() -> TestResult {
         let small = virt_allocate(virt, context.id(), PAGE_SIZE)
             .map_err(|e| alloc::format!("VirtAddr.Allocate: {e}"))?;
         ensure!(
-            add(translation, &context, &foreign, &pages, UserProtection::ReadWrite)
-                == Err(TranslationError::ForeignRange),
+            add(
+                translation,
+                &context,
+                &foreign,
+                &pages,
+                UserProtection::ReadWrite
+            ) == Err(TranslationError::ForeignRange),
             "a range of another context was accepted"
         );
         ensure!(
             matches!(
-                add(translation, &context, &small, &pages, UserProtection::ReadWrite),
+                add(
+                    translation,
+                    &context,
+                    &small,
+                    &pages,
+                    UserProtection::ReadWrite
+                ),
                 Err(TranslationError::RangeTooSmall { range: 1, pages: 2 })
             ),
             "a range too small was accepted"
         );
-        add(translation, &context, &range, &pages, UserProtection::ReadWrite)
-            .map_err(|e| alloc::format!("AddMapping: {e}"))?;
+        add(
+            translation,
+            &context,
+            &range,
+            &pages,
+            UserProtection::ReadWrite,
+        )
+        .map_err(|e| alloc::format!("AddMapping: {e}"))?;
         for index in 0..2u64 {
             let at = range.start() + index * PAGE_SIZE;
             ensure!(
@@ -230,7 +266,7 @@ fn translation_maps_physaddr_pages_at_virtaddr_ranges() -> TestResult {
             ensure!(
                 seen == [0xa0 + index as u8; 16],
                 "page {index} reads other bytes through the context (first {:#x})",
-            seen[0]
+                seen[0]
             );
         }
         ensure!(
@@ -292,7 +328,9 @@ fn reclaim_takes_pages_back_and_the_owner_may_nominate() -> TestResult {
             );
         }
         let (a, d) = (held[0].clone(), held[3].clone());
-        let context = translation.create().map_err(|e| alloc::format!("Create: {e}"))?;
+        let context = translation
+            .create()
+            .map_err(|e| alloc::format!("Create: {e}"))?;
         let range_a = services
             .virt
             .allocate(context.id(), PAGE_SIZE)
@@ -353,19 +391,24 @@ fn reclaim_takes_pages_back_and_the_owner_may_nominate() -> TestResult {
             "the stranger's handler saw the owner's reclaims"
         );
         ensure!(d.is_reclaimed(), "the nominee D was not reclaimed");
-        ensure!(!a.is_reclaimed(), "the candidate A was reclaimed despite the nomination");
         ensure!(
-            translation.examine_mapping(&context, range_d.start()).is_none()
+            !a.is_reclaimed(),
+            "the candidate A was reclaimed despite the nomination"
+        );
+        ensure!(
+            translation
+                .examine_mapping(&context, range_d.start())
+                .is_none()
                 && context.space().translate(range_d.start()).is_none(),
             "D's mapping survived its reclaim"
         );
         ensure!(
-            translation.examine_mapping(&context, range_a.start()) == Some(UserProtection::ReadWrite),
+            translation.examine_mapping(&context, range_a.start())
+                == Some(UserProtection::ReadWrite),
             "A's mapping was lost"
         );
         ensure!(
-            translation
-                .add_mapping(&context, &range_d, &d, UserProtection::ReadWrite)
+            translation.add_mapping(&context, &range_d, &d, UserProtection::ReadWrite)
                 == Err(TranslationError::Reclaimed),
             "a reclaimed allocation was mapped again"
         );
@@ -374,9 +417,14 @@ fn reclaim_takes_pages_back_and_the_owner_may_nominate() -> TestResult {
         let f = phys
             .allocate(stranger, PAGE_SIZE, Attributes::default())
             .map_err(|e| alloc::format!("the sixth allocation: {e}"))?;
-        ensure!(a.is_reclaimed(), "A was not reclaimed after a stale nomination");
         ensure!(
-            translation.examine_mapping(&context, range_a.start()).is_none(),
+            a.is_reclaimed(),
+            "A was not reclaimed after a stale nomination"
+        );
+        ensure!(
+            translation
+                .examine_mapping(&context, range_a.start())
+                .is_none(),
             "A's mapping survived its reclaim"
         );
         let stats = phys.stats();
@@ -417,7 +465,10 @@ fn reclaim_takes_pages_back_and_the_owner_may_nominate() -> TestResult {
         for allocation in [&e, &f, &g] {
             phys.deallocate(allocation);
         }
-        ensure!(phys.stats().held == 0, "frames still held after deallocating");
+        ensure!(
+            phys.stats().held == 0,
+            "frames still held after deallocating"
+        );
     }
     let frames_after = hal::memory::frame_stats().free;
     ensure!(

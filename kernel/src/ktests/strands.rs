@@ -61,7 +61,10 @@ fn an_application_scheduler_runs_its_strands_in_its_order() -> TestResult {
     let extensions = crate::extensions::get().ok_or("no extensions")?;
     let (a, b) = (Group::new()?, Group::new()?);
     let scheduler = extensions.load_scheduler("priority-scheduler", a.id())?;
-    let (log_a, log_b) = (Arc::new(spin::Mutex::new(Vec::new())), Arc::new(spin::Mutex::new(Vec::new())));
+    let (log_a, log_b) = (
+        Arc::new(spin::Mutex::new(Vec::new())),
+        Arc::new(spin::Mutex::new(Vec::new())),
+    );
     let done = Arc::new(AtomicBool::new(false));
     let outside_rounds = Arc::new(AtomicU64::new(0));
     let outside = {
@@ -84,7 +87,10 @@ fn an_application_scheduler_runs_its_strands_in_its_order() -> TestResult {
             handle.join();
         }
         let rounds = outside_rounds.load(Ordering::Relaxed) - rounds_before;
-        ensure!(rounds > 0, "the ordinary thread did not run while the groups ran");
+        ensure!(
+            rounds > 0,
+            "the ordinary thread did not run while the groups ran"
+        );
         Ok(())
     })();
     done.store(true, Ordering::Relaxed);
@@ -201,14 +207,24 @@ fn install(group: u64) -> Result<(Arc<Recorder>, Bindings), String> {
             )
             .map_err(error)?
     };
-    Ok((recorder, Bindings { unblock, block, checkpoint, resume }))
+    Ok((
+        recorder,
+        Bindings {
+            unblock,
+            block,
+            checkpoint,
+            resume,
+        },
+    ))
 }
 
 fn uninstall(bindings: Bindings) {
     if let Some(events) = strands::events() {
         let _ = events.unblock.remove(Principal::KERNEL, bindings.unblock);
         let _ = events.block.remove(Principal::KERNEL, bindings.block);
-        let _ = events.checkpoint.remove(Principal::KERNEL, bindings.checkpoint);
+        let _ = events
+            .checkpoint
+            .remove(Principal::KERNEL, bindings.checkpoint);
         let _ = events.resume.remove(Principal::KERNEL, bindings.resume);
     }
 }
@@ -374,9 +390,15 @@ fn an_ungrouped_thread_blocks_without_strand_events() -> TestResult {
     uninstall(bindings);
     drop(group);
     result?;
-    ensure!(done.load(Ordering::Relaxed), "the thread did not run to its end");
+    ensure!(
+        done.load(Ordering::Relaxed),
+        "the thread did not run to its end"
+    );
     let notes = strands::notes_queued() - notes_before;
-    ensure!(notes == 0, "the strand hooks reported {notes} blocks or wakes of ungrouped threads");
+    ensure!(
+        notes == 0,
+        "the strand hooks reported {notes} blocks or wakes of ungrouped threads"
+    );
     let events = render(&recorder.log.lock(), &[]);
     ensure!(events.is_empty(), "strand events were raised: {events}");
     Ok(())

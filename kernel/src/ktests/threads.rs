@@ -218,7 +218,10 @@ fn irq_locks_released_out_of_order_keep_interrupts_off() -> TestResult {
         !on_with_b_held,
         "releasing the first lock turned interrupts on while the second is held"
     );
-    ensure!(on_after_both, "interrupts stayed off after both locks were released");
+    ensure!(
+        on_after_both,
+        "interrupts stayed off after both locks were released"
+    );
     Ok(())
 }
 
@@ -234,7 +237,10 @@ fn threads_with_capturing_entries_leak_nothing() -> TestResult {
         })
         .map_err(|_| alloc::string::String::from("cannot spawn"))?;
         let _ = thread.join();
-        ensure!(captured.load(Ordering::Relaxed) == 1, "the thread did not run");
+        ensure!(
+            captured.load(Ordering::Relaxed) == 1,
+            "the thread did not run"
+        );
         Ok(())
     };
     for _ in 0..5 {

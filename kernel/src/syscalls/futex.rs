@@ -58,7 +58,13 @@ pub(super) fn futex(
         op::WAIT => wait(strand, key, value as u32, timeout, false),
         op::WAIT_BITSET => wait(strand, key, value as u32, timeout, true),
         op::WAKE | op::WAKE_BITSET => wake(key, value as u32) as i64,
-        op::REQUEUE => requeue(key, (process.id(), address2), value as u32, timeout as u32, None),
+        op::REQUEUE => requeue(
+            key,
+            (process.id(), address2),
+            value as u32,
+            timeout as u32,
+            None,
+        ),
         op::CMP_REQUEUE => requeue(
             key,
             (process.id(), address2),
@@ -119,7 +125,11 @@ fn wait(strand: u64, key: Key, expected: u32, timeout: u64, absolute: bool) -> i
                 return if forget(key, strand) { -ETIMEDOUT } else { 0 };
             }
             if crate::signals::interrupted() {
-                return if forget(key, strand) { -errno::EINTR } else { 0 };
+                return if forget(key, strand) {
+                    -errno::EINTR
+                } else {
+                    0
+                };
             }
             sched::sleep_ms(1);
         }

@@ -214,9 +214,11 @@ pub fn init() {
         event
             .set_authorizer(
                 &authority,
-                Some(Arc::new(move |request: &Request<'_>, grant: &mut Grant<SyscallArgs>| {
-                    authorize(&table, request, grant)
-                })),
+                Some(Arc::new(
+                    move |request: &Request<'_>, grant: &mut Grant<SyscallArgs>| {
+                        authorize(&table, request, grant)
+                    },
+                )),
             )
             .expect("the event's own authority");
         let mut done = Event::builder("MachineTrap.SyscallDone");
@@ -227,9 +229,11 @@ pub fn init() {
         let table = owners.clone();
         done.set_authorizer(
             &done_authority,
-            Some(Arc::new(move |request: &Request<'_>, grant: &mut Grant<SyscallDoneArgs>| {
-                authorize_done(&table, request, grant)
-            })),
+            Some(Arc::new(
+                move |request: &Request<'_>, grant: &mut Grant<SyscallDoneArgs>| {
+                    authorize_done(&table, request, grant)
+                },
+            )),
         )
         .expect("the event's own authority");
         Syscalls {
@@ -316,7 +320,13 @@ fn authorize_done(
 /// only those): until [`forget_owner`].
 pub fn set_owner(principal: Principal, process: u64) {
     if let Some(syscalls) = SYSCALLS.get() {
-        syscalls.owners.lock().insert(principal, Owner { process, number: None });
+        syscalls.owners.lock().insert(
+            principal,
+            Owner {
+                process,
+                number: None,
+            },
+        );
     }
 }
 
@@ -541,13 +551,18 @@ pub fn core_table(args: &SyscallArgs) -> i64 {
         // Spindle's own: the kernel shell for `/bin/spindle`.
         crate::shell::SHELL_SYSCALL => crate::shell::shell_syscall(a0, a1),
         // Spindle's own: a Wasm short-circuit of one of the caller's calls.
-        crate::tracing::SHORT_CIRCUIT_SYSCALL => crate::tracing::short_circuit_syscall(strand, a0, a1),
+        crate::tracing::SHORT_CIRCUIT_SYSCALL => {
+            crate::tracing::short_circuit_syscall(strand, a0, a1)
+        }
         // Spindle's own: configure the Appel-Li fault-handling extension.
         crate::appel_li::VM_HANDLER_SYSCALL => crate::appel_li::vm_handler(strand, a0, a1, a2, a3),
         number::EXIT | number::EXIT_GROUP => {
             if let Some(syscalls) = SYSCALLS.get() {
                 let group = number == number::EXIT_GROUP;
-                syscalls.exits.lock().insert(strand, (a0 as i32 as i64, group));
+                syscalls
+                    .exits
+                    .lock()
+                    .insert(strand, (a0 as i32 as i64, group));
             }
             0
         }
@@ -575,7 +590,9 @@ fn unknown(strand: u64, number: u64) -> i64 {
     };
     if first {
         let pid = crate::user::process_of(strand).unwrap_or(0);
-        log::warn!("system call {number} is not implemented (first asked by process {pid}): ENOSYS");
+        log::warn!(
+            "system call {number} is not implemented (first asked by process {pid}): ENOSYS"
+        );
     }
     -errno::ENOSYS
 }

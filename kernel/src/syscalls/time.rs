@@ -41,7 +41,9 @@ fn read_timespec(address: u64) -> Result<u64, i64> {
     if seconds < 0 || !(0..1_000_000_000).contains(&nanoseconds) {
         return Err(-errno::EINVAL);
     }
-    Ok((seconds as u64).saturating_mul(1_000_000_000).saturating_add(nanoseconds as u64))
+    Ok((seconds as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(nanoseconds as u64))
 }
 
 /// Sleeps until uptime `deadline` (ns), waking every millisecond to
@@ -118,7 +120,9 @@ fn ns_of_timeval(bytes: &[u8]) -> Result<u64, i64> {
     if seconds < 0 || !(0..1_000_000).contains(&microseconds) {
         return Err(-errno::EINVAL);
     }
-    Ok((seconds as u64).saturating_mul(1_000_000_000).saturating_add(microseconds as u64 * 1_000))
+    Ok((seconds as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(microseconds as u64 * 1_000))
 }
 
 /// A timer as `struct itimerval` (what is left of it now, and its
@@ -127,7 +131,10 @@ fn itimerval_of(timer: Option<crate::itimer::Timer>) -> [u8; ITIMERVAL_BYTES] {
     let mut value = [0u8; ITIMERVAL_BYTES];
     if let Some(timer) = timer {
         // A timer that is due reads as 1 µs left, not as disarmed.
-        let left = timer.deadline_ns.saturating_sub(hal::timer::uptime_ns()).max(1_000);
+        let left = timer
+            .deadline_ns
+            .saturating_sub(hal::timer::uptime_ns())
+            .max(1_000);
         value[..16].copy_from_slice(&timeval_of(timer.interval_ns));
         value[16..].copy_from_slice(&timeval_of(left));
     }
@@ -201,7 +208,9 @@ pub(super) fn alarm(strand: u64, seconds: u64) -> i64 {
 /// `gettimeofday(tv, tz)`: the time since boot (as `clock_gettime`) in
 /// a `struct timeval`; the time zone, if asked, is UTC (zeros).
 pub(super) fn gettimeofday(timeval: u64, timezone: u64) -> i64 {
-    if timeval != 0 && hal::user::copy_to_user(timeval, &timeval_of(hal::timer::uptime_ns())).is_err() {
+    if timeval != 0
+        && hal::user::copy_to_user(timeval, &timeval_of(hal::timer::uptime_ns())).is_err()
+    {
         return -errno::EFAULT;
     }
     if timezone != 0 && hal::user::copy_to_user(timezone, &[0u8; 8]).is_err() {

@@ -11,8 +11,8 @@
 use alloc::{sync::Arc, vec::Vec};
 
 use vfs::{
-    same_inode, stat::Stat, Errno, FileType, Inode, PathContext, SetAttributes, TimeChange, Timespec,
-    Vfs,
+    same_inode, stat::Stat, Errno, FileType, Inode, PathContext, SetAttributes, TimeChange,
+    Timespec, Vfs,
 };
 
 use crate::{number::*, user, LinuxProcess};
@@ -149,14 +149,26 @@ pub fn faccessat(
 }
 
 /// `mkdirat(dirfd, path, mode)`.
-pub fn mkdirat(vfs: &Vfs, files: &LinuxProcess, dirfd: u64, path: u64, mode: u64) -> Result<i64, Errno> {
+pub fn mkdirat(
+    vfs: &Vfs,
+    files: &LinuxProcess,
+    dirfd: u64,
+    path: u64,
+    mode: u64,
+) -> Result<i64, Errno> {
     let path = user::read_path(path)?;
     let context = context_at(files, dirfd, &path)?;
     vfs.mkdir(&context, &path, mode as u32).map(|_| 0)
 }
 
 /// `unlinkat(dirfd, path, flags)` (and `unlink`, `rmdir`).
-pub fn unlinkat(vfs: &Vfs, files: &LinuxProcess, dirfd: u64, path: u64, at_flags: u64) -> Result<i64, Errno> {
+pub fn unlinkat(
+    vfs: &Vfs,
+    files: &LinuxProcess,
+    dirfd: u64,
+    path: u64,
+    at_flags: u64,
+) -> Result<i64, Errno> {
     if at_flags & !AT_REMOVEDIR != 0 {
         return Err(Errno::EINVAL);
     }
@@ -234,7 +246,13 @@ pub fn linkat(
 }
 
 /// `symlinkat(target, dirfd, path)` (and `symlink`).
-pub fn symlinkat(vfs: &Vfs, files: &LinuxProcess, target: u64, dirfd: u64, path: u64) -> Result<i64, Errno> {
+pub fn symlinkat(
+    vfs: &Vfs,
+    files: &LinuxProcess,
+    target: u64,
+    dirfd: u64,
+    path: u64,
+) -> Result<i64, Errno> {
     let target = user::read_path(target)?;
     let path = user::read_path(path)?;
     let context = context_at(files, dirfd, &path)?;
@@ -265,17 +283,25 @@ pub fn readlinkat(
 /// `truncate(path, length)`.
 pub fn truncate(vfs: &Vfs, files: &LinuxProcess, path: u64, length: u64) -> Result<i64, Errno> {
     let path = user::read_path(path)?;
-    vfs.truncate(&files.context(), &path, length as i64).map(|()| 0)
+    vfs.truncate(&files.context(), &path, length as i64)
+        .map(|()| 0)
 }
 
 /// `fchmodat(dirfd, path, mode)` (and `chmod`).
-pub fn fchmodat(vfs: &Vfs, files: &LinuxProcess, dirfd: u64, path: u64, mode: u64) -> Result<i64, Errno> {
+pub fn fchmodat(
+    vfs: &Vfs,
+    files: &LinuxProcess,
+    dirfd: u64,
+    path: u64,
+    mode: u64,
+) -> Result<i64, Errno> {
     let inode = inode_at(vfs, files, dirfd, path, 0)?;
     let changes = SetAttributes {
         mode: Some(mode as u32 & 0o7777),
         ..SetAttributes::default()
     };
-    vfs.set_attributes(&files.context(), &inode, &changes).map(|()| 0)
+    vfs.set_attributes(&files.context(), &inode, &changes)
+        .map(|()| 0)
 }
 
 /// `S_ISUID`, `S_ISGID` and `S_IXGRP`: what a change of owner clears.
@@ -316,7 +342,8 @@ pub(crate) fn change_owner(
             changes.mode = Some(kept);
         }
     }
-    vfs.set_attributes(&files.context(), inode, &changes).map(|()| 0)
+    vfs.set_attributes(&files.context(), inode, &changes)
+        .map(|()| 0)
 }
 
 /// `fchownat(dirfd, path, uid, gid, flags)` (and `chown`, `lchown`).
@@ -372,7 +399,8 @@ fn set_times(
         mtime,
         ..SetAttributes::default()
     };
-    vfs.set_attributes(&files.context(), &inode, &changes).map(|()| 0)
+    vfs.set_attributes(&files.context(), &inode, &changes)
+        .map(|()| 0)
 }
 
 /// Reads two `struct timespec` of `utimensat`: each a time, `UTIME_NOW`
@@ -406,7 +434,11 @@ pub fn utimensat(
     times: u64,
     at_flags: u64,
 ) -> Result<i64, Errno> {
-    let times = if times == 0 { None } else { Some(read_timespecs(times)?) };
+    let times = if times == 0 {
+        None
+    } else {
+        Some(read_timespecs(times)?)
+    };
     if times == Some([None, None]) {
         return Ok(0);
     }
@@ -416,7 +448,13 @@ pub fn utimensat(
 /// `futimesat(dirfd, path, times)` (and `utimes`): `times` are two
 /// `struct timeval` (microseconds outside 0..1e6 are `EINVAL`), or null
 /// for now.
-pub fn futimesat(vfs: &Vfs, files: &LinuxProcess, dirfd: u64, path: u64, times: u64) -> Result<i64, Errno> {
+pub fn futimesat(
+    vfs: &Vfs,
+    files: &LinuxProcess,
+    dirfd: u64,
+    path: u64,
+    times: u64,
+) -> Result<i64, Errno> {
     let times = if times == 0 {
         None
     } else {

@@ -78,7 +78,10 @@ pub fn getgroups(process: &LinuxProcess, size: u64, list: u64) -> Result<i64, Er
     if (size as usize) < groups.len() {
         return Err(Errno::EINVAL);
     }
-    let bytes: Vec<u8> = groups.iter().flat_map(|group| group.to_le_bytes()).collect();
+    let bytes: Vec<u8> = groups
+        .iter()
+        .flat_map(|group| group.to_le_bytes())
+        .collect();
     user::write(list, &bytes)?;
     Ok(groups.len() as i64)
 }

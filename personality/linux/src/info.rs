@@ -49,7 +49,9 @@ pub fn sysinfo(system: &dyn Source, buffer: u64) -> Result<i64, Errno> {
         .map(|process| process.threads)
         .sum();
     let mut record = [0u8; SYSINFO_BYTES];
-    let mut put = |offset: usize, value: u64| record[offset..offset + 8].copy_from_slice(&value.to_le_bytes());
+    let mut put = |offset: usize, value: u64| {
+        record[offset..offset + 8].copy_from_slice(&value.to_le_bytes())
+    };
     put(0, uptime_ns.div_ceil(1_000_000_000));
     // loads[3] at 8, 16, 24: 0.
     put(32, memory.total_bytes);

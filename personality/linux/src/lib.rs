@@ -58,11 +58,11 @@ pub use fdtable::{FdTable, MAX_DESCRIPTORS};
 pub use info::{RELEASE, VERSION};
 pub use mapping::MapSource;
 pub use pipe::set_interrupted_check;
-pub use socket::{wait_for_the_network, wake_network_waiters};
 pub use signal::{
-    current_thread, set_current_thread, signals_may_be_pending, Disposition, SignalInfo, SignalState,
-    Source,
+    current_thread, set_current_thread, signals_may_be_pending, Disposition, SignalInfo,
+    SignalState, Source,
 };
+pub use socket::{wait_for_the_network, wake_network_waiters};
 
 /// What the personality keeps of a process: descriptors, current
 /// directory and umask, signal state, process group and session. Threads
@@ -315,7 +315,12 @@ impl Personality {
         let files = LinuxProcess {
             fds: parent_files.fds.fork(process_principal(child)),
             paths: spin::Mutex::new(parent_files.context()),
-            signals: spin::Mutex::new(parent_files.signals.lock().for_child(signal::current_thread())),
+            signals: spin::Mutex::new(
+                parent_files
+                    .signals
+                    .lock()
+                    .for_child(signal::current_thread()),
+            ),
             groups: spin::Mutex::new(*parent_files.groups.lock()),
             robust_list: spin::Mutex::new(0),
             name: spin::Mutex::new(*parent_files.name.lock()),
@@ -340,7 +345,8 @@ impl Personality {
     /// The absolute path of the file `path` names for process `pid` (as
     /// its `/proc/PID/exe` says it: links followed), if it is there.
     pub fn executable_path(&self, pid: u64, path: &[u8]) -> Option<alloc::vec::Vec<u8>> {
-        self.file_identity(Some(pid), path).map(|identity| identity.path)
+        self.file_identity(Some(pid), path)
+            .map(|identity| identity.path)
     }
 
     /// The file `path` names for process `pid` (`None`: the kernel, at
@@ -686,7 +692,14 @@ fn table(number: u64) -> Option<Implementation> {
         FADVISE64 => |c, [fd, _offset, _len, advice, ..]| files::fadvise64(c.files, fd, advice),
         SOCKET => |c, [domain, kind, protocol, ..]| {
             let personality = c.personality;
-            socket::socket(&personality.sockets, &personality.pipes, c.files, domain, kind, protocol)
+            socket::socket(
+                &personality.sockets,
+                &personality.pipes,
+                c.files,
+                domain,
+                kind,
+                protocol,
+            )
         },
         BIND => |c, [fd, address, length, ..]| socket::bind(c.files, fd, address, length),
         CONNECT => |c, [fd, address, length, ..]| socket::connect(c.files, fd, address, length),
@@ -706,8 +719,12 @@ fn table(number: u64) -> Option<Implementation> {
         SENDMSG => |c, [fd, message, flags, ..]| socket::sendmsg(c.files, fd, message, flags),
         RECVMSG => |c, [fd, message, flags, ..]| socket::recvmsg(c.files, fd, message, flags),
         SHUTDOWN => |c, [fd, how, ..]| socket::shutdown(c.files, fd, how),
-        GETSOCKNAME => |c, [fd, address, length, ..]| socket::getsockname(c.files, fd, address, length),
-        GETPEERNAME => |c, [fd, address, length, ..]| socket::getpeername(c.files, fd, address, length),
+        GETSOCKNAME => {
+            |c, [fd, address, length, ..]| socket::getsockname(c.files, fd, address, length)
+        }
+        GETPEERNAME => {
+            |c, [fd, address, length, ..]| socket::getpeername(c.files, fd, address, length)
+        }
         SETSOCKOPT => |c, [fd, level, name, value, length, ..]| {
             socket::setsockopt(c.files, fd, level, name, value, length)
         },

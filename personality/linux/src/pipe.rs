@@ -113,7 +113,8 @@ impl Device for ReadEnd {
 
     fn readiness(&self) -> Readiness {
         Readiness {
-            readable: !self.0.bytes.lock().is_empty() || self.0.writers.load(Ordering::Acquire) == 0,
+            readable: !self.0.bytes.lock().is_empty()
+                || self.0.writers.load(Ordering::Acquire) == 0,
             writable: false,
             hung_up: self.0.writers.load(Ordering::Acquire) == 0,
         }
@@ -137,7 +138,11 @@ impl Device for WriteEnd {
         let mut round = 0;
         while done < buf.len() {
             if self.0.readers.load(Ordering::Acquire) == 0 {
-                return if done > 0 { Ok(done) } else { Err(Errno::EPIPE) };
+                return if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(Errno::EPIPE)
+                };
             }
             {
                 let mut bytes = self.0.bytes.lock();
@@ -151,7 +156,11 @@ impl Device for WriteEnd {
                 }
             }
             if nonblocking {
-                return if done > 0 { Ok(done) } else { Err(Errno::EAGAIN) };
+                return if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(Errno::EAGAIN)
+                };
             }
             if let Err(error) = wait_a_little(&mut round) {
                 return if done > 0 { Ok(done) } else { Err(error) };
@@ -180,7 +189,10 @@ static NEXT_PIPE: AtomicU64 = AtomicU64::new(1);
 /// The two open files of a new pipe, on a FIFO inode made in `directory`
 /// (a directory of the personality's hidden file system) and unlinked at
 /// once, so only the open files hold it.
-pub fn make_pipe(directory: &Arc<dyn Inode>, status_flags: u32) -> Result<(Arc<OpenFile>, Arc<OpenFile>), Errno> {
+pub fn make_pipe(
+    directory: &Arc<dyn Inode>,
+    status_flags: u32,
+) -> Result<(Arc<OpenFile>, Arc<OpenFile>), Errno> {
     let name = format!("pipe-{}", NEXT_PIPE.fetch_add(1, Ordering::Relaxed));
     let inode = directory.create(
         name.as_bytes(),
@@ -203,7 +215,11 @@ pub fn make_pipe(directory: &Arc<dyn Inode>, status_flags: u32) -> Result<(Arc<O
         flags::O_RDONLY | nonblocking,
         Some(Arc::new(ReadEnd(pipe.clone()))),
     );
-    let writer = OpenFile::new(inode, flags::O_WRONLY | nonblocking, Some(Arc::new(WriteEnd(pipe))));
+    let writer = OpenFile::new(
+        inode,
+        flags::O_WRONLY | nonblocking,
+        Some(Arc::new(WriteEnd(pipe))),
+    );
     Ok((Arc::new(reader), Arc::new(writer)))
 }
 

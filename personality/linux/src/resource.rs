@@ -57,7 +57,12 @@ pub fn prlimit64(resource: u64, new: u64, old: u64) -> Result<i64, Errno> {
 }
 
 /// `getrandom(buf, count, flags)`: bytes from `/dev/urandom`'s generator.
-pub fn getrandom(urandom: &dyn vfs::Device, buffer: u64, count: u64, flags: u64) -> Result<i64, Errno> {
+pub fn getrandom(
+    urandom: &dyn vfs::Device,
+    buffer: u64,
+    count: u64,
+    flags: u64,
+) -> Result<i64, Errno> {
     // GRND_NONBLOCK | GRND_RANDOM | GRND_INSECURE.
     if flags & !0x7 != 0 {
         return Err(Errno::EINVAL);

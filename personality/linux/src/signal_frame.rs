@@ -63,13 +63,14 @@ pub struct FaultDetails {
 
 fn registers_in_sigcontext_order(r: &UserRegisters) -> [u64; SIGCONTEXT_REGISTERS] {
     [
-        r.r8, r.r9, r.r10, r.r11, r.r12, r.r13, r.r14, r.r15, r.rdi, r.rsi, r.rbp, r.rbx, r.rdx, r.rax,
-        r.rcx, r.rsp, r.rip, r.rflags,
+        r.r8, r.r9, r.r10, r.r11, r.r12, r.r13, r.r14, r.r15, r.rdi, r.rsi, r.rbp, r.rbx, r.rdx,
+        r.rax, r.rcx, r.rsp, r.rip, r.rflags,
     ]
 }
 
 fn registers_from_sigcontext(slots: &[u64; SIGCONTEXT_REGISTERS]) -> UserRegisters {
-    let [r8, r9, r10, r11, r12, r13, r14, r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip, rflags] = *slots;
+    let [r8, r9, r10, r11, r12, r13, r14, r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip, rflags] =
+        *slots;
     UserRegisters {
         rax,
         rbx,
@@ -125,8 +126,15 @@ pub fn enter_handler(
         return Err(Errno::EFAULT);
     }
     let (top, on_alternate) = frame_top(registers.rsp, handler, alternate);
-    let fpu_at = top.checked_sub(FPU_STATE_BYTES as u64).ok_or(Errno::EFAULT)? & !63;
-    let frame_at = (fpu_at.checked_sub(FRAME_BYTES as u64).ok_or(Errno::EFAULT)? & !15).wrapping_sub(8);
+    let fpu_at = top
+        .checked_sub(FPU_STATE_BYTES as u64)
+        .ok_or(Errno::EFAULT)?
+        & !63;
+    let frame_at = (fpu_at
+        .checked_sub(FRAME_BYTES as u64)
+        .ok_or(Errno::EFAULT)?
+        & !15)
+        .wrapping_sub(8);
     let mut frame = [0u8; FRAME_BYTES];
     let mut put = |at: usize, value: u64| frame[at..at + 8].copy_from_slice(&value.to_le_bytes());
     put(0, handler.restorer);
@@ -137,7 +145,11 @@ pub fn enter_handler(
     put(uc + 16, stack_base);
     put(
         uc + 24,
-        u64::from(if on_alternate { SS_ONSTACK } else { stack_flags & SS_DISABLE }),
+        u64::from(if on_alternate {
+            SS_ONSTACK
+        } else {
+            stack_flags & SS_DISABLE
+        }),
     );
     put(uc + 32, stack_size);
     let context = uc + SIGCONTEXT_AT;

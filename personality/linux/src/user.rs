@@ -100,8 +100,13 @@ pub fn read_string_vector(address: u64) -> Result<Vec<Vec<u8>>, Errno> {
         if pointer == 0 {
             return Ok(strings);
         }
-        let string = read_c_string(pointer, MAX_STRING_BYTES)
-            .map_err(|error| if error == Errno::ENAMETOOLONG { Errno::E2BIG } else { error })?;
+        let string = read_c_string(pointer, MAX_STRING_BYTES).map_err(|error| {
+            if error == Errno::ENAMETOOLONG {
+                Errno::E2BIG
+            } else {
+                error
+            }
+        })?;
         total += string.len() + 1;
         if total > MAX_STRING_BYTES {
             return Err(Errno::E2BIG);

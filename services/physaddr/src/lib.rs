@@ -349,10 +349,7 @@ impl PhysAddr {
                     .upgrade()
                     .is_some_and(|allocation| !allocation.is_reclaimed())
             });
-            reclaimable
-                .values()
-                .next()
-                .and_then(Weak::upgrade)
+            reclaimable.values().next().and_then(Weak::upgrade)
         };
         let Some(candidate) = candidate else {
             return false;
@@ -384,7 +381,8 @@ impl PhysAddr {
 
 /// A `PhysAddr` procedure as the domain exports it: the service is passed
 /// explicitly, so the symbol's value is a plain function pointer.
-pub type AllocateFn = fn(&PhysAddr, Principal, u64, Attributes) -> Result<Arc<PhysPages>, PhysError>;
+pub type AllocateFn =
+    fn(&PhysAddr, Principal, u64, Attributes) -> Result<Arc<PhysPages>, PhysError>;
 /// `PhysAddr.Deallocate` as exported.
 pub type DeallocateFn = fn(&PhysAddr, &PhysPages);
 

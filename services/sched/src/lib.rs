@@ -699,7 +699,10 @@ pub fn thread_usage(id: ThreadId) -> Option<(ThreadState, u64)> {
 pub fn idle_ticks() -> u64 {
     with_scheduler(|scheduler| {
         let idle = scheduler.idle;
-        scheduler.threads.get(&idle).map_or(0, |thread| thread.cpu_ticks)
+        scheduler
+            .threads
+            .get(&idle)
+            .map_or(0, |thread| thread.cpu_ticks)
     })
 }
 

@@ -30,8 +30,8 @@ mod device;
 mod socket;
 mod stack;
 
-pub use socket::{Kind, Readiness, Shutdown, Socket};
 pub use device::Output;
+pub use socket::{Kind, Readiness, Shutdown, Socket};
 pub use stack::Stack;
 
 /// Why a socket operation did not happen (the personality gives each its

@@ -224,7 +224,10 @@ mod tests {
             service.allocate(1, WINDOW_END - WINDOW_START + 1),
             Err(VirtError::NoRoom { .. })
         ));
-        assert!(matches!(service.allocate(1, u64::MAX), Err(VirtError::NoRoom { .. })));
+        assert!(matches!(
+            service.allocate(1, u64::MAX),
+            Err(VirtError::NoRoom { .. })
+        ));
         assert!(service.allocate(1, WINDOW_END - WINDOW_START).is_ok());
     }
 }

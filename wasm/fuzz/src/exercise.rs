@@ -100,7 +100,9 @@ pub fn exercise(target: &Target<'_>, bytes: &[u8], rng: &mut Rng) -> Result<Outc
         ..Outcome::default()
     };
     let info = ModuleInfo::parse(bytes).map_err(|error| {
-        Violation(format!("loaded, but the kernel's validation refuses it: {error}"))
+        Violation(format!(
+            "loaded, but the kernel's validation refuses it: {error}"
+        ))
     })?;
     let memory_bytes = u64::from(limits.memory_pages) << 16;
     let exports = info
@@ -113,10 +115,7 @@ pub fn exercise(target: &Target<'_>, bytes: &[u8], rng: &mut Rng) -> Result<Outc
     // result, so one export is rarely both).
     let mut handler: Option<&str> = None;
     for (name, index) in exports {
-        if extension
-            .bind(target.event, &Bind::handler(name))
-            .is_ok()
-        {
+        if extension.bind(target.event, &Bind::handler(name)).is_ok() {
             outcome.bindings += 1;
             handler.get_or_insert(name);
         }

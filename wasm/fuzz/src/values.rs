@@ -15,8 +15,16 @@ fn edge_address(rng: &mut Rng, memory_bytes: u64) -> u64 {
 }
 
 fn integer_bits(rng: &mut Rng, memory_bytes: u64, wide: bool) -> u64 {
-    let max = if wide { i64::MAX as u64 } else { i32::MAX as u64 };
-    let min = if wide { i64::MIN as u64 } else { i32::MIN as i64 as u64 };
+    let max = if wide {
+        i64::MAX as u64
+    } else {
+        i32::MAX as u64
+    };
+    let min = if wide {
+        i64::MIN as u64
+    } else {
+        i32::MIN as i64 as u64
+    };
     match rng.below(10) {
         0 => 0,
         1 => 1,

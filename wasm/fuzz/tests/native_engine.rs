@@ -365,7 +365,10 @@ fn exports_with_floats_run_natively_with_the_interpreters_results() {
                 .unwrap_or_else(|error| panic!("{tier}: {name}: {error}"))
         };
         assert_eq!(
-            call("scale", &[Value::F64(1.5), Value::F32(2.25), Value::I32(-3)]),
+            call(
+                "scale",
+                &[Value::F64(1.5), Value::F32(2.25), Value::I32(-3)]
+            ),
             Some(WasmValue::F64((1.5f64 * 2.25 - 3.0).to_bits())),
             "{tier}"
         );

@@ -82,7 +82,11 @@ fn regression_modules_are_refused_or_contained() {
         let exports_functions = wasm_runtime::module::ModuleInfo::parse(bytes)
             .is_ok_and(|info| info.exports.iter().any(|export| export.function.is_some()));
         if total.loaded && exports_functions {
-            assert!(total.calls > 0, "{}: loaded but no export was called", path.display());
+            assert!(
+                total.calls > 0,
+                "{}: loaded but no export was called",
+                path.display()
+            );
         }
         assert!(
             raised >= u64::from(total.traps),

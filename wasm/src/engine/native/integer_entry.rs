@@ -87,10 +87,14 @@ pub fn build(
             WasmType::I32 => builder.ins().uextend(types::I64, value),
             WasmType::I64 => value,
             WasmType::F32 => {
-                let bits = builder.ins().bitcast(types::I32, MemFlagsData::new(), value);
+                let bits = builder
+                    .ins()
+                    .bitcast(types::I32, MemFlagsData::new(), value);
                 builder.ins().uextend(types::I64, bits)
             }
-            WasmType::F64 => builder.ins().bitcast(types::I64, MemFlagsData::new(), value),
+            WasmType::F64 => builder
+                .ins()
+                .bitcast(types::I64, MemFlagsData::new(), value),
             WasmType::Other => return Err(TranslateError::Unsupported("reference types".into())),
         });
     }

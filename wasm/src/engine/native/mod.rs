@@ -28,8 +28,8 @@ pub mod compile;
 mod counted;
 pub mod engine;
 mod entry;
-pub mod integer_entry;
 mod instance;
+pub mod integer_entry;
 mod layout;
 mod reading;
 #[cfg(not(target_os = "none"))]
