@@ -3,6 +3,7 @@
    interrupted code's registers and FPU state kept across a handler,
    masks (blocked signals stay pending; sigsuspend), EINTR and
    SA_RESTART, the alternate stack, siglongjmp out of a SIGSEGV handler,
+   int3 as SIGTRAP,
    default actions (terminate, ignore, stop and continue) as a parent's
    wait status shows them, kill to process groups, and interval timers
    (setitimer, alarm).
@@ -154,6 +155,15 @@ static void faults(void) {
     }
     check(count == 2, "a second fault after siglongjmp is delivered too");
     set_default(SIGSEGV);
+
+    /* int3 is a breakpoint: SIGTRAP (si_code SI_KERNEL), and the program
+       goes on after the instruction, as on Linux (stress-ng's sigtrap). */
+    handle(SIGTRAP, 0);
+    count = 0;
+    __asm__ volatile("int3");
+    check(count == 1 && last_signal == SIGTRAP, "int3 raised SIGTRAP once");
+    check(last_code == SI_KERNEL, "int3's SIGTRAP has si_code SI_KERNEL");
+    set_default(SIGTRAP);
 }
 
 static void fpu_kept(void) {

@@ -555,6 +555,18 @@ unsafe fn switch_stacks(save_rsp: *mut u64, new_rsp: u64) {
     unsafe { hal_switch_stacks(save_rsp, new_rsp) };
 }
 
+/// Context switches made while the processor held an interrupt-disabling
+/// lock (a bug: the next thread inherits interrupts off, and the lock's
+/// holder is not running to release it). The lockup watchdog's reports
+/// show the count.
+static SWITCHES_HOLDING_LOCKS: core::sync::atomic::AtomicU64 =
+    core::sync::atomic::AtomicU64::new(0);
+
+/// Context switches made while holding an interrupt-disabling lock.
+pub fn switches_holding_locks() -> u64 {
+    SWITCHES_HOLDING_LOCKS.load(Ordering::Relaxed)
+}
+
 /// Suspends the running context and resumes `to`. Returns when some thread
 /// switches back. Interrupts must be disabled.
 pub fn switch_to(to: Arc<Context>) {
@@ -562,6 +574,9 @@ pub fn switch_to(to: Arc<Context>) {
         !crate::cpu::are_interrupts_enabled(),
         "switch_to with interrupts enabled"
     );
+    if crate::sync::locks_held() != 0 {
+        SWITCHES_HOLDING_LOCKS.fetch_add(1, Ordering::Relaxed);
+    }
     let from = {
         let mut current = CURRENT.lock();
         let from = current

@@ -10,8 +10,13 @@
 //! A frame may be shared by several owners (a page mapped copy-on-write
 //! in two address spaces after `fork`): [`FrameBitmap::share`] counts one
 //! more owner, and [`FrameBitmap::free`] frees the frame only when its last
-//! owner lets go. Only shared frames have an entry in the count map, so an
-//! unshared frame costs nothing.
+//! owner lets go. The counts sit in a table with one entry per frame
+//! (Linux's `struct page` reference count), handed in once memory is known
+//! ([`FrameBitmap::give_owner_table`]), not in a map on the kernel heap:
+//! the heap grows by taking frames from this allocator, under its lock, so
+//! an allocation made while that lock is held (a map node for a new shared
+//! frame) would wait for the lock it holds, with interrupts off, and stop
+//! the machine. Nothing here allocates.
 //!
 //! A frame may also be marked as shared memory ([`FrameBitmap::mark_shared_memory`]):
 //! memory its owners are meant to write together (`MAP_SHARED`), which
@@ -19,8 +24,6 @@
 //! goes when the frame is freed.
 //!
 //! This module is plain safe logic and is unit-tested on the host.
-
-use alloc::collections::BTreeMap;
 
 /// Size of a physical frame (and of a small page).
 pub const FRAME_SIZE: u64 = 4096;
@@ -38,6 +41,9 @@ pub enum FrameError {
     NotManaged(u64),
     /// The frame is already free (a double free).
     AlreadyFree(u64),
+    /// The frame has no entry in the owner table (none was given, or the
+    /// frame lies beyond it).
+    NoOwnerCount(u64),
 }
 
 /// A bitmap over physical frames: bit set = free.
@@ -48,8 +54,14 @@ pub struct FrameBitmap {
     free_frames: usize,
     /// Word index where the next search starts.
     hint: usize,
-    /// Owners beyond the first, for shared frames only.
-    extra_owners: BTreeMap<u64, u32>,
+    /// One past the highest frame number added: the size the owner table
+    /// must have.
+    frame_limit: usize,
+    /// Owners beyond the first, one entry per frame below `frame_limit`
+    /// (empty until [`Self::give_owner_table`]).
+    extra_owners: &'static mut [u32],
+    /// Frames with more than one owner.
+    shared_frames: usize,
     /// Frames of shared memory: bit set = marked.
     shared_memory_bits: [u64; WORDS],
 }
@@ -62,7 +74,9 @@ impl FrameBitmap {
             managed_frames: 0,
             free_frames: 0,
             hint: 0,
-            extra_owners: BTreeMap::new(),
+            frame_limit: 0,
+            extra_owners: &mut [],
+            shared_frames: 0,
             shared_memory_bits: [0; WORDS],
         }
     }
@@ -85,7 +99,33 @@ impl FrameBitmap {
             self.free_bits[word] |= 1 << bit;
             self.managed_frames += 1;
             self.free_frames += 1;
+            self.frame_limit = self.frame_limit.max(frame as usize + 1);
         }
+    }
+
+    /// Entries the owner table needs: one per frame up to the highest
+    /// frame added.
+    pub fn owner_table_len(&self) -> usize {
+        self.frame_limit
+    }
+
+    /// Gives the allocator its owner table, all zero, with at least
+    /// [`Self::owner_table_len`] entries (the caller takes its memory
+    /// before any frame is shared; a table given earlier is replaced only
+    /// while no frame is shared).
+    pub fn give_owner_table(&mut self, table: &'static mut [u32]) {
+        debug_assert!(table.iter().all(|&count| count == 0));
+        if self.shared_frames == 0 {
+            self.extra_owners = table;
+        }
+    }
+
+    /// The owner-table entry of the allocated frame at `address`.
+    fn owner_count(&mut self, address: u64) -> Result<&mut u32, FrameError> {
+        self.check_allocated(address)?;
+        self.extra_owners
+            .get_mut((address / FRAME_SIZE) as usize)
+            .ok_or(FrameError::NoOwnerCount(address))
     }
 
     /// Takes one free frame and returns its physical address.
@@ -141,8 +181,11 @@ impl FrameBitmap {
 
     /// Adds an owner to the allocated frame at `address` (it is now shared).
     pub fn share(&mut self, address: u64) -> Result<(), FrameError> {
-        self.check_allocated(address)?;
-        *self.extra_owners.entry(address).or_insert(0) += 1;
+        let count = self.owner_count(address)?;
+        *count += 1;
+        if *count == 1 {
+            self.shared_frames += 1;
+        }
         Ok(())
     }
 
@@ -164,12 +207,14 @@ impl FrameBitmap {
 
     /// Whether the allocated frame at `address` has more than one owner.
     pub fn is_shared(&self, address: u64) -> bool {
-        self.extra_owners.contains_key(&address)
+        self.extra_owners
+            .get((address / FRAME_SIZE) as usize)
+            .is_some_and(|&count| count > 0)
     }
 
     /// Frames with more than one owner.
     pub fn shared_frames(&self) -> usize {
-        self.extra_owners.len()
+        self.shared_frames
     }
 
     fn check_allocated(&self, address: u64) -> Result<(), FrameError> {
@@ -189,12 +234,14 @@ impl FrameBitmap {
     /// Lets go of one owner of the frame at `address`: the frame returns to
     /// the free pool when it was the last.
     pub fn free(&mut self, address: u64) -> Result<(), FrameError> {
-        if let Some(extra) = self.extra_owners.get_mut(&address) {
-            *extra -= 1;
-            if *extra == 0 {
-                self.extra_owners.remove(&address);
+        if let Ok(extra) = self.owner_count(address) {
+            if *extra > 0 {
+                *extra -= 1;
+                if *extra == 0 {
+                    self.shared_frames -= 1;
+                }
+                return Ok(());
             }
-            return Ok(());
         }
         self.release(address)
     }
@@ -242,12 +289,19 @@ impl Default for FrameBitmap {
 #[cfg(test)]
 mod tests {
     extern crate std;
-    use std::{boxed::Box, collections::HashSet, vec::Vec};
+    use std::{boxed::Box, collections::HashSet, vec, vec::Vec};
 
     use super::*;
 
     fn bitmap() -> Box<FrameBitmap> {
         Box::new(FrameBitmap::new())
+    }
+
+    /// Gives `frames` an owner table of the size it asks for, as
+    /// `memory::init` does in the kernel.
+    fn give_table(frames: &mut FrameBitmap) {
+        let table = vec![0u32; frames.owner_table_len()].leak();
+        frames.give_owner_table(table);
     }
 
     #[test]
@@ -300,10 +354,12 @@ mod tests {
     fn a_shared_frame_is_freed_by_its_last_owner() {
         let mut frames = bitmap();
         frames.add_region(0, 0x4000, &[]);
+        give_table(&mut frames);
         let frame = frames.allocate().unwrap();
         assert_eq!(frames.share(frame), Ok(()));
         assert_eq!(frames.share(frame), Ok(()));
         assert!(frames.is_shared(frame));
+        assert_eq!(frames.shared_frames(), 1);
         assert_eq!(frames.free(frame), Ok(()));
         assert_eq!(frames.free(frame), Ok(()));
         assert!(!frames.is_shared(frame));
@@ -349,6 +405,25 @@ mod tests {
     }
 
     #[test]
+    fn sharing_needs_the_owner_table_and_stays_inside_it() {
+        let mut frames = bitmap();
+        frames.add_region(0, 0x4000, &[]);
+        let frame = frames.allocate().unwrap();
+        assert_eq!(frames.share(frame), Err(FrameError::NoOwnerCount(frame)));
+        assert_eq!(frames.owner_table_len(), 4);
+        // A table too short for the frame: refused, and freeing still works.
+        frames.give_owner_table(vec![0u32; 0].leak());
+        assert_eq!(frames.share(frame), Err(FrameError::NoOwnerCount(frame)));
+        assert_eq!(frames.free(frame), Ok(()));
+        give_table(&mut frames);
+        let frame = frames.allocate().unwrap();
+        assert_eq!(frames.share(frame), Ok(()));
+        assert_eq!(frames.free(frame), Ok(()));
+        assert_eq!(frames.free(frame), Ok(()));
+        assert_eq!(frames.free_frames(), 4);
+    }
+
+    #[test]
     fn adding_a_region_twice_counts_it_once() {
         let mut frames = bitmap();
         frames.add_region(0, 0x4000, &[]);
@@ -360,6 +435,7 @@ mod tests {
     fn the_shared_memory_mark_lasts_until_the_frame_is_freed() {
         let mut frames = bitmap();
         frames.add_region(0, 0x4000, &[]);
+        give_table(&mut frames);
         let frame = frames.allocate().unwrap();
         assert!(!frames.is_shared_memory(frame));
         assert_eq!(frames.mark_shared_memory(frame), Ok(()));

@@ -65,6 +65,25 @@ fn write(base: u64, register: u32, value: u32) {
 /// `vector` on the local APIC `apic_id`: edge-triggered, active high, as
 /// ISA lines are. Every other input stays masked.
 pub(crate) fn route_isa_irq(irq: u8, vector: u8, apic_id: u8) -> Result<(), RouteError> {
+    // Fixed delivery, physical destination, active high, edge, unmasked.
+    route(irq, u32::from(vector), apic_id)
+}
+
+/// Delivery mode "NMI" in a redirection entry's low word.
+const DELIVERY_NMI: u32 = 0b100 << 8;
+
+/// Routes I/O APIC input `input` to the local APIC `apic_id` as a
+/// non-maskable interrupt (edge-triggered, active high): the watchdog's
+/// line, which must reach the processor even with interrupts off.
+pub(crate) fn route_input_as_nmi(input: u8, apic_id: u8) -> Result<(), RouteError> {
+    // The vector is ignored for NMI delivery; 2 is the NMI's own.
+    route(input, DELIVERY_NMI | 2, apic_id)
+}
+
+/// Writes redirection entry `input` (low word `low`, destination
+/// `apic_id`), after checking the I/O APIC is there; the first route
+/// masks every other input.
+fn route(input: u8, low: u32, apic_id: u8) -> Result<(), RouteError> {
     let base = base().ok_or(RouteError::NoIoApic)?;
     let _guard = LOCK.lock();
     let version = read(base, IOAPICVER);
@@ -74,18 +93,17 @@ pub(crate) fn route_isa_irq(irq: u8, vector: u8, apic_id: u8) -> Result<(), Rout
     if version == u32::MAX || !(0x10..=0x2f).contains(&(version & 0xff)) || inputs < 16 {
         return Err(RouteError::NoIoApic);
     }
-    if u32::from(irq) >= inputs {
+    if u32::from(input) >= inputs {
         return Err(RouteError::NoSuchLine);
     }
     if !PRESENT.swap(true, Ordering::AcqRel) {
-        for input in 0..inputs {
-            write(base, REDIRECTION_TABLE + 2 * input, MASKED);
+        for other in 0..inputs {
+            write(base, REDIRECTION_TABLE + 2 * other, MASKED);
         }
     }
-    let entry = REDIRECTION_TABLE + 2 * u32::from(irq);
+    let entry = REDIRECTION_TABLE + 2 * u32::from(input);
     write(base, entry + 1, u32::from(apic_id) << 24);
-    // Fixed delivery, physical destination, active high, edge, unmasked.
-    write(base, entry, u32::from(vector));
+    write(base, entry, low);
     Ok(())
 }
 

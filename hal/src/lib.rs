@@ -12,6 +12,9 @@
 //! - [`user`], [`address_space`]: ring 3, the `syscall` entry, user memory
 //!   access, and user page tables.
 //! - [`sync`]: interrupt-safe spin locks.
+//! - [`watchdog`]: a steady non-maskable interrupt, which reaches the
+//!   kernel even when interrupts are off; [`backtrace`]: frame-pointer
+//!   walks for its reports and the profiler's.
 //! - [`qemu`]: exiting QEMU with a status for the test harness.
 //! - [`pci`], [`dma`], [`net`]: PCI configuration and MSI-X, memory devices
 //!   reach by physical address, and the virtio network interface.
@@ -34,6 +37,8 @@ mod slots;
 
 #[cfg(target_os = "none")]
 pub mod address_space;
+#[cfg(target_os = "none")]
+pub mod backtrace;
 #[cfg(target_os = "none")]
 pub mod boot;
 #[cfg(target_os = "none")]
@@ -70,3 +75,5 @@ pub mod timer;
 pub mod trap;
 #[cfg(target_os = "none")]
 pub mod user;
+#[cfg(target_os = "none")]
+pub mod watchdog;

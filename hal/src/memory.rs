@@ -380,6 +380,7 @@ pub fn init(boot_info: &BootInfo) {
         {
             frames.add_region(region.start, region.start + region.len, &reserved);
         }
+        give_owner_table(&mut frames);
     }
     let ram_top = boot_info
         .memory_regions()
@@ -397,6 +398,29 @@ pub fn init(boot_info: &BootInfo) {
         }
     }
     build_kernel_tables(ram_top.max(MAX_WINDOW_BYTES), &ram[..ram_ranges]);
+}
+
+/// Takes the frames of the allocator's owner table (one count per frame,
+/// see `frames`) from the allocator itself, at boot, before any frame is
+/// shared. They are never given back.
+fn give_owner_table(frames: &mut FrameBitmap) {
+    let entries = frames.owner_table_len();
+    let bytes = (entries * core::mem::size_of::<u32>()) as u64;
+    let pages = bytes.div_ceil(PAGE_SIZE) as usize;
+    let base = frames
+        .allocate_contiguous(pages)
+        .expect("no memory for the frame owner table");
+    let table = (PHYS_OFFSET + base) as *mut u32;
+    // SAFETY: the `pages` frames from `base` were just taken from the
+    // allocator, contiguous, and are never freed, so nothing else refers
+    // to them, now or later ('static); the boot tables and then the
+    // kernel's map all physical memory at PHYS_OFFSET; `entries` u32s fit
+    // in `pages` pages, and the frames are zeroed before the slice is made.
+    let table = unsafe {
+        core::ptr::write_bytes(table as *mut u8, 0, pages * PAGE_SIZE as usize);
+        core::slice::from_raw_parts_mut(table, entries)
+    };
+    frames.give_owner_table(table);
 }
 
 /// Usable RAM ranges the window tells apart from device memory; the boot

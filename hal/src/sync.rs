@@ -13,6 +13,10 @@
 //! an interrupt handler could then spin on B. No lock is held across a
 //! context switch (the scheduler releases its lock before switching), so
 //! the count belongs to the CPU, of which there is one for now.
+//!
+//! On one processor with interrupts off, a lock found taken can never be
+//! released: taking one that is held is reported as a deadlock at once
+//! (with a backtrace) instead of spinning forever with interrupts off.
 
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -44,6 +48,21 @@ fn pop_off() {
     }
 }
 
+/// Runs `f`, a non-maskable interrupt's handler, so that the locks it
+/// takes (`try_lock` only) leave no trace on the interrupted code's
+/// bookkeeping. The NMI may arrive between the interrupted code's last
+/// release and its reading of [`ENABLE_ON_LAST_RELEASE`]; the handler's
+/// own first lock would store "interrupts were off" there, and the
+/// interrupted release would then leave interrupts off for good. Its
+/// locks are balanced, so the count comes back by itself; the flag is
+/// put back here.
+pub(crate) fn invisibly_to_interrupted_locks<R>(f: impl FnOnce() -> R) -> R {
+    let enable_on_last_release = ENABLE_ON_LAST_RELEASE.load(Ordering::Relaxed);
+    let result = f();
+    ENABLE_ON_LAST_RELEASE.store(enable_on_last_release, Ordering::Relaxed);
+    result
+}
+
 /// How many interrupt-disabling locks the CPU holds now (for tests).
 pub fn locks_held() -> usize {
     LOCKS_HELD.load(Ordering::Relaxed)
@@ -69,12 +88,17 @@ unsafe impl lock_api::RawMutex for RawIrqSpinlock {
 
     fn lock(&self) {
         push_off();
-        while self
+        if self
             .is_locked
-            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
-            core::hint::spin_loop();
+            // One processor, and interrupts are off: the holder is this very
+            // code path (a lock taken again inside its own critical section,
+            // directly or through an allocation or a fault), or a thread
+            // switched out while holding it. Either way it is never released;
+            // spinning would freeze the machine without a word.
+            deadlock(core::ptr::from_ref(self) as u64);
         }
     }
 
@@ -94,6 +118,30 @@ unsafe impl lock_api::RawMutex for RawIrqSpinlock {
         self.is_locked.store(false, Ordering::Release);
         pop_off();
     }
+}
+
+/// Return addresses printed with a deadlock report.
+const DEADLOCK_BACKTRACE_DEPTH: usize = 12;
+
+/// Reports an [`IrqMutex`] taken again on the one processor, with the
+/// backtrace of the code that wants it, and stops the kernel: it cannot go
+/// on, and a report is what finds the bug (a lock held while allocating,
+/// as the frame allocator once did, froze the machine silently).
+#[cold]
+#[inline(never)]
+fn deadlock(lock_address: u64) -> ! {
+    let mut callers = [0u64; DEADLOCK_BACKTRACE_DEPTH];
+    crate::backtrace::callers_here(&mut callers);
+    crate::console::emergency_write_fmt(format_args!(
+        "\nDEADLOCK: the interrupt-disabling lock at {lock_address:#x} is already held on this \
+         processor ({} held); its holder cannot run again to release it\nbacktrace:",
+        LOCKS_HELD.load(Ordering::Relaxed),
+    ));
+    for caller in callers.iter().take_while(|&&caller| caller != 0) {
+        crate::console::emergency_write_fmt(format_args!(" {caller:#x}"));
+    }
+    crate::console::emergency_write_fmt(format_args!("\n"));
+    panic!("deadlock on the lock at {lock_address:#x}");
 }
 
 /// A spin mutex that keeps interrupts disabled while held.

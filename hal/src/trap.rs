@@ -33,6 +33,8 @@ use crate::gdt;
 pub const EXCEPTION_VECTORS: u8 = 32;
 /// Vector of the page-fault exception.
 pub const PAGE_FAULT_VECTOR: u8 = 14;
+/// Vector of the non-maskable interrupt (the watchdog's, see `watchdog`).
+const NMI_VECTOR: u64 = 2;
 
 /// Registers saved on trap entry, in the order the entry stub pushes them.
 #[repr(C)]
@@ -378,6 +380,9 @@ extern "C" fn hal_trap_dispatch(frame: &mut TrapFrame) {
             return;
         }
     }
+    if frame.vector == NMI_VECTOR && crate::watchdog::on_nmi(frame) {
+        return;
+    }
     if frame.vector < u64::from(EXCEPTION_VECTORS) {
         match load_handler(&EXCEPTION_HANDLER) {
             Some(handler) => handler(frame),
@@ -413,6 +418,10 @@ struct Gate {
 
 /// Present, DPL 0, 64-bit interrupt gate (interrupts disabled on entry).
 const INTERRUPT_GATE: u8 = 0x8e;
+/// The same, DPL 3: `int N` from user mode may raise it.
+const USER_INTERRUPT_GATE: u8 = 0xee;
+/// The breakpoint exception's vector (`int3`).
+const BREAKPOINT_VECTOR: usize = 3;
 
 static IDT: spin::Once<[Gate; 256]> = spin::Once::new();
 
@@ -436,7 +445,13 @@ pub fn init() {
             gate.offset_middle = (address >> 16) as u16;
             gate.offset_high = (address >> 32) as u32;
             gate.selector = code_selector;
-            gate.type_attributes = INTERRUPT_GATE;
+            gate.type_attributes = if vector == BREAKPOINT_VECTOR {
+                // `int3` from user mode is a breakpoint (SIGTRAP), as on
+                // Linux; a ring-0 gate would turn it into a #GP.
+                USER_INTERRUPT_GATE
+            } else {
+                INTERRUPT_GATE
+            };
             gate.ist = match vector {
                 2 => gdt::NMI_IST,
                 8 => gdt::DOUBLE_FAULT_IST,

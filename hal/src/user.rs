@@ -554,7 +554,7 @@ fn enable_extended_state() {
     unsafe { Cr4::update(|flags| flags.insert(Cr4Flags::OSXSAVE)) };
     let supported = core::arch::x86_64::__cpuid_count(0xd, 0).eax;
     let mut enabled = XCr0Flags::X87 | XCr0Flags::SSE;
-    if supported & XCr0Flags::AVX.bits() as u32 != 0 {
+    if supported & XCr0Flags::AVX.bits() as u32 != 0 && avx_is_whole() {
         enabled |= XCr0Flags::AVX;
     }
     // SAFETY: x87 and SSE are always valid; AVX only where CPUID says the
@@ -563,6 +563,23 @@ fn enable_extended_state() {
     // The XSAVE area size for what XCR0 now enables.
     let area_bytes = core::arch::x86_64::__cpuid_count(0xd, 0).ebx;
     crate::context::enable_xsave(u64::from(area_bytes));
+}
+
+/// Whether the processor has what every processor with AVX has: SSE3,
+/// SSSE3, SSE4.1, SSE4.2 and POPCNT. Compilers assume it (GCC's `-mavx`
+/// implies SSE4.2), so AVX code uses the VEX forms of SSE4 instructions;
+/// an emulated CPU model that offers AVX without them (QEMU's `qemu64,+avx`)
+/// makes such programs die of SIGILL on an instruction they were told
+/// they may use. There, AVX state stays off in XCR0, and programs, which
+/// check XCR0 before they use AVX, run their SSE code instead.
+fn avx_is_whole() -> bool {
+    const SSE3: u32 = 1 << 0;
+    const SSSE3: u32 = 1 << 9;
+    const SSE4_1: u32 = 1 << 19;
+    const SSE4_2: u32 = 1 << 20;
+    const POPCNT: u32 = 1 << 23;
+    const NEEDED: u32 = SSE3 | SSSE3 | SSE4_1 | SSE4_2 | POPCNT;
+    core::arch::x86_64::__cpuid(1).ecx & NEEDED == NEEDED
 }
 
 /// Whether the CPU's AVX state is enabled for user programs (and kept

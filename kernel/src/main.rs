@@ -38,6 +38,7 @@ mod http_server;
 mod itimer;
 mod ktests;
 mod linux;
+mod lockups;
 mod logger;
 mod memory_services;
 mod network;
@@ -99,6 +100,7 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
     }
     sched::init("main");
     hal::cpu::enable_interrupts();
+    lockups::init();
     let archive = boot_info
         .modules()
         .first()

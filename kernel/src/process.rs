@@ -984,3 +984,20 @@ pub fn resolve_fault(strand: u64, address: u64, error_code: u64) -> bool {
     }
     resolved
 }
+
+/// Calls `describe` with the process identifier, the Linux thread
+/// identifier and the command name of the user thread on `strand`, if it
+/// is one; without waiting for a lock held elsewhere (then nothing is
+/// called) and without allocating: the lockup watchdog asks from an NMI.
+pub fn describe_strand_without_waiting(strand: u64, describe: impl FnOnce(u64, u64, &[u8])) {
+    let Some(threads) = BY_STRAND.try_lock() else {
+        return;
+    };
+    let Some(record) = threads.get(&strand) else {
+        return;
+    };
+    let Some(program) = record.process.program.try_lock() else {
+        return;
+    };
+    describe(record.process.id, record.tid, &program.command);
+}

@@ -322,4 +322,8 @@ impl Source for KernelFacts {
         line.extend_from_slice(linux::VERSION);
         line
     }
+
+    fn lockups(&self) -> Vec<u8> {
+        crate::lockups::reports()
+    }
 }

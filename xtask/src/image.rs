@@ -207,9 +207,35 @@ pub fn build_archive_with(extra: Vec<ArchiveFile>, destination: &Path) -> Result
 
 /// Writes `files` alone as a cpio archive at `destination` (for another
 /// kernel's initramfs: `./x bench linux` adds a program to the Linux
-/// baseline's).
-pub fn write_files_archive(files: Vec<ArchiveFile>, destination: &Path) -> Result<PathBuf> {
-    write_archive(destination, files, Vec::new())?;
+/// baseline's, `./x stress` stress-ng), with an entry for each folder
+/// they are in: Linux's unpacker makes no folder that the archive does
+/// not name.
+pub fn write_files_archive(mut files: Vec<ArchiveFile>, destination: &Path) -> Result<PathBuf> {
+    files.sort();
+    let folders: std::collections::BTreeSet<String> = files
+        .iter()
+        .flat_map(|(name, _)| {
+            name.match_indices('/')
+                .map(|(at, _)| name[..at].to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut entries: Vec<initrd::Entry<'_>> = folders
+        .iter()
+        .map(|name| initrd::Entry {
+            mode: 0o040_755,
+            is_regular_file: false,
+            ..initrd::Entry::file(name, &[])
+        })
+        .collect();
+    entries.extend(files.iter().map(|(name, bytes)| initrd::Entry {
+        mode: file_mode(bytes),
+        ..initrd::Entry::file(name, bytes)
+    }));
+    for (index, entry) in entries.iter_mut().enumerate() {
+        entry.ino = index as u32 + 1;
+    }
+    fs::write(destination, initrd::write_entries(entries))?;
     Ok(destination.to_path_buf())
 }
 

@@ -30,6 +30,7 @@ mod parse;
 mod policy;
 mod qemu;
 mod scenarios;
+mod stress;
 mod toolchain;
 
 use parse::GuestExit;
@@ -148,6 +149,23 @@ commands! {
     ///
     /// usage: ./x help [SUBCOMMAND]   (or: ./x SUBCOMMAND --help)
     "help" => help_command,
+    /// Runs Debian's stress-ng, one stressor at a time, on Spindle and on
+    /// the Linux baseline in the same QEMU, and compares.
+    ///
+    /// usage: ./x stress [--accel tcg|kvm] [--debug] [--spindle-only|--linux-only] [NAME...]
+    ///
+    ///   NAME            run only these stressors (default: the whole set,
+    ///                   processes, signals, memory, files, pipes and IPC,
+    ///                   timers, sockets, scheduling, computation)
+    ///   --spindle-only  skip the Linux side
+    ///   --linux-only    skip Spindle's side (Linux's verdicts alone)
+    ///
+    /// Prints `stress NAME pass|fail|skip|freeze|panic (KERNEL, S s)` as
+    /// each ends, then a table and a summary; a stressor that freezes the
+    /// kernel is reported and the run goes on in a new boot. Exits
+    /// non-zero if a stressor froze or panicked Spindle, or passes on
+    /// Linux and not on Spindle.
+    "stress" => stress_command,
 }
 
 fn main() -> ExitCode {
@@ -338,6 +356,67 @@ fn run_command(mut args: Args) -> Result<ExitCode> {
             ExitCode::from(2)
         }
     })
+}
+
+fn stress_command(mut args: Args) -> Result<ExitCode> {
+    let accel = args.accel()?;
+    let profile = args.boot_profile();
+    let is_spindle_only = args.flag("--spindle-only");
+    let is_linux_only = args.flag("--linux-only");
+    if is_spindle_only && is_linux_only {
+        return Err("--spindle-only and --linux-only exclude each other".into());
+    }
+    let mut chosen = Vec::new();
+    while let Some(name) = args.positional() {
+        chosen.push(name);
+    }
+    args.finish()?;
+    let stressors: Vec<&str> = if chosen.is_empty() {
+        stress::STRESSORS.to_vec()
+    } else {
+        chosen.iter().map(String::as_str).collect()
+    };
+    let files = stress::stress_files()?;
+    let spindle = if is_linux_only {
+        None
+    } else {
+        Some(stress::Spindle {
+            kernel: toolchain::build_kernel(profile)?,
+            accel,
+            files: files.clone(),
+        })
+    };
+    let linux = if is_spindle_only {
+        None
+    } else {
+        Some(stress::Linux {
+            baseline: bench::build_linux_baseline()?,
+            accel,
+            files,
+        })
+    };
+    println!(
+        "stress: {} stressors, {} s each",
+        stressors.len(),
+        stress::STRESSOR_SECONDS
+    );
+    let theirs = match &linux {
+        Some(linux) => Some(stress::run_stressors(linux, &stressors)?),
+        None => None,
+    };
+    let Some(spindle) = spindle else {
+        let theirs = theirs.unwrap_or_default();
+        stress::print_summary("linux", &theirs, None);
+        return Ok(ExitCode::SUCCESS);
+    };
+    let ours = stress::run_stressors(&spindle, &stressors)?;
+    Ok(
+        if stress::print_summary("spindle", &ours, theirs.as_deref()) {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        },
+    )
 }
 
 fn test_command(mut args: Args) -> Result<ExitCode> {

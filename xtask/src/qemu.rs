@@ -133,8 +133,11 @@ pub fn qemu_args(config: &BootConfig) -> Vec<String> {
         "-cpu",
         // XSAVE and AVX for the context switch's extended state; QEMU 7.2
         // under TCG hangs on setting CR4.OSXSAVE unless XSAVEOPT is
-        // offered too.
-        "qemu64,+smep,+smap,+xsave,+xsaveopt,+avx",
+        // offered too. With AVX what every AVX processor has (SSSE3,
+        // SSE4.1, SSE4.2, POPCNT): compilers assume them with AVX, and
+        // without them programs die of SIGILL on VEX-encoded SSE4
+        // instructions (the kernel then keeps AVX off, hal::user).
+        "qemu64,+smep,+smap,+xsave,+xsaveopt,+avx,+ssse3,+sse4.1,+sse4.2,+popcnt",
         "-display",
         "none",
         "-no-reboot",

@@ -75,6 +75,9 @@ pub enum Archive {
     /// The usual one plus the Linux baseline's programs and the script
     /// that runs them (`bench::baseline_archive`).
     Baseline,
+    /// The usual one plus Debian's `stress-ng` and the script of
+    /// [`stress_ng_runs_without_freezing_the_kernel`] (`stress.rs`).
+    Stress,
 }
 
 /// The kernel fuzz cases `./x test` runs (`./x fuzz` runs many more).
@@ -274,6 +277,15 @@ pub const SCENARIOS: &[Scenario] = &[
         nic_behind_bridge: false,
     },
     Scenario {
+        name: "stress_ng_runs_without_freezing_the_kernel",
+        mode: "exec",
+        check: stress_ng_runs_without_freezing_the_kernel,
+        archive: Archive::Stress,
+        forwards: &[],
+        raw_link: false,
+        nic_behind_bridge: false,
+    },
+    Scenario {
         name: "boot_stack_overflow_is_a_reported_double_fault",
         mode: "boot-overflow",
         check: kernel_stack_overflow_is_a_reported_double_fault,
@@ -283,6 +295,91 @@ pub const SCENARIOS: &[Scenario] = &[
         nic_behind_bridge: false,
     },
 ];
+
+/// The stress scenario's deadline: the freeze's reproduction, the fork
+/// program and each stressor of [`crate::stress::TEST_STRESSORS`] at
+/// about ten seconds under emulation, with room to spare.
+const STRESS_DEADLINE: Duration = Duration::from_secs(420);
+
+/// The script of the stress scenario: first the sequence that froze the
+/// kernel (issue 27: stress-ng with its output in a file beside a
+/// background job of the same shell), then `user/forkheap.c` the same
+/// way (a large process forking, which made the frame allocator wait
+/// for itself), then the short stressor set.
+fn stress_script() -> String {
+    let mut script = String::from(
+        "cd /tmp\n\
+         (sleep 8; echo tick8) &\n\
+         /stress/lib/ld-linux-x86-64.so.2 --library-path /stress/lib /stress/bin/stress-ng \
+         --sigpipe 1 --timeout 3s --metrics-brief > /tmp/o 2>&1\n\
+         echo \"reproduction rc=$?\"\n\
+         wait\n\
+         (sleep 2; echo tick2) &\n\
+         /bin/forkheap 96 > /tmp/forkheap.out 2>&1\n\
+         echo \"forkheap rc=$?\"\n\
+         wait\n\
+         cat /tmp/forkheap.out\n",
+    );
+    script.push_str(&crate::stress::guest_script(crate::stress::TEST_STRESSORS));
+    script
+}
+
+/// The boot archive of the stress scenario.
+fn stress_archive() -> Result<PathBuf> {
+    let mut files = crate::stress::stress_files()?;
+    files.push(("etc/spindle-exec".to_string(), stress_script().into_bytes()));
+    crate::image::build_archive_with(
+        files,
+        &crate::repo_root().join("target/initrd-stress-test.cpio"),
+    )
+}
+
+/// Debian's `stress-ng` on Spindle as issue 27 found it freezing the
+/// kernel: the reproduction prints `reproduction rc=0` and the
+/// background job's `tick8`; `user/forkheap.c` forks a 96 MiB process
+/// beside a background job and every child is as expected; every
+/// stressor of the short set passes (`--verify`), none freezes the
+/// kernel (each line within `stress::STRESSOR_LIMIT`) or panics it.
+fn stress_ng_runs_without_freezing_the_kernel(guest: &mut Guest) -> Result<()> {
+    let limit = Some(crate::stress::STRESSOR_LIMIT);
+    for (expected, what) in [
+        (
+            "reproduction rc=0",
+            "stress-ng --sigpipe with its output in a file and a background job",
+        ),
+        ("tick8", "the background job beside stress-ng"),
+        ("forkheap rc=0", "user/forkheap.c beside a background job"),
+        ("tick2", "the background job beside forkheap"),
+        ("every child as expected", "forkheap's own check"),
+    ] {
+        guest
+            .wait_for(expected, 0, limit)
+            .map_err(|error| format!("{what}: no `{expected}`: {error}"))?;
+    }
+    let mut failed = Vec::new();
+    let mut from = 0;
+    for name in crate::stress::TEST_STRESSORS {
+        let at = guest
+            .wait_for(&format!("stress {name} "), from, limit)
+            .map_err(|error| format!("stressor {name} froze or panicked the kernel: {error}"))?;
+        from = guest.wait_for("\n", at, limit)?;
+        match crate::stress::verdict_in(&guest.serial_log(), name) {
+            Some(crate::stress::Verdict::Pass) => {}
+            other => failed.push(format!(
+                "{name} ({})",
+                other.map_or("no verdict", |verdict| verdict.word())
+            )),
+        }
+    }
+    let exit = guest.wait_exit(limit)?;
+    if !failed.is_empty() {
+        return Err(format!("stressors that did not pass: {}", failed.join(", ")).into());
+    }
+    if exit.program_status() != Some(0) {
+        return Err(format!("the script did not end with status 0: {exit}").into());
+    }
+    Ok(())
+}
 
 /// Options shared by every scenario of one `./x test`.
 pub struct ScenarioOptions {
@@ -308,6 +405,11 @@ pub fn run_scenario(scenario: &Scenario, options: &ScenarioOptions) -> bool {
         }),
         Archive::Baseline => crate::bench::baseline_archive().map(|(archive, _)| {
             config.initrd = Some(archive);
+        }),
+        Archive::Stress => stress_archive().map(|archive| {
+            config.initrd = Some(archive);
+            config.append.push_str(" spindle.quiet");
+            timeout = timeout.max(STRESS_DEADLINE);
         }),
     };
     let forwards: Result<Vec<Forward>> = scenario

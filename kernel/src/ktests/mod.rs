@@ -10,6 +10,7 @@ use alloc::string::String;
 mod busybox;
 mod dynamic;
 mod extensions;
+mod lockups;
 mod memory;
 mod native;
 mod network;
@@ -48,8 +49,9 @@ pub(crate) use ensure;
 
 /// Runs every test; returns whether all passed.
 pub fn run_all() -> bool {
-    let groups: [&[KernelTest]; 17] = [
+    let groups: [&[KernelTest]; 18] = [
         memory::TESTS,
+        lockups::TESTS,
         services::TESTS,
         traps::TESTS,
         threads::TESTS,
@@ -74,7 +76,15 @@ pub fn run_all() -> bool {
     hal::console::write_fmt(format_args!("running {planned} tests\n"));
     for test in groups.iter().flat_map(|group| group.iter()) {
         hal::console::write_fmt(format_args!("test {} ... ", test.name));
-        match (test.run)() {
+        let mut result = (test.run)();
+        // A test that returns with interrupts off would leave every later
+        // one without a timer (the lockup watchdog reports it as a hard
+        // lockup): its failure, and the runner turns them back on.
+        if !hal::cpu::are_interrupts_enabled() {
+            hal::cpu::enable_interrupts();
+            result = result.and(Err(String::from("it returned with interrupts disabled")));
+        }
+        match result {
             Ok(()) => {
                 passed += 1;
                 hal::console::write_str("ok\n");

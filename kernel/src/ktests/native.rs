@@ -679,7 +679,12 @@ fn run_pinned(tier: Tier) -> TestResult {
     pinned(tier, || {
         for test in extensions::TESTS {
             hal::console::write_fmt(format_args!("\n  {tier}: {} ... ", test.name));
-            match (test.run)() {
+            let mut result = (test.run)();
+            if !hal::cpu::are_interrupts_enabled() {
+                hal::cpu::enable_interrupts();
+                result = result.and(Err(String::from("it returned with interrupts disabled")));
+            }
+            match result {
                 Ok(()) => hal::console::write_str("ok"),
                 Err(why) => {
                     hal::console::write_str("FAILED");

@@ -19,6 +19,10 @@ use crate::{
 
 pub const TESTS: &[KernelTest] = &[
     KernelTest {
+        name: "advertised_instructions_do_not_raise_sigill",
+        run: advertised_instructions_do_not_raise_sigill,
+    },
+    KernelTest {
         name: "execve_replaces_programs_with_their_arguments_environment_and_descriptors",
         run: execve_replaces_programs,
     },
@@ -843,6 +847,22 @@ fn program_faults_end_only_their_process() -> TestResult {
     }
     let end = run_program("hello", &[])?;
     ensure!(end == UserExit::Exited(3), "hello after the faults {end}");
+    Ok(())
+}
+
+/// `user/cpufeatures.c`: one instruction of every family CPUID offers
+/// (SSE3 to SSE4.2, POPCNT, AVX and AVX's VEX form of SSE4.1) runs
+/// without SIGILL, and AVX is among them on the QEMU model the tests use.
+fn advertised_instructions_do_not_raise_sigill() -> TestResult {
+    ensure!(
+        hal::user::avx_enabled(),
+        "the kernel keeps AVX off: the CPU model lacks what AVX implies"
+    );
+    let end = run_program("cpufeatures", &[])?;
+    ensure!(
+        end == UserExit::Exited(0),
+        "cpufeatures {end} (its output names the instruction)"
+    );
     Ok(())
 }
 

@@ -29,6 +29,7 @@ use crate::{
 enum SystemFile {
     CpuInfo,
     LoadAverage,
+    Lockups,
     MemInfo,
     Mounts,
     Stat,
@@ -36,9 +37,10 @@ enum SystemFile {
     Version,
 }
 
-const SYSTEM_FILES: [(&[u8], SystemFile); 7] = [
+const SYSTEM_FILES: [(&[u8], SystemFile); 8] = [
     (b"cpuinfo", SystemFile::CpuInfo),
     (b"loadavg", SystemFile::LoadAverage),
+    (b"lockups", SystemFile::Lockups),
     (b"meminfo", SystemFile::MemInfo),
     (b"mounts", SystemFile::Mounts),
     (b"stat", SystemFile::Stat),
@@ -254,6 +256,7 @@ impl ProcInode {
         Ok(match self.node {
             Node::System(SystemFile::CpuInfo) => format::cpuinfo(&source.cpus()),
             Node::System(SystemFile::MemInfo) => format::meminfo(&source.memory()),
+            Node::System(SystemFile::Lockups) => source.lockups(),
             Node::System(SystemFile::Mounts) => format::mounts(&source.mounts()),
             Node::System(SystemFile::Uptime) => {
                 format::uptime(source.uptime_ns(), source.idle_ns())

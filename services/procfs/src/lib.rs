@@ -11,7 +11,8 @@
 //! - [`ProcFs`]: the file system, mounted at `/proc`. Its tree:
 //!   - `self`: a link to the caller's `PID` directory;
 //!   - `cpuinfo`, `loadavg`, `meminfo`, `mounts`, `stat`, `uptime`,
-//!     `version`;
+//!     `version`, and Spindle's own `lockups` (the lockup watchdog's
+//!     reports);
 //!   - `PID/`: `cmdline`, `comm`, `cwd`, `exe`, `fd/`, `stat`, `statm`,
 //!     `status`; `fd/N` links to what descriptor `N` names.
 //! - `format`: the text of each file, in Linux's layouts (`fs/proc/array.c`,

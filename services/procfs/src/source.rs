@@ -225,4 +225,7 @@ pub trait Source: Send + Sync {
     fn cpus(&self) -> Vec<Cpu>;
     /// The line of `/proc/version` (without its newline).
     fn version(&self) -> Vec<u8>;
+    /// The lockup watchdog's reports since boot, oldest first
+    /// (`/proc/lockups`; empty while the kernel has never been stuck).
+    fn lockups(&self) -> Vec<u8>;
 }

@@ -209,6 +209,9 @@ impl Source for FakeSource {
     fn version(&self) -> Vec<u8> {
         b"Linux version 6.1.0-spindle".to_vec()
     }
+    fn lockups(&self) -> Vec<u8> {
+        b"watchdog: soft lockup: thread 9 (spinner)\n".to_vec()
+    }
 }
 
 fn clock() -> Clock {
@@ -255,8 +258,8 @@ fn the_root_lists_self_the_system_files_and_each_process() {
     assert_eq!(
         names(&vfs, &context, "/proc"),
         [
-            ".", "..", "self", "cpuinfo", "loadavg", "meminfo", "mounts", "stat", "uptime",
-            "version", "1", "5", "9"
+            ".", "..", "self", "cpuinfo", "loadavg", "lockups", "meminfo", "mounts", "stat",
+            "uptime", "version", "1", "5", "9"
         ]
     );
     assert_eq!(
@@ -384,6 +387,10 @@ fn system_files_have_linuxs_layouts() {
     assert_eq!(
         read(&vfs, &context, "/proc/uptime").unwrap(),
         "12.34 10.00\n"
+    );
+    assert_eq!(
+        read(&vfs, &context, "/proc/lockups").unwrap(),
+        "watchdog: soft lockup: thread 9 (spinner)\n"
     );
     // 2.33 s busy, 10.00 s idle; one process of three running.
     assert_eq!(

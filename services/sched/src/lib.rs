@@ -112,6 +112,30 @@ pub struct ThreadInfo {
     pub state: ThreadState,
     /// Timer ticks during which it was running.
     pub cpu_ticks: u64,
+    /// What it waits for, while blocked or sleeping (see [`ThreadView`]).
+    pub waiting_on: &'static str,
+}
+
+/// One thread as the lockup watchdog sees it, without copying anything
+/// ([`for_each_thread`]).
+pub struct ThreadView<'a> {
+    /// Its identifier.
+    pub id: ThreadId,
+    /// Its name.
+    pub name: &'a str,
+    /// Its state.
+    pub state: ThreadState,
+    /// What it waits for while blocked or sleeping ("kernel mutex",
+    /// "condition variable", "sleep", "join", ...), else "".
+    pub waiting_on: &'static str,
+    /// Uptime (ns) at which it entered its state: since when it has run,
+    /// waited in the ready queue, or been blocked.
+    pub since_ns: u64,
+    /// Timer ticks during which it was running.
+    pub cpu_ticks: u64,
+    /// Whether it is the idle thread (which runs when nothing is ready,
+    /// and is never in the ready queue, whatever its state says).
+    pub is_idle: bool,
 }
 
 /// The outcome of a thread, shared by the thread and its [`JoinHandle`].
@@ -131,6 +155,20 @@ struct Thread {
     /// Whether it is a strand of an application-scheduled group: its
     /// blocking and waking go through the [`StrandHooks`].
     is_grouped: bool,
+    /// What it waits for while blocked or sleeping.
+    waiting_on: &'static str,
+    /// Uptime (ns) at which it entered its state.
+    since_ns: u64,
+}
+
+impl Thread {
+    /// Moves it to `state` (waiting on `waiting_on`, "" unless it parks),
+    /// noting when.
+    fn enter(&mut self, state: ThreadState, waiting_on: &'static str) {
+        self.state = state;
+        self.waiting_on = waiting_on;
+        self.since_ns = timer::uptime_ns();
+    }
 }
 
 /// What the kernel does when a grouped thread blocks or is woken. Both
@@ -223,6 +261,8 @@ impl Scheduler {
                 completion: completion.clone(),
                 is_critical,
                 is_grouped: false,
+                waiting_on: "",
+                since_ns: timer::uptime_ns(),
             },
         );
         (id, completion)
@@ -231,7 +271,7 @@ impl Scheduler {
     fn make_ready(&mut self, id: ThreadId) {
         if let Some(thread) = self.threads.get_mut(&id) {
             if matches!(thread.state, ThreadState::Blocked | ThreadState::Sleeping) {
-                thread.state = ThreadState::Ready;
+                thread.enter(ThreadState::Ready, "");
                 self.ready.push_back(id);
             }
         }
@@ -246,7 +286,7 @@ impl Scheduler {
                 if thread.is_grouped {
                     return true;
                 }
-                thread.state = ThreadState::Ready;
+                thread.enter(ThreadState::Ready, "");
                 self.ready.push_back(id);
             }
         }
@@ -260,7 +300,9 @@ impl Scheduler {
         self.slice_left = TIME_SLICE_TICKS;
         if next == self.current {
             if let Some(thread) = self.threads.get_mut(&next) {
-                thread.state = ThreadState::Running;
+                if thread.state != ThreadState::Running {
+                    thread.enter(ThreadState::Running, "");
+                }
             }
             return None;
         }
@@ -268,7 +310,7 @@ impl Scheduler {
         CURRENT.store(next.0, Ordering::Relaxed);
         self.context_switches += 1;
         let thread = self.threads.get_mut(&next).expect("ready thread vanished");
-        thread.state = ThreadState::Running;
+        thread.enter(ThreadState::Running, "");
         Some(thread.context.clone())
     }
 
@@ -278,7 +320,7 @@ impl Scheduler {
         let current = self.current;
         if let Some(thread) = self.threads.get_mut(&current) {
             if thread.state == ThreadState::Running {
-                thread.state = ThreadState::Ready;
+                thread.enter(ThreadState::Ready, "");
                 if current != self.idle {
                     self.ready.push_back(current);
                 }
@@ -308,7 +350,11 @@ pub fn init(name: &str) {
     };
     let (boot, _) = scheduler.add(name, boot_context, true);
     let (idle, _) = scheduler.add("idle", idle_context, true);
-    scheduler.threads.get_mut(&boot).expect("boot thread").state = ThreadState::Running;
+    scheduler
+        .threads
+        .get_mut(&boot)
+        .expect("boot thread")
+        .enter(ThreadState::Running, "");
     scheduler.current = boot;
     CURRENT.store(boot.0, Ordering::Relaxed);
     scheduler.idle = idle;
@@ -340,7 +386,7 @@ impl JoinHandle {
             if let Some(reason) = self.completion.reason.lock().clone() {
                 return reason;
             }
-            block_current_if(|me| {
+            block_current_for("join", |me| {
                 let is_done = self.completion.reason.lock().is_some();
                 if !is_done {
                     self.completion.joiners.lock().push(me);
@@ -395,7 +441,7 @@ fn spawn_in_state(
         if state == ThreadState::Ready {
             scheduler.ready.push_back(id);
         } else if let Some(thread) = scheduler.threads.get_mut(&id) {
-            thread.state = state;
+            thread.enter(state, "its scheduler");
         }
         (id, completion)
     });
@@ -418,6 +464,7 @@ pub fn hand_off(to: ThreadId) {
             me != to
         },
         false,
+        "its scheduler",
     );
 }
 
@@ -472,12 +519,18 @@ pub fn yield_now() {
 /// A grouped thread ([`set_grouped`]) that parks here is reported to the
 /// kernel's [`StrandHooks::on_block`] before the switch.
 pub fn block_current_if(park: impl FnOnce(ThreadId) -> bool) {
-    park_current_if(park, true);
+    park_current_if(park, true, "an event");
+}
+
+/// [`block_current_if`], saying what the thread waits for (shown by the
+/// lockup watchdog's reports: "kernel mutex", "pipe", ...).
+pub fn block_current_for(waiting_on: &'static str, park: impl FnOnce(ThreadId) -> bool) {
+    park_current_if(park, true, waiting_on);
 }
 
 /// [`block_current_if`], telling the strand hook (`notify`) or not (a
 /// group's own switch, [`hand_off`]).
-fn park_current_if(park: impl FnOnce(ThreadId) -> bool, notify: bool) {
+fn park_current_if(park: impl FnOnce(ThreadId) -> bool, notify: bool, waiting_on: &'static str) {
     let were_enabled = cpu::are_interrupts_enabled();
     cpu::disable_interrupts();
     let me = with_scheduler(|scheduler| scheduler.current);
@@ -485,7 +538,7 @@ fn park_current_if(park: impl FnOnce(ThreadId) -> bool, notify: bool) {
         let next = with_scheduler(|scheduler| {
             let mut is_grouped = false;
             if let Some(thread) = scheduler.threads.get_mut(&me) {
-                thread.state = ThreadState::Blocked;
+                thread.enter(ThreadState::Blocked, waiting_on);
                 is_grouped = thread.is_grouped;
             }
             // A grouped thread's hook runs before the next thread is
@@ -561,7 +614,7 @@ pub fn sleep_ms(ms: u64) {
         scheduler.sleepers.push(Reverse((wake_at, me)));
         let mut is_grouped = false;
         if let Some(thread) = scheduler.threads.get_mut(&me) {
-            thread.state = ThreadState::Sleeping;
+            thread.enter(ThreadState::Sleeping, "sleep");
             is_grouped = thread.is_grouped;
         }
         if is_grouped {
@@ -653,7 +706,8 @@ pub fn on_tick() {
         }
         scheduler.slice_left = scheduler.slice_left.saturating_sub(1);
         let is_idle = current == scheduler.idle;
-        if !scheduler.ready.is_empty() && (is_idle || scheduler.slice_left == 0) {
+        let may_preempt = PREEMPT_OFF.load(Ordering::Relaxed) == 0;
+        if may_preempt && !scheduler.ready.is_empty() && (is_idle || scheduler.slice_left == 0) {
             scheduler.requeue_current();
             scheduler.pick_next()
         } else {
@@ -677,9 +731,69 @@ pub fn threads() -> Vec<ThreadInfo> {
                 name: thread.name.clone(),
                 state: thread.state,
                 cpu_ticks: thread.cpu_ticks,
+                waiting_on: thread.waiting_on,
             })
             .collect()
     })
+}
+
+/// Calls `visit` on every thread, the running one first, without taking
+/// the scheduler's lock if it is held (then returns `false` and visits
+/// nothing) and without allocating: the lockup watchdog calls it from a
+/// non-maskable interrupt, which may have interrupted anything.
+pub fn for_each_thread(mut visit: impl FnMut(&ThreadView<'_>)) -> bool {
+    let Some(guard) = SCHEDULER.try_lock() else {
+        return false;
+    };
+    let Some(scheduler) = guard.as_ref() else {
+        return false;
+    };
+    fn view(id: ThreadId, thread: &Thread, idle: ThreadId) -> ThreadView<'_> {
+        ThreadView {
+            id,
+            name: &thread.name,
+            state: thread.state,
+            waiting_on: thread.waiting_on,
+            since_ns: thread.since_ns,
+            cpu_ticks: thread.cpu_ticks,
+            is_idle: id == idle,
+        }
+    }
+    let current = scheduler.current;
+    if let Some(thread) = scheduler.threads.get(&current) {
+        visit(&view(current, thread, scheduler.idle));
+    }
+    for (&id, thread) in scheduler.threads.iter().filter(|(&id, _)| id != current) {
+        visit(&view(id, thread, scheduler.idle));
+    }
+    true
+}
+
+/// Sections that turned preemption off and have not turned it back on.
+static PREEMPT_OFF: AtomicU64 = AtomicU64::new(0);
+
+/// While alive, the timer tick does not switch threads (interrupts stay
+/// on, unlike under an `IrqMutex`): Linux's `preempt_disable`. A thread
+/// that spins in such a section stops every other thread; the lockup
+/// watchdog reports it.
+pub struct PreemptionOff(());
+
+/// Turns preemption off until the returned guard is dropped (sections
+/// nest).
+pub fn preemption_off() -> PreemptionOff {
+    PREEMPT_OFF.fetch_add(1, Ordering::Relaxed);
+    PreemptionOff(())
+}
+
+impl Drop for PreemptionOff {
+    fn drop(&mut self) {
+        PREEMPT_OFF.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Sections with preemption off now ([`preemption_off`]).
+pub fn preemption_off_depth() -> u64 {
+    PREEMPT_OFF.load(Ordering::Relaxed)
 }
 
 /// Thread `id`'s state and the timer ticks it has run, if it exists (the

@@ -12,7 +12,7 @@ use core::ops::{Deref, DerefMut};
 
 use hal::sync::IrqMutex;
 
-use crate::{block_current_if, wake, ThreadId};
+use crate::{block_current_for, wake, ThreadId};
 
 /// A mutual-exclusion lock whose waiters block instead of spinning.
 pub struct Mutex<T> {
@@ -38,7 +38,7 @@ impl<T> Mutex<T> {
                     inner: Some(inner),
                 };
             }
-            block_current_if(|me| {
+            block_current_for("kernel mutex", |me| {
                 let mut waiters = self.waiters.lock();
                 // Re-check under the wait-queue lock: the holder may have
                 // released the lock since the failed attempt.
@@ -113,7 +113,7 @@ impl Condvar {
     pub fn wait<'a, T>(&self, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
         let mutex = guard.mutex;
         let mut guard = Some(guard);
-        block_current_if(|me| {
+        block_current_for("condition variable", |me| {
             self.waiters.lock().push_back(me);
             // Unlocking here, after queueing, is what makes the wait atomic:
             // a notifier needs the mutex to change the condition, and finds
