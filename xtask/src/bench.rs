@@ -615,7 +615,7 @@ pub fn program_figures(output: &str) -> Vec<(String, f64)> {
     output
         .lines()
         .filter_map(|line| {
-            let mut words = line.trim().split_whitespace();
+            let mut words = line.split_whitespace();
             if words.next()? != "bench" {
                 return None;
             }

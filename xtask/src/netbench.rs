@@ -348,7 +348,7 @@ fn save_profile(printed: &str, kernel: &Path) {
     }
     let ranked = |counts: BTreeMap<String, u64>, rows: usize| {
         let mut list: Vec<(String, u64)> = counts.into_iter().collect();
-        list.sort_by(|a, b| b.1.cmp(&a.1));
+        list.sort_by_key(|entry| std::cmp::Reverse(entry.1));
         list.into_iter()
             .take(rows)
             .map(|(what, count)| {

@@ -115,9 +115,9 @@ pub fn process_stat(process: &ProcessInfo) -> Vec<u8> {
     // rt_priority policy delayacct_blkio_ticks guest_time cguest_time
     // start_data end_data start_brk arg_start arg_end env_start env_end
     // exit_code
-    let _ = write!(
+    let _ = writeln!(
         rest,
-        " 0 0 0 0 0 0 0 0 0 0 0 0 {SIGCHLD} 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+        " 0 0 0 0 0 0 0 0 0 0 0 0 {SIGCHLD} 0 0 0 0 0 0 0 0 0 0 0 0 0 0"
     );
     line.extend_from_slice(rest.as_bytes());
     line

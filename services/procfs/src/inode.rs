@@ -173,7 +173,7 @@ impl ProcFs {
 
 impl FileSystem for ProcFs {
     fn root(&self) -> Arc<dyn Inode> {
-        ProcInode::new(&self.shared, Node::Root)
+        ProcInode::made(&self.shared, Node::Root)
     }
 
     fn dev(&self) -> u64 {
@@ -192,7 +192,7 @@ struct ProcInode {
 }
 
 impl ProcInode {
-    fn new(shared: &Arc<Shared>, node: Node) -> Arc<dyn Inode> {
+    fn made(shared: &Arc<Shared>, node: Node) -> Arc<dyn Inode> {
         Arc::new(ProcInode {
             shared: shared.clone(),
             node,
@@ -204,7 +204,7 @@ impl ProcInode {
     }
 
     fn child(&self, node: Node) -> Arc<dyn Inode> {
-        ProcInode::new(&self.shared, node)
+        ProcInode::made(&self.shared, node)
     }
 
     /// What the source says of each of its processes.

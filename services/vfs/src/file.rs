@@ -127,11 +127,10 @@ impl OpenFile {
         if let Some(device) = &self.device {
             return device.is_seekable();
         }
-        match self.inode.file_type() {
-            FileType::Fifo | FileType::Socket => false,
-            FileType::CharDevice => false,
-            _ => true,
-        }
+        !matches!(
+            self.inode.file_type(),
+            FileType::Fifo | FileType::Socket | FileType::CharDevice
+        )
     }
 
     /// Reads at `offset` without touching the description's offset.

@@ -2,7 +2,7 @@
 //! open-time flags (`O_CREAT`, `O_EXCL`, `O_TRUNC`, `O_DIRECTORY`,
 //! `O_NOFOLLOW`) before an [`OpenFile`] is made.
 
-use alloc::{sync::Arc, vec::Vec};
+use alloc::sync::Arc;
 
 use crate::{
     errno::Errno,
@@ -107,7 +107,7 @@ impl Vfs {
         path: &[u8],
         flags: u32,
         mode: u32,
-    ) -> Result<(Arc<dyn Inode>, bool, Option<(Arc<dyn Inode>, Vec<u8>)>), Errno> {
+    ) -> Result<(Arc<dyn Inode>, bool, crate::path::WalkEnd), Errno> {
         let mut target = self.resolve_parent_at(context, start, path)?;
         let mut follows = 0;
         loop {

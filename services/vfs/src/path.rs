@@ -58,13 +58,18 @@ fn check_path(path: &[u8]) -> Result<(), Errno> {
     Ok(())
 }
 
+/// Where a walk ended: the directory holding the final inode and its name
+/// there (`None` when the path ended in "/", "." or "..", which name
+/// directories).
+pub(crate) type WalkEnd = Option<(Arc<dyn Inode>, Vec<u8>)>;
+
 /// One walk's running state, shared across the symbolic links it follows.
 struct Walk {
     follows: usize,
     /// Set by a walk that records where it ended: the directory holding
     /// the final inode and its name there (`None` when the path ended in
     /// "/", "." or "..", which name directories).
-    last: Option<(Arc<dyn Inode>, Vec<u8>)>,
+    last: WalkEnd,
     /// Whether to record `last` (only `open` asks, for `/proc`'s links).
     records_last: bool,
 }
@@ -134,7 +139,7 @@ impl Vfs {
         start: &Arc<dyn Inode>,
         path: &[u8],
         follow_last: bool,
-    ) -> Result<(Arc<dyn Inode>, Option<(Arc<dyn Inode>, Vec<u8>)>), Errno> {
+    ) -> Result<(Arc<dyn Inode>, WalkEnd), Errno> {
         check_path(path)?;
         if start.file_type() != FileType::Directory && path.first() != Some(&b'/') {
             return Err(Errno::ENOTDIR);
