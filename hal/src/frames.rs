@@ -449,9 +449,6 @@ mod tests {
             frames.mark_shared_memory(frame),
             Err(FrameError::AlreadyFree(frame))
         );
-        assert!(
-            !frames.is_shared_memory(!0xfff),
-            "beyond managed memory"
-        );
+        assert!(!frames.is_shared_memory(!0xfff), "beyond managed memory");
     }
 }
