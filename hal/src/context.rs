@@ -177,6 +177,10 @@ pub struct Context {
     /// The thread's FS base (user thread-local storage, set by the program
     /// through `arch_prctl`); loaded at every switch to the thread.
     fs_base: AtomicU64,
+    /// The faulting address (CR2) of the thread's last page fault in user
+    /// mode, read at the trap's entry: its handler runs with interrupts on
+    /// and may be preempted, and another thread's fault would change CR2.
+    user_fault_address: AtomicU64,
     /// The thread's x87/SSE state (FXSAVE image), saved when it is switched
     /// away from and restored when it is switched to. The kernel is built
     /// without SSE, so the registers hold user state only.
@@ -287,6 +291,7 @@ impl Context {
             user_resume_rsp: UnsafeCell::new(0),
             user_entry_top: AtomicU64::new(0),
             fs_base: AtomicU64::new(0),
+            user_fault_address: AtomicU64::new(0),
             fpu: FpuState::initial(),
             id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
         });
@@ -342,6 +347,7 @@ pub fn adopt_boot_thread() -> Arc<Context> {
         user_resume_rsp: UnsafeCell::new(0),
         user_entry_top: AtomicU64::new(0),
         fs_base: AtomicU64::new(0),
+            user_fault_address: AtomicU64::new(0),
         fpu: FpuState::initial(),
         id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
     });
@@ -512,6 +518,22 @@ pub(crate) fn set_current_fs_base(value: u64) {
             x86_64::registers::model_specific::FsBase::write(x86_64::VirtAddr::new(value));
         }
     });
+}
+
+/// Records the running thread's user page-fault address (trap entry,
+/// interrupts off).
+pub(crate) fn set_user_fault_address(address: u64) {
+    if let Some(context) = CURRENT.lock().as_ref() {
+        context.user_fault_address.store(address, Ordering::Relaxed);
+    }
+}
+
+/// The running thread's last user page-fault address.
+pub(crate) fn user_fault_address() -> u64 {
+    CURRENT
+        .lock()
+        .as_ref()
+        .map_or(0, |context| context.user_fault_address.load(Ordering::Relaxed))
 }
 
 /// The running thread's FS base.

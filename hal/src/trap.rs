@@ -35,6 +35,9 @@ pub const EXCEPTION_VECTORS: u8 = 32;
 pub const PAGE_FAULT_VECTOR: u8 = 14;
 /// Vector of the non-maskable interrupt (the watchdog's, see `watchdog`).
 const NMI_VECTOR: u64 = 2;
+/// NMI, double fault, machine check: their handlers never run with
+/// interrupts on.
+const ABORT_VECTORS: [u64; 3] = [NMI_VECTOR, 8, 18];
 
 /// Registers saved on trap entry, in the order the entry stub pushes them.
 #[repr(C)]
@@ -98,9 +101,15 @@ impl TrapFrame {
     }
 
     /// The faulting address of a page fault (CR2); meaningful only while
-    /// handling vector 14.
+    /// handling vector 14. For a fault in user mode, the value read when
+    /// the trap arrived (its handler runs with interrupts on, and a
+    /// preempting thread's fault would change CR2).
     pub fn fault_address(&self) -> u64 {
-        Cr2::read_raw()
+        if self.is_from_user() && self.vector == u64::from(PAGE_FAULT_VECTOR) {
+            crate::context::user_fault_address()
+        } else {
+            Cr2::read_raw()
+        }
     }
 
     /// Whether the trap came from user mode (CPL 3).
@@ -340,7 +349,9 @@ static HANDLERS: [AtomicUsize; 256] = [const { AtomicUsize::new(0) }; 256];
 /// Handler for all CPU exceptions (0 = none: report and stop).
 static EXCEPTION_HANDLER: AtomicUsize = AtomicUsize::new(0);
 
-/// Registers the handler for every CPU exception (vectors 0-31).
+/// Registers the handler for every CPU exception (vectors 0-31). It runs
+/// with interrupts on for an exception in user mode (but NMI, double
+/// fault and machine check), off for one in the kernel.
 pub fn set_exception_handler(handler: TrapHandler) {
     EXCEPTION_HANDLER.store(handler as usize, Ordering::Release);
 }
@@ -349,7 +360,7 @@ static RETURN_TO_USER_HANDLER: AtomicUsize = AtomicUsize::new(0);
 
 /// Registers what runs after every interrupt taken in user mode, just
 /// before the return to it (where the kernel acts on a kill, as it does
-/// after a system call).
+/// after a system call), with interrupts on.
 pub fn set_return_to_user_handler(handler: TrapHandler) {
     RETURN_TO_USER_HANDLER.store(handler as usize, Ordering::Release);
 }
@@ -384,8 +395,23 @@ extern "C" fn hal_trap_dispatch(frame: &mut TrapFrame) {
         return;
     }
     if frame.vector < u64::from(EXCEPTION_VECTORS) {
+        // An exception in user mode interrupted no kernel code: its handler
+        // (demand paging, a signal, ending the program) runs with
+        // interrupts on, as a system call does, so that a lock a
+        // preempted thread holds is waited for, not spun on for ever.
+        // Aborts keep them off.
+        let with_interrupts = frame.is_from_user() && !ABORT_VECTORS.contains(&frame.vector);
+        if with_interrupts && frame.vector == u64::from(PAGE_FAULT_VECTOR) {
+            crate::context::set_user_fault_address(Cr2::read_raw());
+        }
         match load_handler(&EXCEPTION_HANDLER) {
-            Some(handler) => handler(frame),
+            Some(handler) => {
+                if with_interrupts {
+                    crate::cpu::enable_interrupts();
+                }
+                handler(frame);
+                crate::cpu::disable_interrupts();
+            }
             None => {
                 crate::console::emergency_write_fmt(format_args!("{frame}\n"));
                 crate::qemu::exit(crate::qemu::ExitCode::Failure);
@@ -398,7 +424,17 @@ extern "C" fn hal_trap_dispatch(frame: &mut TrapFrame) {
     }
     if frame.is_from_user() {
         if let Some(handler) = load_handler(&RETURN_TO_USER_HANDLER) {
+            // The interrupt came from user mode: no kernel code was
+            // interrupted, so what the kernel does before the return
+            // (signals, a stop, a kill) runs with interrupts on, as a
+            // system call does and as Linux's exit to user mode does. With
+            // them off, it could spin for ever on a lock that a preempted
+            // thread holds (a hard lockup the watchdog caught under
+            // stress-ng's sigsuspend). They go off again before the
+            // return path restores the user's registers and GS.
+            crate::cpu::enable_interrupts();
             handler(frame);
+            crate::cpu::disable_interrupts();
         }
     }
 }

@@ -256,7 +256,7 @@ pub fn guest_script(stressors: &[&str]) -> String {
          rc=$?\n  \
          case $rc in 0) verdict=pass ;; 3|4) verdict=skip ;; *) verdict=fail ;; esac\n  \
          echo \"stress $name $verdict rc=$rc\"\n  \
-         if [ $verdict != pass ]; then tail -n 4 /tmp/stress.log | sed 's/^/  | /'; fi\n\
+         if [ $verdict != pass ]; then grep -v metrc /tmp/stress.log | tail -n 6 | sed 's/^/  | /'; fi\n\
          done\n\
          echo stress-done\n"
     ));
