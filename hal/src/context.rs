@@ -347,7 +347,7 @@ pub fn adopt_boot_thread() -> Arc<Context> {
         user_resume_rsp: UnsafeCell::new(0),
         user_entry_top: AtomicU64::new(0),
         fs_base: AtomicU64::new(0),
-            user_fault_address: AtomicU64::new(0),
+        user_fault_address: AtomicU64::new(0),
         fpu: FpuState::initial(),
         id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
     });
@@ -530,10 +530,9 @@ pub(crate) fn set_user_fault_address(address: u64) {
 
 /// The running thread's last user page-fault address.
 pub(crate) fn user_fault_address() -> u64 {
-    CURRENT
-        .lock()
-        .as_ref()
-        .map_or(0, |context| context.user_fault_address.load(Ordering::Relaxed))
+    CURRENT.lock().as_ref().map_or(0, |context| {
+        context.user_fault_address.load(Ordering::Relaxed)
+    })
 }
 
 /// The running thread's FS base.
