@@ -4,13 +4,15 @@
    the program and of a waited-for child; memory as /proc/meminfo says
    it), utimensat and the older utimes/futimesat/utime (stat shows the
    times set; UTIME_NOW, UTIME_OMIT), chown/fchown/lchown/fchownat (stat
-   shows the owner; set-user-id cleared), getgroups/setgroups, and its own
-   /proc/self files (stat, cmdline, exe, fd links, status).
+   shows the owner; set-user-id cleared), getgroups/setgroups, its own
+   /proc/self files (stat, cmdline, exe, fd links, status), fsync,
+   fdatasync, syncfs and sync, and sched_setaffinity.
    Prints "linuxcalls: ok" and exits 0, or says what was wrong and exits 1. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,7 +372,38 @@ static void own_proc_files(int argc, char **argv) {
     check(rmdir("/tmp/lc") == 0, "remove /tmp/lc");
 }
 
+/* Files in memory: the sync calls succeed on files and check their
+   descriptor; one processor: a mask must allow CPU 0. */
+static void syncs_and_affinity(void) {
+    int fd = open("/tmp/linuxcalls-sync", O_CREAT | O_RDWR | O_TRUNC, 0600);
+    check(fd >= 0 && write(fd, "x", 1) == 1, "a file to sync");
+    check(fsync(fd) == 0, "fsync of a file");
+    check(fdatasync(fd) == 0, "fdatasync of a file");
+    check(syscall(SYS_syncfs, fd) == 0, "syncfs of a file");
+    sync();
+    close(fd);
+    unlink("/tmp/linuxcalls-sync");
+    errno = 0;
+    check(fsync(fd) == -1 && errno == EBADF, "fsync of a closed descriptor is EBADF");
+    int pipes[2];
+    check(pipe(pipes) == 0, "pipe");
+    errno = 0;
+    check(fsync(pipes[0]) == -1 && errno == EINVAL, "fsync of a pipe is EINVAL");
+    close(pipes[0]);
+    close(pipes[1]);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(0, &set);
+    check(sched_setaffinity(0, sizeof set, &set) == 0, "sched_setaffinity to CPU 0");
+    CPU_ZERO(&set);
+    CPU_SET(CPU_SETSIZE - 1, &set);
+    errno = 0;
+    check(sched_setaffinity(0, sizeof set, &set) == -1 && errno == EINVAL,
+          "sched_setaffinity to no processor there is EINVAL");
+}
+
 int main(int argc, char **argv) {
+    syncs_and_affinity();
     selects();
     times_and_usage();
     system_info();

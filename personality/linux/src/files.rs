@@ -501,3 +501,23 @@ pub fn fadvise64(files: &LinuxProcess, fd: u64, advice: u64) -> Result<i64, Errn
     }
     Ok(0)
 }
+
+/// `fsync(fd)` and `fdatasync(fd)`. Every file system here keeps its files
+/// in memory (the RAM file system, `/proc`, the devices), so a file's data
+/// and metadata are as durable as they will get once written: nothing to
+/// write back. The descriptor is checked as Linux checks it: `EBADF` for
+/// none, `EINVAL` for a pipe or a socket, which cannot be synchronised.
+pub fn fsync(files: &LinuxProcess, fd: u64) -> Result<i64, Errno> {
+    let file = files.fds.get(fd as i64)?;
+    match file.inode().file_type() {
+        vfs::FileType::Fifo | vfs::FileType::Socket => Err(Errno::EINVAL),
+        _ => Ok(0),
+    }
+}
+
+/// `syncfs(fd)`: writes back the file system `fd` is on; in memory, as
+/// for [`fsync`], there is nothing to write. `EBADF` for no descriptor.
+pub fn syncfs(files: &LinuxProcess, fd: u64) -> Result<i64, Errno> {
+    files.fds.get(fd as i64)?;
+    Ok(0)
+}

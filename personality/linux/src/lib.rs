@@ -735,6 +735,13 @@ fn table(number: u64) -> Option<Implementation> {
             c.process(pid)?;
             sched::sched_getaffinity(size, mask)
         },
+        SCHED_SETAFFINITY => |c, [pid, size, mask, ..]| {
+            c.process(pid)?;
+            sched::sched_setaffinity(size, mask)
+        },
+        FSYNC | FDATASYNC => |c, [fd, ..]| files::fsync(c.files, fd),
+        SYNCFS => |c, [fd, ..]| files::syncfs(c.files, fd),
+        SYNC => |_, _| Ok(0),
         _ => return None,
     })
 }

@@ -1,5 +1,7 @@
-//! What a thread may run on: `sched_getaffinity`. GNU `sort` sizes its
-//! threads by it (through `nproc`'s logic).
+//! What a thread may run on: `sched_getaffinity` and `sched_setaffinity`.
+//! GNU `sort` sizes its threads by the first (through `nproc`'s logic);
+//! stress-ng's affinity stressor moves itself between processors with the
+//! second.
 
 use vfs::Errno;
 
@@ -19,4 +21,18 @@ pub fn sched_getaffinity(size: u64, mask: u64) -> Result<i64, Errno> {
     }
     user::write(mask, &1u64.to_le_bytes())?;
     Ok(CPU_MASK_BYTES as i64)
+}
+
+/// `sched_setaffinity(pid, size, mask)` for a process that exists: the
+/// mask (its first `size` bytes, the rest taken as zero, as Linux does)
+/// must allow the one processor, CPU 0, else `EINVAL`; allowing it, the
+/// thread keeps running where it runs.
+pub fn sched_setaffinity(size: u64, mask: u64) -> Result<i64, Errno> {
+    let mut first = [0u8; CPU_MASK_BYTES as usize];
+    let taken = size.min(CPU_MASK_BYTES) as usize;
+    user::read(mask, &mut first[..taken])?;
+    if u64::from_le_bytes(first) & 1 == 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(0)
 }
