@@ -400,10 +400,10 @@ fn event_of(context: &dyn HostContext, handle: i32) -> Result<Option<Arc<dyn Eve
     Ok(event_and_rights(context, handle)?.map(|(event, _)| event))
 }
 
-fn event_and_rights(
-    context: &dyn HostContext,
-    handle: i32,
-) -> Result<Option<(Arc<dyn EventPort>, EventRights)>, Trap> {
+/// An event a handle names, with the rights the handle carries.
+type GrantedEvent = (Arc<dyn EventPort>, EventRights);
+
+fn event_and_rights(context: &dyn HostContext, handle: i32) -> Result<Option<GrantedEvent>, Trap> {
     Ok(match &*context.state().handles.get(handle)? {
         Capability::Event(event, rights) => Some((event.clone(), *rights)),
         _ => None,

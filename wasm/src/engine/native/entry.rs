@@ -277,12 +277,13 @@ impl<'a> ReadingContext<'a> {
         // pointer, while nothing else touches `self.host`.
         let host = core::ptr::addr_of_mut!(self.host);
         self.context.0[(vmctx::HOST / 8) as usize] = host as u64;
-        // SAFETY: `function` is held with its code memory, whose parameter
-        // count the caller checked is `count` at its binding. It and every
+        // `function` is held with its code memory, whose parameter count
+        // the caller checked is `count` at its binding. It and every
         // function it can call only read linear memory and globals and
         // call functions of the module and kernel procedures that change
         // nothing (`purity::is_read_only`, from the module's own scan and
-        // `host::reads_only`), so the code reads the memory within the
+        // `host::reads_only`).
+        // SAFETY: by the above, the code reads the memory within the
         // size `new` set (mapped for as long as the state's view lives,
         // and the state is borrowed for the context's life: a memory
         // never shrinks and never moves), reads the globals (the state's,
