@@ -244,7 +244,7 @@ type GuardFn<A> = Arc<dyn Fn(&A) -> bool + Send + Sync>;
 /// One handler of a list on the simple plans ([`Plan::Scan`],
 /// [`Plan::Indexed`]): a synchronous by-value Rust closure and its guard.
 /// Two fat pointers; a raise calls at most two functions per entry. (Lists
-/// whose entries are all fused use [`List::fused`] instead: one call per
+/// whose entries are all fused use the fused chain (`fused.rs`) instead: one call per
 /// entry.)
 struct Simple<A, R> {
     /// `None`: nothing to evaluate (unguarded, or its only guard is the

@@ -76,7 +76,7 @@ impl UserProtection {
 /// The user page at `virt`: page aligned, and below the highest page a
 /// user may have (see [`HIGHEST_MAPPABLE`]).
 fn user_page(virt: u64) -> Result<Page<Size4KiB>, MapError> {
-    if virt % PAGE_SIZE != 0 {
+    if !virt.is_multiple_of(PAGE_SIZE) {
         return Err(MapError::Unaligned(virt));
     }
     if virt > HIGHEST_MAPPABLE {
@@ -322,8 +322,10 @@ impl AddressSpace {
     /// must first get a private copy.
     pub fn protect(&self, virt: u64, protection: UserProtection) -> Result<(), MapError> {
         user_page(virt)?;
-        let lock = self.tables.lock();
-        let entry = self.leaf(&lock, virt).ok_or(MapError::NotMapped(virt))?;
+        let mut lock = self.tables.lock();
+        let entry = self
+            .leaf(&mut lock, virt)
+            .ok_or(MapError::NotMapped(virt))?;
         let frame = entry.addr();
         let mut flags = protection.flags();
         if must_stay_read_only(&FRAMES.lock(), frame.as_u64()) {
@@ -337,8 +339,8 @@ impl AddressSpace {
     /// The protection of mapped user page `virt`, if it is mapped.
     pub fn protection(&self, virt: u64) -> Option<UserProtection> {
         user_page(virt & !(PAGE_SIZE - 1)).ok()?;
-        let lock = self.tables.lock();
-        let entry = self.leaf(&lock, virt)?;
+        let mut lock = self.tables.lock();
+        let entry = self.leaf(&mut lock, virt)?;
         Some(UserProtection::of(entry.flags()))
     }
 
@@ -346,8 +348,10 @@ impl AddressSpace {
     /// another address space shares it).
     pub fn unmap(&self, virt: u64) -> Result<(), MapError> {
         user_page(virt)?;
-        let lock = self.tables.lock();
-        let entry = self.leaf(&lock, virt).ok_or(MapError::NotMapped(virt))?;
+        let mut lock = self.tables.lock();
+        let entry = self
+            .leaf(&mut lock, virt)
+            .ok_or(MapError::NotMapped(virt))?;
         let frame = entry.addr().as_u64();
         entry.set_unused();
         self.flush(virt);
@@ -394,8 +398,11 @@ impl AddressSpace {
                 .checked_add(len)
                 .is_some_and(|end| end <= HIGHEST_MAPPABLE + PAGE_SIZE)
         };
-        if from % PAGE_SIZE != 0 || to % PAGE_SIZE != 0 || len % PAGE_SIZE != 0 {
-            return Err(MapError::Unaligned(if from % PAGE_SIZE != 0 {
+        if !from.is_multiple_of(PAGE_SIZE)
+            || !to.is_multiple_of(PAGE_SIZE)
+            || !len.is_multiple_of(PAGE_SIZE)
+        {
+            return Err(MapError::Unaligned(if !from.is_multiple_of(PAGE_SIZE) {
                 from
             } else {
                 to
@@ -407,7 +414,7 @@ impl AddressSpace {
         if from < to + len && to < from + len {
             return Err(MapError::AlreadyMapped(to));
         }
-        let lock = self.tables.lock();
+        let mut lock = self.tables.lock();
         // SAFETY: this address space's PML4, under its table lock.
         let root = unsafe { table_at(self.root) };
         let mut destination_used = None;
@@ -462,7 +469,7 @@ impl AddressSpace {
             // Undo: the destination entries made go again; the frames
             // stay with the source entries, which were not touched.
             for &(virt, _, _) in &pages[..moved] {
-                if let Some(entry) = self.leaf(&lock, virt - from + to) {
+                if let Some(entry) = self.leaf(&mut lock, virt - from + to) {
                     entry.set_unused();
                 }
             }
@@ -471,7 +478,7 @@ impl AddressSpace {
             return Err(error);
         }
         for &(virt, _, _) in &pages {
-            if let Some(entry) = self.leaf(&lock, virt) {
+            if let Some(entry) = self.leaf(&mut lock, virt) {
                 entry.set_unused();
             }
         }
@@ -512,8 +519,10 @@ impl AddressSpace {
     /// kept, with `protection`: its owners write it together.
     pub fn make_private(&self, virt: u64, protection: UserProtection) -> Result<(), MapError> {
         user_page(virt)?;
-        let lock = self.tables.lock();
-        let entry = self.leaf(&lock, virt).ok_or(MapError::NotMapped(virt))?;
+        let mut lock = self.tables.lock();
+        let entry = self
+            .leaf(&mut lock, virt)
+            .ok_or(MapError::NotMapped(virt))?;
         let old = entry.addr().as_u64();
         let mut frames = FRAMES.lock();
         if must_stay_read_only(&frames, old) {
@@ -608,11 +617,13 @@ impl AddressSpace {
         result.map(|()| shared)
     }
 
-    /// The leaf entry mapping user page `virt`, present or not, while
-    /// `_lock` (this address space's table lock) is held.
+    /// The leaf entry mapping user page `virt`, if present, while `_lock`
+    /// (this address space's table lock) is held. The lock guard is
+    /// borrowed mutably for the entry's lifetime, so two entries of one
+    /// address space can never be held at once.
     fn leaf<'a>(
         &'a self,
-        _lock: &'a IrqMutexGuard<'_, ()>,
+        _lock: &'a mut IrqMutexGuard<'_, ()>,
         virt: u64,
     ) -> Option<&'a mut PageTableEntry> {
         let address = VirtAddr::new(virt);

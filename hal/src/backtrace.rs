@@ -55,7 +55,7 @@ fn walk(rsp: u64, mut rbp: u64, callers: &mut [u64]) {
         + (rsp - 1 - STACKS_BASE) / STACK_SLOT_BYTES * STACK_SLOT_BYTES
         + STACK_SLOT_BYTES;
     for caller in callers.iter_mut() {
-        if rbp < rsp || rbp % 8 != 0 || rbp > top - 16 {
+        if rbp < rsp || !rbp.is_multiple_of(8) || rbp > top - 16 {
             break;
         }
         // SAFETY: `rbp..rbp + 16` is 8-byte aligned and lies between the

@@ -311,8 +311,9 @@ unsafe fn parse_start_info(start_info: u64) -> BootInfo {
         cmdline_len: 0,
         rsdp: None,
     };
-    // SAFETY (all reads below): the PVH loader places start_info and the
-    // structures it points to in low RAM, which the boot tables map.
+    // The PVH loader places start_info and the structures it points to in
+    // low RAM, which the boot tables map: every read below relies on it.
+    // SAFETY: start_info is the loader's, in that mapped low RAM.
     let start: HvmStartInfo = unsafe { read_phys(start_info) };
     if start.magic != HVM_START_MAGIC {
         return info;

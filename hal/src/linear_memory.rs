@@ -8,7 +8,7 @@
 //! maximum when it is made and maps fresh zeroed pages as it grows: its
 //! base never changes and its pages stay mapped until the last
 //! [`MemoryView`] of it is gone. In the kernel the pages are in their own
-//! region ([`crate::memory::LINEAR_BASE`]), one 4 GiB slot per memory
+//! region (`memory::LINEAR_BASE`), one 4 GiB slot per memory
 //! (the most a 32-bit Wasm memory can hold); on the host (the runtime's
 //! tests) an inaccessible `mmap` whose pages are made read-write with
 //! `mprotect` as it grows.

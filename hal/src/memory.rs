@@ -630,7 +630,7 @@ impl core::fmt::Display for MapError {
 }
 
 fn check_general(virt: u64) -> Result<Page<Size4KiB>, MapError> {
-    if virt % PAGE_SIZE != 0 {
+    if !virt.is_multiple_of(PAGE_SIZE) {
         return Err(MapError::Unaligned(virt));
     }
     if !(GENERAL_BASE..GENERAL_END).contains(&virt) {
@@ -750,7 +750,7 @@ pub fn protection_of(virt: u64) -> Option<Protection> {
 /// ending the faulting thread). This is how tests provoke page faults.
 pub fn store_unchecked(virt: u64, value: u64) -> Result<(), MapError> {
     check_general(virt & !(PAGE_SIZE - 1))?;
-    if virt % 8 != 0 {
+    if !virt.is_multiple_of(8) {
         return Err(MapError::Unaligned(virt));
     }
     // SAFETY: the general region holds only pages mapped by `map`, each
@@ -764,7 +764,7 @@ pub fn store_unchecked(virt: u64, value: u64) -> Result<(), MapError> {
 /// like [`store_unchecked`], if unmapped).
 pub fn load_unchecked(virt: u64) -> Result<u64, MapError> {
     check_general(virt & !(PAGE_SIZE - 1))?;
-    if virt % 8 != 0 {
+    if !virt.is_multiple_of(8) {
         return Err(MapError::Unaligned(virt));
     }
     // SAFETY: as for `store_unchecked`; a read of a u64 from such a page is
@@ -809,7 +809,7 @@ pub fn map_range(virt: u64, pages: u64, protection: Protection) -> Result<(), Ma
 pub(crate) fn make_code_executable(virt: u64, pages: u64) -> Result<(), MapError> {
     for index in 0..pages {
         let address = virt + index * PAGE_SIZE;
-        if address % PAGE_SIZE != 0 || !(CODE_BASE..CODE_END).contains(&address) {
+        if !address.is_multiple_of(PAGE_SIZE) || !(CODE_BASE..CODE_END).contains(&address) {
             return Err(MapError::OutsideRegion(address));
         }
         let page = Page::<Size4KiB>::containing_address(VirtAddr::new(address));

@@ -4,7 +4,7 @@
 //! Code memory is W^X: mapped writable, filled, then remapped read-execute
 //! before anything can run it, and never writable again; dropping a
 //! [`CodeMemory`] unmaps its pages and frees their frames. In the kernel
-//! the pages are in their own region ([`crate::memory::CODE_BASE`]), one
+//! the pages are in their own region (`memory::CODE_BASE`), one
 //! 4 MiB slot per module; on the host (the runtime's tests) they are an
 //! `mmap` made read-execute with `mprotect`.
 //!

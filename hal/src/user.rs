@@ -844,7 +844,7 @@ pub(crate) fn fixup_user_copy(rip: u64) -> Option<u64> {
     let end = core::ptr::addr_of!(hal_copy_user_end) as u64;
     (start..end)
         .contains(&rip)
-        .then(|| core::ptr::addr_of!(hal_copy_user_fixup) as u64)
+        .then_some(core::ptr::addr_of!(hal_copy_user_fixup) as u64)
 }
 
 /// A user program's x87 and SSE registers as `fxsave` lays them out (512

@@ -27,9 +27,9 @@ pub const NMI_HZ: u64 = 20;
 const PIT_FREQUENCY_HZ: u64 = 1_193_182;
 /// I/O APIC input of ISA IRQ 0 (the PIT) on QEMU's machines.
 const PIT_IOAPIC_INPUT: u8 = 2;
-/// PIT command: channel 0, low then high byte, mode 2 (rate generator),
-/// binary.
-const PIT_CHANNEL0_RATE_GENERATOR: u8 = 0b00_11_010_0;
+/// PIT command: channel 0 (bits 7-6: 00), low then high byte (5-4: 11),
+/// mode 2, the rate generator (3-1: 010), binary (0: 0).
+const PIT_CHANNEL0_RATE_GENERATOR: u8 = 0b0011_0100;
 
 /// The kernel's NMI hook (a `fn(&TrapFrame)` address, 0 = none).
 static HOOK: AtomicUsize = AtomicUsize::new(0);

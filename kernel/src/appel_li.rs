@@ -105,7 +105,7 @@ pub fn vm_handler(strand: u64, action: u64, start: u64, end: u64, page: u64) -> 
             let Some(action) = Action::from_code(code) else {
                 return -errno::EINVAL;
             };
-            if start % PAGE_SIZE != 0 || end <= start || end > hal::user::USER_END {
+            if !start.is_multiple_of(PAGE_SIZE) || end <= start || end > hal::user::USER_END {
                 return -errno::EINVAL;
             }
             install(&process, strand, action, start, end, page)

@@ -160,6 +160,8 @@ impl<'a> FileBytes<'a> {
 
     /// The bytes of a file read for `execve`: lent if the file system
     /// lent them.
+    // A `&[u8]` would lose which of the two the bytes are: the whole point.
+    #[allow(clippy::ptr_arg)]
     pub fn of(file: &'a alloc::borrow::Cow<'static, [u8]>) -> Self {
         match file {
             alloc::borrow::Cow::Borrowed(bytes) => FileBytes::Lent(bytes),

@@ -93,14 +93,14 @@ fn on_nmi(frame: &TrapFrame) {
             })
         }
         sched::ThreadState::Ready => is_any_ready = true,
-        sched::ThreadState::Blocked if thread.waiting_on == "kernel mutex" => {
-            if hung_count < hung.len() {
-                hung[hung_count] = Some(MutexWaiter {
-                    id: thread.id.0,
-                    since_ns: thread.since_ns,
-                });
-                hung_count += 1;
-            }
+        sched::ThreadState::Blocked
+            if thread.waiting_on == "kernel mutex" && hung_count < hung.len() =>
+        {
+            hung[hung_count] = Some(MutexWaiter {
+                id: thread.id.0,
+                since_ns: thread.since_ns,
+            });
+            hung_count += 1;
         }
         _ => {}
     });

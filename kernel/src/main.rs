@@ -5,22 +5,15 @@
 //! kernel command line picks what to run (`spindle.mode=`):
 //!
 //! - `shell` (default): the serial shell ([`shell`]);
-//! - `test`: the in-kernel tests ([`ktests`]), then exit QEMU with the result;
-//! - `bench`: the in-guest benchmarks ([`bench`]), then exit;
-//! - `fuzz`: the generated modules of the boot archive loaded and called
-//!   ([`fuzz`]), then exit QEMU with the result;
-//! - `sysfuzz`: random system calls from many processes ([`sysfuzz`],
-//!   `spindle.sysfuzz=SEED,PROCESSES,CALLS`), then exit QEMU with the
-//!   result;
-//! - `crash`: a deliberate page fault on the boot thread, which must be
-//!   reported and end QEMU with a failure status (tests the fatal path);
-//! - `overflow`: a kernel thread overflows its stack into the guard page,
-//!   which must arrive as a reported double fault on its IST stack;
-//! - `boot-overflow`: the same on the boot stack, whose guard page hal
-//!   leaves unmapped.
+//! - `linux`: Debian's busybox sh on the Linux personality;
+//! - `exec`: one command (`/etc/spindle-exec` in the boot archive) on the
+//!   Linux personality, whose exit status becomes QEMU's;
+//! - with the `testing` feature only (the image `./x test` and `./x bench`
+//!   build), the test modes of `testing`: the in-kernel tests, benchmarks,
+//!   fuzzers and the deliberate faults of the fatal paths.
 //!
-//! `test` and `bench` run on a kernel thread of their own (a guarded stack
-//! with room for extension code), not on the boot stack.
+//! The shell and the test modes run on a kernel thread of their own (a
+//! guarded stack with room for extension code), not on the boot stack.
 #![no_std]
 #![no_main]
 
@@ -28,15 +21,12 @@ extern crate alloc;
 
 mod appel_li;
 mod async_worker;
-mod bench;
 mod elf;
 mod exceptions;
 mod extensions;
 mod file_memory;
-mod fuzz;
 mod http_server;
 mod itimer;
-mod ktests;
 mod linux;
 mod lockups;
 mod logger;
@@ -50,9 +40,10 @@ mod signals;
 mod strands;
 mod stream_service;
 mod syscalls;
-mod sysfuzz;
 mod system;
 mod terminal;
+#[cfg(feature = "testing")]
+mod testing;
 mod tracing;
 mod translation;
 mod user;
@@ -85,7 +76,7 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
     let frames = hal::memory::frame_stats();
     log::info!(
         "memory: {} MiB usable, kernel page tables active",
-        frames.total as u64 * hal::frames::FRAME_SIZE >> 20
+        (frames.total as u64 * hal::frames::FRAME_SIZE) >> 20
     );
     for module in boot_info.modules() {
         log::info!(
@@ -117,9 +108,8 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
     network::init();
     extensions::autoload(boot_info.cmdline_value("spindle.ext").unwrap_or(""));
 
-    match boot_info.cmdline_value("spindle.mode").unwrap_or("shell") {
-        "test" => exit_with(on_guarded_thread("ktests", ktests::run_all)),
-        "fuzz" => exit_with(fuzz::run()),
+    let mode = boot_info.cmdline_value("spindle.mode").unwrap_or("shell");
+    match mode {
         "linux" => exit_with(on_guarded_thread(
             "init",
             || match linux::run_interactive_shell() {
@@ -148,51 +138,14 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
             }
             qemu::exit_with_status(status.load(core::sync::atomic::Ordering::SeqCst))
         }
-        "sysfuzz" => {
-            let parameters = boot_info
-                .cmdline_value("spindle.sysfuzz")
-                .unwrap_or("1,16,2000");
-            exit_with(on_guarded_thread("sysfuzz", move || {
-                sysfuzz::run(parameters)
-            }))
-        }
-        "bench" => {
-            let suite = boot_info.cmdline_value("spindle.bench").unwrap_or("all");
-            exit_with(on_guarded_thread("bench", move || {
-                match bench::run(suite) {
-                    Ok(()) => true,
-                    Err(error) => {
-                        log::error!("benchmark suite {suite}: {error}");
-                        false
-                    }
-                }
-            }))
-        }
-        "crash" => {
-            log::info!("crash mode: touching an unmapped page on the boot thread");
-            let _ = hal::memory::store_unchecked(hal::memory::GENERAL_BASE + 0xdead_0000, 1);
-            panic!("the deliberate page fault did not fault");
-        }
-        "boot-overflow" => {
-            log::info!("boot-overflow mode: the boot thread recurses into its guard page");
-            recurse_forever(0);
-            panic!("the boot stack overflow was not caught");
-        }
-        "overflow" => {
-            log::info!("overflow mode: a kernel thread recurses into its guard page");
-            let handle = sched::spawn("overflow", || {
-                recurse_forever(0);
-            })
-            .expect("cannot start the overflow thread");
-            let _ = handle.join();
-            panic!("the stack overflow was not caught");
-        }
         "shell" => {
             sched::spawn_with_stack("shell", extensions::EXTENSION_STACK_BYTES, shell::run)
                 .expect("cannot start the shell");
             sched::exit(sched::ExitReason::Finished)
         }
-        other => panic!("unknown spindle.mode `{other}`"),
+        #[cfg(feature = "testing")]
+        _ if testing::is_testing_mode(mode) => testing::run_mode(mode, boot_info),
+        other => panic!("unknown spindle.mode `{other}` (this image has no test code: ./x test builds one with it)"),
     }
 }
 
@@ -217,13 +170,6 @@ fn exit_with(is_success: bool) -> ! {
     } else {
         qemu::ExitCode::Failure
     })
-}
-
-/// Recurses until the stack runs into its guard page (the `overflow` mode).
-#[allow(unconditional_recursion)] // the point: it ends in a double fault
-fn recurse_forever(depth: u64) -> u64 {
-    let frame = core::hint::black_box([depth; 16]);
-    recurse_forever(frame[0] + 1) + frame[15]
 }
 
 #[panic_handler]

@@ -96,9 +96,9 @@ pub fn init() {
     if let Some(personality) = crate::linux::personality() {
         let stack = personality.sockets().clone();
         stack.attach_interface(
-            config.address.into(),
+            config.address,
             config.prefix,
-            config.gateway.into(),
+            config.gateway,
             Arc::new(move |packet: &[u8]| network.send_ip_packet(packet)),
         );
         network.attach_sockets(Arc::new(move |packet: &[u8]| {
@@ -313,7 +313,7 @@ pub fn forward(
     let address: core::net::SocketAddrV4 = target
         .parse()
         .map_err(|_| format!("`{target}` is not an IPv4 address and port"))?;
-    let target = ((*address.ip()).into(), address.port());
+    let target = ((*address.ip()), address.port());
     let name = protocol.name();
     let mut forwarders = FORWARDERS.lock();
     let same = |forwarder: &&Arc<net::forwarder::Forwarder>| forwarder.protocol == protocol;

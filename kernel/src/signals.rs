@@ -331,10 +331,7 @@ pub fn deliver_fault(frame: &mut TrapFrame, fault: &Fault) -> bool {
         error_code: fault.error_code,
         address: fault.fault_address,
     };
-    match deliver(frame, None, Some(details)) {
-        None => true,
-        Some(_) => false,
-    }
+    deliver(frame, None, Some(details)).is_none()
 }
 
 /// Takes the calling process's deliverable signals: ignored ones are

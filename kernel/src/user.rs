@@ -268,7 +268,7 @@ pub fn spawn(name: &str, code: &[u8]) -> Result<UserThread, String> {
 }
 
 /// Starts the static ELF executable `file` as a user thread named `name`,
-/// with `arguments` as its argv (argv[0] first), in a new process. A
+/// with `arguments` as its argv (`argv[0]` first), in a new process. A
 /// dynamically linked program needs its interpreter: [`spawn_path`]
 /// starts one.
 pub fn spawn_program(
@@ -302,7 +302,7 @@ pub fn spawn_program_in(
 
 /// Starts the program at `path` in the Linux personality's file tree
 /// (static or dynamically linked: its interpreter is read from the tree
-/// too) as a user thread named `name`, with `arguments` (argv[0] first)
+/// too) as a user thread named `name`, with `arguments` (`argv[0]` first)
 /// and `environment`, in a new process.
 pub fn spawn_path(
     name: &str,

@@ -2,7 +2,7 @@
 //! events, calling them with fault containment, and unloading.
 //!
 //! Ownership: [`Extension`] is a shared handle to [`Shared`], which owns the
-//! engine instance (and through it the [`ExtensionState`]: handle table,
+//! engine instance (and through it the [`crate::ExtensionState`]: handle table,
 //! installations). Typed handlers and guards installed on events hold
 //! `Shared` strongly (no weak reference upgraded per raise), the
 //! runtime-typed ones weakly; either way unloading, or dropping the last

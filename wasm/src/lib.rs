@@ -31,7 +31,7 @@
 //! - [`host`]: the kernel procedures extensions import;
 //! - [`extension`], [`runtime`]: loaded extensions, load and unload;
 //! - [`tier`]: which engine runs an extension;
-//! - [`bench`]: fixtures for the extension benchmarks.
+//! - [`mod@bench`]: fixtures for the extension benchmarks.
 #![cfg_attr(not(test), no_std)]
 // `deny`, not `forbid`: the entry into generated code
 // (`engine/native/entry.rs`) is the one module allowed `unsafe`, and xtask's

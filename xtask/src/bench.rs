@@ -111,7 +111,7 @@ impl BenchContext {
         if let Some(kernel) = &self.kernel {
             return Ok(kernel.clone());
         }
-        let kernel = toolchain::build_kernel(self.profile)?;
+        let kernel = toolchain::build_kernel(self.profile, toolchain::Image::Testing)?;
         self.kernel = Some(kernel.clone());
         Ok(kernel)
     }

@@ -6,7 +6,7 @@
 //! - `build`: builds the kernel ([`toolchain`]);
 //! - `run`: boots it in QEMU on the terminal ([`qemu`]);
 //! - `test`: host unit tests, then the QEMU scenarios ([`scenarios`]);
-//! - `bench`: benchmark suites ([`bench`]);
+//! - `bench`: benchmark suites ([`mod@bench`]);
 //! - `help`: lists the subcommands.
 //!
 //! CI runs `./x test`, the same command a developer runs. The guest's output
@@ -20,6 +20,7 @@ use std::{
 };
 
 mod bench;
+mod checks;
 mod debian;
 mod extensions;
 mod fuzz;
@@ -35,7 +36,7 @@ mod toolchain;
 
 use parse::GuestExit;
 use qemu::{Accel, BootConfig};
-use toolchain::Profile;
+use toolchain::{Image, Profile};
 
 /// Errors are reported as text; this tool has no callers but `main`.
 pub type Result<T, E = Box<dyn std::error::Error>> = std::result::Result<T, E>;
@@ -66,8 +67,9 @@ commands! {
     ///   --accel A    tcg (default) or kvm (only with real hardware virtualization)
     ///   --debug      boot the debug build instead of the release build
     ///   --mode MODE  kernel command line spindle.mode=MODE (default linux:
-    ///                busybox sh; shell: the kernel shell; also test, crash,
-    ///                bench)
+    ///                busybox sh; shell: the kernel shell; the test modes
+    ///                test, bench, fuzz, sysfuzz, crash, overflow and
+    ///                boot-overflow boot the image with the test code)
     ///   --add H:G    put host file or folder H into the image at G (e.g.
     ///                --add ./prog:/bin/prog); repeatable
     ///   --exec CMD   run CMD under /bin/sh -c (busybox) instead of the
@@ -90,6 +92,15 @@ commands! {
     /// failure. Ends with `qemu: N passed, N failed`; exits non-zero if any
     /// test failed. See docs/testing.md.
     "test" => test_command,
+    /// Runs the checks: cargo fmt --check, clippy on every crate (host and
+    /// x86_64-unknown-none, the kernel image with and without its test code)
+    /// and cargo doc, all with warnings as errors.
+    ///
+    /// usage: ./x check
+    ///
+    /// Prints `check: NAME ... ok|FAILED` for each; `./x test` runs them
+    /// first (unless --qemu-only).
+    "check" => check_command,
     /// Runs benchmark suites and prints `bench <suite>.<name> <median> <unit> ...` lines.
     ///
     /// usage: ./x bench [SUITE] [--icount] [--layouts N] [--accel tcg|kvm] [--debug]
@@ -102,12 +113,15 @@ commands! {
     ///                functions shuffled (lld --shuffle-sections) and report
     ///                medians over every layout (default 1, the plain build)
     "bench" => bench_command,
-    /// Builds the kernel ELF (target/kernel/x86_64-unknown-none/<profile>/kernel).
+    /// Builds the kernel ELF (target/kernel/x86_64-unknown-none/<profile>/spindle).
     ///
-    /// usage: ./x build [--release]
+    /// usage: ./x build [--release] [--testing]
     ///
-    /// Builds the debug profile unless --release is given (run, test and
-    /// bench build and boot the release profile unless --debug is given).
+    ///   --release  the release profile (default: debug; run, test and bench
+    ///              build and boot the release profile unless --debug is given)
+    ///   --testing  the image with the in-kernel tests, benchmarks and fuzz
+    ///              drivers (.../spindle-testing), as test, bench and fuzz
+    ///              build it; without, the production image that run boots
     "build" => build_command,
     /// Builds the SDK and every extension in extensions/ into target/extensions/*.wasm.
     ///
@@ -293,11 +307,28 @@ fn build_command(mut args: Args) -> Result<ExitCode> {
     } else {
         Profile::Debug
     };
+    let image = if args.flag("--testing") {
+        Image::Testing
+    } else {
+        Image::Production
+    };
     args.finish()?;
-    let elf = toolchain::build_kernel(profile)?;
+    let elf = toolchain::build_kernel(profile, image)?;
     println!("{}", toolchain::display_path(&elf));
     Ok(ExitCode::SUCCESS)
 }
+
+/// The `spindle.mode=` values only the testing image has
+/// (`kernel/src/testing/mod.rs`).
+const TEST_MODES: &[&str] = &[
+    "test",
+    "bench",
+    "fuzz",
+    "sysfuzz",
+    "crash",
+    "overflow",
+    "boot-overflow",
+];
 
 fn run_command(mut args: Args) -> Result<ExitCode> {
     let accel = args.accel()?;
@@ -315,7 +346,14 @@ fn run_command(mut args: Args) -> Result<ExitCode> {
         }
     });
     args.finish()?;
-    let kernel = toolchain::build_kernel(profile)?;
+    // The test modes need the image with the test code; everything else
+    // boots what a user gets.
+    let image = if TEST_MODES.contains(&mode.as_str()) {
+        Image::Testing
+    } else {
+        Image::Production
+    };
+    let kernel = toolchain::build_kernel(profile, image)?;
     let mut config = BootConfig::new(&kernel, &mode, accel);
     if !additions.is_empty() || command.is_some() {
         let mut extra = Vec::new();
@@ -381,7 +419,7 @@ fn stress_command(mut args: Args) -> Result<ExitCode> {
         None
     } else {
         Some(stress::Spindle {
-            kernel: toolchain::build_kernel(profile)?,
+            kernel: toolchain::build_kernel(profile, Image::Production)?,
             accel,
             files: files.clone(),
         })
@@ -447,7 +485,8 @@ fn test_command(mut args: Args) -> Result<ExitCode> {
                 "FAILED"
             }
         );
-        Some(toolchain::run_host_tests()? && violations.is_empty())
+        let checks_passed = checks::run_all()?;
+        Some(toolchain::run_host_tests()? && violations.is_empty() && checks_passed)
     };
 
     let selected: Vec<&scenarios::Scenario> = if is_host_only {
@@ -467,7 +506,7 @@ fn test_command(mut args: Args) -> Result<ExitCode> {
     }
     let mut failed_names = Vec::new();
     if !selected.is_empty() {
-        match toolchain::build_kernel(profile) {
+        match toolchain::build_kernel(profile, Image::Testing) {
             Ok(kernel) => {
                 println!(
                     "\nrunning {} QEMU scenario(s) (deadline {:.0} s each)",
@@ -499,7 +538,9 @@ fn test_command(mut args: Args) -> Result<ExitCode> {
     );
     match host_passed {
         Some(true) => println!("host unit tests: ok"),
-        Some(false) => println!("host unit tests: FAILED (see cargo's output above)"),
+        Some(false) => {
+            println!("host unit tests: FAILED (see cargo's output and the check: lines above)")
+        }
         None => println!("host unit tests: skipped (--qemu-only)"),
     }
     for name in &failed_names {
@@ -514,6 +555,15 @@ fn test_command(mut args: Args) -> Result<ExitCode> {
     }
     let is_success = host_passed != Some(false) && failed_names.is_empty();
     Ok(if is_success {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn check_command(args: Args) -> Result<ExitCode> {
+    args.finish()?;
+    Ok(if checks::run_all()? {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
@@ -633,7 +683,7 @@ fn fuzz_command(mut args: Args) -> Result<ExitCode> {
     }
     if is_syscalls {
         let seed = if seed == fuzz::DEFAULT_SEED { 1 } else { seed };
-        let kernel = toolchain::build_kernel(profile)?;
+        let kernel = toolchain::build_kernel(profile, Image::Testing)?;
         let mut config = BootConfig::new(&kernel, "sysfuzz", accel);
         config
             .append
@@ -667,7 +717,7 @@ fn fuzz_command(mut args: Args) -> Result<ExitCode> {
         is_success &= fuzz::run_native(native_cases)?;
     }
     if !is_host_only {
-        let kernel = toolchain::build_kernel(profile)?;
+        let kernel = toolchain::build_kernel(profile, Image::Testing)?;
         let cases = fuzz::Cases {
             seed,
             first,

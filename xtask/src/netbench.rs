@@ -175,7 +175,10 @@ fn spindle_figures(context: &mut BenchContext) -> Result<Figures> {
     eprintln!("x: booting Spindle with its network interface");
     let mut guest = Guest::boot(&config, context.timeout)?;
     guest.forwards = forwards.to_vec();
-    let figures = measure_spindle(&mut guest, &toolchain::kernel_elf(context.profile));
+    let figures = measure_spindle(
+        &mut guest,
+        &toolchain::kernel_elf(context.profile, toolchain::Image::Testing),
+    );
     save_log("bench-net", &guest.full_log());
     guest.kill();
     if let Ok(figures) = &figures {

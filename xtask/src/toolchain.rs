@@ -13,6 +13,7 @@
 use std::{
     env,
     ffi::OsString,
+    fs,
     path::{Path, PathBuf},
     process::Command,
 };
@@ -94,6 +95,28 @@ impl Profile {
     }
 }
 
+/// Which kernel image to build: the two differ only in the `testing`
+/// feature, so they share every dependency's build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Image {
+    /// What a user boots (`./x run`, `./x build`, `./x stress`): no test code.
+    Production,
+    /// With the in-kernel tests, benchmarks and fuzz drivers (feature
+    /// `testing`): `./x test`, `./x bench`, `./x fuzz`.
+    Testing,
+}
+
+impl Image {
+    /// The file name the image is kept under beside cargo's output, so that
+    /// building one does not leave the other's ELF under its name.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            Self::Production => "spindle",
+            Self::Testing => "spindle-testing",
+        }
+    }
+}
+
 /// A `cargo` command in the repository root with a cleaned environment:
 /// `/usr/bin` first on `PATH`, toolchain overrides and flags removed, and
 /// `CARGO_TARGET_DIR` set to `target_dir` (relative to the root).
@@ -130,9 +153,9 @@ pub fn debian_first_path() -> OsString {
 /// building one (for bisecting, or for trying the harness on another image).
 pub const KERNEL_OVERRIDE_VARIABLE: &str = "SPINDLE_KERNEL";
 
-/// Builds the kernel and returns the path of its ELF image (or returns the
-/// image named by [`KERNEL_OVERRIDE_VARIABLE`], without building).
-pub fn build_kernel(profile: Profile) -> Result<PathBuf> {
+/// Builds the kernel image and returns the path of its ELF file (or returns
+/// the image named by [`KERNEL_OVERRIDE_VARIABLE`], without building).
+pub fn build_kernel(profile: Profile, image: Image) -> Result<PathBuf> {
     if let Some(path) = env::var_os(KERNEL_OVERRIDE_VARIABLE) {
         let path = PathBuf::from(path);
         eprintln!(
@@ -157,23 +180,46 @@ pub fn build_kernel(profile: Profile) -> Result<PathBuf> {
     if profile == Profile::Release {
         command.arg("--release");
     }
-    eprintln!("x: building the kernel ({} profile)", profile.directory());
-    run_checked(&mut command, "kernel build")?;
-    let elf = kernel_elf(profile);
-    if !elf.is_file() {
-        return Err(format!("kernel build succeeded but {} is missing", elf.display()).into());
+    if image == Image::Testing {
+        command.args(["--features", "testing"]);
     }
+    eprintln!(
+        "x: building the {} kernel image ({} profile)",
+        match image {
+            Image::Production => "production",
+            Image::Testing => "testing",
+        },
+        profile.directory()
+    );
+    run_checked(&mut command, "kernel build")?;
+    let built = kernel_output_directory(profile).join("kernel");
+    if !built.is_file() {
+        return Err(format!("kernel build succeeded but {} is missing", built.display()).into());
+    }
+    let elf = kernel_elf(profile, image);
+    fs::copy(&built, &elf).map_err(|error| {
+        format!(
+            "cannot copy {} to {}: {error}",
+            built.display(),
+            elf.display()
+        )
+    })?;
     crate::image::build_boot_archive()?;
     Ok(elf)
 }
 
-/// Where the kernel build leaves the ELF image.
-pub fn kernel_elf(profile: Profile) -> PathBuf {
+/// Where cargo leaves the kernel build of `profile`.
+fn kernel_output_directory(profile: Profile) -> PathBuf {
     repo_root()
         .join(KERNEL_TARGET_DIR)
         .join(KERNEL_TARGET)
         .join(profile.directory())
-        .join("kernel")
+}
+
+/// Where [`build_kernel`] leaves the ELF file of `image`
+/// (`target/kernel/x86_64-unknown-none/<profile>/spindle[-testing]`).
+pub fn kernel_elf(profile: Profile, image: Image) -> PathBuf {
+    kernel_output_directory(profile).join(image.file_name())
 }
 
 /// Runs the host unit tests of every default workspace member (everything

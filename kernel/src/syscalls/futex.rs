@@ -50,7 +50,7 @@ pub(super) fn futex(
     let Some(process) = process::of_strand(strand) else {
         return -errno::ESRCH;
     };
-    if address % 4 != 0 {
+    if !address.is_multiple_of(4) {
         return -errno::EINVAL;
     }
     let key = (process.id(), address);
@@ -195,7 +195,7 @@ fn wake(key: Key, count: u32) -> u32 {
 /// waiters of `from` and moves up to `move_count` others to `to` (after
 /// checking that the word is `expected`, for the compare form).
 fn requeue(from: Key, to: Key, wake_count: u32, move_count: u32, expected: Option<u32>) -> i64 {
-    if to.1 % 4 != 0 {
+    if !to.1.is_multiple_of(4) {
         return -errno::EINVAL;
     }
     let mut table = WAITERS.lock();

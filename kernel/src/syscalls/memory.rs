@@ -137,7 +137,7 @@ pub(super) fn mmap(
             }
             Err(error) => return -i64::from(error.as_i32()),
         };
-    if offset % PAGE_SIZE != 0
+    if !offset.is_multiple_of(PAGE_SIZE)
         || offset
             .checked_add(len)
             .is_none_or(|end| end > i64::MAX as u64)
@@ -164,15 +164,12 @@ pub(super) fn mmap(
         return process
             .with_memory(|memory| {
                 place(memory, address, len, no_replace, |memory| {
-                    let start = memory.map_shared(
-                        address,
-                        len,
-                        protection,
-                        fixed,
-                        file_writable,
+                    let source = vm::SharedSource {
                         object,
-                        offset / PAGE_SIZE,
-                    )?;
+                        first_page: offset / PAGE_SIZE,
+                        may_write: file_writable,
+                    };
+                    let start = memory.map_shared(address, len, protection, fixed, source)?;
                     name(memory, start);
                     Ok(start)
                 })
@@ -231,7 +228,12 @@ fn map_shared_anonymous(
     let object = alloc::sync::Arc::new(memory_object);
     with_memory(strand, |memory| {
         place(memory, address, len, no_replace, |memory| {
-            memory.map_shared(address, len, protection, fixed, true, object, 0)
+            let source = vm::SharedSource {
+                object,
+                first_page: 0,
+                may_write: true,
+            };
+            memory.map_shared(address, len, protection, fixed, source)
         })
     })
 }
@@ -361,7 +363,7 @@ pub(super) fn mprotect(strand: u64, address: u64, len: u64, prot: u64) -> i64 {
 pub(super) fn mincore(strand: u64, address: u64, len: u64, vector: u64) -> i64 {
     /// Pages answered per copy to the caller.
     const CHUNK_PAGES: u64 = 512;
-    if address % 4096 != 0 {
+    if !address.is_multiple_of(4096) {
         return -errno::EINVAL;
     }
     let pages = len.div_ceil(4096);
@@ -399,7 +401,7 @@ pub(super) fn msync(strand: u64, address: u64, len: u64, flags: u64) -> i64 {
     const MS_ASYNC: u64 = 1;
     const MS_INVALIDATE: u64 = 2;
     const MS_SYNC: u64 = 4;
-    if address % PAGE_SIZE != 0
+    if !address.is_multiple_of(PAGE_SIZE)
         || flags & !(MS_ASYNC | MS_INVALIDATE | MS_SYNC) != 0
         || flags & (MS_ASYNC | MS_SYNC) == MS_ASYNC | MS_SYNC
     {
@@ -423,7 +425,7 @@ pub(super) fn madvise(strand: u64, address: u64, len: u64, advice: u64) -> i64 {
     const MADV_DONTNEED: u64 = 4;
     const MADV_FREE: u64 = 8;
     const HINTS: [u64; 10] = [0, 1, 2, 3, 10, 11, 12, 13, 14, 15];
-    if address % 4096 != 0 {
+    if !address.is_multiple_of(4096) {
         return -errno::EINVAL;
     }
     if len == 0 {
@@ -462,7 +464,7 @@ pub(super) fn mremap(
     const MREMAP_MAYMOVE: u64 = 1;
     const MREMAP_FIXED: u64 = 2;
     const MREMAP_DONTUNMAP: u64 = 4;
-    if address % 4096 != 0
+    if !address.is_multiple_of(4096)
         || new_len == 0
         || flags & !(MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP) != 0
     {
@@ -478,7 +480,7 @@ pub(super) fn mremap(
         return -errno::EINVAL;
     }
     let placement = if flags & MREMAP_FIXED != 0 {
-        if new_address % PAGE_SIZE != 0 {
+        if !new_address.is_multiple_of(PAGE_SIZE) {
             return -errno::EINVAL;
         }
         vm::Remap::To(new_address)

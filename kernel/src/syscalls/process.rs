@@ -410,7 +410,7 @@ fn script_interpreter(bytes: &[u8]) -> Option<(alloc::vec::Vec<u8>, Option<alloc
 /// and its interpreter, loading them into a new address space); then the
 /// thread switches to the new space, the old one is dropped,
 /// close-on-exec descriptors close, and the call "returns" at the new
-/// program's entry (the entry stub finds it in [`super::take_exec`]).
+/// program's entry (the entry stub finds it in `take_exec`).
 /// A static or dynamically linked ELF program, or a script whose first
 /// line names its interpreter (`#!`), which then runs with the script's
 /// path as an argument.

@@ -16,7 +16,7 @@ const CPU_MASK_BYTES: u64 = 8;
 /// for a buffer smaller than the kernel's mask or not a whole number of
 /// words.
 pub fn sched_getaffinity(size: u64, mask: u64) -> Result<i64, Errno> {
-    if size < CPU_MASK_BYTES || size % 8 != 0 {
+    if size < CPU_MASK_BYTES || !size.is_multiple_of(8) {
         return Err(Errno::EINVAL);
     }
     user::write(mask, &1u64.to_le_bytes())?;

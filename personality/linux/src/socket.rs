@@ -93,7 +93,7 @@ fn waiting<T>(
 static NETWORK_WAITERS: spin::Mutex<alloc::vec::Vec<sched::ThreadId>> =
     spin::Mutex::new(alloc::vec::Vec::new());
 
-/// [`wait_a_little`] for a socket: the first rounds yield (loopback
+/// `wait_a_little` for a socket: the first rounds yield (loopback
 /// traffic is made by running threads), then the caller sleeps a
 /// millisecond at most, woken as soon as the interface delivers packets
 /// (so a server's latency is the interrupt's, not the sleep's).

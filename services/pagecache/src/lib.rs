@@ -134,7 +134,7 @@ impl PageCache {
         }
         let mut files = self.files.lock();
         let key = (file.as_ptr() as usize, file.len());
-        let cached = files.entry(key).or_insert_with(Vec::new);
+        let cached = files.entry(key).or_default();
         if cached.len() < pages {
             cached.resize_with(pages, || None);
         }
@@ -183,16 +183,16 @@ impl PageCache {
         }
         let mut files = self.files.lock();
         let key = (file.as_ptr() as usize, file.len());
-        let cached = files.entry(key).or_insert_with(Vec::new);
+        let cached = files.entry(key).or_default();
         if cached.len() < pages {
             cached.resize_with(pages, || None);
         }
         let mut result = Ok(());
-        for index in first..first + count {
-            if cached[index].is_none() && self.held.load(Ordering::Relaxed) < self.limit {
+        for (index, slot) in cached.iter_mut().enumerate().skip(first).take(count) {
+            if slot.is_none() && self.held.load(Ordering::Relaxed) < self.limit {
                 match filled_frame(file, index) {
                     Ok(frame) => {
-                        cached[index] = Some(frame);
+                        *slot = Some(frame);
                         self.held.fetch_add(1, Ordering::Relaxed);
                     }
                     Err(error) => {
@@ -201,7 +201,7 @@ impl PageCache {
                     }
                 }
             }
-            let hold = match &cached[index] {
+            let hold = match slot {
                 Some(frame) => Ok(frame.share()),
                 None => filled_frame(file, index),
             };

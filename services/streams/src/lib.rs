@@ -10,7 +10,7 @@
 //!   socket stack; [`Listener::step`] (called by a kernel thread) reads
 //!   what arrived on each, raises the event with everything not yet
 //!   consumed, and sends what the handlers queued;
-//! - the stream ([`stream::Stream`]) is what handlers hold: its data
+//! - the stream (`stream::Stream`) is what handlers hold: its data
 //!   readable with `packet_read`, `packet_reply` appending bytes to the
 //!   answer and `packet_reply_file` a range of a file (sent from the file,
 //!   never copied through the extension's memory);

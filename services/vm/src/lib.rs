@@ -91,6 +91,17 @@ pub struct Label {
     pub ino: u64,
 }
 
+/// What a shared mapping maps ([`AddressMap::map_shared`]).
+pub struct SharedSource {
+    /// The shared pages (a file's, or anonymous shared memory).
+    pub object: Arc<dyn SharedObject>,
+    /// The object's page at the region's start (the file offset in pages).
+    pub first_page: u64,
+    /// False keeps `mprotect` from making the region writable (a file
+    /// opened read-only).
+    pub may_write: bool,
+}
+
 /// Which pages of a shared object a region maps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SharedPages {
@@ -223,7 +234,7 @@ fn page_up(address: u64) -> Option<u64> {
 
 /// The page-aligned range `[start, start + len)`, if inside the user half.
 fn user_range(start: u64, len: u64) -> Result<(u64, u64), VmError> {
-    if start % PAGE_SIZE != 0 || len == 0 {
+    if !start.is_multiple_of(PAGE_SIZE) || len == 0 {
         return Err(VmError::BadRange);
     }
     let end = page_up(len)
@@ -292,7 +303,11 @@ impl AddressMap {
         end: u64,
         protection: UserProtection,
     ) -> Result<(), VmError> {
-        if start % PAGE_SIZE != 0 || end % PAGE_SIZE != 0 || start >= end || end > USER_END {
+        if !start.is_multiple_of(PAGE_SIZE)
+            || !end.is_multiple_of(PAGE_SIZE)
+            || start >= end
+            || end > USER_END
+        {
             return Err(VmError::BadRange);
         }
         if self.overlaps(start, end) {
@@ -454,21 +469,22 @@ impl AddressMap {
     }
 
     /// `mmap` of shared memory: a region of `len` bytes with `protection`
-    /// over `object`'s pages from `first_page` on, placed as
-    /// [`Self::map_anonymous`] places one. Nothing is mapped yet: each
-    /// page's first touch maps the object's frame. `may_write` false keeps
-    /// `mprotect` from making it writable (a file opened read-only).
-    /// Returns the start.
+    /// over `source`'s object's pages, placed as [`Self::map_anonymous`]
+    /// places one. Nothing is mapped yet: each page's first touch maps the
+    /// object's frame. Returns the start.
     pub fn map_shared(
         &mut self,
         hint: u64,
         len: u64,
         protection: UserProtection,
         fixed: bool,
-        may_write: bool,
-        object: Arc<dyn SharedObject>,
-        first_page: u64,
+        source: SharedSource,
     ) -> Result<u64, VmError> {
+        let SharedSource {
+            object,
+            first_page,
+            may_write,
+        } = source;
         let number = self.next_object;
         let shared = Some(SharedPages {
             object: number,

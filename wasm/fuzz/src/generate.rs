@@ -120,11 +120,11 @@ fn mutate(rng: &mut Rng, mut bytes: Vec<u8>) -> Vec<u8> {
         let at = rng.below(bytes.len());
         match rng.below(4) {
             0 => bytes[at] ^= 1 << rng.below(8),
-            1 => bytes[at] = rng.next() as u8,
+            1 => bytes[at] = rng.next_u64() as u8,
             2 => {
                 bytes.remove(at);
             }
-            _ => bytes.insert(at, rng.next() as u8),
+            _ => bytes.insert(at, rng.next_u64() as u8),
         }
     }
     bytes

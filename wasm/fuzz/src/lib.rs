@@ -3,12 +3,12 @@
 //! fails in one replays in the other.
 //!
 //! A case is named by a seed and a number. From them come, independently:
-//! - the module ([`generate::case`], host only: wasm-smith modules that
+//! - the module (`generate::case`, host only: wasm-smith modules that
 //!   import the kernel procedures, mutations of them, and random bytes);
 //! - the run ([`Rng::for_case`] with [`Stream::Run`]): the limits and the
 //!   arguments every export is called with ([`values`]).
 //!
-//! [`exercise`] drives one module through everything an extension can do
+//! [`exercise()`] drives one module through everything an extension can do
 //! (load, bind its exports as handlers and guards, raise the event, call
 //! every export with varied arguments, unload) and checks the runtime's
 //! contract on each step: a refusal says why, a call ends in a result or

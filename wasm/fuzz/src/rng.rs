@@ -32,7 +32,7 @@ impl Rng {
     }
 
     /// The next 64 random bits.
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -41,7 +41,7 @@ impl Rng {
 
     /// A number in `0..n` (0 when `n` is 0).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
+        (self.next_u64() % n.max(1) as u64) as usize
     }
 
     /// True once in `n` draws.
@@ -51,7 +51,7 @@ impl Rng {
 
     /// `len` random bytes.
     pub fn bytes(&mut self, len: usize) -> alloc::vec::Vec<u8> {
-        (0..len).map(|_| self.next() as u8).collect()
+        (0..len).map(|_| self.next_u64() as u8).collect()
     }
 }
 
@@ -69,10 +69,10 @@ mod tests {
 
     #[test]
     fn streams_and_cases_differ_and_replay() {
-        let a = Rng::for_case(7, 1, Stream::Run).next();
-        assert_eq!(a, Rng::for_case(7, 1, Stream::Run).next());
-        assert_ne!(a, Rng::for_case(7, 2, Stream::Run).next());
-        assert_ne!(a, Rng::for_case(7, 1, Stream::Module).next());
-        assert_ne!(a, Rng::for_case(8, 1, Stream::Run).next());
+        let a = Rng::for_case(7, 1, Stream::Run).next_u64();
+        assert_eq!(a, Rng::for_case(7, 1, Stream::Run).next_u64());
+        assert_ne!(a, Rng::for_case(7, 2, Stream::Run).next_u64());
+        assert_ne!(a, Rng::for_case(7, 1, Stream::Module).next_u64());
+        assert_ne!(a, Rng::for_case(8, 1, Stream::Run).next_u64());
     }
 }

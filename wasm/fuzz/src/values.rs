@@ -33,7 +33,7 @@ fn integer_bits(rng: &mut Rng, memory_bytes: u64, wide: bool) -> u64 {
         4 => max,
         5 => rng.below(256) as u64,
         6 | 7 => edge_address(rng, memory_bytes),
-        _ => rng.next(),
+        _ => rng.next_u64(),
     }
 }
 
@@ -52,7 +52,7 @@ pub fn argument(rng: &mut Rng, ty: WasmType, memory_bytes: u64) -> Option<Value>
             5 => f32::MIN_POSITIVE,
             6 => 2_147_483_648.0,
             7 => -1.5,
-            _ => f32::from_bits(rng.next() as u32),
+            _ => f32::from_bits(rng.next_u64() as u32),
         }),
         WasmType::F64 => Value::F64(match rng.below(10) {
             0 => 0.0,
@@ -63,7 +63,7 @@ pub fn argument(rng: &mut Rng, ty: WasmType, memory_bytes: u64) -> Option<Value>
             5 => f64::MIN_POSITIVE,
             6 => 9_223_372_036_854_775_808.0,
             7 => -1.5,
-            _ => f64::from_bits(rng.next()),
+            _ => f64::from_bits(rng.next_u64()),
         }),
         WasmType::Other => return None,
     })

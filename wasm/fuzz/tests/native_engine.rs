@@ -78,7 +78,10 @@ fn load(runtime: &Runtime, request: LoadRequest<'_>, tier: Tier) -> Extension {
     extension
 }
 
-fn tick() -> (Arc<Event<(u64,), ()>>, Arc<dyn wasm_runtime::EventPort>) {
+/// The tick event and the port an extension's handlers are bound through.
+type TickEvent = (Arc<Event<(u64,), ()>>, Arc<dyn wasm_runtime::EventPort>);
+
+fn tick() -> TickEvent {
     let (event, _authority) = Event::new("Timer.Tick", tick_intrinsic as fn(&(u64,)));
     let event = Arc::new(event);
     event

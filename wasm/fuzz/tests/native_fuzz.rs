@@ -74,7 +74,7 @@ fn argument(rng: &mut Rng) -> i64 {
     if rng.one_in(2) {
         EDGES[rng.below(EDGES.len())]
     } else {
-        rng.next() as i64
+        rng.next_u64() as i64
     }
 }
 
@@ -222,7 +222,7 @@ fn differential(backend: Backend) -> (usize, usize) {
                     Some(_) => instance
                         .exports(&store)
                         .find_map(|e| e.into_memory())
-                        .map_or(true, |m| m.data(&store) == native.memory()),
+                        .is_none_or(|m| m.data(&store) == native.memory()),
                     None => true,
                 };
                 assert!(

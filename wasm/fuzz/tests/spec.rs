@@ -482,7 +482,7 @@ fn the_spec_suite_passes_on_both_engines() {
         let name = test.name();
         files += 1;
         run_file(
-            &name,
+            name,
             test.raw(),
             &compiler,
             &mut validation,

@@ -313,7 +313,11 @@ fn load_unload_leaks_nothing() -> TestResult {
     let counter = extensions.module_bytes("tick-counter")?;
     let handlers_idle = extensions.tick().stats().handlers;
     let cycle = |index: usize| -> TestResult {
-        let bytes = if index % 2 == 0 { hello } else { counter };
+        let bytes = if index.is_multiple_of(2) {
+            hello
+        } else {
+            counter
+        };
         let extension = extensions.load_detached("cycle", bytes, None)?;
         if index % 2 == 1 {
             let handlers = extensions.tick().stats().handlers;

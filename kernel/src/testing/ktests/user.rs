@@ -656,7 +656,7 @@ fn a_wasm_extension_sees_only_its_own_process_system_calls() -> TestResult {
     Ok(())
 }
 
-/// Runs `bin/<name>` from the boot archive with `arguments` (argv[0] is
+/// Runs `bin/<name>` from the boot archive with `arguments` (`argv[0]` is
 /// the name) and returns how it ended.
 pub(super) fn run_program(
     name: &str,

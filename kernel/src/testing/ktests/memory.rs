@@ -272,7 +272,10 @@ fn map_range_is_all_or_nothing() -> TestResult {
 /// landing there), while the stack itself is.
 fn boot_stack_has_an_unmapped_guard_page() -> TestResult {
     let guard = memory::boot_stack_guard();
-    ensure!(guard % PAGE_SIZE == 0, "guard {guard:#x} not page aligned");
+    ensure!(
+        guard.is_multiple_of(PAGE_SIZE),
+        "guard {guard:#x} not page aligned"
+    );
     ensure!(
         memory::translate(guard).is_none(),
         "the boot stack's guard page {guard:#x} is mapped"

@@ -56,7 +56,7 @@ pub const TESTS: &[KernelTest] = &[
 const DEBIAN_BIN: &str = "/opt/debian/bin";
 
 /// Runs the program at `path` (static or dynamically linked) with
-/// `arguments` (argv[0] first) and `environment`; returns how it ended
+/// `arguments` (`argv[0]` first) and `environment`; returns how it ended
 /// and what it printed.
 fn run(path: &str, arguments: &[&str], environment: &[&str]) -> Result<(UserExit, String), String> {
     let (_, mark) = user::recent_console_output(u64::MAX);

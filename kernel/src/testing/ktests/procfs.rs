@@ -109,7 +109,7 @@ fn archive_program(name: &str) -> Result<&'static [u8], String> {
         .ok_or_else(|| format!("{path} is not in the boot archive"))
 }
 
-/// Runs `bin/<name>` with `arguments` (argv[0] is the name): its process
+/// Runs `bin/<name>` with `arguments` (`argv[0]` is the name): its process
 /// id, how it ended and what it printed.
 fn run(name: &str, arguments: &[&str]) -> Result<(u64, UserExit, String), String> {
     let file = archive_program(name)?;

@@ -35,7 +35,7 @@ fn thread_signals() -> TestResult {
     run_leaving_no_process_or_signal("threadsignals")
 }
 
-/// Runs `bin/<name>`, which must exit 0 printing "<name>: ok"; then no
+/// Runs `bin/<name>`, which must exit 0 printing `<name>: ok`; then no
 /// process it made is left, nor a signal pending anywhere.
 fn run_leaving_no_process_or_signal(name: &str) -> TestResult {
     let personality = crate::linux::personality().ok_or("the Linux personality is not set up")?;

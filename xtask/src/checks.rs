@@ -1,0 +1,170 @@
+//! The checks people rely on besides the tests (`./x check`, and the first
+//! step of `./x test`): formatting, clippy on every crate for both targets,
+//! and the documentation, each with warnings as errors.
+//!
+//! Clippy runs three times: over the host crates (the default members, with
+//! their tests), and over the kernel's whole dependency graph for
+//! `x86_64-unknown-none`, once with the `testing` feature and once without
+//! (code only the test image uses must not leave dead code in the production
+//! image). The bare-metal runs share `target/kernel/` and the kernel's
+//! `RUSTFLAGS` with the kernel build, so they reuse its standard library.
+
+use std::process::Command;
+
+use crate::toolchain::{
+    self, CARGO, KERNEL_BUILD_STD_ARGS, KERNEL_RUSTFLAGS, KERNEL_TARGET, KERNEL_TARGET_DIR,
+};
+use crate::Result;
+
+/// One check: its name as printed, and the command that runs it.
+struct Check {
+    name: &'static str,
+    command: Command,
+}
+
+/// Every check, in the order they run (cheapest first).
+fn checks() -> Vec<Check> {
+    let mut checks = Vec::new();
+
+    let mut format = toolchain::cargo("target");
+    format.args(["fmt", "--all", "--check"]);
+    checks.push(Check {
+        name: "cargo fmt --check",
+        command: format,
+    });
+
+    let mut host_clippy = toolchain::cargo("target");
+    host_clippy.args([
+        "clippy",
+        "--keep-going",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    checks.push(Check {
+        name: "clippy (host crates, with tests)",
+        command: host_clippy,
+    });
+
+    for (name, features) in [
+        ("clippy (kernel image, x86_64-unknown-none)", None),
+        (
+            "clippy (testing kernel image, x86_64-unknown-none)",
+            Some("testing"),
+        ),
+    ] {
+        let mut kernel_clippy = kernel_cargo("clippy");
+        kernel_clippy.args(["--keep-going", "-p", "kernel", "--release"]);
+        if let Some(features) = features {
+            kernel_clippy.args(["--features", features]);
+        }
+        kernel_clippy.args(["--", "-D", "warnings"]);
+        if features.is_none() {
+            // Without the test code, what only the tests call (accessors
+            // of the kernel binary's own modules, the strand-group API
+            // the tests drive) is unused: dead code is judged by the
+            // testing image's run, which has every caller.
+            kernel_clippy.args(["-A", "dead_code"]);
+        }
+        checks.push(Check {
+            name,
+            command: kernel_clippy,
+        });
+    }
+
+    let mut host_doc = toolchain::cargo("target");
+    host_doc
+        .env("RUSTDOCFLAGS", RUSTDOC_FLAGS)
+        .args([
+            "doc",
+            "--keep-going",
+            "--no-deps",
+            "--document-private-items",
+            "--workspace",
+        ])
+        .args(
+            KERNEL_CRATES
+                .iter()
+                .chain(HOST_DOC_LEFT_OUT)
+                .flat_map(|name| ["--exclude", name]),
+        );
+    checks.push(Check {
+        name: "cargo doc (host crates)",
+        command: host_doc,
+    });
+
+    let mut kernel_doc = kernel_cargo("doc");
+    kernel_doc
+        .env("RUSTDOCFLAGS", RUSTDOC_FLAGS)
+        .args([
+            "--keep-going",
+            "--no-deps",
+            "--document-private-items",
+            "--release",
+            "--features",
+            "testing",
+        ])
+        .args(KERNEL_CRATES.iter().flat_map(|name| ["-p", name]));
+    checks.push(Check {
+        name: "cargo doc (kernel-only crates)",
+        command: kernel_doc,
+    });
+    checks
+}
+
+/// The crates the bare-metal documentation run covers: those that build
+/// only for the kernel's target, and `hal`, most of which does.
+const KERNEL_CRATES: &[&str] = &[
+    "kernel",
+    "hal",
+    "linux-personality",
+    "sched",
+    "vm",
+    "pagecache",
+    "physaddr",
+    "translation",
+];
+
+/// `RUSTDOCFLAGS` of both documentation runs: warnings are errors, except
+/// links from public items to private ones, which resolve because private
+/// items are documented too (`--document-private-items`: a kernel's readers
+/// need its internals).
+const RUSTDOC_FLAGS: &str = "-D warnings -A rustdoc::private_intra_doc_links";
+
+/// Crates the host documentation run leaves out besides [`KERNEL_CRATES`]
+/// (which include `hal`, whose hardware modules exist only on the kernel's
+/// target): the wasm-peer benchmark, which builds wasmtime.
+const HOST_DOC_LEFT_OUT: &[&str] = &["bench-wasm-peer"];
+
+/// `cargo SUBCOMMAND` for the kernel's target, with the kernel build's flags.
+fn kernel_cargo(subcommand: &str) -> Command {
+    let mut command = toolchain::cargo(KERNEL_TARGET_DIR);
+    command
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env("RUSTFLAGS", KERNEL_RUSTFLAGS)
+        .args([subcommand, "--target", KERNEL_TARGET])
+        .args(KERNEL_BUILD_STD_ARGS);
+    command
+}
+
+/// Runs every check, printing `check: NAME ... ok|FAILED` for each; returns
+/// whether all passed. A check that fails does not stop the others.
+pub fn run_all() -> Result<bool> {
+    let mut is_success = true;
+    for mut check in checks() {
+        eprintln!("x: check: {}", check.name);
+        let passed = check
+            .command
+            .status()
+            .map_err(|error| format!("cannot start {CARGO}: {error}"))?
+            .success();
+        println!(
+            "check: {} ... {}",
+            check.name,
+            if passed { "ok" } else { "FAILED" }
+        );
+        is_success &= passed;
+    }
+    Ok(is_success)
+}
