@@ -31,8 +31,8 @@ const MAX_LOG_BYTES: u32 = 4096;
 
 /// Whether kernel procedure `import` may trap (return `Err` from
 /// [`call`]). Native code reloads its trap word only after a call of a
-/// procedure that may (docs/design/0008-native-engine.md, "Kernel
-/// procedures"). Exhaustive, so a new procedure needs an answer; when in
+/// procedure that may (docs/design/0008-native-engine.md, "What the
+/// translation guarantees", kernel procedures). Exhaustive, so a new procedure needs an answer; when in
 /// doubt, `true` (the check is then only a load and a branch).
 pub fn may_trap(import: Import) -> bool {
     match import {

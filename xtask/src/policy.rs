@@ -1,5 +1,6 @@
-//! Checks the unsafe-code policy (docs/design/0001-boot-memory-threads.md,
-//! conventions item 3): `unsafe` is confined to `hal`, enforced by lints.
+//! Checks the unsafe-code policy (docs/design/0001-boot-memory-threads.md:
+//! `hal` holds all of the unsafe code): `unsafe` is confined to `hal`,
+//! enforced by lints.
 //!
 //! Every workspace member except `hal` must inherit the workspace lints
 //! (`[lints] workspace = true`, where `unsafe_code = "forbid"`), and no Rust

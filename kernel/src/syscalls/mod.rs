@@ -1,16 +1,19 @@
 //! System calls as events: every `syscall` from user mode raises
-//! `MachineTrap.Syscall(strand, number, a0..a5)` through the dispatcher,
-//! and its intrinsic handler is the kernel's own system-call table (SPIN's
-//! `MachineTrap.Syscall`, the events paper's system-call example).
+//! `MachineTrap.Syscall(strand, number, a0..a5)` through the dispatcher
+//! (SPIN's `MachineTrap.Syscall`, the events paper's system-call example).
 //!
-//! Extensions and personalities extend the table by installing handlers on
-//! the event; the intrinsic handler below is what runs when none does.
-//! It speaks the Linux numbers and errno values for the few calls it
-//! knows, what a static musl program needs to start, print and exit
-//! (`write`, `writev`, `ioctl` (no terminal yet), `getpid`, `sched_yield`, `clock_gettime`, `arch_prctl`,
-//! `set_tid_address`, `exit`, `exit_group`); everything else is `-ENOSYS`.
-//! The Linux personality (issue 11) replaces this table with handlers of
-//! its own on the event.
+//! [`core_table`] is the kernel's own table: the calls the core keeps
+//! because they act on processes, threads and address spaces (memory
+//! mappings, `fork`, `clone`, `execve`, `wait4`, signals' `kill`, futexes,
+//! time and timers, `exit`) and Spindle's own calls (the shell,
+//! short-circuits, the VM handler), in Linux's numbers and errno values;
+//! anything else is `-ENOSYS`. It starts as the event's intrinsic handler;
+//! once the Linux personality is installed
+//! ([`make_core_table_the_default`]) it is the event's *default* handler
+//! instead: the personality's handler answers its processes' calls and
+//! calls this table for those it leaves to the core, and the table runs
+//! alone only for a process no personality claims
+//! (docs/design/0007-linux-personality.md, "Where the personality sits").
 //!
 //! A user thread's memory is reached only through `hal::user`'s checked
 //! copies: a bad pointer is `-EFAULT`, never a kernel fault.

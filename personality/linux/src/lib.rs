@@ -19,9 +19,11 @@
 //!   (`times`, `getrusage`), `getrandom`, `prctl`;
 //! - `mapping`: what `mmap` of a descriptor maps (the kernel's core maps
 //!   it);
-//! - `statfs`, `xattr`, `socket`, `sched`: what dynamically linked
-//!   programs and bash ask of file systems, extended attributes, sockets
-//!   (there are none yet) and CPUs.
+//! - `statfs`, `xattr`, `sched`: what dynamically linked programs and
+//!   bash ask of file systems, extended attributes and CPUs;
+//! - `socket`: `AF_INET` sockets (UDP and TCP over loopback) as open
+//!   files, on the `sockets` service (`services/sockets`); other families
+//!   are `EAFNOSUPPORT`.
 //!
 //! Each process has a [`LinuxProcess`]: its descriptor table (open files
 //! are capabilities in the process's `domain::HandleTable`), its current

@@ -5,8 +5,8 @@
 //! internal error and never with a panic. Covers hand-written modules, the
 //! regression modules, adversarial shapes and wasm-smith modules.
 //!
-//! The generated code is not run yet: entering it needs the code memory in
-//! `hal` (docs/design/0008-native-engine.md, "What is left").
+//! Running the generated code is `native_differential.rs`'s and
+//! `native_engine.rs`'s part (docs/design/0008-native-engine.md, "Tests").
 
 mod common;
 

@@ -35,7 +35,7 @@ use crate::engine::Trap;
 /// 16 + 8 KiB below a raise leaves a procedure and the raise path room
 /// above the guard page. (Nested entries, a procedure raising into
 /// another extension's native handler, each get a budget of their own:
-/// see docs/design/0008-native-engine.md, "What is left".)
+/// see docs/design/0008-native-engine.md, "Crossings", nested entries.)
 pub const STACK_BUDGET_BYTES: u64 = 16 * 1024;
 
 /// Runs the function at `offset` of `code` with `native`'s context (which
