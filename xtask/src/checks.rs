@@ -1,6 +1,7 @@
 //! The checks people rely on besides the tests (`./x check`, and the first
 //! step of `./x test`): formatting, clippy on every crate for both targets,
-//! and the documentation, each with warnings as errors.
+//! and the documentation, each with warnings as errors; and whether
+//! `docs/architecture.md`'s crate diagram matches the manifests.
 //!
 //! Clippy runs three times: over the host crates (the default members, with
 //! their tests), and over the kernel's whole dependency graph for
@@ -151,7 +152,16 @@ fn kernel_cargo(subcommand: &str) -> Command {
 /// Runs every check, printing `check: NAME ... ok|FAILED` for each; returns
 /// whether all passed. A check that fails does not stop the others.
 pub fn run_all() -> Result<bool> {
-    let mut is_success = true;
+    let is_current = crate::architecture::is_current()?;
+    println!(
+        "check: docs/architecture.md matches cargo metadata ... {}",
+        if is_current {
+            "ok"
+        } else {
+            "FAILED (run ./x architecture)"
+        }
+    );
+    let mut is_success = is_current;
     for mut check in checks() {
         eprintln!("x: check: {}", check.name);
         let passed = check

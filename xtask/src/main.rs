@@ -19,6 +19,7 @@ use std::{
     time::Instant,
 };
 
+mod architecture;
 mod bench;
 mod checks;
 mod debian;
@@ -101,6 +102,14 @@ commands! {
     /// Prints `check: NAME ... ok|FAILED` for each; `./x test` runs them
     /// first (unless --qemu-only).
     "check" => check_command,
+    /// Regenerates the crate diagram and table in docs/architecture.md
+    /// from `cargo metadata`.
+    ///
+    /// usage: ./x architecture
+    ///
+    /// Only the part between the generated markers changes; `./x check`
+    /// fails while it differs from what the manifests say.
+    "architecture" => architecture_command,
     /// Runs benchmark suites and prints `bench <suite>.<name> <median> <unit> ...` lines.
     ///
     /// usage: ./x bench [SUITE] [--icount] [--layouts N] [--accel tcg|kvm] [--debug]
@@ -568,6 +577,16 @@ fn check_command(args: Args) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+fn architecture_command(args: Args) -> Result<ExitCode> {
+    args.finish()?;
+    if architecture::write()? {
+        println!("docs/architecture.md: the crate diagram was regenerated");
+    } else {
+        println!("docs/architecture.md: already current");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn bench_command(mut args: Args) -> Result<ExitCode> {
