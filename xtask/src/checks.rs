@@ -61,13 +61,6 @@ fn checks() -> Vec<Check> {
             kernel_clippy.args(["--features", features]);
         }
         kernel_clippy.args(["--", "-D", "warnings"]);
-        if features.is_none() {
-            // Without the test code, what only the tests call (accessors
-            // of the kernel binary's own modules, the strand-group API
-            // the tests drive) is unused: dead code is judged by the
-            // testing image's run, which has every caller.
-            kernel_clippy.args(["-A", "dead_code"]);
-        }
         checks.push(Check {
             name,
             command: kernel_clippy,
