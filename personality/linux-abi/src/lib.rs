@@ -1,0 +1,22 @@
+//! The Linux x86_64 user ABI as data, defined once for the kernel, the
+//! Linux personality and the services: system-call numbers
+//! ([`syscall`]), error numbers ([`Errno`]), signals ([`signal`]), and
+//! the byte layouts of the structures system calls exchange with user
+//! space.
+//!
+//! Layouts are plain Rust structs with `to_bytes`/`from_bytes` that write
+//! and read Linux's little-endian byte image at Linux's offsets, rather
+//! than `#[repr(C)]` types cast to bytes: no `unsafe`, no padding to get
+//! wrong, and each offset written down once, here.
+
+#![no_std]
+#![forbid(unsafe_code)]
+
+pub mod errno;
+pub mod signal;
+pub mod syscall;
+
+pub use errno::Errno;
+
+#[cfg(test)]
+mod tests;
