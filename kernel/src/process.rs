@@ -21,30 +21,9 @@ use alloc::{
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use hal::sync::IrqMutex;
+use linux_abi::signal;
 use sched::{sync::Condvar, Fault};
 use vm::AddressMap;
-
-/// Linux signal numbers the kernel reports ends with.
-pub mod signal {
-    /// Hang up.
-    pub const SIGHUP: u8 = 1;
-    /// Illegal instruction (`ud2`).
-    pub const SIGILL: u8 = 4;
-    /// Trace trap (`int3`).
-    pub const SIGTRAP: u8 = 5;
-    /// Bus error.
-    pub const SIGBUS: u8 = 7;
-    /// Arithmetic fault (divide by zero, x87/SSE exceptions).
-    pub const SIGFPE: u8 = 8;
-    /// Kill (cannot be caught).
-    pub const SIGKILL: u8 = 9;
-    /// Segmentation fault.
-    pub const SIGSEGV: u8 = 11;
-    /// Termination request.
-    pub const SIGTERM: u8 = 15;
-    /// Highest signal number.
-    pub const MAX: u8 = 64;
-}
 
 /// How a process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,17 +52,7 @@ impl End {
 
 /// The conventional name of `signal` (for reports).
 pub fn signal_name(signal: u8) -> &'static str {
-    match signal {
-        signal::SIGHUP => "SIGHUP",
-        signal::SIGILL => "SIGILL",
-        signal::SIGTRAP => "SIGTRAP",
-        signal::SIGBUS => "SIGBUS",
-        signal::SIGFPE => "SIGFPE",
-        signal::SIGKILL => "SIGKILL",
-        signal::SIGSEGV => "SIGSEGV",
-        signal::SIGTERM => "SIGTERM",
-        _ => "a signal",
-    }
+    signal::name(signal).unwrap_or("a signal")
 }
 
 /// The signal a CPU exception in user mode ends a program with (as Linux
@@ -802,13 +771,12 @@ pub fn stop_current(pid: u64, signal: u8) -> bool {
 /// The rest of [`stop_current`]: tells the waiters and the parent, then
 /// waits until the process is continued (true) or killed (false).
 fn wait_until_continued(process: &Process, parent: u64, pid: u64, signal: u8) -> bool {
-    const CLD_STOPPED: i32 = 5;
     {
         let _lock = CHANGED_LOCK.lock();
         CHANGED.notify_all();
     }
     if parent != 0 {
-        crate::signals::child_stopped(parent, pid, CLD_STOPPED, signal);
+        crate::signals::child_stopped(parent, pid, signal::CLD_STOPPED, signal);
     }
     let mut guard = CHANGED_LOCK.lock();
     loop {
@@ -856,7 +824,6 @@ fn wait_while_stopped_slow() {
 /// `SIGCONT` reached `process`: if it was stopped it runs again, and its
 /// parent can see that with `WCONTINUED`.
 pub fn continue_stopped(process: &Process) {
-    const CLD_CONTINUED: i32 = 6;
     let parent = {
         let mut state = process.state.lock();
         if state.stopped.take().is_none() {
@@ -871,12 +838,7 @@ pub fn continue_stopped(process: &Process) {
         CHANGED.notify_all();
     }
     if parent != 0 {
-        crate::signals::child_stopped(
-            parent,
-            process.id,
-            CLD_CONTINUED,
-            linux::signal::number::SIGCONT,
-        );
+        crate::signals::child_stopped(parent, process.id, signal::CLD_CONTINUED, signal::SIGCONT);
     }
 }
 
@@ -906,7 +868,7 @@ pub enum KillError {
 /// the Linux personality), every signal but 0 ends the process. Signal 0
 /// only checks that the process exists.
 pub fn kill(id: u64, signal: u8) -> Result<(), KillError> {
-    if signal > signal::MAX {
+    if signal > signal::MAX_SIGNAL {
         return Err(KillError::BadSignal);
     }
     let process = get(id).ok_or(KillError::NoProcess)?;

@@ -21,7 +21,7 @@
 use alloc::{collections::VecDeque, sync::Arc};
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use linux::signal::number::{SIGINT, SIGQUIT, SIGTSTP};
+use linux_abi::signal::{SIGINT, SIGQUIT, SIGTSTP};
 use vfs::{Device, Errno, Readiness};
 
 /// Bytes of the kernel's `struct termios` (4 flag words, the line, 19

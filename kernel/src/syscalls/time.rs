@@ -2,14 +2,14 @@
 //! `clock_nanosleep`, and the real-time interval timer (`alarm`,
 //! `setitimer`, `getitimer`).
 
-use super::errno;
+use linux_abi::Errno;
 
 /// `clock_gettime(clock, timespec)`: every clock reads the time since boot
 /// (there is no real-time clock yet), in a `struct timespec`.
 pub(super) fn clock_gettime(clock: u64, timespec: u64) -> i64 {
     // CLOCK_REALTIME .. CLOCK_BOOTTIME (0..=7) are accepted.
     if clock > 7 {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     }
     let now = hal::timer::uptime_ns();
     let mut value = [0u8; 16];
@@ -17,7 +17,7 @@ pub(super) fn clock_gettime(clock: u64, timespec: u64) -> i64 {
     value[8..].copy_from_slice(&(now % 1_000_000_000).to_le_bytes());
     match hal::user::copy_to_user(timespec, &value) {
         Ok(()) => 0,
-        Err(_) => -errno::EFAULT,
+        Err(_) => Errno::EFAULT.as_negative(),
     }
 }
 
@@ -26,7 +26,7 @@ pub(super) fn clock_gettime(clock: u64, timespec: u64) -> i64 {
 pub(super) fn time(tloc: u64) -> i64 {
     let seconds = hal::timer::uptime_ns() / 1_000_000_000;
     if tloc != 0 && hal::user::copy_to_user(tloc, &seconds.to_le_bytes()).is_err() {
-        return -errno::EFAULT;
+        return Errno::EFAULT.as_negative();
     }
     seconds as i64
 }
@@ -35,11 +35,11 @@ pub(super) fn time(tloc: u64) -> i64 {
 /// negative or malformed one.
 fn read_timespec(address: u64) -> Result<u64, i64> {
     let mut value = [0u8; 16];
-    hal::user::copy_from_user(&mut value, address).map_err(|_| -errno::EFAULT)?;
+    hal::user::copy_from_user(&mut value, address).map_err(|_| Errno::EFAULT.as_negative())?;
     let seconds = i64::from_le_bytes(value[..8].try_into().unwrap_or([0; 8]));
     let nanoseconds = i64::from_le_bytes(value[8..].try_into().unwrap_or([0; 8]));
     if seconds < 0 || !(0..1_000_000_000).contains(&nanoseconds) {
-        return Err(-errno::EINVAL);
+        return Err(Errno::EINVAL.as_negative());
     }
     Ok((seconds as u64)
         .saturating_mul(1_000_000_000)
@@ -63,7 +63,7 @@ fn sleep_until(deadline: u64, remaining: u64) -> i64 {
                 value[8..].copy_from_slice(&(left % 1_000_000_000).to_le_bytes());
                 let _ = hal::user::copy_to_user(remaining, &value);
             }
-            return -errno::EINTR;
+            return Errno::EINTR.as_negative();
         }
         let left_ms = (deadline - now).div_ceil(1_000_000);
         sched::sleep_ms(left_ms.min(1));
@@ -84,7 +84,7 @@ pub(super) fn nanosleep(request: u64, remaining: u64) -> i64 {
 pub(super) fn clock_nanosleep(clock: u64, flags: u64, request: u64, remaining: u64) -> i64 {
     const TIMER_ABSTIME: u64 = 1;
     if clock > 7 || flags & !TIMER_ABSTIME != 0 {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     }
     let ns = match read_timespec(request) {
         Ok(ns) => ns,
@@ -118,7 +118,7 @@ fn ns_of_timeval(bytes: &[u8]) -> Result<u64, i64> {
     let seconds = i64::from_le_bytes(bytes[..8].try_into().unwrap_or([0; 8]));
     let microseconds = i64::from_le_bytes(bytes[8..16].try_into().unwrap_or([0; 8]));
     if seconds < 0 || !(0..1_000_000).contains(&microseconds) {
-        return Err(-errno::EINVAL);
+        return Err(Errno::EINVAL.as_negative());
     }
     Ok((seconds as u64)
         .saturating_mul(1_000_000_000)
@@ -144,14 +144,14 @@ fn itimerval_of(timer: Option<crate::itimer::Timer>) -> [u8; ITIMERVAL_BYTES] {
 /// `getitimer(which, value)`.
 pub(super) fn getitimer(strand: u64, which: u64, value: u64) -> i64 {
     let Some(pid) = crate::user::process_of(strand) else {
-        return -errno::ESRCH;
+        return Errno::ESRCH.as_negative();
     };
     if which as i32 != ITIMER_REAL as i32 {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     }
     match hal::user::copy_to_user(value, &itimerval_of(crate::itimer::get(pid))) {
         Ok(()) => 0,
-        Err(_) => -errno::EFAULT,
+        Err(_) => Errno::EFAULT.as_negative(),
     }
 }
 
@@ -159,14 +159,14 @@ pub(super) fn getitimer(strand: u64, which: u64, value: u64) -> i64 {
 /// the process's real-time timer; the previous one is written to `old`.
 pub(super) fn setitimer(strand: u64, which: u64, new: u64, old: u64) -> i64 {
     let Some(pid) = crate::user::process_of(strand) else {
-        return -errno::ESRCH;
+        return Errno::ESRCH.as_negative();
     };
     if which as i32 != ITIMER_REAL as i32 {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     }
     let mut bytes = [0u8; ITIMERVAL_BYTES];
     if new != 0 && hal::user::copy_from_user(&mut bytes, new).is_err() {
-        return -errno::EFAULT;
+        return Errno::EFAULT.as_negative();
     }
     let (interval, value) = match (ns_of_timeval(&bytes[..16]), ns_of_timeval(&bytes[16..])) {
         (Ok(interval), Ok(value)) => (interval, value),
@@ -182,7 +182,7 @@ pub(super) fn setitimer(strand: u64, which: u64, new: u64, old: u64) -> i64 {
         crate::itimer::set(pid, timer)
     };
     if old != 0 && hal::user::copy_to_user(old, &itimerval_of(previous)).is_err() {
-        return -errno::EFAULT;
+        return Errno::EFAULT.as_negative();
     }
     0
 }
@@ -191,7 +191,7 @@ pub(super) fn setitimer(strand: u64, which: u64, new: u64, old: u64) -> i64 {
 /// returns the seconds the previous alarm had left, rounded up.
 pub(super) fn alarm(strand: u64, seconds: u64) -> i64 {
     let Some(pid) = crate::user::process_of(strand) else {
-        return -errno::ESRCH;
+        return Errno::ESRCH.as_negative();
     };
     let seconds = u64::from(seconds as u32);
     let timer = (seconds > 0).then(|| crate::itimer::Timer {
@@ -211,10 +211,10 @@ pub(super) fn gettimeofday(timeval: u64, timezone: u64) -> i64 {
     if timeval != 0
         && hal::user::copy_to_user(timeval, &timeval_of(hal::timer::uptime_ns())).is_err()
     {
-        return -errno::EFAULT;
+        return Errno::EFAULT.as_negative();
     }
     if timezone != 0 && hal::user::copy_to_user(timezone, &[0u8; 8]).is_err() {
-        return -errno::EFAULT;
+        return Errno::EFAULT.as_negative();
     }
     0
 }

@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 pub mod errno;
+pub mod fcntl;
 pub mod signal;
 pub mod syscall;
 

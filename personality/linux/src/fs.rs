@@ -15,7 +15,9 @@ use vfs::{
     Timespec, Vfs,
 };
 
-use crate::{number::*, user, LinuxProcess};
+use linux_abi::fcntl::*;
+
+use crate::{user, LinuxProcess};
 
 /// `renameat2` flags.
 const RENAME_NOREPLACE: u64 = 1;
@@ -101,7 +103,7 @@ pub fn fstatat(
     buffer: u64,
     at_flags: u64,
 ) -> Result<i64, Errno> {
-    if at_flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | 0x800) != 0 {
+    if at_flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT) != 0 {
         return Err(Errno::EINVAL);
     }
     let inode = inode_at(vfs, files, dirfd, path, at_flags)?;

@@ -12,6 +12,7 @@
 
 use alloc::vec::Vec;
 
+use linux_abi::signal::SIGSET_BYTES;
 use vfs::Errno;
 
 use crate::{user, LinuxProcess};
@@ -246,7 +247,7 @@ pub fn pselect6(
     if sigmask != 0 {
         let [address, size] = user::read_u64s::<2>(sigmask)?;
         if address != 0 {
-            if size != 8 {
+            if size != SIGSET_BYTES {
                 return Err(Errno::EINVAL);
             }
             mask = Some(user::read_u64(address)?);
@@ -303,7 +304,7 @@ pub fn ppoll(
     let mask = if sigmask == 0 {
         None
     } else {
-        if size != 8 {
+        if size != SIGSET_BYTES {
             return Err(Errno::EINVAL);
         }
         Some(user::read_u64(sigmask)?)

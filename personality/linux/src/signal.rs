@@ -20,75 +20,14 @@
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use alloc::{collections::BTreeMap, vec::Vec};
+use linux_abi::signal::*;
 use vfs::Errno;
 
 use crate::{user, LinuxProcess};
 
-/// Signals 1..=64.
-pub const SIGNALS: usize = 64;
-/// Signal numbers the kernel itself sends.
-#[allow(missing_docs)]
-pub mod number {
-    pub const SIGHUP: u8 = 1;
-    pub const SIGINT: u8 = 2;
-    pub const SIGQUIT: u8 = 3;
-    pub const SIGILL: u8 = 4;
-    pub const SIGTRAP: u8 = 5;
-    pub const SIGABRT: u8 = 6;
-    pub const SIGBUS: u8 = 7;
-    pub const SIGFPE: u8 = 8;
-    pub const SIGKILL: u8 = 9;
-    pub const SIGUSR1: u8 = 10;
-    pub const SIGSEGV: u8 = 11;
-    pub const SIGUSR2: u8 = 12;
-    pub const SIGPIPE: u8 = 13;
-    pub const SIGALRM: u8 = 14;
-    pub const SIGTERM: u8 = 15;
-    pub const SIGCHLD: u8 = 17;
-    pub const SIGCONT: u8 = 18;
-    pub const SIGSTOP: u8 = 19;
-    pub const SIGTSTP: u8 = 20;
-    pub const SIGTTIN: u8 = 21;
-    pub const SIGTTOU: u8 = 22;
-    pub const SIGURG: u8 = 23;
-    pub const SIGXCPU: u8 = 24;
-    pub const SIGXFSZ: u8 = 25;
-    pub const SIGWINCH: u8 = 28;
-    pub const SIGSYS: u8 = 31;
-}
-use number::*;
-
 /// `struct sigaction` as the kernel sees it (handler, flags, restorer,
 /// mask): 32 bytes.
 const SIGACTION_BYTES: usize = 32;
-const SIG_BLOCK: u64 = 0;
-const SIG_UNBLOCK: u64 = 1;
-const SIG_SETMASK: u64 = 2;
-/// `SIG_DFL` and `SIG_IGN` handler values.
-const SIG_DFL: u64 = 0;
-const SIG_IGN: u64 = 1;
-/// `sa_flags` bits.
-pub mod flag {
-    /// `SIGCHLD` is not sent for a child that stops or continues.
-    pub const SA_NOCLDSTOP: u64 = 0x1;
-    /// The handler takes `(signal, siginfo, ucontext)`.
-    pub const SA_SIGINFO: u64 = 0x4;
-    /// `sa_restorer` holds the return trampoline (musl and glibc set it).
-    pub const SA_RESTORER: u64 = 0x0400_0000;
-    /// Run the handler on the alternate stack.
-    pub const SA_ONSTACK: u64 = 0x0800_0000;
-    /// Restart interrupted system calls.
-    pub const SA_RESTART: u64 = 0x1000_0000;
-    /// Do not block the signal while its handler runs.
-    pub const SA_NODEFER: u64 = 0x4000_0000;
-    /// Back to `SIG_DFL` once delivered.
-    pub const SA_RESETHAND: u64 = 0x8000_0000;
-}
-
-/// The bit of `signal` (1..=64) in a signal set.
-pub const fn bit(signal: u8) -> u64 {
-    1u64 << (signal - 1)
-}
 
 /// Signals that can be neither caught, ignored nor blocked.
 const UNBLOCKABLE: u64 = bit(SIGKILL) | bit(SIGSTOP);
@@ -159,13 +98,6 @@ pub enum Source {
     },
 }
 
-/// `si_code` values.
-mod code {
-    pub const SI_USER: i32 = 0;
-    pub const SI_KERNEL: i32 = 0x80;
-    pub const SI_TKILL: i32 = -6;
-}
-
 /// A posted signal and its origin.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SignalInfo {
@@ -187,17 +119,10 @@ impl SignalInfo {
         put32(0, i32::from(self.signal));
         match self.source {
             Source::User { pid, thread } => {
-                put32(
-                    8,
-                    if thread {
-                        code::SI_TKILL
-                    } else {
-                        code::SI_USER
-                    },
-                );
+                put32(8, if thread { SI_TKILL } else { SI_USER });
                 put32(16, pid as i32);
             }
-            Source::Kernel => put32(8, code::SI_KERNEL),
+            Source::Kernel => put32(8, SI_KERNEL),
             Source::Fault { code, .. } => put32(8, code),
             Source::Child { code, pid, status } => {
                 put32(8, code);
@@ -270,7 +195,7 @@ impl ThreadSignals {
 /// A process's signal dispositions, pending signals, and each thread's
 /// mask, alternate stack and own pending signals.
 pub struct SignalState {
-    actions: [[u8; SIGACTION_BYTES]; SIGNALS],
+    actions: [[u8; SIGACTION_BYTES]; MAX_SIGNAL as usize],
     /// Signals sent to the process and not yet taken.
     pending: u64,
     /// Where each pending signal came from (standard signals do not
@@ -288,7 +213,7 @@ pub struct SignalState {
 impl Default for SignalState {
     fn default() -> Self {
         SignalState {
-            actions: [[0; SIGACTION_BYTES]; SIGNALS],
+            actions: [[0; SIGACTION_BYTES]; MAX_SIGNAL as usize],
             pending: 0,
             origins: Vec::new(),
             threads: BTreeMap::new(),
@@ -545,7 +470,7 @@ impl SignalState {
         self.recount();
         let disposition = self.disposition(signal);
         if let Disposition::Handler(handler) = disposition {
-            if handler.flags & flag::SA_RESETHAND != 0 {
+            if handler.flags & SA_RESETHAND != 0 {
                 self.actions[usize::from(signal - 1)] = [0; SIGACTION_BYTES];
             }
         }
@@ -589,7 +514,7 @@ pub fn rt_sigaction(
     old: u64,
     size: u64,
 ) -> Result<i64, Errno> {
-    if size != 8 || signal == 0 || signal > SIGNALS as u64 {
+    if size != SIGSET_BYTES || signal == 0 || signal > u64::from(MAX_SIGNAL) {
         return Err(Errno::EINVAL);
     }
     let index = (signal - 1) as usize;
@@ -628,7 +553,7 @@ pub fn rt_sigprocmask(
     old: u64,
     size: u64,
 ) -> Result<i64, Errno> {
-    if size != 8 {
+    if size != SIGSET_BYTES {
         return Err(Errno::EINVAL);
     }
     let change = if set != 0 {
@@ -683,7 +608,7 @@ pub fn sigaltstack(process: &LinuxProcess, new: u64, old: u64) -> Result<i64, Er
 /// `rt_sigpending(set, sigsetsize)`: the signals pending for the calling
 /// thread (its own and its process's).
 pub fn rt_sigpending(process: &LinuxProcess, set: u64, size: u64) -> Result<i64, Errno> {
-    if size != 8 {
+    if size != SIGSET_BYTES {
         return Err(Errno::EINVAL);
     }
     let pending = process.signals.lock().pending_for(current_thread());
@@ -712,7 +637,7 @@ fn wait_for_signal(process: &LinuxProcess) {
 /// before the call (the kernel takes it with
 /// [`SignalState::take_mask_to_restore`]).
 pub fn rt_sigsuspend(process: &LinuxProcess, mask: u64, size: u64) -> Result<i64, Errno> {
-    if size != 8 {
+    if size != SIGSET_BYTES {
         return Err(Errno::EINVAL);
     }
     let mask = user::read_u64(mask)?;

@@ -14,10 +14,11 @@
 //! stack 16-byte aligned plus the return address, as after a `call`.
 
 use hal::user::{FpuState, UserRegisters, FPU_STATE_BYTES};
+use linux_abi::signal::{SA_ONSTACK, SA_RESTORER, SS_DISABLE, SS_ONSTACK};
 use vfs::Errno;
 
 use crate::{
-    signal::{flag, Handler, SignalInfo, SIGINFO_BYTES},
+    signal::{Handler, SignalInfo, SIGINFO_BYTES},
     user,
 };
 
@@ -37,9 +38,6 @@ const RED_ZONE: u64 = 128;
 /// as is (what Linux sets on x86_64).
 const UC_SIGCONTEXT_SS: u64 = 0x2;
 const UC_STRICT_RESTORE_SS: u64 = 0x4;
-/// `ss_flags`.
-const SS_ONSTACK: u32 = 1;
-const SS_DISABLE: u32 = 2;
 /// User segment selectors as Linux reports them in `sigcontext`.
 const USER_CS: u16 = 0x33;
 const USER_SS: u16 = 0x2b;
@@ -100,7 +98,7 @@ fn frame_top(rsp: u64, handler: &Handler, alternate: (u64, u32, u64)) -> (u64, b
     let (base, flags, size) = alternate;
     let usable = flags & SS_DISABLE == 0 && size > 0;
     let on_it = usable && rsp > base && rsp <= base.wrapping_add(size);
-    if handler.flags & flag::SA_ONSTACK != 0 && usable && !on_it {
+    if handler.flags & SA_ONSTACK != 0 && usable && !on_it {
         (base.wrapping_add(size), true)
     } else {
         (rsp.wrapping_sub(RED_ZONE), on_it)
@@ -122,7 +120,7 @@ pub fn enter_handler(
     restore_mask: u64,
     alternate: (u64, u32, u64),
 ) -> Result<UserRegisters, Errno> {
-    if handler.flags & flag::SA_RESTORER == 0 || handler.restorer == 0 {
+    if handler.flags & SA_RESTORER == 0 || handler.restorer == 0 {
         return Err(Errno::EFAULT);
     }
     let (top, on_alternate) = frame_top(registers.rsp, handler, alternate);

@@ -8,7 +8,9 @@
 
 use vfs::{Errno, Inode, Vfs};
 
-use crate::{fs, number::AT_FDCWD, user, LinuxProcess};
+use linux_abi::fcntl::AT_FDCWD;
+
+use crate::{fs, user, LinuxProcess};
 
 /// `TMPFS_MAGIC` (`linux/magic.h`).
 const TMPFS_MAGIC: u64 = 0x0102_1994;

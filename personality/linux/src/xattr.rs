@@ -10,7 +10,9 @@
 
 use vfs::{Errno, Vfs};
 
-use crate::{fs, number::AT_FDCWD, number::AT_SYMLINK_NOFOLLOW, user, LinuxProcess};
+use linux_abi::fcntl::{AT_FDCWD, AT_SYMLINK_NOFOLLOW};
+
+use crate::{fs, user, LinuxProcess};
 
 /// Longest attribute name (`XATTR_NAME_MAX`).
 const NAME_MAX: usize = 255;
