@@ -12,10 +12,19 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
+mod bytes;
 pub mod errno;
 pub mod fcntl;
+pub mod resource;
+pub mod sigaction;
+pub mod siginfo;
 pub mod signal;
+pub mod socket;
+pub mod stat;
 pub mod syscall;
+pub mod termios;
+pub mod time;
+pub mod ucontext;
 
 pub use errno::Errno;
 

@@ -122,7 +122,8 @@ pub fn statx(
     buffer: u64,
 ) -> Result<i64, Errno> {
     let inode = inode_at(vfs, files, dirfd, path, at_flags)?;
-    user::write(buffer, &Stat::from(&inode.metadata()).to_statx_bytes())?;
+    let stat = Stat::from(&inode.metadata());
+    user::write(buffer, &vfs::Statx::from(&stat).to_bytes())?;
     Ok(0)
 }
 

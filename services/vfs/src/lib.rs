@@ -69,5 +69,5 @@ pub use metadata::{
 pub use names::MountEntry;
 pub use path::{LastComponent, ParentAndName, MAX_SYMLINK_FOLLOWS, NAME_MAX, PATH_MAX};
 pub use ramfs::{Clock, RamFs, RamInode};
-pub use stat::{Stat, STATX_BASIC_STATS, STATX_BYTES, STAT_BYTES};
+pub use stat::{Stat, Statx, STATX_BASIC_STATS, STATX_BYTES, STAT_BYTES};
 pub use vfs::{PathContext, Vfs, MAY_EXEC, MAY_READ, MAY_WRITE};
