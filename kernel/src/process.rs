@@ -21,7 +21,7 @@ use alloc::{
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use hal::sync::IrqMutex;
-use linux_abi::signal;
+use linux_abi::{resource::Rusage, signal, time::Timeval};
 use sched::{sync::Condvar, Fault};
 use vm::AddressMap;
 
@@ -180,22 +180,23 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// As `struct rusage` (144 bytes): the processor time as user time,
+    /// As a `struct rusage`: the processor time as user time,
     /// the largest resident size in KiB, the minor faults; of the process
     /// and the children it waited for (what a parent's `wait4` reports).
-    pub fn rusage_with_children(&self) -> [u8; 144] {
+    pub fn rusage_with_children(&self) -> Rusage {
         let ns = (self.ended_threads_ticks + self.children_ticks)
             * (1_000_000_000 / hal::timer::TICK_HZ);
         let resident = self
             .final_resident_pages
             .max(self.children_max_resident_pages);
         let faults = self.final_minor_faults + self.children_minor_faults;
-        let mut record = [0u8; 144];
-        record[..8].copy_from_slice(&(ns / 1_000_000_000).to_le_bytes());
-        record[8..16].copy_from_slice(&(ns % 1_000_000_000 / 1000).to_le_bytes());
-        record[32..40].copy_from_slice(&(resident * 4).to_le_bytes());
-        record[64..72].copy_from_slice(&faults.to_le_bytes());
-        record
+        Rusage {
+            utime: Timeval::from_nanoseconds(ns),
+            // Pages of 4 KiB, in kilobytes.
+            maxrss: (resident * 4) as i64,
+            minflt: faults as i64,
+            ..Rusage::default()
+        }
     }
 }
 

@@ -4,7 +4,11 @@
 use alloc::format;
 
 use crate::process::{self, Children, KillError, Reporting, WaitError};
-use linux_abi::{signal, Errno};
+use linux_abi::{
+    resource::Rusage,
+    siginfo::{Siginfo, SiginfoFields},
+    signal, Errno,
+};
 
 /// `wait4`'s options: return at once if no child has changed; report
 /// stopped and continued children; wait for threads' ends too (accepted,
@@ -14,8 +18,6 @@ const WUNTRACED: u64 = 2;
 const WCONTINUED: u64 = 8;
 const WALL: u64 = 0x4000_0000;
 const WCLONE: u64 = 0x8000_0000;
-/// Size of a `struct rusage`.
-const RUSAGE_BYTES: usize = 144;
 /// `clone` flags.
 mod clone_flag {
     /// Share the address space (a thread).
@@ -209,7 +211,8 @@ pub(super) fn wait4(strand: u64, pid: u64, status: u64, options: u64, rusage: u6
                 return Errno::EFAULT.as_negative();
             }
             if rusage != 0
-                && hal::user::copy_to_user(rusage, &usage.rusage_with_children()).is_err()
+                && hal::user::copy_to_user(rusage, &usage.rusage_with_children().to_bytes())
+                    .is_err()
             {
                 return Errno::EFAULT.as_negative();
             }
@@ -241,7 +244,6 @@ pub(super) fn waitid(
     const WSTOPPED: u64 = 2;
     const WEXITED: u64 = 4;
     const WNOWAIT: u64 = 0x0100_0000;
-    const SIGINFO_BYTES: usize = 128;
     let Some(parent) = process::of_strand(strand) else {
         return Errno::ESRCH.as_negative();
     };
@@ -266,8 +268,9 @@ pub(super) fn waitid(
         continued: options & WCONTINUED != 0,
         keep: options & WNOWAIT != 0,
     };
-    let mut info = [0u8; SIGINFO_BYTES];
-    let mut used = [0u8; RUSAGE_BYTES];
+    // With WNOHANG and no change: a siginfo_t of zeros (si_pid 0).
+    let mut info = Siginfo::default();
+    let mut used = Rusage::default();
     match process::wait(&parent, which, reporting, options & WNOHANG == 0) {
         Ok(Some((child, change, usage))) => {
             used = usage.rusage_with_children();
@@ -281,19 +284,24 @@ pub(super) fn waitid(
                 process::Change::Stopped(signal) => (signal::CLD_STOPPED, i32::from(signal)),
                 process::Change::Continued => (signal::CLD_CONTINUED, i32::from(signal::SIGCONT)),
             };
-            info[0..4].copy_from_slice(&i32::from(signal::SIGCHLD).to_le_bytes());
-            info[8..12].copy_from_slice(&code.to_le_bytes());
-            info[16..20].copy_from_slice(&(child as i32).to_le_bytes());
-            info[24..28].copy_from_slice(&status.to_le_bytes());
+            info = Siginfo {
+                signo: i32::from(signal::SIGCHLD),
+                code,
+                fields: SiginfoFields::Child {
+                    pid: child as i32,
+                    uid: 0,
+                    status,
+                },
+            };
         }
         Ok(None) => {}
         Err(WaitError::NoChild) => return Errno::ECHILD.as_negative(),
         Err(WaitError::Interrupted) => return Errno::EINTR.as_negative(),
     }
-    if infop != 0 && hal::user::copy_to_user(infop, &info).is_err() {
+    if infop != 0 && hal::user::copy_to_user(infop, &info.to_bytes()).is_err() {
         return Errno::EFAULT.as_negative();
     }
-    if rusage != 0 && hal::user::copy_to_user(rusage, &used).is_err() {
+    if rusage != 0 && hal::user::copy_to_user(rusage, &used.to_bytes()).is_err() {
         return Errno::EFAULT.as_negative();
     }
     0

@@ -20,14 +20,14 @@
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use alloc::{collections::BTreeMap, vec::Vec};
-use linux_abi::signal::*;
+use linux_abi::{
+    sigaction::{SigAction, SignalStack},
+    siginfo::{Siginfo, SiginfoFields},
+    signal::*,
+};
 use vfs::Errno;
 
 use crate::{user, LinuxProcess};
-
-/// `struct sigaction` as the kernel sees it (handler, flags, restorer,
-/// mask): 32 bytes.
-const SIGACTION_BYTES: usize = 32;
 
 /// Signals that can be neither caught, ignored nor blocked.
 const UNBLOCKABLE: u64 = bit(SIGKILL) | bit(SIGSTOP);
@@ -107,33 +107,33 @@ pub struct SignalInfo {
     pub source: Source,
 }
 
-/// Bytes of a `siginfo_t`.
-pub const SIGINFO_BYTES: usize = 128;
-
 impl SignalInfo {
     /// The `siginfo_t` a handler with `SA_SIGINFO` reads.
-    pub fn to_bytes(&self) -> [u8; SIGINFO_BYTES] {
-        let mut bytes = [0u8; SIGINFO_BYTES];
-        let mut put32 =
-            |at: usize, value: i32| bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
-        put32(0, i32::from(self.signal));
-        match self.source {
-            Source::User { pid, thread } => {
-                put32(8, if thread { SI_TKILL } else { SI_USER });
-                put32(16, pid as i32);
-            }
-            Source::Kernel => put32(8, SI_KERNEL),
-            Source::Fault { code, .. } => put32(8, code),
-            Source::Child { code, pid, status } => {
-                put32(8, code);
-                put32(16, pid as i32);
-                put32(24, status);
-            }
+    pub fn to_siginfo(&self) -> Siginfo {
+        let (code, fields) = match self.source {
+            Source::User { pid, thread } => (
+                if thread { SI_TKILL } else { SI_USER },
+                SiginfoFields::Sender {
+                    pid: pid as i32,
+                    uid: 0,
+                },
+            ),
+            Source::Kernel => (SI_KERNEL, SiginfoFields::None),
+            Source::Fault { code, address } => (code, SiginfoFields::Fault { address }),
+            Source::Child { code, pid, status } => (
+                code,
+                SiginfoFields::Child {
+                    pid: pid as i32,
+                    uid: 0,
+                    status,
+                },
+            ),
+        };
+        Siginfo {
+            signo: i32::from(self.signal),
+            code,
+            fields,
         }
-        if let Source::Fault { address, .. } = self.source {
-            bytes[16..24].copy_from_slice(&address.to_le_bytes());
-        }
-        bytes
     }
 }
 
@@ -161,11 +161,6 @@ pub fn current_thread() -> u64 {
     CURRENT_THREAD.get().map_or(0, |current| current())
 }
 
-/// `sigaltstack`'s record when none is set: `SS_DISABLE`.
-const NO_ALTERNATE_STACK: [u8; 24] = [
-    0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-];
-
 /// One thread's own signal state.
 #[derive(Clone)]
 struct ThreadSignals {
@@ -173,7 +168,7 @@ struct ThreadSignals {
     /// The mask `rt_sigsuspend` replaced, put back when the signal that
     /// ends the wait has been taken.
     suspended_mask: Option<u64>,
-    alternate_stack: [u8; 24],
+    alternate_stack: SignalStack,
     /// Signals sent to this thread and not yet taken.
     pending: u64,
     /// Where each came from.
@@ -181,7 +176,7 @@ struct ThreadSignals {
 }
 
 impl ThreadSignals {
-    fn with_mask(mask: u64, alternate_stack: [u8; 24]) -> Self {
+    fn with_mask(mask: u64, alternate_stack: SignalStack) -> Self {
         ThreadSignals {
             mask,
             suspended_mask: None,
@@ -195,7 +190,7 @@ impl ThreadSignals {
 /// A process's signal dispositions, pending signals, and each thread's
 /// mask, alternate stack and own pending signals.
 pub struct SignalState {
-    actions: [[u8; SIGACTION_BYTES]; MAX_SIGNAL as usize],
+    actions: [SigAction; MAX_SIGNAL as usize],
     /// Signals sent to the process and not yet taken.
     pending: u64,
     /// Where each pending signal came from (standard signals do not
@@ -213,11 +208,11 @@ pub struct SignalState {
 impl Default for SignalState {
     fn default() -> Self {
         SignalState {
-            actions: [[0; SIGACTION_BYTES]; MAX_SIGNAL as usize],
+            actions: [SigAction::default(); MAX_SIGNAL as usize],
             pending: 0,
             origins: Vec::new(),
             threads: BTreeMap::new(),
-            initial: ThreadSignals::with_mask(0, NO_ALTERNATE_STACK),
+            initial: ThreadSignals::with_mask(0, SignalStack::DISABLED),
             counted: false,
         }
     }
@@ -249,8 +244,10 @@ impl SignalState {
     /// its own pending.
     pub fn thread_started(&mut self, creator: u64, thread: u64) {
         let mask = self.thread(creator).mask;
-        self.threads
-            .insert(thread, ThreadSignals::with_mask(mask, NO_ALTERNATE_STACK));
+        self.threads.insert(
+            thread,
+            ThreadSignals::with_mask(mask, SignalStack::DISABLED),
+        );
     }
 
     /// Thread `thread` ended: what was sent to it alone goes with it.
@@ -275,20 +272,18 @@ impl SignalState {
     /// alternate stack is gone.
     pub fn reset_for_exec(&mut self) {
         for action in &mut self.actions {
-            let handler = u64::from_le_bytes(action[..8].try_into().unwrap_or([0; 8]));
-            if handler != SIG_DFL && handler != SIG_IGN {
-                *action = [0; SIGACTION_BYTES];
+            if action.handler != SIG_DFL && action.handler != SIG_IGN {
+                *action = SigAction::default();
             }
         }
-        self.initial.alternate_stack = NO_ALTERNATE_STACK;
+        self.initial.alternate_stack = SignalStack::DISABLED;
         for thread in self.threads.values_mut() {
-            thread.alternate_stack = NO_ALTERNATE_STACK;
+            thread.alternate_stack = SignalStack::DISABLED;
         }
     }
 
-    fn field(&self, signal: u8, at: usize) -> u64 {
-        let action = &self.actions[usize::from(signal - 1)];
-        u64::from_le_bytes(action[at..at + 8].try_into().unwrap_or([0; 8]))
+    fn action(&self, signal: u8) -> &SigAction {
+        &self.actions[usize::from(signal - 1)]
     }
 
     /// Whether `signal`'s disposition is "ignore".
@@ -304,21 +299,22 @@ impl SignalState {
         if signal == SIGKILL || signal == SIGSTOP {
             return default_disposition(signal);
         }
-        match self.field(signal, 0) {
+        let action = self.action(signal);
+        match action.handler {
             SIG_DFL => default_disposition(signal),
             SIG_IGN => Disposition::Ignore,
             address => Disposition::Handler(Handler {
                 address,
-                flags: self.field(signal, 8),
-                restorer: self.field(signal, 16),
-                mask: self.field(signal, 24),
+                flags: action.flags,
+                restorer: action.restorer,
+                mask: action.mask,
             }),
         }
     }
 
     /// Whether the handler of `signal` has `flag` in its `sa_flags`.
     pub fn has_flag(&self, signal: u8, flag: u64) -> bool {
-        (1..=64).contains(&signal) && self.field(signal, 8) & flag != 0
+        (1..=64).contains(&signal) && self.action(signal).flags & flag != 0
     }
 
     /// Thread `thread`'s signal mask.
@@ -332,14 +328,9 @@ impl SignalState {
         self.thread_mut(thread).mask = mask & !UNBLOCKABLE;
     }
 
-    /// Thread `thread`'s `sigaltstack` record: base, flags, size.
-    pub fn alternate_stack(&self, thread: u64) -> (u64, u32, u64) {
-        let stack = &self.thread(thread).alternate_stack;
-        (
-            u64::from_le_bytes(stack[0..8].try_into().unwrap_or([0; 8])),
-            u32::from_le_bytes(stack[8..12].try_into().unwrap_or([0; 4])),
-            u64::from_le_bytes(stack[16..24].try_into().unwrap_or([0; 8])),
-        )
+    /// Thread `thread`'s alternate signal stack (`sigaltstack`).
+    pub fn alternate_stack(&self, thread: u64) -> SignalStack {
+        self.thread(thread).alternate_stack
     }
 
     /// Signals pending for thread `thread`: its own and the process's.
@@ -471,7 +462,7 @@ impl SignalState {
         let disposition = self.disposition(signal);
         if let Disposition::Handler(handler) = disposition {
             if handler.flags & SA_RESETHAND != 0 {
-                self.actions[usize::from(signal - 1)] = [0; SIGACTION_BYTES];
+                self.actions[usize::from(signal - 1)] = SigAction::default();
             }
         }
         Some((info, disposition))
@@ -518,7 +509,7 @@ pub fn rt_sigaction(
         return Err(Errno::EINVAL);
     }
     let index = (signal - 1) as usize;
-    let mut new = [0u8; SIGACTION_BYTES];
+    let mut new = [0u8; SigAction::BYTES];
     if act != 0 {
         user::read(act, &mut new)?;
         if signal == u64::from(SIGKILL) || signal == u64::from(SIGSTOP) {
@@ -529,7 +520,7 @@ pub fn rt_sigaction(
         let mut state = process.signals.lock();
         let previous = state.actions[index];
         if act != 0 {
-            state.actions[index] = new;
+            state.actions[index] = SigAction::from_bytes(&new);
             // Pending instances of a signal now ignored are discarded
             // (sigaction(2)).
             if state.is_ignored(signal) {
@@ -539,7 +530,7 @@ pub fn rt_sigaction(
         previous
     };
     if old != 0 {
-        user::write(old, &previous)?;
+        user::write(old, &previous.to_bytes())?;
     }
     Ok(0)
 }
@@ -585,7 +576,7 @@ pub fn rt_sigprocmask(
 /// `sigaltstack(ss, old_ss)`: recorded for the calling thread (`struct
 /// stack_t`, 24 bytes).
 pub fn sigaltstack(process: &LinuxProcess, new: u64, old: u64) -> Result<i64, Errno> {
-    let mut stack = [0u8; 24];
+    let mut stack = [0u8; SignalStack::BYTES];
     if new != 0 {
         user::read(new, &mut stack)?;
     }
@@ -595,12 +586,12 @@ pub fn sigaltstack(process: &LinuxProcess, new: u64, old: u64) -> Result<i64, Er
         let own = state.thread_mut(thread);
         let previous = own.alternate_stack;
         if new != 0 {
-            own.alternate_stack = stack;
+            own.alternate_stack = SignalStack::from_bytes(&stack);
         }
         previous
     };
     if old != 0 {
-        user::write(old, &previous)?;
+        user::write(old, &previous.to_bytes())?;
     }
     Ok(0)
 }
