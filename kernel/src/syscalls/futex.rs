@@ -10,7 +10,7 @@
 use alloc::collections::{BTreeMap, VecDeque};
 
 use crate::process::{self, Process};
-use linux_abi::Errno;
+use linux_abi::{time::Timespec, Errno};
 
 /// `futex` operations (the low bits of `op`).
 mod op {
@@ -87,16 +87,14 @@ fn wait(strand: u64, key: Key, expected: u32, timeout: u64, absolute: bool) -> i
     let deadline = if timeout == 0 {
         None
     } else {
-        let mut timespec = [0u8; 16];
+        let mut timespec = [0u8; Timespec::BYTES];
         if hal::user::copy_from_user(&mut timespec, timeout).is_err() {
             return Errno::EFAULT.as_negative();
         }
-        let seconds = u64::from_le_bytes(timespec[..8].try_into().unwrap_or([0; 8]));
-        let nanos = u64::from_le_bytes(timespec[8..].try_into().unwrap_or([0; 8]));
-        if nanos >= 1_000_000_000 {
+        // A negative or malformed time is EINVAL, as on Linux.
+        let Some(span) = Timespec::from_bytes(&timespec).to_nanoseconds() else {
             return Errno::EINVAL.as_negative();
-        }
-        let span = seconds.saturating_mul(1_000_000_000).saturating_add(nanos);
+        };
         Some(if absolute {
             span
         } else {
