@@ -8,9 +8,9 @@
 //! wake-up is lost.
 
 use alloc::collections::{BTreeMap, VecDeque};
+use linux_abi::{time::Timespec, Errno};
 
 use crate::process::{self, Process};
-use linux_abi::{time::Timespec, Errno};
 
 /// `futex` operations (the low bits of `op`).
 mod op {

@@ -2,7 +2,7 @@
 //! `ioctl` (no terminal yet). Files and the tty come with the Linux
 //! personality.
 
-use linux_abi::Errno;
+use linux_abi::{uio::Iovec, Errno};
 
 use super::WRITE_CHUNK;
 
@@ -14,15 +14,14 @@ pub(super) fn writev(fd: u64, vectors: u64, count: u64) -> i64 {
     }
     let mut total = 0i64;
     for index in 0..count {
-        let mut pair = [0u8; 16];
-        let Some(at) = vectors.checked_add(index * 16) else {
+        let mut bytes = [0u8; Iovec::BYTES];
+        let Some(at) = Iovec::element_address(vectors, index) else {
             return Errno::EFAULT.as_negative();
         };
-        if hal::user::copy_from_user(&mut pair, at).is_err() {
+        if hal::user::copy_from_user(&mut bytes, at).is_err() {
             return Errno::EFAULT.as_negative();
         }
-        let base = u64::from_le_bytes(pair[..8].try_into().unwrap_or([0; 8]));
-        let len = u64::from_le_bytes(pair[8..].try_into().unwrap_or([0; 8]));
+        let Iovec { base, len } = Iovec::from_bytes(&bytes);
         let mut done = 0;
         while done < len {
             let written = write(fd, base + done, len - done);

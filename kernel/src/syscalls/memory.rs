@@ -17,10 +17,10 @@
 //! shared mapping of a file opened read-only cannot be made writable.
 
 use hal::{address_space::UserProtection, memory::PAGE_SIZE};
+use linux_abi::Errno;
 use vm::VmError;
 
 use crate::process;
-use linux_abi::Errno;
 
 /// `mmap` flags.
 mod flag {

@@ -2,13 +2,13 @@
 //! thread's own state (`arch_prctl`, `set_tid_address`, `sched_yield`).
 
 use alloc::format;
-
-use crate::process::{self, Children, KillError, Reporting, WaitError};
 use linux_abi::{
     resource::Rusage,
     siginfo::{Siginfo, SiginfoFields},
     signal, Errno,
 };
+
+use crate::process::{self, Children, KillError, Reporting, WaitError};
 
 /// `wait4`'s options: return at once if no child has changed; report
 /// stopped and continued children; wait for threads' ends too (accepted,

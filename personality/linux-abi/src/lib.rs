@@ -25,6 +25,7 @@ pub mod syscall;
 pub mod termios;
 pub mod time;
 pub mod ucontext;
+pub mod uio;
 
 pub use errno::Errno;
 

@@ -10,15 +10,14 @@
 
 use alloc::{sync::Arc, vec::Vec};
 
-use vfs::{
-    same_inode, stat::Stat, Errno, FileType, Inode, PathContext, SetAttributes, TimeChange,
-    Timespec, Vfs,
-};
-
 use linux_abi::{
     fcntl::*,
     // The record as user space passes it, apart from the VFS's Timespec.
     time::{Timespec as UserTimespec, Timeval, UTIME_NOW, UTIME_OMIT},
+};
+use vfs::{
+    same_inode, stat::Stat, Errno, FileType, Inode, PathContext, SetAttributes, TimeChange,
+    Timespec, Vfs,
 };
 
 use crate::{user, LinuxProcess};

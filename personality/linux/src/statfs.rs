@@ -6,9 +6,8 @@
 //! for the type: libselinux looks for `selinuxfs` at `/sys/fs/selinux`
 //! (not there: `ENOENT`), coreutils for remote file systems.
 
-use vfs::{Errno, Inode, Vfs};
-
 use linux_abi::fcntl::AT_FDCWD;
+use vfs::{Errno, Inode, Vfs};
 
 use crate::{fs, user, LinuxProcess};
 

@@ -8,9 +8,8 @@
 //! what coreutils' `ls -l` asks (for ACLs and SELinux labels) and takes as
 //! "none".
 
-use vfs::{Errno, Vfs};
-
 use linux_abi::fcntl::{AT_FDCWD, AT_SYMLINK_NOFOLLOW};
+use vfs::{Errno, Vfs};
 
 use crate::{fs, user, LinuxProcess};
 

@@ -10,3 +10,4 @@ mod stat;
 mod syscall;
 mod termios;
 mod time;
+mod uio;
