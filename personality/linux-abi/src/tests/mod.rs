@@ -7,6 +7,7 @@ mod signal;
 mod signal_frame;
 mod socket;
 mod stat;
+mod statfs;
 mod syscall;
 mod termios;
 mod time;
