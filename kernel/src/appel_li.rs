@@ -24,10 +24,10 @@ use alloc::{collections::BTreeMap, sync::Arc};
 
 use dispatch::{BindingId, Install, Principal};
 use hal::{address_space::UserProtection, memory::PAGE_SIZE};
+use linux_abi::Errno;
 
 use crate::{
     process,
-    syscalls::errno,
     translation::{self, FaultArgs},
 };
 
@@ -82,7 +82,7 @@ static HANDLERS: spin::Mutex<BTreeMap<u64, Handler>> = spin::Mutex::new(BTreeMap
 /// system call a guard, about a third of a null call under TCG).
 pub fn vm_handler(strand: u64, action: u64, start: u64, end: u64, page: u64) -> i64 {
     let Some(process) = process::of_strand(strand) else {
-        return -errno::ESRCH;
+        return Errno::ESRCH.as_negative();
     };
     let id = process.id();
     match action {
@@ -99,14 +99,14 @@ pub fn vm_handler(strand: u64, action: u64, start: u64, end: u64, page: u64) -> 
                     state.entry_ns
                 }) as i64
             }
-            None => -errno::EINVAL,
+            None => Errno::EINVAL.as_negative(),
         },
         code => {
             let Some(action) = Action::from_code(code) else {
-                return -errno::EINVAL;
+                return Errno::EINVAL.as_negative();
             };
             if !start.is_multiple_of(PAGE_SIZE) || end <= start || end > hal::user::USER_END {
-                return -errno::EINVAL;
+                return Errno::EINVAL.as_negative();
             }
             install(&process, strand, action, start, end, page)
         }
@@ -128,7 +128,7 @@ fn install(
     let id = process.id();
     forget(id);
     let Some(event) = translation::protection_fault() else {
-        return -errno::ENOSYS;
+        return Errno::ENOSYS.as_negative();
     };
     let state = Arc::new(spin::Mutex::new(HandlerState {
         action,
@@ -152,7 +152,7 @@ fn install(
             HANDLERS.lock().insert(id, Handler { binding, state });
             0
         }
-        Err(_) => -errno::EINVAL,
+        Err(_) => Errno::EINVAL.as_negative(),
     }
 }
 

@@ -10,7 +10,8 @@
 use alloc::collections::BTreeMap;
 use core::sync::atomic::{AtomicBool, Ordering};
 
-use linux::signal::{number::SIGALRM, SignalInfo, Source};
+use linux::signal::{SignalInfo, Source};
+use linux_abi::signal::SIGALRM;
 use sched::sync::{Condvar, Mutex};
 
 /// The longest the keeper sleeps before it looks again.

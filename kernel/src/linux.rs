@@ -161,7 +161,7 @@ fn linux_call(args: &SyscallArgs) -> i64 {
     let &(strand, number, a0, a1, a2, a3, a4, a5) = args;
     // `getpid`, the null system call: the process the guard just found,
     // as Linux reads `current->tgid`.
-    if number == linux::number::GETPID {
+    if number == linux_abi::syscall::GETPID {
         if let Some(pid) = cached_process(strand) {
             return pid as i64;
         }

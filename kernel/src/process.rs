@@ -21,30 +21,9 @@ use alloc::{
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use hal::sync::IrqMutex;
+use linux_abi::{resource::Rusage, signal, time::Timeval};
 use sched::{sync::Condvar, Fault};
 use vm::AddressMap;
-
-/// Linux signal numbers the kernel reports ends with.
-pub mod signal {
-    /// Hang up.
-    pub const SIGHUP: u8 = 1;
-    /// Illegal instruction (`ud2`).
-    pub const SIGILL: u8 = 4;
-    /// Trace trap (`int3`).
-    pub const SIGTRAP: u8 = 5;
-    /// Bus error.
-    pub const SIGBUS: u8 = 7;
-    /// Arithmetic fault (divide by zero, x87/SSE exceptions).
-    pub const SIGFPE: u8 = 8;
-    /// Kill (cannot be caught).
-    pub const SIGKILL: u8 = 9;
-    /// Segmentation fault.
-    pub const SIGSEGV: u8 = 11;
-    /// Termination request.
-    pub const SIGTERM: u8 = 15;
-    /// Highest signal number.
-    pub const MAX: u8 = 64;
-}
 
 /// How a process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,17 +52,7 @@ impl End {
 
 /// The conventional name of `signal` (for reports).
 pub fn signal_name(signal: u8) -> &'static str {
-    match signal {
-        signal::SIGHUP => "SIGHUP",
-        signal::SIGILL => "SIGILL",
-        signal::SIGTRAP => "SIGTRAP",
-        signal::SIGBUS => "SIGBUS",
-        signal::SIGFPE => "SIGFPE",
-        signal::SIGKILL => "SIGKILL",
-        signal::SIGSEGV => "SIGSEGV",
-        signal::SIGTERM => "SIGTERM",
-        _ => "a signal",
-    }
+    signal::name(signal).unwrap_or("a signal")
 }
 
 /// The signal a CPU exception in user mode ends a program with (as Linux
@@ -211,22 +180,23 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// As `struct rusage` (144 bytes): the processor time as user time,
+    /// As a `struct rusage`: the processor time as user time,
     /// the largest resident size in KiB, the minor faults; of the process
     /// and the children it waited for (what a parent's `wait4` reports).
-    pub fn rusage_with_children(&self) -> [u8; 144] {
+    pub fn rusage_with_children(&self) -> Rusage {
         let ns = (self.ended_threads_ticks + self.children_ticks)
             * (1_000_000_000 / hal::timer::TICK_HZ);
         let resident = self
             .final_resident_pages
             .max(self.children_max_resident_pages);
         let faults = self.final_minor_faults + self.children_minor_faults;
-        let mut record = [0u8; 144];
-        record[..8].copy_from_slice(&(ns / 1_000_000_000).to_le_bytes());
-        record[8..16].copy_from_slice(&(ns % 1_000_000_000 / 1000).to_le_bytes());
-        record[32..40].copy_from_slice(&(resident * 4).to_le_bytes());
-        record[64..72].copy_from_slice(&faults.to_le_bytes());
-        record
+        Rusage {
+            utime: Timeval::from_nanoseconds(ns),
+            // Pages of 4 KiB, in kilobytes.
+            maxrss: (resident * 4) as i64,
+            minflt: faults as i64,
+            ..Rusage::default()
+        }
     }
 }
 
@@ -802,13 +772,12 @@ pub fn stop_current(pid: u64, signal: u8) -> bool {
 /// The rest of [`stop_current`]: tells the waiters and the parent, then
 /// waits until the process is continued (true) or killed (false).
 fn wait_until_continued(process: &Process, parent: u64, pid: u64, signal: u8) -> bool {
-    const CLD_STOPPED: i32 = 5;
     {
         let _lock = CHANGED_LOCK.lock();
         CHANGED.notify_all();
     }
     if parent != 0 {
-        crate::signals::child_stopped(parent, pid, CLD_STOPPED, signal);
+        crate::signals::child_stopped(parent, pid, signal::CLD_STOPPED, signal);
     }
     let mut guard = CHANGED_LOCK.lock();
     loop {
@@ -856,7 +825,6 @@ fn wait_while_stopped_slow() {
 /// `SIGCONT` reached `process`: if it was stopped it runs again, and its
 /// parent can see that with `WCONTINUED`.
 pub fn continue_stopped(process: &Process) {
-    const CLD_CONTINUED: i32 = 6;
     let parent = {
         let mut state = process.state.lock();
         if state.stopped.take().is_none() {
@@ -871,12 +839,7 @@ pub fn continue_stopped(process: &Process) {
         CHANGED.notify_all();
     }
     if parent != 0 {
-        crate::signals::child_stopped(
-            parent,
-            process.id,
-            CLD_CONTINUED,
-            linux::signal::number::SIGCONT,
-        );
+        crate::signals::child_stopped(parent, process.id, signal::CLD_CONTINUED, signal::SIGCONT);
     }
 }
 
@@ -906,7 +869,7 @@ pub enum KillError {
 /// the Linux personality), every signal but 0 ends the process. Signal 0
 /// only checks that the process exists.
 pub fn kill(id: u64, signal: u8) -> Result<(), KillError> {
-    if signal > signal::MAX {
+    if signal > signal::MAX_SIGNAL {
         return Err(KillError::BadSignal);
     }
     let process = get(id).ok_or(KillError::NoProcess)?;

@@ -134,16 +134,16 @@ const MAX_SYSCALL_LINE: u64 = 1024;
 
 /// [`SHELL_SYSCALL`]'s implementation.
 pub fn shell_syscall(line: u64, length: u64) -> i64 {
-    use crate::syscalls::errno;
+    use linux_abi::Errno;
     if length > MAX_SYSCALL_LINE {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     }
     let mut bytes = alloc::vec![0u8; length as usize];
     if hal::user::copy_from_user(&mut bytes, line).is_err() {
-        return -errno::EFAULT;
+        return Errno::EFAULT.as_negative();
     }
     let Ok(text) = String::from_utf8(bytes) else {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     };
     // On a kernel thread of its own, with the stack the console's shell
     // has: the calling process's kernel stack (64 KiB) is too small for
@@ -162,7 +162,7 @@ pub fn shell_syscall(line: u64, length: u64) -> i64 {
         Ok(thread) => {
             thread.join();
         }
-        Err(_) => return -errno::ENOMEM,
+        Err(_) => return Errno::ENOMEM.as_negative(),
     }
     if found.load(core::sync::atomic::Ordering::Acquire) {
         0

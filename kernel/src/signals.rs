@@ -17,10 +17,11 @@ use hal::{
     user::{EnterError, SyscallFrame, UserRegisters},
 };
 use linux::{
-    signal::{bit, flag, number::*, Disposition, SignalInfo, Source},
+    signal::{Disposition, SignalInfo, Source},
     signal_frame::{self, FaultDetails},
     LinuxProcess,
 };
+use linux_abi::{signal::*, syscall, Errno};
 use sched::Fault;
 
 use crate::process::{self, End, KillError};
@@ -71,7 +72,7 @@ fn current_linux() -> Option<(u64, Arc<LinuxProcess>)> {
 /// others are posted to it, and its threads woken so that one blocked in
 /// the kernel returns to take it.
 pub fn send(pid: u64, info: SignalInfo) -> Result<(), KillError> {
-    if info.signal > process::signal::MAX {
+    if info.signal > MAX_SIGNAL {
         return Err(KillError::BadSignal);
     }
     let target = process::get(pid).ok_or(KillError::NoProcess)?;
@@ -124,7 +125,7 @@ pub fn kill(sender: u64, pid: i32, signal: u8) -> Result<(), KillError> {
             .collect(),
         _ => personality.group_members(u64::from(pid.unsigned_abs())),
     };
-    if signal > process::signal::MAX {
+    if signal > MAX_SIGNAL {
         return Err(KillError::BadSignal);
     }
     let mut reached = false;
@@ -152,8 +153,6 @@ pub fn interrupted() -> bool {
 
 /// `SIGCHLD` to `parent`: its child `child` ended with `end`.
 pub fn child_ended(parent: u64, child: u64, end: End) {
-    const CLD_EXITED: i32 = 1;
-    const CLD_KILLED: i32 = 2;
     let (code, status) = match end {
         End::Exited(status) => (CLD_EXITED, (status & 0xff) as i32),
         End::Killed { signal, .. } => (CLD_KILLED, i32::from(signal)),
@@ -175,7 +174,7 @@ pub fn child_ended(parent: u64, child: u64, end: End) {
 pub fn child_stopped(parent: u64, child: u64, code: i32, signal: u8) {
     let quiet = crate::linux::personality()
         .and_then(|personality| personality.files(parent))
-        .is_some_and(|files| files.signals.lock().has_flag(SIGCHLD, flag::SA_NOCLDSTOP));
+        .is_some_and(|files| files.signals.lock().has_flag(SIGCHLD, SA_NOCLDSTOP));
     if quiet {
         return;
     }
@@ -205,7 +204,7 @@ pub fn kill_thread(sender: u64, tgid: Option<u64>, tid: u64, signal: u8) -> Resu
             thread: true,
         },
     };
-    if signal > process::signal::MAX {
+    if signal > MAX_SIGNAL {
         return Err(KillError::BadSignal);
     }
     let target = process::get(pid).ok_or(KillError::NoProcess)?;
@@ -233,16 +232,13 @@ pub fn kill_thread(sender: u64, tgid: Option<u64>, tid: u64, signal: u8) -> Resu
 /// (signal(7): `nanosleep`, `poll`, `select`, `sigsuspend`, ... are never
 /// restarted).
 fn is_restartable(number: u64) -> bool {
-    use linux::number::*;
+    use syscall::*;
     matches!(
         number,
         READ | WRITE | READV | WRITEV | PREAD64 | PWRITE64 | IOCTL | OPEN | OPENAT | WAIT4 | WAITID
     )
 }
 
-/// `EINTR`, `EPIPE`.
-const EINTR: i64 = 4;
-const EPIPE: i64 = 32;
 /// The length of the `syscall` instruction: a restarted call resumes
 /// this far back.
 const SYSCALL_INSTRUCTION_BYTES: u64 = 2;
@@ -252,11 +248,8 @@ const SYSCALL_INSTRUCTION_BYTES: u64 = 2;
 /// Returns the signal the process must be killed by, if one must end it
 /// (the caller ends it, holding nothing).
 pub fn after_syscall(frame: &mut SyscallFrame, number: u64, result: i64) -> Option<u8> {
-    if result == -EPIPE
-        && matches!(
-            number,
-            linux::number::WRITE | linux::number::WRITEV | linux::number::PWRITE64
-        )
+    if result == Errno::EPIPE.as_negative()
+        && matches!(number, syscall::WRITE | syscall::WRITEV | syscall::PWRITE64)
     {
         // To the writing thread, as Linux sends it.
         if let Some((_, files)) = current_linux() {
@@ -287,9 +280,6 @@ pub fn after_interrupt(frame: &mut TrapFrame) -> Option<u8> {
 /// does for a fault signal it cannot deliver.
 pub fn deliver_fault(frame: &mut TrapFrame, fault: &Fault) -> bool {
     const PAGE_FAULT: u64 = 14;
-    const SEGV_MAPERR: i32 = 1;
-    const SEGV_ACCERR: i32 = 2;
-    const SI_KERNEL: i32 = 0x80;
     let Some((pid, files)) = current_linux() else {
         return false;
     };
@@ -346,8 +336,8 @@ fn deliver(
 ) -> Option<u8> {
     let (pid, files) = current_linux()?;
     let thread = current_thread();
-    let interrupted_call =
-        syscall.filter(|&(number, result)| result == -EINTR && is_restartable(number));
+    let interrupted_call = syscall
+        .filter(|&(number, result)| result == Errno::EINTR.as_negative() && is_restartable(number));
     let mut resumed_from_stop = false;
     loop {
         let taken = files.signals.lock().take(thread);
@@ -367,7 +357,7 @@ fn deliver(
             Disposition::Handler(handler) => {
                 let mut registers = frame.registers();
                 if let Some((number, _)) = interrupted_call {
-                    if handler.flags & flag::SA_RESTART != 0 {
+                    if handler.flags & SA_RESTART != 0 {
                         registers.rax = number;
                         registers.rip = registers.rip.wrapping_sub(SYSCALL_INSTRUCTION_BYTES);
                     }
@@ -397,7 +387,7 @@ fn deliver(
                 }
                 let mut state = files.signals.lock();
                 let mut mask = state.mask(thread) | handler.mask;
-                if handler.flags & flag::SA_NODEFER == 0 {
+                if handler.flags & SA_NODEFER == 0 {
                     mask |= bit(info.signal);
                 }
                 state.set_mask(thread, mask);

@@ -21,35 +21,15 @@
 use alloc::{collections::VecDeque, sync::Arc};
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use linux::signal::number::{SIGINT, SIGQUIT, SIGTSTP};
+use linux_abi::{
+    signal::{SIGINT, SIGQUIT, SIGTSTP},
+    termios::{
+        Termios, Winsize, ECHO, ICANON, ICRNL, ISIG, NCCS, TCGETS, TCSETS, TCSETSF, TCSETSW,
+        TIOCGPGRP, TIOCGSID, TIOCGWINSZ, TIOCSCTTY, TIOCSPGRP, TIOCSWINSZ, VINTR, VQUIT, VSUSP,
+    },
+};
 use vfs::{Device, Errno, Readiness};
 
-/// Bytes of the kernel's `struct termios` (4 flag words, the line, 19
-/// control characters).
-const TERMIOS_BYTES: usize = 36;
-/// Offset of the control characters (`c_cc`) in `struct termios`.
-const CONTROL_CHARACTERS_AT: usize = 17;
-/// Indices in `c_cc`.
-const VINTR: usize = 0;
-const VQUIT: usize = 1;
-const VSUSP: usize = 10;
-/// `c_lflag` bits.
-const ISIG: u32 = 0o1;
-const ICANON: u32 = 0o2;
-const ECHO: u32 = 0o10;
-/// `c_iflag` bit: carriage return read as newline.
-const ICRNL: u32 = 0o400;
-/// Terminal `ioctl` requests.
-const TCGETS: u32 = 0x5401;
-const TCSETS: u32 = 0x5402;
-const TCSETSW: u32 = 0x5403;
-const TCSETSF: u32 = 0x5404;
-const TIOCSCTTY: u32 = 0x540e;
-const TIOCGPGRP: u32 = 0x540f;
-const TIOCSPGRP: u32 = 0x5410;
-const TIOCGWINSZ: u32 = 0x5413;
-const TIOCSWINSZ: u32 = 0x5414;
-const TIOCGSID: u32 = 0x5429;
 /// How often a waiting read, and the watcher, look at the serial line.
 const INPUT_POLL_MS: u64 = 5;
 /// How often the watcher looks for signal keys.
@@ -58,9 +38,9 @@ const WATCH_POLL_MS: u64 = 10;
 /// The serial terminal.
 pub struct Terminal {
     /// `struct termios` as the kernel's `TCGETS` gives it.
-    termios: spin::Mutex<[u8; TERMIOS_BYTES]>,
-    /// `struct winsize` (8 bytes).
-    window: spin::Mutex<[u8; 8]>,
+    termios: spin::Mutex<Termios>,
+    /// `struct winsize`.
+    window: spin::Mutex<Winsize>,
     /// The foreground process group (`tcsetpgrp`).
     foreground: AtomicU64,
     /// Bytes taken from the serial line and not read yet.
@@ -94,20 +74,26 @@ pub fn watch_for_signal_keys() {
 
 impl Terminal {
     fn new() -> Terminal {
-        let mut termios = [0u8; TERMIOS_BYTES];
-        // Linux's defaults: ICRNL|IXON; OPOST|ONLCR; B38400|CS8|CREAD|HUPCL;
-        // ISIG|ICANON|ECHO|ECHOE|ECHOK|ECHOCTL|ECHOKE|IEXTEN.
-        for (index, word) in [0o2400u32, 0o5, 0o2277, 0o105073].iter().enumerate() {
-            termios[index * 4..index * 4 + 4].copy_from_slice(&word.to_le_bytes());
-        }
         // VINTR ^C, VQUIT ^\, VERASE DEL, VKILL ^U, VEOF ^D, VTIME 0,
         // VMIN 1, then VSTART ^Q, VSTOP ^S, VSUSP ^Z.
         let control = [3u8, 0x1c, 0x7f, 0x15, 4, 0, 1, 0, 0x11, 0x13, 0x1a];
-        termios[CONTROL_CHARACTERS_AT..CONTROL_CHARACTERS_AT + control.len()]
-            .copy_from_slice(&control);
-        let mut window = [0u8; 8];
-        window[0..2].copy_from_slice(&24u16.to_le_bytes());
-        window[2..4].copy_from_slice(&80u16.to_le_bytes());
+        let mut cc = [0u8; NCCS];
+        cc[..control.len()].copy_from_slice(&control);
+        // Linux's defaults: ICRNL|IXON; OPOST|ONLCR; B38400|CS8|CREAD|HUPCL;
+        // ISIG|ICANON|ECHO|ECHOE|ECHOK|ECHOCTL|ECHOKE|IEXTEN.
+        let termios = Termios {
+            iflag: 0o2400,
+            oflag: 0o5,
+            cflag: 0o2277,
+            lflag: 0o105073,
+            line: 0,
+            cc,
+        };
+        let window = Winsize {
+            rows: 24,
+            columns: 80,
+            ..Winsize::default()
+        };
         Terminal {
             termios: spin::Mutex::new(termios),
             window: spin::Mutex::new(window),
@@ -121,23 +107,13 @@ impl Terminal {
         self.foreground.store(group, Ordering::Relaxed);
     }
 
-    fn flag(&self, word: usize) -> u32 {
-        let termios = self.termios.lock();
-        u32::from_le_bytes([
-            termios[word * 4],
-            termios[word * 4 + 1],
-            termios[word * 4 + 2],
-            termios[word * 4 + 3],
-        ])
-    }
-
     fn control_character(&self, index: usize) -> u8 {
-        self.termios.lock()[CONTROL_CHARACTERS_AT + index]
+        self.termios.lock().cc[index]
     }
 
     /// The signal `byte` sends with `ISIG` on, if it is a signal key.
     fn signal_key(&self, byte: u8) -> Option<u8> {
-        if self.flag(3) & ISIG == 0 || byte == 0 {
+        if self.termios.lock().lflag & ISIG == 0 || byte == 0 {
             return None;
         }
         [(VINTR, SIGINT), (VQUIT, SIGQUIT), (VSUSP, SIGTSTP)]
@@ -177,7 +153,7 @@ impl Terminal {
             let Some((byte, signal)) = signal_key else {
                 return;
             };
-            if self.flag(3) & ECHO != 0 {
+            if self.termios.lock().lflag & ECHO != 0 {
                 crate::user::console_write(&[b'^', byte + b'@', b'\n']);
             }
             let group = self.foreground.load(Ordering::Relaxed);
@@ -211,7 +187,10 @@ impl Device for Terminal {
         if buf.is_empty() {
             return Ok(0);
         }
-        let (input, local) = (self.flag(0), self.flag(3));
+        let (input, local) = {
+            let termios = self.termios.lock();
+            (termios.iflag, termios.lflag)
+        };
         let echo = local & ECHO != 0;
         let translate = |byte: u8| {
             if byte == b'\r' && input & ICRNL != 0 {
@@ -297,22 +276,22 @@ impl Device for Terminal {
         let fault = |_| Errno::EFAULT;
         match request {
             TCGETS => {
-                let termios = *self.termios.lock();
+                let termios = self.termios.lock().to_bytes();
                 hal::user::copy_to_user(argument, &termios).map_err(fault)?;
             }
             TCSETS | TCSETSW | TCSETSF => {
-                let mut termios = [0u8; TERMIOS_BYTES];
+                let mut termios = [0u8; Termios::BYTES];
                 hal::user::copy_from_user(&mut termios, argument).map_err(fault)?;
-                *self.termios.lock() = termios;
+                *self.termios.lock() = Termios::from_bytes(&termios);
             }
             TIOCGWINSZ => {
-                let window = *self.window.lock();
+                let window = self.window.lock().to_bytes();
                 hal::user::copy_to_user(argument, &window).map_err(fault)?;
             }
             TIOCSWINSZ => {
-                let mut window = [0u8; 8];
+                let mut window = [0u8; Winsize::BYTES];
                 hal::user::copy_from_user(&mut window, argument).map_err(fault)?;
-                *self.window.lock() = window;
+                *self.window.lock() = Winsize::from_bytes(&window);
             }
             TIOCGPGRP | TIOCGSID => {
                 let group = self.foreground.load(Ordering::Relaxed) as u32;

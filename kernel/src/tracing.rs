@@ -17,6 +17,7 @@
 use alloc::{collections::BTreeMap, format, string::String, vec::Vec};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
+use linux_abi::Errno;
 use wasm_runtime::Extension;
 
 /// The tracer the kernel loads for `trace PID`.
@@ -108,29 +109,25 @@ pub fn is_short_circuited(strand: u64, number: u64) -> bool {
 /// `on_syscall` with the event's signature, and the file's own errors
 /// (`ENOENT`, `EACCES`, `EFAULT`, ...).
 pub fn short_circuit_syscall(strand: u64, path: u64, number: u64) -> i64 {
-    const EINVAL: i64 = 22;
-    const EEXIST: i64 = 17;
-    const ENOEXEC: i64 = 8;
-    const ESRCH: i64 = 3;
     let (Some(pid), Some(personality)) =
         (crate::user::process_of(strand), crate::linux::personality())
     else {
-        return -ESRCH;
+        return Errno::ESRCH.as_negative();
     };
     if number > HIGHEST_NUMBER {
-        return -EINVAL;
+        return Errno::EINVAL.as_negative();
     }
     if SHORT_CIRCUITS.lock().contains_key(&(pid, number)) {
-        return -EEXIST;
+        return Errno::EEXIST.as_negative();
     }
     let bytes = match linux::user::read_path(path)
         .and_then(|path| personality.read_executable(pid, &path))
     {
         Ok(bytes) => bytes,
-        Err(error) => return -i64::from(error.as_i32()),
+        Err(error) => return error.as_negative(),
     };
     let Some(extensions) = crate::extensions::get() else {
-        return -ENOEXEC;
+        return Errno::ENOEXEC.as_negative();
     };
     let name = format!("short-circuit-{pid}-{number}");
     match extensions.load_short_circuit(&name, &bytes, pid, number) {
@@ -141,7 +138,7 @@ pub fn short_circuit_syscall(strand: u64, path: u64, number: u64) -> i64 {
         }
         Err(error) => {
             log::warn!("process {pid}: its short-circuit of call {number} was refused: {error}");
-            -ENOEXEC
+            Errno::ENOEXEC.as_negative()
         }
     }
 }

@@ -8,8 +8,8 @@
 //! wake-up is lost.
 
 use alloc::collections::{BTreeMap, VecDeque};
+use linux_abi::{time::Timespec, Errno};
 
-use super::errno;
 use crate::process::{self, Process};
 
 /// `futex` operations (the low bits of `op`).
@@ -25,9 +25,6 @@ mod op {
     /// The timeout is measured on CLOCK_REALTIME.
     pub const CLOCK_REALTIME: u64 = 256;
 }
-
-/// Timed out (`ETIMEDOUT`).
-const ETIMEDOUT: i64 = 110;
 
 type Key = (u64, u64);
 
@@ -48,10 +45,10 @@ pub(super) fn futex(
     value3: u64,
 ) -> i64 {
     let Some(process) = process::of_strand(strand) else {
-        return -errno::ESRCH;
+        return Errno::ESRCH.as_negative();
     };
     if !address.is_multiple_of(4) {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     }
     let key = (process.id(), address);
     match operation & !(op::PRIVATE | op::CLOCK_REALTIME) {
@@ -72,7 +69,7 @@ pub(super) fn futex(
             timeout as u32,
             Some(value3 as u32),
         ),
-        _ => -errno::ENOSYS,
+        _ => Errno::ENOSYS.as_negative(),
     }
 }
 
@@ -90,16 +87,14 @@ fn wait(strand: u64, key: Key, expected: u32, timeout: u64, absolute: bool) -> i
     let deadline = if timeout == 0 {
         None
     } else {
-        let mut timespec = [0u8; 16];
+        let mut timespec = [0u8; Timespec::BYTES];
         if hal::user::copy_from_user(&mut timespec, timeout).is_err() {
-            return -errno::EFAULT;
+            return Errno::EFAULT.as_negative();
         }
-        let seconds = u64::from_le_bytes(timespec[..8].try_into().unwrap_or([0; 8]));
-        let nanos = u64::from_le_bytes(timespec[8..].try_into().unwrap_or([0; 8]));
-        if nanos >= 1_000_000_000 {
-            return -errno::EINVAL;
-        }
-        let span = seconds.saturating_mul(1_000_000_000).saturating_add(nanos);
+        // A negative or malformed time is EINVAL, as on Linux.
+        let Some(span) = Timespec::from_bytes(&timespec).to_nanoseconds() else {
+            return Errno::EINVAL.as_negative();
+        };
         Some(if absolute {
             span
         } else {
@@ -108,8 +103,8 @@ fn wait(strand: u64, key: Key, expected: u32, timeout: u64, absolute: bool) -> i
     };
     let mut waiters = Some(WAITERS.lock());
     match read_word(key.1) {
-        None => return -errno::EFAULT,
-        Some(word) if word != expected => return -errno::EAGAIN,
+        None => return Errno::EFAULT.as_negative(),
+        Some(word) if word != expected => return Errno::EAGAIN.as_negative(),
         Some(_) => {}
     }
     if let Some(deadline) = deadline {
@@ -122,11 +117,15 @@ fn wait(strand: u64, key: Key, expected: u32, timeout: u64, absolute: bool) -> i
                 return 0;
             }
             if hal::timer::uptime_ns() >= deadline {
-                return if forget(key, strand) { -ETIMEDOUT } else { 0 };
+                return if forget(key, strand) {
+                    Errno::ETIMEDOUT.as_negative()
+                } else {
+                    0
+                };
             }
             if crate::signals::interrupted() {
                 return if forget(key, strand) {
-                    -errno::EINTR
+                    Errno::EINTR.as_negative()
                 } else {
                     0
                 };
@@ -143,7 +142,7 @@ fn wait(strand: u64, key: Key, expected: u32, timeout: u64, absolute: bool) -> i
     // Woken by `wake` (which took this thread off the queue), or by
     // something else: a kill, which the return to user mode acts on.
     if forget(key, strand) {
-        -errno::EINTR
+        Errno::EINTR.as_negative()
     } else {
         0
     }
@@ -196,13 +195,13 @@ fn wake(key: Key, count: u32) -> u32 {
 /// checking that the word is `expected`, for the compare form).
 fn requeue(from: Key, to: Key, wake_count: u32, move_count: u32, expected: Option<u32>) -> i64 {
     if !to.1.is_multiple_of(4) {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     }
     let mut table = WAITERS.lock();
     if let Some(expected) = expected {
         match read_word(from.1) {
-            None => return -errno::EFAULT,
-            Some(word) if word != expected => return -errno::EAGAIN,
+            None => return Errno::EFAULT.as_negative(),
+            Some(word) if word != expected => return Errno::EAGAIN.as_negative(),
             Some(_) => {}
         }
     }

@@ -2,25 +2,26 @@
 //! `ioctl` (no terminal yet). Files and the tty come with the Linux
 //! personality.
 
-use super::{errno, WRITE_CHUNK};
+use linux_abi::{uio::Iovec, Errno};
+
+use super::WRITE_CHUNK;
 
 /// `writev(fd, iov, iovcnt)`: each `(base, len)` pair written in turn.
 pub(super) fn writev(fd: u64, vectors: u64, count: u64) -> i64 {
     const IOV_MAX: u64 = 1024;
     if count > IOV_MAX {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     }
     let mut total = 0i64;
     for index in 0..count {
-        let mut pair = [0u8; 16];
-        let Some(at) = vectors.checked_add(index * 16) else {
-            return -errno::EFAULT;
+        let mut bytes = [0u8; Iovec::BYTES];
+        let Some(at) = Iovec::element_address(vectors, index) else {
+            return Errno::EFAULT.as_negative();
         };
-        if hal::user::copy_from_user(&mut pair, at).is_err() {
-            return -errno::EFAULT;
+        if hal::user::copy_from_user(&mut bytes, at).is_err() {
+            return Errno::EFAULT.as_negative();
         }
-        let base = u64::from_le_bytes(pair[..8].try_into().unwrap_or([0; 8]));
-        let len = u64::from_le_bytes(pair[8..].try_into().unwrap_or([0; 8]));
+        let Iovec { base, len } = Iovec::from_bytes(&bytes);
         let mut done = 0;
         while done < len {
             let written = write(fd, base + done, len - done);
@@ -37,7 +38,7 @@ pub(super) fn writev(fd: u64, vectors: u64, count: u64) -> i64 {
 /// `write(fd, buf, count)` to the console for fds 1 and 2.
 pub(super) fn write(fd: u64, buffer: u64, count: u64) -> i64 {
     if fd != 1 && fd != 2 {
-        return -errno::EBADF;
+        return Errno::EBADF.as_negative();
     }
     if count == 0 {
         return 0;
@@ -45,7 +46,7 @@ pub(super) fn write(fd: u64, buffer: u64, count: u64) -> i64 {
     let mut chunk = [0u8; WRITE_CHUNK];
     let len = (count as usize).min(WRITE_CHUNK);
     if hal::user::copy_from_user(&mut chunk[..len], buffer).is_err() {
-        return -errno::EFAULT;
+        return Errno::EFAULT.as_negative();
     }
     crate::user::console_write(&chunk[..len]);
     len as i64

@@ -17,9 +17,9 @@
 //! shared mapping of a file opened read-only cannot be made writable.
 
 use hal::{address_space::UserProtection, memory::PAGE_SIZE};
+use linux_abi::Errno;
 use vm::VmError;
 
-use super::errno;
 use crate::process;
 
 /// `mmap` flags.
@@ -49,7 +49,7 @@ const PROT_EXEC: u64 = 4;
 /// refused (W^X, `EACCES`), as are unknown bits (`EINVAL`).
 fn protection(prot: u64) -> Result<UserProtection, i64> {
     if prot & !(PROT_READ | PROT_WRITE | PROT_EXEC) != 0 {
-        return Err(-errno::EINVAL);
+        return Err(Errno::EINVAL.as_negative());
     }
     Ok(
         match (
@@ -57,7 +57,7 @@ fn protection(prot: u64) -> Result<UserProtection, i64> {
             prot & PROT_EXEC != 0,
             prot & PROT_READ != 0,
         ) {
-            (true, true, _) => return Err(-errno::EACCES),
+            (true, true, _) => return Err(Errno::EACCES.as_negative()),
             (true, false, _) => UserProtection::ReadWrite,
             (false, true, _) => UserProtection::ReadExecute,
             (false, false, true) => UserProtection::Read,
@@ -68,11 +68,11 @@ fn protection(prot: u64) -> Result<UserProtection, i64> {
 
 fn vm_errno(error: VmError) -> i64 {
     match error {
-        VmError::BadRange => -errno::EINVAL,
-        VmError::NoMemory => -errno::ENOMEM,
-        VmError::Overlaps => -errno::EEXIST,
-        VmError::BelowMinimum => -errno::EPERM,
-        VmError::NotWritable => -errno::EACCES,
+        VmError::BadRange => Errno::EINVAL.as_negative(),
+        VmError::NoMemory => Errno::ENOMEM.as_negative(),
+        VmError::Overlaps => Errno::EEXIST.as_negative(),
+        VmError::BelowMinimum => Errno::EPERM.as_negative(),
+        VmError::NotWritable => Errno::EACCES.as_negative(),
     }
 }
 
@@ -80,7 +80,7 @@ fn vm_errno(error: VmError) -> i64 {
 fn with_memory(strand: u64, f: impl FnOnce(&mut vm::AddressMap) -> i64) -> i64 {
     process::of_strand(strand)
         .and_then(|process| process.with_memory(f))
-        .unwrap_or(-errno::ESRCH)
+        .unwrap_or(Errno::ESRCH.as_negative())
 }
 
 /// `brk(address)`: the new break, or the old one if it cannot move.
@@ -102,14 +102,14 @@ pub(super) fn mmap(
     let shared = match flags & flag::MAP_TYPE {
         flag::MAP_PRIVATE => false,
         flag::MAP_SHARED | flag::MAP_SHARED_VALIDATE => true,
-        _ => return -errno::EINVAL,
+        _ => return Errno::EINVAL.as_negative(),
     };
     let protection = match protection(prot) {
         Ok(protection) => protection,
         Err(error) => return error,
     };
     if len == 0 {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     }
     let no_replace = flags & flag::MAP_FIXED_NOREPLACE != 0;
     let fixed = flags & flag::MAP_FIXED != 0 || no_replace;
@@ -120,10 +120,10 @@ pub(super) fn mmap(
         return map_anonymous(strand, address, len, protection, fixed, no_replace);
     }
     let Some(process) = process::of_strand(strand) else {
-        return -errno::ESRCH;
+        return Errno::ESRCH.as_negative();
     };
     let Some(personality) = crate::linux::personality() else {
-        return -errno::ENODEV;
+        return Errno::ENODEV.as_negative();
     };
     let writable = prot & PROT_WRITE != 0;
     let (inode, file_writable) =
@@ -135,14 +135,14 @@ pub(super) fn mmap(
             Ok(linux::MapSource::Zeros) => {
                 return map_anonymous(strand, address, len, protection, fixed, no_replace)
             }
-            Err(error) => return -i64::from(error.as_i32()),
+            Err(error) => return error.as_negative(),
         };
     if !offset.is_multiple_of(PAGE_SIZE)
         || offset
             .checked_add(len)
             .is_none_or(|end| end > i64::MAX as u64)
     {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     }
     // What `/proc/PID/maps` names the mapping after.
     let label = personality
@@ -174,7 +174,7 @@ pub(super) fn mmap(
                     Ok(start)
                 })
             })
-            .unwrap_or(-errno::ESRCH);
+            .unwrap_or(Errno::ESRCH.as_negative());
     }
     // Pages that hold file bytes (the rest of the mapping is demand-zero).
     let file_size = inode.metadata().size;
@@ -188,7 +188,7 @@ pub(super) fn mmap(
     let frames = match inode.borrowed_contents() {
         Some(bytes) => crate::page_cache::get()
             .frames(bytes, (offset / PAGE_SIZE) as usize, pages as usize)
-            .map_err(|_| -errno::ENOMEM),
+            .map_err(|_| Errno::ENOMEM.as_negative()),
         None => read_pages(&*inode, offset, pages),
     };
     let frames = match frames {
@@ -203,7 +203,7 @@ pub(super) fn mmap(
                 Ok(start)
             })
         })
-        .unwrap_or(-errno::ESRCH);
+        .unwrap_or(Errno::ESRCH.as_negative());
     // The page tables hold their own share of each frame they map.
     for frame in frames {
         hal::memory::free_frame(frame);
@@ -223,7 +223,7 @@ fn map_shared_anonymous(
     no_replace: bool,
 ) -> i64 {
     let Some(memory_object) = vm::AnonymousMemory::new(len.div_ceil(PAGE_SIZE)) else {
-        return -errno::ENOMEM;
+        return Errno::ENOMEM.as_negative();
     };
     let object = alloc::sync::Arc::new(memory_object);
     with_memory(strand, |memory| {
@@ -265,7 +265,7 @@ fn place(
     map: impl FnOnce(&mut vm::AddressMap) -> Result<u64, VmError>,
 ) -> i64 {
     if no_replace && overlaps(memory, address, len) {
-        return -errno::EEXIST;
+        return Errno::EEXIST.as_negative();
     }
     match map(memory) {
         Ok(start) => start as i64,
@@ -292,15 +292,19 @@ fn read_pages(
 ) -> Result<alloc::vec::Vec<hal::memory::Frame>, i64> {
     let mut frames = alloc::vec::Vec::new();
     if frames.try_reserve_exact(pages as usize).is_err() {
-        return Err(-errno::ENOMEM);
+        return Err(Errno::ENOMEM.as_negative());
     }
     let mut buffer = [0u8; PAGE_SIZE as usize];
     for page in 0..pages {
         let read = hal::memory::allocate_frame()
-            .ok_or(-errno::ENOMEM)
+            .ok_or(Errno::ENOMEM.as_negative())
             .and_then(|frame| {
-                let filled = fill(inode, offset + page * PAGE_SIZE, &mut buffer)
-                    .and_then(|count| frame.write(0, &buffer[..count]).map_err(|_| -errno::EFAULT));
+                let filled =
+                    fill(inode, offset + page * PAGE_SIZE, &mut buffer).and_then(|count| {
+                        frame
+                            .write(0, &buffer[..count])
+                            .map_err(|_| Errno::EFAULT.as_negative())
+                    });
                 match filled {
                     Ok(()) => Ok(frame),
                     Err(error) => {
@@ -330,7 +334,7 @@ fn fill(inode: &dyn vfs::Inode, offset: u64, buffer: &mut [u8]) -> Result<usize,
         match inode.read_at(offset + done as u64, &mut buffer[done..]) {
             Ok(0) => break,
             Ok(count) => done += count,
-            Err(error) => return Err(-i64::from(error.as_i32())),
+            Err(error) => return Err(error.as_negative()),
         }
     }
     Ok(done)
@@ -364,7 +368,7 @@ pub(super) fn mincore(strand: u64, address: u64, len: u64, vector: u64) -> i64 {
     /// Pages answered per copy to the caller.
     const CHUNK_PAGES: u64 = 512;
     if !address.is_multiple_of(4096) {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     }
     let pages = len.div_ceil(4096);
     let mut done = 0;
@@ -373,7 +377,7 @@ pub(super) fn mincore(strand: u64, address: u64, len: u64, vector: u64) -> i64 {
         let mut bytes = [0u8; CHUNK_PAGES as usize];
         let (Some(start), Some(at)) = (address.checked_add(done * 4096), vector.checked_add(done))
         else {
-            return -errno::ENOMEM;
+            return Errno::ENOMEM.as_negative();
         };
         let answer = with_memory(strand, |memory| {
             match memory.residency(start, count * 4096, &mut bytes[..count as usize]) {
@@ -385,7 +389,7 @@ pub(super) fn mincore(strand: u64, address: u64, len: u64, vector: u64) -> i64 {
             return answer;
         }
         if hal::user::copy_to_user(at, &bytes[..count as usize]).is_err() {
-            return -errno::EFAULT;
+            return Errno::EFAULT.as_negative();
         }
         done += count;
     }
@@ -405,7 +409,7 @@ pub(super) fn msync(strand: u64, address: u64, len: u64, flags: u64) -> i64 {
         || flags & !(MS_ASYNC | MS_INVALIDATE | MS_SYNC) != 0
         || flags & (MS_ASYNC | MS_SYNC) == MS_ASYNC | MS_SYNC
     {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     }
     if len == 0 {
         return 0;
@@ -426,7 +430,7 @@ pub(super) fn madvise(strand: u64, address: u64, len: u64, advice: u64) -> i64 {
     const MADV_FREE: u64 = 8;
     const HINTS: [u64; 10] = [0, 1, 2, 3, 10, 11, 12, 13, 14, 15];
     if !address.is_multiple_of(4096) {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     }
     if len == 0 {
         return 0;
@@ -441,7 +445,7 @@ pub(super) fn madvise(strand: u64, address: u64, len: u64, advice: u64) -> i64 {
             Ok(()) => 0,
             Err(error) => vm_errno(error),
         },
-        _ => -errno::EINVAL,
+        _ => Errno::EINVAL.as_negative(),
     })
 }
 
@@ -468,20 +472,20 @@ pub(super) fn mremap(
         || new_len == 0
         || flags & !(MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP) != 0
     {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     }
     // `MREMAP_FIXED` needs `MREMAP_MAYMOVE`; an old length of 0 asks for
     // a second mapping of shared memory, which private memory has not.
     if flags & MREMAP_FIXED != 0 && flags & MREMAP_MAYMOVE == 0 || old_len == 0 {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     }
     if flags & MREMAP_DONTUNMAP != 0 {
         // Leaving the old range mapped (empty) is not offered.
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     }
     let placement = if flags & MREMAP_FIXED != 0 {
         if !new_address.is_multiple_of(PAGE_SIZE) {
-            return -errno::EINVAL;
+            return Errno::EINVAL.as_negative();
         }
         vm::Remap::To(new_address)
     } else if flags & MREMAP_MAYMOVE != 0 {
@@ -492,8 +496,10 @@ pub(super) fn mremap(
     with_memory(strand, |memory| {
         match memory.remap(address, old_len, new_len, placement) {
             Ok(start) => start as i64,
-            Err(vm::VmError::BadRange) if memory.region_at(address).is_none() => -errno::EFAULT,
-            Err(vm::VmError::BadRange | vm::VmError::BelowMinimum) => -errno::EINVAL,
+            Err(vm::VmError::BadRange) if memory.region_at(address).is_none() => {
+                Errno::EFAULT.as_negative()
+            }
+            Err(vm::VmError::BadRange | vm::VmError::BelowMinimum) => Errno::EINVAL.as_negative(),
             Err(error) => vm_errno(error),
         }
     })

@@ -29,127 +29,10 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use dispatch::{Authority, Denied, Event, Grant, Guard, Order, Principal, RaiseCache, Request};
 use hal::user::{SyscallFrame, UserRegisters};
+use linux_abi::{syscall, Errno};
 
 /// The event's arguments: the calling strand, the number, six arguments.
 pub type SyscallArgs = (u64, u64, u64, u64, u64, u64, u64, u64);
-
-/// Linux system-call numbers the intrinsic handler implements.
-pub mod number {
-    /// `write(fd, buf, count)`.
-    pub const WRITE: u64 = 1;
-    /// `mmap(addr, len, prot, flags, fd, offset)`.
-    pub const MMAP: u64 = 9;
-    /// `mprotect(addr, len, prot)`.
-    pub const MPROTECT: u64 = 10;
-    /// `munmap(addr, len)`.
-    pub const MUNMAP: u64 = 11;
-    /// `brk(addr)`.
-    pub const BRK: u64 = 12;
-    /// `mincore(addr, len, vec)`.
-    pub const MINCORE: u64 = 27;
-    /// `mremap(addr, old_len, new_len, flags, new_addr)`.
-    pub const MREMAP: u64 = 25;
-    /// `madvise(addr, len, advice)`.
-    pub const MADVISE: u64 = 28;
-    /// `msync(addr, len, flags)`.
-    pub const MSYNC: u64 = 26;
-    /// `clone(flags, stack, ...)`.
-    pub const CLONE: u64 = 56;
-    /// `fork()`.
-    pub const FORK: u64 = 57;
-    /// `vfork()`.
-    pub const VFORK: u64 = 58;
-    /// `wait4(pid, wstatus, options, rusage)`.
-    pub const WAIT4: u64 = 61;
-    /// `waitid(idtype, id, infop, options, rusage)`.
-    pub const WAITID: u64 = 247;
-    /// `kill(pid, signal)`.
-    pub const KILL: u64 = 62;
-    /// `tkill(tid, signal)`.
-    pub const TKILL: u64 = 200;
-    /// `tgkill(tgid, tid, signal)`.
-    pub const TGKILL: u64 = 234;
-    /// `alarm(seconds)`.
-    pub const ALARM: u64 = 37;
-    /// `getitimer(which, value)`.
-    pub const GETITIMER: u64 = 36;
-    /// `setitimer(which, new, old)`.
-    pub const SETITIMER: u64 = 38;
-    /// `rt_sigreturn()`.
-    pub const RT_SIGRETURN: u64 = 15;
-    /// `getppid()`.
-    pub const GETPPID: u64 = 110;
-    /// `futex(addr, op, val, timeout, addr2, val3)`.
-    pub const FUTEX: u64 = 202;
-    /// `gettid()`.
-    pub const GETTID: u64 = 186;
-    /// `ioctl(fd, request, arg)`.
-    pub const IOCTL: u64 = 16;
-    /// `writev(fd, iov, iovcnt)`.
-    pub const WRITEV: u64 = 20;
-    /// `sched_yield()`.
-    pub const SCHED_YIELD: u64 = 24;
-    /// `arch_prctl(code, addr)`.
-    pub const ARCH_PRCTL: u64 = 158;
-    /// `set_tid_address(tidptr)`.
-    pub const SET_TID_ADDRESS: u64 = 218;
-    /// `clock_gettime(clock, timespec)`.
-    pub const CLOCK_GETTIME: u64 = 228;
-    /// `getpid()`.
-    pub const GETPID: u64 = 39;
-    /// `exit(status)`.
-    pub const EXIT: u64 = 60;
-    /// `time(tloc)`.
-    pub const TIME: u64 = 201;
-    /// `nanosleep(req, rem)`.
-    pub const NANOSLEEP: u64 = 35;
-    /// `clock_nanosleep(clock, flags, req, rem)`.
-    pub const CLOCK_NANOSLEEP: u64 = 230;
-    /// `rseq(...)`.
-    pub const RSEQ: u64 = 334;
-    /// `execve(path, argv, envp)`.
-    pub const EXECVE: u64 = 59;
-    /// `exit_group(status)`.
-    pub const EXIT_GROUP: u64 = 231;
-    /// `gettimeofday(tv, tz)`.
-    pub const GETTIMEOFDAY: u64 = 96;
-}
-
-/// Linux errno values the intrinsic handler returns (negated).
-pub mod errno {
-    /// Operation not permitted.
-    pub const EPERM: i64 = 1;
-    /// No such process.
-    pub const ESRCH: i64 = 3;
-    /// Interrupted (by a kill).
-    pub const EINTR: i64 = 4;
-    /// Bad file descriptor.
-    pub const EBADF: i64 = 9;
-    /// No child to wait for.
-    pub const ECHILD: i64 = 10;
-    /// Try again (no memory for a thread).
-    pub const EAGAIN: i64 = 11;
-    /// Out of memory.
-    pub const ENOMEM: i64 = 12;
-    /// Permission denied (a writable and executable mapping).
-    pub const EACCES: i64 = 13;
-    /// Already exists (a fixed mapping that may not replace).
-    pub const EEXIST: i64 = 17;
-    /// No such device (a mapping of something that cannot be mapped).
-    pub const ENODEV: i64 = 19;
-    /// Bad address.
-    pub const EFAULT: i64 = 14;
-    /// Invalid argument.
-    pub const EINVAL: i64 = 22;
-    /// Not a terminal.
-    pub const ENOTTY: i64 = 25;
-    /// Broken pipe (a write with no reader).
-    pub const EPIPE: i64 = 32;
-    /// Function not implemented.
-    pub const ENOSYS: i64 = 38;
-    /// Too many levels of scripts naming interpreters.
-    pub const ELOOP: i64 = 40;
-}
 
 /// Raise caches of the system-call entry (calls blocked at once before
 /// the plain path is taken).
@@ -392,7 +275,7 @@ fn current_strand() -> u64 {
 /// thread if it asked to exit or was killed.
 fn entry(frame: &mut SyscallFrame) {
     let Some(syscalls) = SYSCALLS.get() else {
-        frame.set_result(-errno::ENOSYS as u64);
+        frame.set_result(Errno::ENOSYS.as_negative() as u64);
         return;
     };
     syscalls.count.fetch_add(1, Ordering::Relaxed);
@@ -403,7 +286,7 @@ fn entry(frame: &mut SyscallFrame) {
     // `rt_sigreturn` rewrites the whole return to user mode, which the
     // event's arguments do not carry: it belongs to the trap path, as the
     // delivery of signals does, and is not raised.
-    if number == number::RT_SIGRETURN {
+    if number == syscall::RT_SIGRETURN {
         if let Some(outcome) = crate::signals::sigreturn(frame) {
             if let Some(signal) = outcome.or_else(crate::process::pending_kill) {
                 crate::user::killed(signal);
@@ -411,7 +294,7 @@ fn entry(frame: &mut SyscallFrame) {
             return;
         }
     }
-    let forks = matches!(number, number::FORK | number::VFORK | number::CLONE);
+    let forks = matches!(number, syscall::FORK | syscall::VFORK | syscall::CLONE);
     if forks {
         let saved = (frame.registers(), hal::user::fs_base());
         syscalls.forking.lock().insert(strand, saved);
@@ -421,14 +304,14 @@ fn entry(frame: &mut SyscallFrame) {
         Some(mut cache) => syscalls.event.raise_cached(&mut cache, &mut args),
         None => syscalls.event.raise(&mut args),
     };
-    let result = raised.unwrap_or(-errno::ENOSYS);
+    let result = raised.unwrap_or(Errno::ENOSYS.as_negative());
     if forks {
         syscalls.forking.lock().remove(&strand);
     }
     // Only `exit` and `exit_group` record an exit (the common path skips
     // the map). Taken out of the map first: the lock must not be held while
     // the thread ends.
-    if number == number::EXIT || number == number::EXIT_GROUP {
+    if number == syscall::EXIT || number == syscall::EXIT_GROUP {
         let exit = syscalls.exits.lock().remove(&strand);
         match exit {
             Some((status, true)) => crate::user::exit_group(status),
@@ -436,12 +319,12 @@ fn entry(frame: &mut SyscallFrame) {
             None => {}
         }
     }
-    if number == number::EXECVE && result == 0 {
+    if number == syscall::EXECVE && result == 0 {
         let start = syscalls.execs.lock().remove(&strand);
         if let Some((entry, stack)) = start {
             if frame.start_program(entry, stack).is_err() {
                 // The loader only places entries in the user half.
-                crate::user::killed(crate::process::signal::SIGSEGV);
+                crate::user::killed(linux_abi::signal::SIGSEGV);
             }
             // The new program starts with every register zero.
             return;
@@ -459,7 +342,7 @@ fn entry(frame: &mut SyscallFrame) {
     }
     // Signals to deliver, and `SIGPIPE` for a broken pipe: one load
     // (and one compare) when there are none.
-    if result == -errno::EPIPE || linux::signals_may_be_pending() {
+    if result == Errno::EPIPE.as_negative() || linux::signals_may_be_pending() {
         if let Some(signal) = crate::signals::after_syscall(frame, number, result) {
             crate::user::killed(signal);
         }
@@ -510,47 +393,47 @@ pub fn make_core_table_the_default() {
 pub fn core_table(args: &SyscallArgs) -> i64 {
     let &(strand, number, a0, a1, a2, a3, a4, a5) = args;
     match number {
-        number::WRITE => io::write(a0, a1, a2),
-        number::WRITEV => io::writev(a0, a1, a2),
+        syscall::WRITE => io::write(a0, a1, a2),
+        syscall::WRITEV => io::writev(a0, a1, a2),
         // No terminal yet (the personality brings the tty).
-        number::IOCTL => -errno::ENOTTY,
-        number::BRK => memory::brk(strand, a0),
-        number::MMAP => memory::mmap(strand, a0, a1, a2, a3, a4, a5),
-        number::MUNMAP => memory::munmap(strand, a0, a1),
-        number::MPROTECT => memory::mprotect(strand, a0, a1, a2),
-        number::MINCORE => memory::mincore(strand, a0, a1, a2),
-        number::MADVISE => memory::madvise(strand, a0, a1, a2),
-        number::MSYNC => memory::msync(strand, a0, a1, a2),
-        number::MREMAP => memory::mremap(strand, a0, a1, a2, a3, a4),
-        number::FORK | number::VFORK => process::fork(strand, 0, 0, forking(strand)),
-        number::EXECVE => process::execve(strand, a0, a1, a2),
-        number::CLONE => process::clone(strand, [a0, a1, a2, a3, a4], forking(strand)),
-        number::FUTEX => futex::futex(strand, a0, a1, a2, a3, a4, a5),
-        number::WAIT4 => process::wait4(strand, a0, a1, a2, a3),
-        number::WAITID => process::waitid(strand, a0, a1, a2, a3, a4),
-        number::KILL => process::kill(strand, a0, a1),
-        number::TKILL => process::tgkill(strand, None, a0, a1),
-        number::TGKILL => process::tgkill(strand, Some(a0), a1, a2),
-        number::ARCH_PRCTL => process::arch_prctl(a0, a1),
-        number::CLOCK_GETTIME => time::clock_gettime(a0, a1),
-        number::TIME => time::time(a0),
-        number::ALARM => time::alarm(strand, a0),
-        number::GETITIMER => time::getitimer(strand, a0, a1),
-        number::SETITIMER => time::setitimer(strand, a0, a1, a2),
-        number::GETTIMEOFDAY => time::gettimeofday(a0, a1),
-        number::NANOSLEEP => time::nanosleep(a0, a1),
-        number::CLOCK_NANOSLEEP => time::clock_nanosleep(a0, a1, a2, a3),
+        syscall::IOCTL => Errno::ENOTTY.as_negative(),
+        syscall::BRK => memory::brk(strand, a0),
+        syscall::MMAP => memory::mmap(strand, a0, a1, a2, a3, a4, a5),
+        syscall::MUNMAP => memory::munmap(strand, a0, a1),
+        syscall::MPROTECT => memory::mprotect(strand, a0, a1, a2),
+        syscall::MINCORE => memory::mincore(strand, a0, a1, a2),
+        syscall::MADVISE => memory::madvise(strand, a0, a1, a2),
+        syscall::MSYNC => memory::msync(strand, a0, a1, a2),
+        syscall::MREMAP => memory::mremap(strand, a0, a1, a2, a3, a4),
+        syscall::FORK | syscall::VFORK => process::fork(strand, 0, 0, forking(strand)),
+        syscall::EXECVE => process::execve(strand, a0, a1, a2),
+        syscall::CLONE => process::clone(strand, [a0, a1, a2, a3, a4], forking(strand)),
+        syscall::FUTEX => futex::futex(strand, a0, a1, a2, a3, a4, a5),
+        syscall::WAIT4 => process::wait4(strand, a0, a1, a2, a3),
+        syscall::WAITID => process::waitid(strand, a0, a1, a2, a3, a4),
+        syscall::KILL => process::kill(strand, a0, a1),
+        syscall::TKILL => process::tgkill(strand, None, a0, a1),
+        syscall::TGKILL => process::tgkill(strand, Some(a0), a1, a2),
+        syscall::ARCH_PRCTL => process::arch_prctl(a0, a1),
+        syscall::CLOCK_GETTIME => time::clock_gettime(a0, a1),
+        syscall::TIME => time::time(a0),
+        syscall::ALARM => time::alarm(strand, a0),
+        syscall::GETITIMER => time::getitimer(strand, a0, a1),
+        syscall::SETITIMER => time::setitimer(strand, a0, a1, a2),
+        syscall::GETTIMEOFDAY => time::gettimeofday(a0, a1),
+        syscall::NANOSLEEP => time::nanosleep(a0, a1),
+        syscall::CLOCK_NANOSLEEP => time::clock_nanosleep(a0, a1, a2, a3),
         // Restartable sequences are not offered; glibc asks at start and
         // goes on without them, so this is not reported as missing.
-        number::RSEQ => -errno::ENOSYS,
-        number::SCHED_YIELD => {
+        syscall::RSEQ => Errno::ENOSYS.as_negative(),
+        syscall::SCHED_YIELD => {
             sched::yield_now();
             0
         }
-        number::GETPID => process::getpid(strand),
-        number::GETTID => process::gettid(strand),
-        number::SET_TID_ADDRESS => process::set_tid_address(strand, a0),
-        number::GETPPID => process::getppid(strand),
+        syscall::GETPID => process::getpid(strand),
+        syscall::GETTID => process::gettid(strand),
+        syscall::SET_TID_ADDRESS => process::set_tid_address(strand, a0),
+        syscall::GETPPID => process::getppid(strand),
         // Spindle's own: the kernel shell for `/bin/spindle`.
         crate::shell::SHELL_SYSCALL => crate::shell::shell_syscall(a0, a1),
         // Spindle's own: a Wasm short-circuit of one of the caller's calls.
@@ -559,9 +442,9 @@ pub fn core_table(args: &SyscallArgs) -> i64 {
         }
         // Spindle's own: configure the Appel-Li fault-handling extension.
         crate::appel_li::VM_HANDLER_SYSCALL => crate::appel_li::vm_handler(strand, a0, a1, a2, a3),
-        number::EXIT | number::EXIT_GROUP => {
+        syscall::EXIT | syscall::EXIT_GROUP => {
             if let Some(syscalls) = SYSCALLS.get() {
-                let group = number == number::EXIT_GROUP;
+                let group = number == syscall::EXIT_GROUP;
                 syscalls
                     .exits
                     .lock()
@@ -597,5 +480,5 @@ fn unknown(strand: u64, number: u64) -> i64 {
             "system call {number} is not implemented (first asked by process {pid}): ENOSYS"
         );
     }
-    -errno::ENOSYS
+    Errno::ENOSYS.as_negative()
 }

@@ -2,8 +2,12 @@
 //! thread's own state (`arch_prctl`, `set_tid_address`, `sched_yield`).
 
 use alloc::format;
+use linux_abi::{
+    resource::Rusage,
+    siginfo::{Siginfo, SiginfoFields},
+    signal, Errno,
+};
 
-use super::errno;
 use crate::process::{self, Children, KillError, Reporting, WaitError};
 
 /// `wait4`'s options: return at once if no child has changed; report
@@ -14,8 +18,6 @@ const WUNTRACED: u64 = 2;
 const WCONTINUED: u64 = 8;
 const WALL: u64 = 0x4000_0000;
 const WCLONE: u64 = 0x8000_0000;
-/// Size of a `struct rusage`.
-const RUSAGE_BYTES: usize = 144;
 /// `clone` flags.
 mod clone_flag {
     /// Share the address space (a thread).
@@ -36,13 +38,13 @@ mod clone_flag {
 
 /// `getpid()`: the calling thread's process.
 pub(super) fn getpid(strand: u64) -> i64 {
-    process::of_strand(strand).map_or(-errno::ESRCH, |process| process.id() as i64)
+    process::of_strand(strand).map_or(Errno::ESRCH.as_negative(), |process| process.id() as i64)
 }
 
 /// `gettid()`: the calling thread's id (the process id for its first
 /// thread).
 pub(super) fn gettid(strand: u64) -> i64 {
-    process::tid_of(strand).map_or(-errno::ESRCH, |tid| tid as i64)
+    process::tid_of(strand).map_or(Errno::ESRCH.as_negative(), |tid| tid as i64)
 }
 
 /// `set_tid_address(address)`: the thread's id is cleared there (and
@@ -75,11 +77,11 @@ pub(super) fn clone(
         if flags & clone_flag::VFORK != 0 {
             return fork(strand, flags & !clone_flag::VM, stack, saved);
         }
-        return -errno::ENOSYS;
+        return Errno::ENOSYS.as_negative();
     }
     let (Some(process), Some((mut registers, fs_base))) = (process::of_strand(strand), saved)
     else {
-        return -errno::ESRCH;
+        return Errno::ESRCH.as_negative();
     };
     let tid = process::reserve_id();
     registers.rax = 0;
@@ -95,12 +97,12 @@ pub(super) fn clone(
     if flags & clone_flag::PARENT_SETTID != 0
         && hal::user::copy_to_user(parent_tid, &tid_bytes).is_err()
     {
-        return -errno::EFAULT;
+        return Errno::EFAULT.as_negative();
     }
     if flags & clone_flag::CHILD_SETTID != 0
         && hal::user::copy_to_user(child_tid, &tid_bytes).is_err()
     {
-        return -errno::EFAULT;
+        return Errno::EFAULT.as_negative();
     }
     let clear = if flags & clone_flag::CHILD_CLEARTID != 0 {
         child_tid
@@ -116,13 +118,15 @@ pub(super) fn clone(
     }
     match crate::user::start(process, &name, registers, fs_base, tid, clear) {
         Ok(_thread) => tid as i64,
-        Err(_) => -errno::EAGAIN,
+        Err(_) => Errno::EAGAIN.as_negative(),
     }
 }
 
 /// `getppid()`: the parent's process id (0 for a child of the kernel).
 pub(super) fn getppid(strand: u64) -> i64 {
-    process::of_strand(strand).map_or(-errno::ESRCH, |process| process.parent() as i64)
+    process::of_strand(strand).map_or(Errno::ESRCH.as_negative(), |process| {
+        process.parent() as i64
+    })
 }
 
 /// `fork()`, and `clone` without `CLONE_VM` (with an optional new stack):
@@ -136,15 +140,15 @@ pub(super) fn fork(
     saved: Option<(hal::user::UserRegisters, u64)>,
 ) -> i64 {
     if flags & clone_flag::VM != 0 {
-        return -errno::ENOSYS;
+        return Errno::ENOSYS.as_negative();
     }
     let (Some(parent), Some((mut registers, fs_base))) = (process::of_strand(strand), saved) else {
-        return -errno::ESRCH;
+        return Errno::ESRCH.as_negative();
     };
     let memory = match parent.with_memory(|memory| memory.fork()) {
         Some(Ok(memory)) => memory,
-        Some(Err(_)) => return -errno::ENOMEM,
-        None => return -errno::ESRCH,
+        Some(Err(_)) => return Errno::ENOMEM.as_negative(),
+        None => return Errno::ESRCH.as_negative(),
     };
     let id = process::reserve_id();
     let child = process::create(id, parent.id(), memory);
@@ -163,7 +167,7 @@ pub(super) fn fork(
         Ok(_thread) => id as i64,
         Err(_) => {
             process::discard(&child);
-            -errno::EAGAIN
+            Errno::EAGAIN.as_negative()
         }
     }
 }
@@ -177,10 +181,10 @@ pub(super) fn fork(
 /// its waited-for children's).
 pub(super) fn wait4(strand: u64, pid: u64, status: u64, options: u64, rusage: u64) -> i64 {
     let Some(parent) = process::of_strand(strand) else {
-        return -errno::ESRCH;
+        return Errno::ESRCH.as_negative();
     };
     if options & !(WNOHANG | WUNTRACED | WCONTINUED | WALL | WCLONE) != 0 {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     }
     // `pid_t` is an `int`: only the low 32 bits count (glibc passes -1
     // zero-extended).
@@ -204,18 +208,19 @@ pub(super) fn wait4(strand: u64, pid: u64, status: u64, options: u64, rusage: u6
             if status != 0
                 && hal::user::copy_to_user(status, &change.wait_status().to_le_bytes()).is_err()
             {
-                return -errno::EFAULT;
+                return Errno::EFAULT.as_negative();
             }
             if rusage != 0
-                && hal::user::copy_to_user(rusage, &usage.rusage_with_children()).is_err()
+                && hal::user::copy_to_user(rusage, &usage.rusage_with_children().to_bytes())
+                    .is_err()
             {
-                return -errno::EFAULT;
+                return Errno::EFAULT.as_negative();
             }
             child as i64
         }
         Ok(None) => 0,
-        Err(WaitError::NoChild) => -errno::ECHILD,
-        Err(WaitError::Interrupted) => -errno::EINTR,
+        Err(WaitError::NoChild) => Errno::ECHILD.as_negative(),
+        Err(WaitError::Interrupted) => Errno::EINTR.as_negative(),
     }
 }
 
@@ -239,13 +244,12 @@ pub(super) fn waitid(
     const WSTOPPED: u64 = 2;
     const WEXITED: u64 = 4;
     const WNOWAIT: u64 = 0x0100_0000;
-    const SIGINFO_BYTES: usize = 128;
     let Some(parent) = process::of_strand(strand) else {
-        return -errno::ESRCH;
+        return Errno::ESRCH.as_negative();
     };
     let known = WNOHANG | WSTOPPED | WEXITED | WCONTINUED | WNOWAIT | WALL | WCLONE;
     if options & !known != 0 || options & (WEXITED | WSTOPPED | WCONTINUED) == 0 {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     }
     let id = u64::from(id as u32);
     let which = match idtype as u32 as u64 {
@@ -254,9 +258,9 @@ pub(super) fn waitid(
         P_PGID if id > 0 => Children::Group(id),
         P_PGID => match crate::linux::personality().and_then(|p| p.process_group(parent.id())) {
             Some(group) => Children::Group(group),
-            None => return -errno::EINVAL,
+            None => return Errno::EINVAL.as_negative(),
         },
-        _ => return -errno::EINVAL,
+        _ => return Errno::EINVAL.as_negative(),
     };
     let reporting = Reporting {
         ended: options & WEXITED != 0,
@@ -264,41 +268,41 @@ pub(super) fn waitid(
         continued: options & WCONTINUED != 0,
         keep: options & WNOWAIT != 0,
     };
-    let mut info = [0u8; SIGINFO_BYTES];
-    let mut used = [0u8; RUSAGE_BYTES];
+    // With WNOHANG and no change: a siginfo_t of zeros (si_pid 0).
+    let mut info = Siginfo::default();
+    let mut used = Rusage::default();
     match process::wait(&parent, which, reporting, options & WNOHANG == 0) {
         Ok(Some((child, change, usage))) => {
             used = usage.rusage_with_children();
-            const CLD_EXITED: i32 = 1;
-            const CLD_KILLED: i32 = 2;
-            const CLD_STOPPED: i32 = 5;
-            const CLD_CONTINUED: i32 = 6;
             let (code, status) = match change {
                 process::Change::Ended(process::End::Exited(status)) => {
-                    (CLD_EXITED, (status & 0xff) as i32)
+                    (signal::CLD_EXITED, (status & 0xff) as i32)
                 }
                 process::Change::Ended(process::End::Killed { signal, .. }) => {
-                    (CLD_KILLED, i32::from(signal))
+                    (signal::CLD_KILLED, i32::from(signal))
                 }
-                process::Change::Stopped(signal) => (CLD_STOPPED, i32::from(signal)),
-                process::Change::Continued => {
-                    (CLD_CONTINUED, i32::from(linux::signal::number::SIGCONT))
-                }
+                process::Change::Stopped(signal) => (signal::CLD_STOPPED, i32::from(signal)),
+                process::Change::Continued => (signal::CLD_CONTINUED, i32::from(signal::SIGCONT)),
             };
-            info[0..4].copy_from_slice(&i32::from(linux::signal::number::SIGCHLD).to_le_bytes());
-            info[8..12].copy_from_slice(&code.to_le_bytes());
-            info[16..20].copy_from_slice(&(child as i32).to_le_bytes());
-            info[24..28].copy_from_slice(&status.to_le_bytes());
+            info = Siginfo {
+                signo: i32::from(signal::SIGCHLD),
+                code,
+                fields: SiginfoFields::Child {
+                    pid: child as i32,
+                    uid: 0,
+                    status,
+                },
+            };
         }
         Ok(None) => {}
-        Err(WaitError::NoChild) => return -errno::ECHILD,
-        Err(WaitError::Interrupted) => return -errno::EINTR,
+        Err(WaitError::NoChild) => return Errno::ECHILD.as_negative(),
+        Err(WaitError::Interrupted) => return Errno::EINTR.as_negative(),
     }
-    if infop != 0 && hal::user::copy_to_user(infop, &info).is_err() {
-        return -errno::EFAULT;
+    if infop != 0 && hal::user::copy_to_user(infop, &info.to_bytes()).is_err() {
+        return Errno::EFAULT.as_negative();
     }
-    if rusage != 0 && hal::user::copy_to_user(rusage, &used).is_err() {
-        return -errno::EFAULT;
+    if rusage != 0 && hal::user::copy_to_user(rusage, &used.to_bytes()).is_err() {
+        return Errno::EFAULT.as_negative();
     }
     0
 }
@@ -306,8 +310,8 @@ pub(super) fn waitid(
 /// The errno of a failed `kill`.
 fn kill_errno(error: KillError) -> i64 {
     match error {
-        KillError::NoProcess => -errno::ESRCH,
-        KillError::BadSignal => -errno::EINVAL,
+        KillError::NoProcess => Errno::ESRCH.as_negative(),
+        KillError::BadSignal => Errno::EINVAL.as_negative(),
     }
 }
 
@@ -315,14 +319,14 @@ fn kill_errno(error: KillError) -> i64 {
 fn signal_argument(signal: u64) -> Option<u8> {
     u8::try_from(signal)
         .ok()
-        .filter(|&signal| signal <= process::signal::MAX)
+        .filter(|&signal| signal <= signal::MAX_SIGNAL)
 }
 
 /// `kill(pid, signal)`: to a process, the caller's group (0), everyone
 /// (-1) or a group (`-pgid`).
 pub(super) fn kill(strand: u64, pid: u64, signal: u64) -> i64 {
     let (Some(sender), Some(signal)) = (process::of_strand(strand), signal_argument(signal)) else {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     };
     match crate::signals::kill(sender.id(), pid as i32, signal) {
         Ok(()) => 0,
@@ -334,11 +338,11 @@ pub(super) fn kill(strand: u64, pid: u64, signal: u64) -> i64 {
 /// `None`.
 pub(super) fn tgkill(strand: u64, tgid: Option<u64>, tid: u64, signal: u64) -> i64 {
     let (Some(sender), Some(signal)) = (process::of_strand(strand), signal_argument(signal)) else {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     };
     let (tid, tgid) = (tid as i32, tgid.map(|tgid| tgid as i32));
     if tid <= 0 || tgid.is_some_and(|tgid| tgid <= 0) {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     }
     match crate::signals::kill_thread(sender.id(), tgid.map(|t| t as u64), tid as u64, signal) {
         Ok(()) => 0,
@@ -353,21 +357,21 @@ pub(super) fn arch_prctl(code: u64, address: u64) -> i64 {
     match code {
         ARCH_SET_FS => match hal::user::set_fs_base(address) {
             Ok(()) => 0,
-            Err(_) => -errno::EFAULT,
+            Err(_) => Errno::EFAULT.as_negative(),
         },
         ARCH_GET_FS => {
             match hal::user::copy_to_user(address, &hal::user::fs_base().to_le_bytes()) {
                 Ok(()) => 0,
-                Err(_) => -errno::EFAULT,
+                Err(_) => Errno::EFAULT.as_negative(),
             }
         }
-        _ => -errno::EINVAL,
+        _ => Errno::EINVAL.as_negative(),
     }
 }
 
 /// Negated errno of a personality error.
 fn errno_of(error: vfs::Errno) -> i64 {
-    -i64::from(error.as_i32())
+    error.as_negative()
 }
 
 /// How many scripts may name each other's interpreter in a row (Linux's
@@ -418,7 +422,7 @@ pub(super) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
     let (Some(process), Some(personality)) =
         (process::of_strand(strand), crate::linux::personality())
     else {
-        return -errno::ENOSYS;
+        return Errno::ENOSYS.as_negative();
     };
     let path = match linux::user::read_path(path) {
         Ok(path) => path,
@@ -445,7 +449,7 @@ pub(super) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
             break;
         };
         if depth == MAX_SCRIPT_DEPTH {
-            return -errno::ELOOP;
+            return Errno::ELOOP.as_negative();
         }
         let mut replaced = alloc::vec![interpreter.clone()];
         replaced.extend(argument);
@@ -476,7 +480,7 @@ pub(super) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
         interpreter.as_ref().map(crate::elf::FileBytes::of),
     ) {
         Ok(image) => image,
-        Err(crate::elf::LoadError::NoMemory) => return -errno::ENOMEM,
+        Err(crate::elf::LoadError::NoMemory) => return Errno::ENOMEM.as_negative(),
         Err(crate::elf::LoadError::NotExecutable(_)) => return errno_of(vfs::Errno::ENOEXEC),
     };
     // The file bytes are not needed any more: give the heap back before
@@ -490,7 +494,7 @@ pub(super) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
     let (memory, rsp) =
         match crate::user::program_memory(image, &arguments, &environment, &path, &files) {
             Ok(loaded) => loaded,
-            Err(_) => return -errno::ENOMEM,
+            Err(_) => return Errno::ENOMEM.as_negative(),
         };
     // The point of no return: the new space goes into CR3 before the old
     // one (still CR3 until now) is dropped.

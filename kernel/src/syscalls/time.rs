@@ -2,22 +2,22 @@
 //! `clock_nanosleep`, and the real-time interval timer (`alarm`,
 //! `setitimer`, `getitimer`).
 
-use super::errno;
+use linux_abi::{
+    time::{Itimerval, Timespec, Timeval, ITIMER_REAL},
+    Errno,
+};
 
 /// `clock_gettime(clock, timespec)`: every clock reads the time since boot
 /// (there is no real-time clock yet), in a `struct timespec`.
 pub(super) fn clock_gettime(clock: u64, timespec: u64) -> i64 {
     // CLOCK_REALTIME .. CLOCK_BOOTTIME (0..=7) are accepted.
     if clock > 7 {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     }
-    let now = hal::timer::uptime_ns();
-    let mut value = [0u8; 16];
-    value[..8].copy_from_slice(&(now / 1_000_000_000).to_le_bytes());
-    value[8..].copy_from_slice(&(now % 1_000_000_000).to_le_bytes());
-    match hal::user::copy_to_user(timespec, &value) {
+    let now = Timespec::from_nanoseconds(hal::timer::uptime_ns());
+    match hal::user::copy_to_user(timespec, &now.to_bytes()) {
         Ok(()) => 0,
-        Err(_) => -errno::EFAULT,
+        Err(_) => Errno::EFAULT.as_negative(),
     }
 }
 
@@ -26,7 +26,7 @@ pub(super) fn clock_gettime(clock: u64, timespec: u64) -> i64 {
 pub(super) fn time(tloc: u64) -> i64 {
     let seconds = hal::timer::uptime_ns() / 1_000_000_000;
     if tloc != 0 && hal::user::copy_to_user(tloc, &seconds.to_le_bytes()).is_err() {
-        return -errno::EFAULT;
+        return Errno::EFAULT.as_negative();
     }
     seconds as i64
 }
@@ -34,16 +34,11 @@ pub(super) fn time(tloc: u64) -> i64 {
 /// Reads a `struct timespec` as nanoseconds: `EFAULT`, or `EINVAL` for a
 /// negative or malformed one.
 fn read_timespec(address: u64) -> Result<u64, i64> {
-    let mut value = [0u8; 16];
-    hal::user::copy_from_user(&mut value, address).map_err(|_| -errno::EFAULT)?;
-    let seconds = i64::from_le_bytes(value[..8].try_into().unwrap_or([0; 8]));
-    let nanoseconds = i64::from_le_bytes(value[8..].try_into().unwrap_or([0; 8]));
-    if seconds < 0 || !(0..1_000_000_000).contains(&nanoseconds) {
-        return Err(-errno::EINVAL);
-    }
-    Ok((seconds as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(nanoseconds as u64))
+    let mut value = [0u8; Timespec::BYTES];
+    hal::user::copy_from_user(&mut value, address).map_err(|_| Errno::EFAULT.as_negative())?;
+    Timespec::from_bytes(&value)
+        .to_nanoseconds()
+        .ok_or(Errno::EINVAL.as_negative())
 }
 
 /// Sleeps until uptime `deadline` (ns), waking every millisecond to
@@ -58,12 +53,10 @@ fn sleep_until(deadline: u64, remaining: u64) -> i64 {
         if crate::signals::interrupted() {
             let left = deadline - now;
             if remaining != 0 {
-                let mut value = [0u8; 16];
-                value[..8].copy_from_slice(&(left / 1_000_000_000).to_le_bytes());
-                value[8..].copy_from_slice(&(left % 1_000_000_000).to_le_bytes());
-                let _ = hal::user::copy_to_user(remaining, &value);
+                let left = Timespec::from_nanoseconds(left);
+                let _ = hal::user::copy_to_user(remaining, &left.to_bytes());
             }
-            return -errno::EINTR;
+            return Errno::EINTR.as_negative();
         }
         let left_ms = (deadline - now).div_ceil(1_000_000);
         sched::sleep_ms(left_ms.min(1));
@@ -84,7 +77,7 @@ pub(super) fn nanosleep(request: u64, remaining: u64) -> i64 {
 pub(super) fn clock_nanosleep(clock: u64, flags: u64, request: u64, remaining: u64) -> i64 {
     const TIMER_ABSTIME: u64 = 1;
     if clock > 7 || flags & !TIMER_ABSTIME != 0 {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     }
     let ns = match read_timespec(request) {
         Ok(ns) => ns,
@@ -97,46 +90,24 @@ pub(super) fn clock_nanosleep(clock: u64, flags: u64, request: u64, remaining: u
     }
 }
 
-/// `setitimer`/`getitimer`'s real-time timer (the others, counting CPU
-/// time, are not offered: `EINVAL`).
-const ITIMER_REAL: u64 = 0;
-/// Bytes of a `struct itimerval`: interval, then value, each a `struct
-/// timeval` (seconds, microseconds).
-const ITIMERVAL_BYTES: usize = 32;
-
-/// Nanoseconds as a `struct timeval`'s two words.
-fn timeval_of(ns: u64) -> [u8; 16] {
-    let mut value = [0u8; 16];
-    value[..8].copy_from_slice(&(ns / 1_000_000_000).to_le_bytes());
-    value[8..].copy_from_slice(&((ns % 1_000_000_000) / 1_000).to_le_bytes());
-    value
-}
-
 /// A `struct timeval` as nanoseconds: `EINVAL` for a negative or
 /// malformed one.
-fn ns_of_timeval(bytes: &[u8]) -> Result<u64, i64> {
-    let seconds = i64::from_le_bytes(bytes[..8].try_into().unwrap_or([0; 8]));
-    let microseconds = i64::from_le_bytes(bytes[8..16].try_into().unwrap_or([0; 8]));
-    if seconds < 0 || !(0..1_000_000).contains(&microseconds) {
-        return Err(-errno::EINVAL);
-    }
-    Ok((seconds as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(microseconds as u64 * 1_000))
+fn ns_of_timeval(value: Timeval) -> Result<u64, i64> {
+    value.to_nanoseconds().ok_or(Errno::EINVAL.as_negative())
 }
 
 /// A timer as `struct itimerval` (what is left of it now, and its
 /// interval).
-fn itimerval_of(timer: Option<crate::itimer::Timer>) -> [u8; ITIMERVAL_BYTES] {
-    let mut value = [0u8; ITIMERVAL_BYTES];
+fn itimerval_of(timer: Option<crate::itimer::Timer>) -> Itimerval {
+    let mut value = Itimerval::default();
     if let Some(timer) = timer {
         // A timer that is due reads as 1 µs left, not as disarmed.
         let left = timer
             .deadline_ns
             .saturating_sub(hal::timer::uptime_ns())
             .max(1_000);
-        value[..16].copy_from_slice(&timeval_of(timer.interval_ns));
-        value[16..].copy_from_slice(&timeval_of(left));
+        value.interval = Timeval::from_nanoseconds(timer.interval_ns);
+        value.value = Timeval::from_nanoseconds(left);
     }
     value
 }
@@ -144,14 +115,14 @@ fn itimerval_of(timer: Option<crate::itimer::Timer>) -> [u8; ITIMERVAL_BYTES] {
 /// `getitimer(which, value)`.
 pub(super) fn getitimer(strand: u64, which: u64, value: u64) -> i64 {
     let Some(pid) = crate::user::process_of(strand) else {
-        return -errno::ESRCH;
+        return Errno::ESRCH.as_negative();
     };
     if which as i32 != ITIMER_REAL as i32 {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     }
-    match hal::user::copy_to_user(value, &itimerval_of(crate::itimer::get(pid))) {
+    match hal::user::copy_to_user(value, &itimerval_of(crate::itimer::get(pid)).to_bytes()) {
         Ok(()) => 0,
-        Err(_) => -errno::EFAULT,
+        Err(_) => Errno::EFAULT.as_negative(),
     }
 }
 
@@ -159,16 +130,20 @@ pub(super) fn getitimer(strand: u64, which: u64, value: u64) -> i64 {
 /// the process's real-time timer; the previous one is written to `old`.
 pub(super) fn setitimer(strand: u64, which: u64, new: u64, old: u64) -> i64 {
     let Some(pid) = crate::user::process_of(strand) else {
-        return -errno::ESRCH;
+        return Errno::ESRCH.as_negative();
     };
     if which as i32 != ITIMER_REAL as i32 {
-        return -errno::EINVAL;
+        return Errno::EINVAL.as_negative();
     }
-    let mut bytes = [0u8; ITIMERVAL_BYTES];
+    let mut bytes = [0u8; Itimerval::BYTES];
     if new != 0 && hal::user::copy_from_user(&mut bytes, new).is_err() {
-        return -errno::EFAULT;
+        return Errno::EFAULT.as_negative();
     }
-    let (interval, value) = match (ns_of_timeval(&bytes[..16]), ns_of_timeval(&bytes[16..])) {
+    let requested = Itimerval::from_bytes(&bytes);
+    let (interval, value) = match (
+        ns_of_timeval(requested.interval),
+        ns_of_timeval(requested.value),
+    ) {
         (Ok(interval), Ok(value)) => (interval, value),
         (Err(error), _) | (_, Err(error)) => return error,
     };
@@ -181,8 +156,8 @@ pub(super) fn setitimer(strand: u64, which: u64, new: u64, old: u64) -> i64 {
     } else {
         crate::itimer::set(pid, timer)
     };
-    if old != 0 && hal::user::copy_to_user(old, &itimerval_of(previous)).is_err() {
-        return -errno::EFAULT;
+    if old != 0 && hal::user::copy_to_user(old, &itimerval_of(previous).to_bytes()).is_err() {
+        return Errno::EFAULT.as_negative();
     }
     0
 }
@@ -191,7 +166,7 @@ pub(super) fn setitimer(strand: u64, which: u64, new: u64, old: u64) -> i64 {
 /// returns the seconds the previous alarm had left, rounded up.
 pub(super) fn alarm(strand: u64, seconds: u64) -> i64 {
     let Some(pid) = crate::user::process_of(strand) else {
-        return -errno::ESRCH;
+        return Errno::ESRCH.as_negative();
     };
     let seconds = u64::from(seconds as u32);
     let timer = (seconds > 0).then(|| crate::itimer::Timer {
@@ -208,13 +183,12 @@ pub(super) fn alarm(strand: u64, seconds: u64) -> i64 {
 /// `gettimeofday(tv, tz)`: the time since boot (as `clock_gettime`) in
 /// a `struct timeval`; the time zone, if asked, is UTC (zeros).
 pub(super) fn gettimeofday(timeval: u64, timezone: u64) -> i64 {
-    if timeval != 0
-        && hal::user::copy_to_user(timeval, &timeval_of(hal::timer::uptime_ns())).is_err()
-    {
-        return -errno::EFAULT;
+    let now = Timeval::from_nanoseconds(hal::timer::uptime_ns());
+    if timeval != 0 && hal::user::copy_to_user(timeval, &now.to_bytes()).is_err() {
+        return Errno::EFAULT.as_negative();
     }
     if timezone != 0 && hal::user::copy_to_user(timezone, &[0u8; 8]).is_err() {
-        return -errno::EFAULT;
+        return Errno::EFAULT.as_negative();
     }
     0
 }

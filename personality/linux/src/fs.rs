@@ -10,12 +10,17 @@
 
 use alloc::{sync::Arc, vec::Vec};
 
+use linux_abi::{
+    fcntl::*,
+    // The record as user space passes it, apart from the VFS's Timespec.
+    time::{Timespec as UserTimespec, Timeval, UTIME_NOW, UTIME_OMIT},
+};
 use vfs::{
     same_inode, stat::Stat, Errno, FileType, Inode, PathContext, SetAttributes, TimeChange,
     Timespec, Vfs,
 };
 
-use crate::{number::*, user, LinuxProcess};
+use crate::{user, LinuxProcess};
 
 /// `renameat2` flags.
 const RENAME_NOREPLACE: u64 = 1;
@@ -101,7 +106,7 @@ pub fn fstatat(
     buffer: u64,
     at_flags: u64,
 ) -> Result<i64, Errno> {
-    if at_flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | 0x800) != 0 {
+    if at_flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT) != 0 {
         return Err(Errno::EINVAL);
     }
     let inode = inode_at(vfs, files, dirfd, path, at_flags)?;
@@ -120,7 +125,8 @@ pub fn statx(
     buffer: u64,
 ) -> Result<i64, Errno> {
     let inode = inode_at(vfs, files, dirfd, path, at_flags)?;
-    user::write(buffer, &Stat::from(&inode.metadata()).to_statx_bytes())?;
+    let stat = Stat::from(&inode.metadata());
+    user::write(buffer, &vfs::Statx::from(&stat).to_bytes())?;
     Ok(0)
 }
 
@@ -363,11 +369,6 @@ pub fn fchownat(
     change_owner(vfs, files, &inode, uid, gid)
 }
 
-/// `UTIME_NOW` and `UTIME_OMIT`: the `tv_nsec` values of `utimensat` that
-/// mean "the current time" and "leave it".
-const UTIME_NOW: i64 = (1 << 30) - 1;
-const UTIME_OMIT: i64 = (1 << 30) - 2;
-
 /// New access and modification times: `None` leaves one as it is.
 type Times = [Option<TimeChange>; 2];
 
@@ -407,10 +408,14 @@ fn set_times(
 /// or `UTIME_OMIT` in `tv_nsec`; `EINVAL` for other nanoseconds outside
 /// 0..1e9.
 fn read_timespecs(address: u64) -> Result<Times, Errno> {
-    let values = user::read_u64s::<4>(address)?.map(|value| value as i64);
+    let mut records = [[0u8; UserTimespec::BYTES]; 2];
+    user::read(address, records.as_flattened_mut())?;
     let mut times = [None; 2];
-    for (time, pair) in times.iter_mut().zip(values.chunks_exact(2)) {
-        let (seconds, nanoseconds) = (pair[0], pair[1]);
+    for (time, record) in times.iter_mut().zip(&records) {
+        let UserTimespec {
+            sec: seconds,
+            nsec: nanoseconds,
+        } = UserTimespec::from_bytes(record);
         *time = match nanoseconds {
             UTIME_OMIT => None,
             UTIME_NOW => Some(TimeChange::Now),
@@ -458,10 +463,14 @@ pub fn futimesat(
     let times = if times == 0 {
         None
     } else {
-        let values = user::read_u64s::<4>(times)?.map(|value| value as i64);
+        let mut records = [[0u8; Timeval::BYTES]; 2];
+        user::read(times, records.as_flattened_mut())?;
         let mut read = [None; 2];
-        for (time, pair) in read.iter_mut().zip(values.chunks_exact(2)) {
-            let (seconds, microseconds) = (pair[0], pair[1]);
+        for (time, record) in read.iter_mut().zip(&records) {
+            let Timeval {
+                sec: seconds,
+                usec: microseconds,
+            } = Timeval::from_bytes(record);
             if !(0..1_000_000).contains(&microseconds) {
                 return Err(Errno::EINVAL);
             }

@@ -1,5 +1,6 @@
 //! Calls that describe the system: `uname`, `sysinfo`.
 
+use linux_abi::sysinfo::Sysinfo;
 use procfs::Source;
 use vfs::Errno;
 
@@ -33,9 +34,6 @@ pub fn uname(buffer: u64) -> Result<i64, Errno> {
     Ok(0)
 }
 
-/// Bytes of x86_64 `struct sysinfo`.
-const SYSINFO_BYTES: usize = 112;
-
 /// `sysinfo(info)`: seconds since boot (rounded up, as Linux does), memory
 /// in bytes (`mem_unit` 1), no swap, and the number of threads. Load
 /// averages are not measured yet: 0.
@@ -48,18 +46,14 @@ pub fn sysinfo(system: &dyn Source, buffer: u64) -> Result<i64, Errno> {
         .filter_map(|pid| system.process(pid))
         .map(|process| process.threads)
         .sum();
-    let mut record = [0u8; SYSINFO_BYTES];
-    let mut put = |offset: usize, value: u64| {
-        record[offset..offset + 8].copy_from_slice(&value.to_le_bytes())
+    let record = Sysinfo {
+        uptime: uptime_ns.div_ceil(1_000_000_000) as i64,
+        totalram: memory.total_bytes,
+        freeram: memory.free_bytes,
+        procs: threads.min(u64::from(u16::MAX)) as u16,
+        mem_unit: 1,
+        ..Sysinfo::default()
     };
-    put(0, uptime_ns.div_ceil(1_000_000_000));
-    // loads[3] at 8, 16, 24: 0.
-    put(32, memory.total_bytes);
-    put(40, memory.free_bytes);
-    // sharedram, bufferram, totalswap, freeswap at 48..80: 0.
-    record[80..82].copy_from_slice(&(threads.min(u64::from(u16::MAX)) as u16).to_le_bytes());
-    // totalhigh, freehigh at 88, 96: 0; mem_unit at 104.
-    record[104..108].copy_from_slice(&1u32.to_le_bytes());
-    user::write(buffer, &record)?;
+    user::write(buffer, &record.to_bytes())?;
     Ok(0)
 }

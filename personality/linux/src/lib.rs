@@ -39,7 +39,6 @@ mod fs;
 mod identity;
 mod info;
 mod mapping;
-pub mod number;
 mod pipe;
 mod poll;
 mod resource;
@@ -474,7 +473,7 @@ impl Personality {
             personality: self,
             pid,
         };
-        Some(call(&context, args).unwrap_or_else(|errno| i64::from(-errno.as_i32())))
+        Some(call(&context, args).unwrap_or_else(|errno| errno.as_negative()))
     }
 }
 
@@ -494,6 +493,9 @@ impl Call<'_> {
     }
 }
 
+/// `creat(path, mode)` is `open(path, O_CREAT|O_WRONLY|O_TRUNC, mode)`.
+const CREAT_FLAGS: u64 = (vfs::flags::O_CREAT | vfs::flags::O_WRONLY | vfs::flags::O_TRUNC) as u64;
+
 /// A call of the personality's own families.
 type Implementation = fn(&Call<'_>, [u64; 6]) -> Result<i64, Errno>;
 
@@ -506,7 +508,7 @@ pub fn owns(number: u64) -> bool {
 /// The system-call table: one line per call of the personality's own
 /// families; `None` for the calls left to the kernel's core.
 fn table(number: u64) -> Option<Implementation> {
-    use number::*;
+    use linux_abi::{fcntl::*, syscall::*};
     Some(match number {
         READ => |c, [fd, buf, count, ..]| files::read(c.files, fd, buf, count),
         WRITE => |c, [fd, buf, count, ..]| files::write(c.files, fd, buf, count),

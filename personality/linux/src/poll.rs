@@ -12,6 +12,10 @@
 
 use alloc::vec::Vec;
 
+use linux_abi::{
+    signal::SIGSET_BYTES,
+    time::{Timespec, Timeval},
+};
 use vfs::Errno;
 
 use crate::{user, LinuxProcess};
@@ -170,15 +174,12 @@ pub fn timespec_ns(address: u64) -> Result<Option<u64>, Errno> {
     if address == 0 {
         return Ok(None);
     }
-    let [seconds, nanoseconds] = user::read_u64s::<2>(address)?.map(|value| value as i64);
-    if seconds < 0 || !(0..NS_PER_SECOND as i64).contains(&nanoseconds) {
-        return Err(Errno::EINVAL);
+    let mut bytes = [0u8; Timespec::BYTES];
+    user::read(address, &mut bytes)?;
+    match Timespec::from_bytes(&bytes).to_nanoseconds() {
+        Some(ns) => Ok(Some(ns)),
+        None => Err(Errno::EINVAL),
     }
-    Ok(Some(
-        (seconds as u64)
-            .saturating_mul(NS_PER_SECOND)
-            .saturating_add(nanoseconds as u64),
-    ))
 }
 
 /// Reads a `struct timeval` (`select`) as nanoseconds; `None` for a null
@@ -188,7 +189,12 @@ fn timeval_ns(address: u64) -> Result<Option<u64>, Errno> {
     if address == 0 {
         return Ok(None);
     }
-    let [seconds, microseconds] = user::read_u64s::<2>(address)?.map(|value| value as i64);
+    let mut bytes = [0u8; Timeval::BYTES];
+    user::read(address, &mut bytes)?;
+    let Timeval {
+        sec: seconds,
+        usec: microseconds,
+    } = Timeval::from_bytes(&bytes);
     if seconds < 0 || microseconds < 0 {
         return Err(Errno::EINVAL);
     }
@@ -246,7 +252,7 @@ pub fn pselect6(
     if sigmask != 0 {
         let [address, size] = user::read_u64s::<2>(sigmask)?;
         if address != 0 {
-            if size != 8 {
+            if size != SIGSET_BYTES {
                 return Err(Errno::EINVAL);
             }
             mask = Some(user::read_u64(address)?);
@@ -303,7 +309,7 @@ pub fn ppoll(
     let mask = if sigmask == 0 {
         None
     } else {
-        if size != 8 {
+        if size != SIGSET_BYTES {
             return Err(Errno::EINVAL);
         }
         Some(user::read_u64(sigmask)?)
@@ -399,12 +405,9 @@ fn select_sets(
 /// Linux does for `select` and `pselect6`. A timeout that cannot be
 /// written back is not an error (the call's result stands, as on Linux).
 fn write_time_left(address: u64, left_ns: u64, layout: TimeLayout) {
-    let fraction = match layout {
-        TimeLayout::Timeval => left_ns % NS_PER_SECOND / 1000,
-        TimeLayout::Timespec => left_ns % NS_PER_SECOND,
+    let value = match layout {
+        TimeLayout::Timeval => Timeval::from_nanoseconds(left_ns).to_bytes(),
+        TimeLayout::Timespec => Timespec::from_nanoseconds(left_ns).to_bytes(),
     };
-    let mut value = [0u8; 16];
-    value[..8].copy_from_slice(&(left_ns / NS_PER_SECOND).to_le_bytes());
-    value[8..].copy_from_slice(&fraction.to_le_bytes());
     let _ = user::write(address, &value);
 }

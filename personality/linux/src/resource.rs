@@ -6,6 +6,7 @@
 //! thread runs, so 1 ms granularity). The kernel does not tell user time
 //! from system time yet: all of it is reported as user time.
 
+use linux_abi::{resource::Rusage, time::Timeval};
 use procfs::{clock_ticks, Source};
 use vfs::Errno;
 
@@ -135,8 +136,6 @@ pub fn times(system: &dyn Source, pid: u64, buffer: u64) -> Result<i64, Errno> {
 const RUSAGE_SELF: i32 = 0;
 const RUSAGE_CHILDREN: i32 = -1;
 const RUSAGE_THREAD: i32 = 1;
-/// Bytes of `struct rusage`.
-const RUSAGE_BYTES: usize = 144;
 /// Bytes of a page, the unit of resident sizes.
 const PAGE_BYTES: u64 = 4096;
 
@@ -157,12 +156,13 @@ pub fn getrusage(system: &dyn Source, pid: u64, who: u64, usage: u64) -> Result<
         ),
         _ => return Err(Errno::EINVAL),
     };
-    let mut record = [0u8; RUSAGE_BYTES];
-    // ru_utime (a timeval), ru_stime (0), ru_maxrss in kB, ru_minflt.
-    record[..8].copy_from_slice(&(cpu_ns / 1_000_000_000).to_le_bytes());
-    record[8..16].copy_from_slice(&(cpu_ns % 1_000_000_000 / 1000).to_le_bytes());
-    record[32..40].copy_from_slice(&(resident_pages * PAGE_BYTES / 1024).to_le_bytes());
-    record[64..72].copy_from_slice(&minor_faults.to_le_bytes());
-    user::write(usage, &record)?;
+    // The processor time counts as user time; ru_maxrss is in kilobytes.
+    let record = Rusage {
+        utime: Timeval::from_nanoseconds(cpu_ns),
+        maxrss: (resident_pages * PAGE_BYTES / 1024) as i64,
+        minflt: minor_faults as i64,
+        ..Rusage::default()
+    };
+    user::write(usage, &record.to_bytes())?;
     Ok(0)
 }

@@ -20,75 +20,14 @@
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use alloc::{collections::BTreeMap, vec::Vec};
+use linux_abi::{
+    sigaction::{SigAction, SignalStack},
+    siginfo::{Siginfo, SiginfoFields},
+    signal::*,
+};
 use vfs::Errno;
 
 use crate::{user, LinuxProcess};
-
-/// Signals 1..=64.
-pub const SIGNALS: usize = 64;
-/// Signal numbers the kernel itself sends.
-#[allow(missing_docs)]
-pub mod number {
-    pub const SIGHUP: u8 = 1;
-    pub const SIGINT: u8 = 2;
-    pub const SIGQUIT: u8 = 3;
-    pub const SIGILL: u8 = 4;
-    pub const SIGTRAP: u8 = 5;
-    pub const SIGABRT: u8 = 6;
-    pub const SIGBUS: u8 = 7;
-    pub const SIGFPE: u8 = 8;
-    pub const SIGKILL: u8 = 9;
-    pub const SIGUSR1: u8 = 10;
-    pub const SIGSEGV: u8 = 11;
-    pub const SIGUSR2: u8 = 12;
-    pub const SIGPIPE: u8 = 13;
-    pub const SIGALRM: u8 = 14;
-    pub const SIGTERM: u8 = 15;
-    pub const SIGCHLD: u8 = 17;
-    pub const SIGCONT: u8 = 18;
-    pub const SIGSTOP: u8 = 19;
-    pub const SIGTSTP: u8 = 20;
-    pub const SIGTTIN: u8 = 21;
-    pub const SIGTTOU: u8 = 22;
-    pub const SIGURG: u8 = 23;
-    pub const SIGXCPU: u8 = 24;
-    pub const SIGXFSZ: u8 = 25;
-    pub const SIGWINCH: u8 = 28;
-    pub const SIGSYS: u8 = 31;
-}
-use number::*;
-
-/// `struct sigaction` as the kernel sees it (handler, flags, restorer,
-/// mask): 32 bytes.
-const SIGACTION_BYTES: usize = 32;
-const SIG_BLOCK: u64 = 0;
-const SIG_UNBLOCK: u64 = 1;
-const SIG_SETMASK: u64 = 2;
-/// `SIG_DFL` and `SIG_IGN` handler values.
-const SIG_DFL: u64 = 0;
-const SIG_IGN: u64 = 1;
-/// `sa_flags` bits.
-pub mod flag {
-    /// `SIGCHLD` is not sent for a child that stops or continues.
-    pub const SA_NOCLDSTOP: u64 = 0x1;
-    /// The handler takes `(signal, siginfo, ucontext)`.
-    pub const SA_SIGINFO: u64 = 0x4;
-    /// `sa_restorer` holds the return trampoline (musl and glibc set it).
-    pub const SA_RESTORER: u64 = 0x0400_0000;
-    /// Run the handler on the alternate stack.
-    pub const SA_ONSTACK: u64 = 0x0800_0000;
-    /// Restart interrupted system calls.
-    pub const SA_RESTART: u64 = 0x1000_0000;
-    /// Do not block the signal while its handler runs.
-    pub const SA_NODEFER: u64 = 0x4000_0000;
-    /// Back to `SIG_DFL` once delivered.
-    pub const SA_RESETHAND: u64 = 0x8000_0000;
-}
-
-/// The bit of `signal` (1..=64) in a signal set.
-pub const fn bit(signal: u8) -> u64 {
-    1u64 << (signal - 1)
-}
 
 /// Signals that can be neither caught, ignored nor blocked.
 const UNBLOCKABLE: u64 = bit(SIGKILL) | bit(SIGSTOP);
@@ -159,13 +98,6 @@ pub enum Source {
     },
 }
 
-/// `si_code` values.
-mod code {
-    pub const SI_USER: i32 = 0;
-    pub const SI_KERNEL: i32 = 0x80;
-    pub const SI_TKILL: i32 = -6;
-}
-
 /// A posted signal and its origin.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SignalInfo {
@@ -175,40 +107,33 @@ pub struct SignalInfo {
     pub source: Source,
 }
 
-/// Bytes of a `siginfo_t`.
-pub const SIGINFO_BYTES: usize = 128;
-
 impl SignalInfo {
     /// The `siginfo_t` a handler with `SA_SIGINFO` reads.
-    pub fn to_bytes(&self) -> [u8; SIGINFO_BYTES] {
-        let mut bytes = [0u8; SIGINFO_BYTES];
-        let mut put32 =
-            |at: usize, value: i32| bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
-        put32(0, i32::from(self.signal));
-        match self.source {
-            Source::User { pid, thread } => {
-                put32(
-                    8,
-                    if thread {
-                        code::SI_TKILL
-                    } else {
-                        code::SI_USER
-                    },
-                );
-                put32(16, pid as i32);
-            }
-            Source::Kernel => put32(8, code::SI_KERNEL),
-            Source::Fault { code, .. } => put32(8, code),
-            Source::Child { code, pid, status } => {
-                put32(8, code);
-                put32(16, pid as i32);
-                put32(24, status);
-            }
+    pub fn to_siginfo(&self) -> Siginfo {
+        let (code, fields) = match self.source {
+            Source::User { pid, thread } => (
+                if thread { SI_TKILL } else { SI_USER },
+                SiginfoFields::Sender {
+                    pid: pid as i32,
+                    uid: 0,
+                },
+            ),
+            Source::Kernel => (SI_KERNEL, SiginfoFields::None),
+            Source::Fault { code, address } => (code, SiginfoFields::Fault { address }),
+            Source::Child { code, pid, status } => (
+                code,
+                SiginfoFields::Child {
+                    pid: pid as i32,
+                    uid: 0,
+                    status,
+                },
+            ),
+        };
+        Siginfo {
+            signo: i32::from(self.signal),
+            code,
+            fields,
         }
-        if let Source::Fault { address, .. } = self.source {
-            bytes[16..24].copy_from_slice(&address.to_le_bytes());
-        }
-        bytes
     }
 }
 
@@ -236,11 +161,6 @@ pub fn current_thread() -> u64 {
     CURRENT_THREAD.get().map_or(0, |current| current())
 }
 
-/// `sigaltstack`'s record when none is set: `SS_DISABLE`.
-const NO_ALTERNATE_STACK: [u8; 24] = [
-    0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-];
-
 /// One thread's own signal state.
 #[derive(Clone)]
 struct ThreadSignals {
@@ -248,7 +168,7 @@ struct ThreadSignals {
     /// The mask `rt_sigsuspend` replaced, put back when the signal that
     /// ends the wait has been taken.
     suspended_mask: Option<u64>,
-    alternate_stack: [u8; 24],
+    alternate_stack: SignalStack,
     /// Signals sent to this thread and not yet taken.
     pending: u64,
     /// Where each came from.
@@ -256,7 +176,7 @@ struct ThreadSignals {
 }
 
 impl ThreadSignals {
-    fn with_mask(mask: u64, alternate_stack: [u8; 24]) -> Self {
+    fn with_mask(mask: u64, alternate_stack: SignalStack) -> Self {
         ThreadSignals {
             mask,
             suspended_mask: None,
@@ -270,7 +190,7 @@ impl ThreadSignals {
 /// A process's signal dispositions, pending signals, and each thread's
 /// mask, alternate stack and own pending signals.
 pub struct SignalState {
-    actions: [[u8; SIGACTION_BYTES]; SIGNALS],
+    actions: [SigAction; MAX_SIGNAL as usize],
     /// Signals sent to the process and not yet taken.
     pending: u64,
     /// Where each pending signal came from (standard signals do not
@@ -288,11 +208,11 @@ pub struct SignalState {
 impl Default for SignalState {
     fn default() -> Self {
         SignalState {
-            actions: [[0; SIGACTION_BYTES]; SIGNALS],
+            actions: [SigAction::default(); MAX_SIGNAL as usize],
             pending: 0,
             origins: Vec::new(),
             threads: BTreeMap::new(),
-            initial: ThreadSignals::with_mask(0, NO_ALTERNATE_STACK),
+            initial: ThreadSignals::with_mask(0, SignalStack::DISABLED),
             counted: false,
         }
     }
@@ -324,8 +244,10 @@ impl SignalState {
     /// its own pending.
     pub fn thread_started(&mut self, creator: u64, thread: u64) {
         let mask = self.thread(creator).mask;
-        self.threads
-            .insert(thread, ThreadSignals::with_mask(mask, NO_ALTERNATE_STACK));
+        self.threads.insert(
+            thread,
+            ThreadSignals::with_mask(mask, SignalStack::DISABLED),
+        );
     }
 
     /// Thread `thread` ended: what was sent to it alone goes with it.
@@ -350,20 +272,18 @@ impl SignalState {
     /// alternate stack is gone.
     pub fn reset_for_exec(&mut self) {
         for action in &mut self.actions {
-            let handler = u64::from_le_bytes(action[..8].try_into().unwrap_or([0; 8]));
-            if handler != SIG_DFL && handler != SIG_IGN {
-                *action = [0; SIGACTION_BYTES];
+            if action.handler != SIG_DFL && action.handler != SIG_IGN {
+                *action = SigAction::default();
             }
         }
-        self.initial.alternate_stack = NO_ALTERNATE_STACK;
+        self.initial.alternate_stack = SignalStack::DISABLED;
         for thread in self.threads.values_mut() {
-            thread.alternate_stack = NO_ALTERNATE_STACK;
+            thread.alternate_stack = SignalStack::DISABLED;
         }
     }
 
-    fn field(&self, signal: u8, at: usize) -> u64 {
-        let action = &self.actions[usize::from(signal - 1)];
-        u64::from_le_bytes(action[at..at + 8].try_into().unwrap_or([0; 8]))
+    fn action(&self, signal: u8) -> &SigAction {
+        &self.actions[usize::from(signal - 1)]
     }
 
     /// Whether `signal`'s disposition is "ignore".
@@ -379,21 +299,22 @@ impl SignalState {
         if signal == SIGKILL || signal == SIGSTOP {
             return default_disposition(signal);
         }
-        match self.field(signal, 0) {
+        let action = self.action(signal);
+        match action.handler {
             SIG_DFL => default_disposition(signal),
             SIG_IGN => Disposition::Ignore,
             address => Disposition::Handler(Handler {
                 address,
-                flags: self.field(signal, 8),
-                restorer: self.field(signal, 16),
-                mask: self.field(signal, 24),
+                flags: action.flags,
+                restorer: action.restorer,
+                mask: action.mask,
             }),
         }
     }
 
     /// Whether the handler of `signal` has `flag` in its `sa_flags`.
     pub fn has_flag(&self, signal: u8, flag: u64) -> bool {
-        (1..=64).contains(&signal) && self.field(signal, 8) & flag != 0
+        (1..=64).contains(&signal) && self.action(signal).flags & flag != 0
     }
 
     /// Thread `thread`'s signal mask.
@@ -407,14 +328,9 @@ impl SignalState {
         self.thread_mut(thread).mask = mask & !UNBLOCKABLE;
     }
 
-    /// Thread `thread`'s `sigaltstack` record: base, flags, size.
-    pub fn alternate_stack(&self, thread: u64) -> (u64, u32, u64) {
-        let stack = &self.thread(thread).alternate_stack;
-        (
-            u64::from_le_bytes(stack[0..8].try_into().unwrap_or([0; 8])),
-            u32::from_le_bytes(stack[8..12].try_into().unwrap_or([0; 4])),
-            u64::from_le_bytes(stack[16..24].try_into().unwrap_or([0; 8])),
-        )
+    /// Thread `thread`'s alternate signal stack (`sigaltstack`).
+    pub fn alternate_stack(&self, thread: u64) -> SignalStack {
+        self.thread(thread).alternate_stack
     }
 
     /// Signals pending for thread `thread`: its own and the process's.
@@ -545,8 +461,8 @@ impl SignalState {
         self.recount();
         let disposition = self.disposition(signal);
         if let Disposition::Handler(handler) = disposition {
-            if handler.flags & flag::SA_RESETHAND != 0 {
-                self.actions[usize::from(signal - 1)] = [0; SIGACTION_BYTES];
+            if handler.flags & SA_RESETHAND != 0 {
+                self.actions[usize::from(signal - 1)] = SigAction::default();
             }
         }
         Some((info, disposition))
@@ -589,11 +505,11 @@ pub fn rt_sigaction(
     old: u64,
     size: u64,
 ) -> Result<i64, Errno> {
-    if size != 8 || signal == 0 || signal > SIGNALS as u64 {
+    if size != SIGSET_BYTES || signal == 0 || signal > u64::from(MAX_SIGNAL) {
         return Err(Errno::EINVAL);
     }
     let index = (signal - 1) as usize;
-    let mut new = [0u8; SIGACTION_BYTES];
+    let mut new = [0u8; SigAction::BYTES];
     if act != 0 {
         user::read(act, &mut new)?;
         if signal == u64::from(SIGKILL) || signal == u64::from(SIGSTOP) {
@@ -604,7 +520,7 @@ pub fn rt_sigaction(
         let mut state = process.signals.lock();
         let previous = state.actions[index];
         if act != 0 {
-            state.actions[index] = new;
+            state.actions[index] = SigAction::from_bytes(&new);
             // Pending instances of a signal now ignored are discarded
             // (sigaction(2)).
             if state.is_ignored(signal) {
@@ -614,7 +530,7 @@ pub fn rt_sigaction(
         previous
     };
     if old != 0 {
-        user::write(old, &previous)?;
+        user::write(old, &previous.to_bytes())?;
     }
     Ok(0)
 }
@@ -628,7 +544,7 @@ pub fn rt_sigprocmask(
     old: u64,
     size: u64,
 ) -> Result<i64, Errno> {
-    if size != 8 {
+    if size != SIGSET_BYTES {
         return Err(Errno::EINVAL);
     }
     let change = if set != 0 {
@@ -660,7 +576,7 @@ pub fn rt_sigprocmask(
 /// `sigaltstack(ss, old_ss)`: recorded for the calling thread (`struct
 /// stack_t`, 24 bytes).
 pub fn sigaltstack(process: &LinuxProcess, new: u64, old: u64) -> Result<i64, Errno> {
-    let mut stack = [0u8; 24];
+    let mut stack = [0u8; SignalStack::BYTES];
     if new != 0 {
         user::read(new, &mut stack)?;
     }
@@ -670,12 +586,12 @@ pub fn sigaltstack(process: &LinuxProcess, new: u64, old: u64) -> Result<i64, Er
         let own = state.thread_mut(thread);
         let previous = own.alternate_stack;
         if new != 0 {
-            own.alternate_stack = stack;
+            own.alternate_stack = SignalStack::from_bytes(&stack);
         }
         previous
     };
     if old != 0 {
-        user::write(old, &previous)?;
+        user::write(old, &previous.to_bytes())?;
     }
     Ok(0)
 }
@@ -683,7 +599,7 @@ pub fn sigaltstack(process: &LinuxProcess, new: u64, old: u64) -> Result<i64, Er
 /// `rt_sigpending(set, sigsetsize)`: the signals pending for the calling
 /// thread (its own and its process's).
 pub fn rt_sigpending(process: &LinuxProcess, set: u64, size: u64) -> Result<i64, Errno> {
-    if size != 8 {
+    if size != SIGSET_BYTES {
         return Err(Errno::EINVAL);
     }
     let pending = process.signals.lock().pending_for(current_thread());
@@ -712,7 +628,7 @@ fn wait_for_signal(process: &LinuxProcess) {
 /// before the call (the kernel takes it with
 /// [`SignalState::take_mask_to_restore`]).
 pub fn rt_sigsuspend(process: &LinuxProcess, mask: u64, size: u64) -> Result<i64, Errno> {
-    if size != 8 {
+    if size != SIGSET_BYTES {
         return Err(Errno::EINVAL);
     }
     let mask = user::read_u64(mask)?;

@@ -14,40 +14,28 @@
 //! stack 16-byte aligned plus the return address, as after a `call`.
 
 use hal::user::{FpuState, UserRegisters, FPU_STATE_BYTES};
+use linux_abi::{
+    sigaction::SignalStack,
+    signal::{SA_ONSTACK, SA_RESTORER, SS_DISABLE, SS_ONSTACK},
+    ucontext::{
+        Sigcontext, Ucontext, RT_SIGFRAME_BYTES, RT_SIGFRAME_SIGINFO_AT, RT_SIGFRAME_UCONTEXT_AT,
+        SIGCONTEXT_REGISTERS, UC_SIGCONTEXT_SS, UC_STRICT_RESTORE_SS,
+    },
+};
 use vfs::Errno;
 
 use crate::{
-    signal::{flag, Handler, SignalInfo, SIGINFO_BYTES},
+    signal::{Handler, SignalInfo},
     user,
 };
 
-/// Bytes of `struct ucontext`: flags 8, link 8, `stack_t` 24,
-/// `sigcontext` 256, mask 8.
-const UCONTEXT_BYTES: usize = 304;
-/// Offset of the `sigcontext` in the `ucontext`.
-const SIGCONTEXT_AT: usize = 40;
-/// Offset of `uc_sigmask` in the `ucontext`.
-const SIGMASK_AT: usize = 296;
-/// Bytes of the frame below the FPU state: return address, `ucontext`,
-/// `siginfo`.
-const FRAME_BYTES: usize = 8 + UCONTEXT_BYTES + SIGINFO_BYTES;
 /// The red zone below a user stack pointer the frame must not touch.
 const RED_ZONE: u64 = 128;
-/// `uc_flags`: the `sigcontext` holds SS, and `rt_sigreturn` restores it
-/// as is (what Linux sets on x86_64).
-const UC_SIGCONTEXT_SS: u64 = 0x2;
-const UC_STRICT_RESTORE_SS: u64 = 0x4;
-/// `ss_flags`.
-const SS_ONSTACK: u32 = 1;
-const SS_DISABLE: u32 = 2;
 /// User segment selectors as Linux reports them in `sigcontext`.
 const USER_CS: u16 = 0x33;
 const USER_SS: u16 = 0x2b;
 /// RFLAGS bits a handler starts without: direction, trap, resume.
 const HANDLER_CLEARED_FLAGS: u64 = 0x400 | 0x100 | 0x1_0000;
-
-/// `sigcontext` register slots, in Linux's order (`gregs` of glibc).
-const SIGCONTEXT_REGISTERS: usize = 18;
 
 /// What the CPU said of a fault, for `sigcontext` (`trapno`, `err`,
 /// `cr2`).
@@ -96,11 +84,11 @@ fn registers_from_sigcontext(slots: &[u64; SIGCONTEXT_REGISTERS]) -> UserRegiste
 /// Where the handler's frame goes: on the alternate stack if the handler
 /// asked for it, one is set, and the program is not already on it; else
 /// below the interrupted stack's red zone.
-fn frame_top(rsp: u64, handler: &Handler, alternate: (u64, u32, u64)) -> (u64, bool) {
-    let (base, flags, size) = alternate;
+fn frame_top(rsp: u64, handler: &Handler, alternate: SignalStack) -> (u64, bool) {
+    let SignalStack { base, flags, size } = alternate;
     let usable = flags & SS_DISABLE == 0 && size > 0;
     let on_it = usable && rsp > base && rsp <= base.wrapping_add(size);
-    if handler.flags & flag::SA_ONSTACK != 0 && usable && !on_it {
+    if handler.flags & SA_ONSTACK != 0 && usable && !on_it {
         (base.wrapping_add(size), true)
     } else {
         (rsp.wrapping_sub(RED_ZONE), on_it)
@@ -120,9 +108,9 @@ pub fn enter_handler(
     fault: Option<FaultDetails>,
     handler: &Handler,
     restore_mask: u64,
-    alternate: (u64, u32, u64),
+    alternate: SignalStack,
 ) -> Result<UserRegisters, Errno> {
-    if handler.flags & flag::SA_RESTORER == 0 || handler.restorer == 0 {
+    if handler.flags & SA_RESTORER == 0 || handler.restorer == 0 {
         return Err(Errno::EFAULT);
     }
     let (top, on_alternate) = frame_top(registers.rsp, handler, alternate);
@@ -131,51 +119,50 @@ pub fn enter_handler(
         .ok_or(Errno::EFAULT)?
         & !63;
     let frame_at = (fpu_at
-        .checked_sub(FRAME_BYTES as u64)
+        .checked_sub(RT_SIGFRAME_BYTES as u64)
         .ok_or(Errno::EFAULT)?
         & !15)
         .wrapping_sub(8);
-    let mut frame = [0u8; FRAME_BYTES];
-    let mut put = |at: usize, value: u64| frame[at..at + 8].copy_from_slice(&value.to_le_bytes());
-    put(0, handler.restorer);
-    let uc = 8;
-    put(uc, UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS);
-    put(uc + 8, 0);
-    let (stack_base, stack_flags, stack_size) = alternate;
-    put(uc + 16, stack_base);
-    put(
-        uc + 24,
-        u64::from(if on_alternate {
-            SS_ONSTACK
-        } else {
-            stack_flags & SS_DISABLE
-        }),
-    );
-    put(uc + 32, stack_size);
-    let context = uc + SIGCONTEXT_AT;
-    for (index, value) in registers_in_sigcontext_order(registers).iter().enumerate() {
-        put(context + index * 8, *value);
-    }
-    // cs, gs, fs, ss: four 16-bit selectors.
-    let selectors = u64::from(USER_CS) | u64::from(USER_SS) << 48;
-    put(context + 144, selectors);
     let fault = fault.unwrap_or_default();
-    put(context + 152, fault.error_code);
-    put(context + 160, fault.vector);
-    put(context + 168, restore_mask);
-    put(context + 176, fault.address);
-    put(context + 184, fpu_at);
-    put(uc + SIGMASK_AT, restore_mask);
-    let info_at = uc + UCONTEXT_BYTES;
-    frame[info_at..info_at + SIGINFO_BYTES].copy_from_slice(&info.to_bytes());
+    let context = Ucontext {
+        // The `sigcontext` holds SS and `rt_sigreturn` restores it as is:
+        // what Linux sets on x86_64.
+        flags: UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS,
+        link: 0,
+        stack: SignalStack {
+            flags: if on_alternate {
+                SS_ONSTACK
+            } else {
+                alternate.flags & SS_DISABLE
+            },
+            ..alternate
+        },
+        mcontext: Sigcontext {
+            registers: registers_in_sigcontext_order(registers),
+            cs: USER_CS,
+            gs: 0,
+            fs: 0,
+            ss: USER_SS,
+            err: fault.error_code,
+            trapno: fault.vector,
+            oldmask: restore_mask,
+            cr2: fault.address,
+            fpstate: fpu_at,
+        },
+        sigmask: restore_mask,
+    };
+    let mut frame = [0u8; RT_SIGFRAME_BYTES];
+    frame[..8].copy_from_slice(&handler.restorer.to_le_bytes());
+    frame[RT_SIGFRAME_UCONTEXT_AT..RT_SIGFRAME_SIGINFO_AT].copy_from_slice(&context.to_bytes());
+    frame[RT_SIGFRAME_SIGINFO_AT..].copy_from_slice(&info.to_siginfo().to_bytes());
     user::write(fpu_at, &fpu.0)?;
     user::write(frame_at, &frame)?;
     Ok(UserRegisters {
         rip: handler.address,
         rsp: frame_at,
         rdi: u64::from(info.signal),
-        rsi: frame_at + info_at as u64,
-        rdx: frame_at + uc as u64,
+        rsi: frame_at + RT_SIGFRAME_SIGINFO_AT as u64,
+        rdx: frame_at + RT_SIGFRAME_UCONTEXT_AT as u64,
         rax: 0,
         rflags: registers.rflags & !HANDLER_CLEARED_FLAGS,
         ..*registers
@@ -200,14 +187,10 @@ pub struct Interrupted {
 /// there is taken as it is (as on Linux); only what the kernel could not
 /// survive is refused later (the FPU's reserved bits, a kernel address).
 pub fn return_from_handler(rsp: u64) -> Result<Interrupted, Errno> {
-    let mut uc = [0u8; UCONTEXT_BYTES];
-    user::read(rsp, &mut uc)?;
-    let word = |at: usize| u64::from_le_bytes(uc[at..at + 8].try_into().unwrap_or([0; 8]));
-    let mut slots = [0u64; SIGCONTEXT_REGISTERS];
-    for (index, slot) in slots.iter_mut().enumerate() {
-        *slot = word(SIGCONTEXT_AT + index * 8);
-    }
-    let fpu_at = word(SIGCONTEXT_AT + 184);
+    let mut bytes = [0u8; Ucontext::BYTES];
+    user::read(rsp, &mut bytes)?;
+    let context = Ucontext::from_bytes(&bytes);
+    let fpu_at = context.mcontext.fpstate;
     let fpu = if fpu_at == 0 {
         None
     } else {
@@ -216,8 +199,8 @@ pub fn return_from_handler(rsp: u64) -> Result<Interrupted, Errno> {
         Some(state)
     };
     Ok(Interrupted {
-        registers: registers_from_sigcontext(&slots),
-        mask: word(SIGMASK_AT),
+        registers: registers_from_sigcontext(&context.mcontext.registers),
+        mask: context.sigmask,
         fpu,
     })
 }

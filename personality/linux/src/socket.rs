@@ -18,13 +18,12 @@
 use alloc::sync::Arc;
 use core::net::{Ipv4Addr, SocketAddrV4};
 
+use linux_abi::socket::{SockaddrIn, AF_INET};
 use sockets::{Kind, Readiness as SocketReadiness, Shutdown, Socket, SocketError, Stack};
 use vfs::{flags, Device, Errno, Inode, NewNode, NodeKind, OpenFile, Readiness};
 
 use crate::{pipe::wait_a_little, user, LinuxProcess};
 
-/// `AF_INET`.
-const AF_INET: u64 = 2;
 /// `SOCK_STREAM`, `SOCK_DGRAM`, and the flags `socket` takes with them.
 const SOCK_STREAM: u64 = 1;
 const SOCK_DGRAM: u64 = 2;
@@ -34,8 +33,6 @@ const SOCK_CLOEXEC: u64 = 0o2000000;
 /// `IPPROTO_TCP`, `IPPROTO_UDP`.
 const IPPROTO_TCP: u64 = 6;
 const IPPROTO_UDP: u64 = 17;
-/// Bytes of a `struct sockaddr_in`.
-const SOCKADDR_IN_BYTES: usize = 16;
 /// `MSG_PEEK`, `MSG_TRUNC`, `MSG_DONTWAIT`.
 const MSG_PEEK: u64 = 0x2;
 const MSG_TRUNC: u64 = 0x20;
@@ -242,17 +239,16 @@ fn with_socket<T>(
 /// Reads a `struct sockaddr_in` of `length` bytes at `address`:
 /// `EINVAL` if too short, `EAFNOSUPPORT` for another family.
 fn read_address(address: u64, length: u64) -> Result<SocketAddrV4, Errno> {
-    if length < SOCKADDR_IN_BYTES as u64 {
+    if length < SockaddrIn::BYTES as u64 {
         return Err(Errno::EINVAL);
     }
-    let mut bytes = [0u8; SOCKADDR_IN_BYTES];
+    let mut bytes = [0u8; SockaddrIn::BYTES];
     user::read(address, &mut bytes)?;
-    if u64::from(u16::from_le_bytes([bytes[0], bytes[1]])) != AF_INET {
-        return Err(Errno::EAFNOSUPPORT);
-    }
-    let port = u16::from_be_bytes([bytes[2], bytes[3]]);
-    let ip = Ipv4Addr::new(bytes[4], bytes[5], bytes[6], bytes[7]);
-    Ok(SocketAddrV4::new(ip, port))
+    let address = SockaddrIn::from_bytes(&bytes).ok_or(Errno::EAFNOSUPPORT)?;
+    Ok(SocketAddrV4::new(
+        Ipv4Addr::from(address.address),
+        address.port,
+    ))
 }
 
 /// Writes `value` as a `struct sockaddr_in` at `address`, cut to the
@@ -268,13 +264,14 @@ fn write_address(value: SocketAddrV4, address: u64, length_at: u64) -> Result<()
     if room < 0 {
         return Err(Errno::EINVAL);
     }
-    let mut bytes = [0u8; SOCKADDR_IN_BYTES];
-    bytes[0..2].copy_from_slice(&(AF_INET as u16).to_le_bytes());
-    bytes[2..4].copy_from_slice(&value.port().to_be_bytes());
-    bytes[4..8].copy_from_slice(&value.ip().octets());
-    let count = (room as usize).min(SOCKADDR_IN_BYTES);
+    let bytes = SockaddrIn {
+        port: value.port(),
+        address: value.ip().octets(),
+    }
+    .to_bytes();
+    let count = (room as usize).min(SockaddrIn::BYTES);
     user::write(address, &bytes[..count])?;
-    user::write(length_at, &(SOCKADDR_IN_BYTES as i32).to_le_bytes())
+    user::write(length_at, &(SockaddrIn::BYTES as i32).to_le_bytes())
 }
 
 /// Makes an open file for `socket` on a socket inode of `directory`
@@ -318,7 +315,7 @@ pub fn socket(
     kind: u64,
     protocol: u64,
 ) -> Result<i64, Errno> {
-    if domain != AF_INET {
+    if domain != u64::from(AF_INET) {
         return Err(Errno::EAFNOSUPPORT);
     }
     if kind & !(SOCK_TYPE_MASK | SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {

@@ -6,34 +6,27 @@
 //! for the type: libselinux looks for `selinuxfs` at `/sys/fs/selinux`
 //! (not there: `ENOENT`), coreutils for remote file systems.
 
+use linux_abi::{
+    fcntl::AT_FDCWD,
+    statfs::{Statfs, ST_VALID, TMPFS_MAGIC},
+};
 use vfs::{Errno, Inode, Vfs};
 
-use crate::{fs, number::AT_FDCWD, user, LinuxProcess};
-
-/// `TMPFS_MAGIC` (`linux/magic.h`).
-const TMPFS_MAGIC: u64 = 0x0102_1994;
-/// `ST_VALID`: `f_flags` is filled in.
-const ST_VALID: u64 = 0x20;
-/// Bytes of `struct statfs` on x86_64.
-const STATFS_BYTES: usize = 120;
+use crate::{fs, user, LinuxProcess};
 
 /// The `struct statfs` of the file system `inode` is on.
-fn record(inode: &dyn Inode) -> [u8; STATFS_BYTES] {
-    let dev = inode.dev();
-    let words: [(usize, u64); 6] = [
-        (0, TMPFS_MAGIC),
-        (8, 4096), // f_bsize
-        // f_blocks .. f_ffree stay 0; f_fsid is the device number.
-        (56, dev),
-        (64, vfs::NAME_MAX as u64), // f_namelen
-        (72, 4096),                 // f_frsize
-        (80, ST_VALID),
-    ];
-    let mut bytes = [0u8; STATFS_BYTES];
-    for (offset, value) in words {
-        bytes[offset..offset + 8].copy_from_slice(&value.to_le_bytes());
+fn record(inode: &dyn Inode) -> [u8; Statfs::BYTES] {
+    Statfs {
+        fs_type: TMPFS_MAGIC,
+        bsize: 4096,
+        // No block or inode counts; the id is the device number.
+        fsid: inode.dev(),
+        namelen: vfs::NAME_MAX as i64,
+        frsize: 4096,
+        flags: ST_VALID,
+        ..Statfs::default()
     }
-    bytes
+    .to_bytes()
 }
 
 /// `statfs(path, buf)`.

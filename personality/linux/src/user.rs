@@ -4,6 +4,7 @@
 
 use alloc::vec::Vec;
 
+use linux_abi::uio::Iovec;
 use vfs::{Errno, PATH_MAX};
 
 /// Copies `out.len()` bytes from user address `address`.
@@ -78,11 +79,11 @@ pub fn read_c_string(address: u64, limit: usize) -> Result<Vec<u8>, Errno> {
 
 /// One `struct iovec`: base and length.
 pub fn read_iovec(vectors: u64, index: u64) -> Result<(u64, u64), Errno> {
-    let at = index
-        .checked_mul(16)
-        .and_then(|offset| vectors.checked_add(offset))
-        .ok_or(Errno::EFAULT)?;
-    Ok((read_u64(at)?, read_u64(at + 8)?))
+    let at = Iovec::element_address(vectors, index).ok_or(Errno::EFAULT)?;
+    let mut bytes = [0u8; Iovec::BYTES];
+    read(at, &mut bytes)?;
+    let vector = Iovec::from_bytes(&bytes);
+    Ok((vector.base, vector.len))
 }
 
 /// Reads a NULL-terminated array of string pointers (`argv`, `envp`):

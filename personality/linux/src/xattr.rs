@@ -8,9 +8,10 @@
 //! what coreutils' `ls -l` asks (for ACLs and SELinux labels) and takes as
 //! "none".
 
+use linux_abi::fcntl::{AT_FDCWD, AT_SYMLINK_NOFOLLOW};
 use vfs::{Errno, Vfs};
 
-use crate::{fs, number::AT_FDCWD, number::AT_SYMLINK_NOFOLLOW, user, LinuxProcess};
+use crate::{fs, user, LinuxProcess};
 
 /// Longest attribute name (`XATTR_NAME_MAX`).
 const NAME_MAX: usize = 255;

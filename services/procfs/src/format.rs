@@ -7,14 +7,14 @@
 use alloc::{format, string::String, vec::Vec};
 use core::fmt::Write;
 
+use linux_abi::signal::SIGCHLD;
+
 use crate::source::{Counters, Cpu, Mapping, MemoryInfo, Mount, ProcessInfo, ProcessState};
 
 /// `USER_HZ`: the unit of the `clock_t` times in `stat` and of `times`.
 pub const CLOCK_TICKS_PER_SECOND: u64 = 100;
 /// Bytes of a page (the unit of `statm` and of `stat`'s `rss`).
 const PAGE_BYTES: u64 = 4096;
-/// `SIGCHLD`: the signal a process's parent gets when it ends.
-const SIGCHLD: u32 = 17;
 /// `RLIM_INFINITY`, `stat`'s `rsslim`.
 const NO_LIMIT: u64 = u64::MAX;
 
@@ -114,7 +114,8 @@ pub fn process_stat(process: &ProcessInfo) -> Vec<u8> {
     // sigignore sigcatch wchan nswap cnswap exit_signal processor
     // rt_priority policy delayacct_blkio_ticks guest_time cguest_time
     // start_data end_data start_brk arg_start arg_end env_start env_end
-    // exit_code
+    // exit_code; the exit signal is SIGCHLD, what a parent gets when
+    // the process ends.
     let _ = writeln!(
         rest,
         " 0 0 0 0 0 0 0 0 0 0 0 0 {SIGCHLD} 0 0 0 0 0 0 0 0 0 0 0 0 0 0"

@@ -11,10 +11,10 @@ use core::fmt;
 use initrd::{ArchiveError, Entry};
 
 use crate::{
-    errno::Errno,
     inode::{FileSystem, Inode, NewNode, NodeKind},
     metadata::{makedev, FileType, SetAttributes, TimeChange, Timespec, MODE_PERMISSION_BITS},
     ramfs::{RamFs, RamInode},
+    Errno,
 };
 
 /// Why the initramfs could not be unpacked.

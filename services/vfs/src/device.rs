@@ -9,7 +9,7 @@ use alloc::{collections::BTreeMap, sync::Arc};
 
 use spin::RwLock;
 
-use crate::errno::Errno;
+use crate::Errno;
 
 /// What a device can do without blocking (the `poll` bits that matter
 /// here).

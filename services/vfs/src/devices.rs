@@ -8,9 +8,9 @@ use spin::Mutex;
 
 use crate::{
     device::{Device, DeviceRegistry},
-    errno::Errno,
     metadata::{makedev, S_IFCHR},
     vfs::{PathContext, Vfs},
+    Errno,
 };
 
 /// Device number of `/dev/null` (1, 3).

@@ -10,13 +10,13 @@ use spin::Mutex;
 use crate::{
     device::{Device, Readiness},
     dirent::encode_dirent64,
-    errno::Errno,
     flags::{
         O_ACCMODE, O_APPEND, O_NONBLOCK, O_RDONLY, O_RDWR, O_WRONLY, SEEK_CUR, SEEK_DATA, SEEK_END,
         SEEK_HOLE, SEEK_SET, SETTABLE_STATUS_FLAGS,
     },
     inode::Inode,
     metadata::{FileType, Metadata},
+    Errno,
 };
 
 /// An open file description.

@@ -13,8 +13,8 @@ use alloc::{sync::Arc, vec::Vec};
 use core::any::Any;
 
 use crate::{
-    errno::Errno,
     metadata::{FileType, Metadata, SetAttributes},
+    Errno,
 };
 
 /// One entry of a directory listing.

@@ -37,7 +37,6 @@ mod cpio;
 mod device;
 pub mod devices;
 mod dirent;
-mod errno;
 mod file;
 pub mod flags;
 mod inode;
@@ -59,9 +58,9 @@ pub use device::{Device, DeviceRegistry, Readiness};
 pub use dirent::{
     decode_dirents64, dirent64_length, encode_dirent64, Dirent64, DIRENT64_HEADER_BYTES,
 };
-pub use errno::Errno;
 pub use file::OpenFile;
 pub use inode::{same_inode, DirEntry, FileSystem, Inode, NewNode, NodeKind};
+pub use linux_abi::Errno;
 pub use mapped::{set_mapped_pages, MappedPages};
 pub use metadata::{
     major, makedev, minor, FileType, Metadata, SetAttributes, TimeChange, Timespec,
@@ -70,5 +69,5 @@ pub use metadata::{
 pub use names::MountEntry;
 pub use path::{LastComponent, ParentAndName, MAX_SYMLINK_FOLLOWS, NAME_MAX, PATH_MAX};
 pub use ramfs::{Clock, RamFs, RamInode};
-pub use stat::{Stat, STATX_BASIC_STATS, STATX_BYTES, STAT_BYTES};
+pub use stat::{Stat, Statx, STATX_BASIC_STATS, STATX_BYTES, STAT_BYTES};
 pub use vfs::{PathContext, Vfs, MAY_EXEC, MAY_READ, MAY_WRITE};

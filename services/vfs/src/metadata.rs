@@ -1,22 +1,10 @@
 //! What an inode is and says about itself: its type, Linux `st_mode` bits,
 //! timestamps and the metadata `stat` reports.
 
-/// `S_IFMT`: the type bits of a mode.
-pub const S_IFMT: u32 = 0o170_000;
-/// `S_IFSOCK`: a socket.
-pub const S_IFSOCK: u32 = 0o140_000;
-/// `S_IFLNK`: a symbolic link.
-pub const S_IFLNK: u32 = 0o120_000;
-/// `S_IFREG`: a regular file.
-pub const S_IFREG: u32 = 0o100_000;
-/// `S_IFBLK`: a block device.
-pub const S_IFBLK: u32 = 0o060_000;
-/// `S_IFDIR`: a directory.
-pub const S_IFDIR: u32 = 0o040_000;
-/// `S_IFCHR`: a character device.
-pub const S_IFCHR: u32 = 0o020_000;
-/// `S_IFIFO`: a FIFO (named pipe).
-pub const S_IFIFO: u32 = 0o010_000;
+pub use linux_abi::stat::{
+    major, makedev, minor, S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK,
+};
+
 /// The bits `chmod` may change: permissions plus set-user-id, set-group-id
 /// and sticky.
 pub const MODE_PERMISSION_BITS: u32 = 0o7777;
@@ -91,25 +79,6 @@ impl Timespec {
     pub const fn from_secs(sec: i64) -> Timespec {
         Timespec { sec, nsec: 0 }
     }
-}
-
-/// Encodes a device number the way Linux's user-space `makedev` does (the
-/// `st_rdev` layout: 12 bits of major and 20 of minor, split for
-/// compatibility with the old 8/8 format).
-pub const fn makedev(major: u32, minor: u32) -> u64 {
-    let major = major as u64;
-    let minor = minor as u64;
-    (minor & 0xff) | ((major & 0xfff) << 8) | ((minor & !0xff) << 12) | ((major & !0xfff) << 32)
-}
-
-/// The major number of a device number made by [`makedev`].
-pub const fn major(dev: u64) -> u32 {
-    (((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff)) as u32
-}
-
-/// The minor number of a device number made by [`makedev`].
-pub const fn minor(dev: u64) -> u32 {
-    ((dev & 0xff) | ((dev >> 12) & !0xff)) as u32
 }
 
 /// An inode's metadata, the file-system-independent part of `stat`.

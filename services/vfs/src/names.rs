@@ -11,12 +11,12 @@
 use alloc::{format, sync::Arc, vec::Vec};
 
 use crate::{
-    errno::Errno,
     file::OpenFile,
     inode::{same_inode, FileSystem, Inode},
     metadata::FileType,
     path::PATH_MAX,
     vfs::{PathContext, Vfs},
+    Errno,
 };
 
 /// One mounted file system, as [`Vfs::mounts`] lists it.

@@ -5,11 +5,11 @@
 use alloc::{sync::Arc, vec::Vec};
 
 use crate::{
-    errno::Errno,
     inode::{same_inode, Inode, NewNode, NodeKind},
     metadata::{FileType, Metadata, SetAttributes, MODE_PERMISSION_BITS},
     path::{LastComponent, ParentAndName, PATH_MAX},
     vfs::{PathContext, Vfs, MAY_EXEC, MAY_WRITE},
+    Errno,
 };
 
 impl Vfs {

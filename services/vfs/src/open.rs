@@ -5,7 +5,6 @@
 use alloc::sync::Arc;
 
 use crate::{
-    errno::Errno,
     file::OpenFile,
     flags::{
         O_ACCMODE, O_CREAT, O_DIRECTORY, O_EXCL, O_NOFOLLOW, O_PATH, O_RDONLY, O_TMPFILE, O_TRUNC,
@@ -15,6 +14,7 @@ use crate::{
     metadata::{FileType, MODE_PERMISSION_BITS},
     path::LastComponent,
     vfs::{PathContext, Vfs, MAY_READ, MAY_WRITE},
+    Errno,
 };
 
 impl Vfs {

@@ -9,10 +9,10 @@
 use alloc::{sync::Arc, vec::Vec};
 
 use crate::{
-    errno::Errno,
     inode::{same_inode, Inode},
     metadata::FileType,
     vfs::{PathContext, Vfs, MAY_EXEC},
+    Errno,
 };
 
 /// Longest file name component (`NAME_MAX`).

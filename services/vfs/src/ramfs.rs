@@ -24,9 +24,9 @@ use core::{
 use spin::{Mutex, RwLock};
 
 use crate::{
-    errno::Errno,
     inode::{DirEntry, FileSystem, Inode, NewNode, NodeKind},
     metadata::{FileType, Metadata, SetAttributes, TimeChange, Timespec, MODE_PERMISSION_BITS},
+    Errno,
 };
 
 /// The source of the current time for timestamps.

@@ -9,9 +9,9 @@ use spin::{Mutex, RwLock};
 
 use crate::{
     device::DeviceRegistry,
-    errno::Errno,
     inode::{same_inode, FileSystem, Inode},
     metadata::{FileType, Metadata},
+    Errno,
 };
 
 /// A process's file-system view (Linux's `fs_struct` plus credentials):

@@ -8,12 +8,13 @@
 use alloc::format;
 
 use dispatch::{Install, Order, Principal};
+use linux_abi::Errno;
 use sched::Fault;
 
 use super::{ensure, KernelTest, TestResult};
 use crate::{
     elf::FileBytes::{Copied, Lent},
-    syscalls::{self, errno},
+    syscalls,
     user::{self, UserExit},
 };
 
@@ -343,8 +344,12 @@ fn user_program_writes_and_exits() -> TestResult {
 }
 
 fn bad_user_pointers_give_efault() -> TestResult {
-    expect_exit("unmapped", WRITE_UNMAPPED, -errno::EFAULT)?;
-    expect_exit("kernel-pointer", WRITE_KERNEL_POINTER, -errno::EFAULT)
+    expect_exit("unmapped", WRITE_UNMAPPED, Errno::EFAULT.as_negative())?;
+    expect_exit(
+        "kernel-pointer",
+        WRITE_KERNEL_POINTER,
+        Errno::EFAULT.as_negative(),
+    )
 }
 
 fn getpid_and_unknown_calls() -> TestResult {
@@ -357,7 +362,7 @@ fn getpid_and_unknown_calls() -> TestResult {
         ),
         other => return Err(format!("getpid {other}")),
     }
-    expect_exit("unknown", UNKNOWN_SYSCALL_EXIT, -errno::ENOSYS)
+    expect_exit("unknown", UNKNOWN_SYSCALL_EXIT, Errno::ENOSYS.as_negative())
 }
 
 /// A handler installed on `MachineTrap.Syscall`, guarded to one number,
@@ -383,7 +388,11 @@ fn a_syscall_handler_short_circuits_one_call() -> TestResult {
         .map_err(|error| format!("remove: {error:?}"))?;
     shortcut?;
     others?;
-    expect_exit("unknown-again", UNKNOWN_SYSCALL_EXIT, -errno::ENOSYS)
+    expect_exit(
+        "unknown-again",
+        UNKNOWN_SYSCALL_EXIT,
+        Errno::ENOSYS.as_negative(),
+    )
 }
 
 fn expect_fault(name: &str, code: &[u8], vector: u64) -> TestResult {

@@ -18,7 +18,10 @@ fn memory_devices_behave_as_on_linux() {
     assert_eq!(Full.read(0, &mut buf, false), Ok(16));
     assert_eq!(buf, [0; 16]);
     assert_eq!(Full.write(0, &buf, false), Err(Errno::ENOSPC));
-    assert_eq!(Null.ioctl(0x5401, 0), Err(Errno::ENOTTY));
+    assert_eq!(
+        Null.ioctl(linux_abi::termios::TCGETS, 0),
+        Err(Errno::ENOTTY)
+    );
 }
 
 #[test]

@@ -134,7 +134,7 @@ fn fifos_and_stream_devices_do_not_seek() {
             Ok(buf.len())
         }
         fn ioctl(&self, request: u32, _: u64) -> Result<i64, Errno> {
-            if request == 0x5401 {
+            if request == linux_abi::termios::TCGETS {
                 Ok(0)
             } else {
                 Err(Errno::EINVAL)
@@ -154,9 +154,12 @@ fn fifos_and_stream_devices_do_not_seek() {
     assert_eq!(tty.write(b"hi"), Err(Errno::EAGAIN));
     tty.set_status_flags(0);
     assert_eq!(tty.write(b"hi"), Ok(2));
-    assert_eq!(tty.ioctl(0x5401, 0), Ok(0));
+    assert_eq!(tty.ioctl(linux_abi::termios::TCGETS, 0), Ok(0));
     let file = vfs.open(&context, b"/", O_RDONLY, 0).unwrap();
-    assert_eq!(file.ioctl(0x5401, 0), Err(Errno::ENOTTY));
+    assert_eq!(
+        file.ioctl(linux_abi::termios::TCGETS, 0),
+        Err(Errno::ENOTTY)
+    );
     vfs.mknod(
         &context,
         b"/nodriver",

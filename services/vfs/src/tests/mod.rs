@@ -7,7 +7,6 @@ use crate::{Clock, FileSystem, Inode, PathContext, RamFs, Timespec, Vfs};
 
 mod cpio;
 mod devices;
-mod errno;
 mod file;
 mod names;
 mod namespace;

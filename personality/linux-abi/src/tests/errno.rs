@@ -1,4 +1,6 @@
-use alloc::string::ToString;
+extern crate std;
+
+use std::string::ToString;
 
 use crate::Errno;
 
@@ -31,7 +33,7 @@ fn numbers_are_linux_numbers() {
     ];
     for (errno, number) in expected {
         assert_eq!(errno.as_i32(), number);
-        assert_eq!(errno.as_negative(), -(number as isize));
+        assert_eq!(errno.as_negative(), -i64::from(number));
         assert_eq!(Errno::new(number), Some(errno));
     }
     assert_eq!(Errno::EWOULDBLOCK, Errno::EAGAIN);

@@ -1,0 +1,19 @@
+//! The `AT_*` arguments of the `*at` calls (`linux/fcntl.h`), as the
+//! 64-bit register values the calls receive.
+
+/// `AT_FDCWD`: "relative to the current directory" (-100 as a register).
+pub const AT_FDCWD: u64 = -100i64 as u64;
+/// `AT_SYMLINK_NOFOLLOW`: do not follow a symbolic link at the end.
+pub const AT_SYMLINK_NOFOLLOW: u64 = 0x100;
+/// `AT_REMOVEDIR` (`unlinkat`): remove a directory.
+pub const AT_REMOVEDIR: u64 = 0x200;
+/// `AT_EACCESS` (`faccessat2`): check with the effective ids. The same
+/// bit as `AT_REMOVEDIR`: each call gives it its own meaning.
+pub const AT_EACCESS: u64 = 0x200;
+/// `AT_SYMLINK_FOLLOW` (`linkat`): follow a symbolic link at the end.
+pub const AT_SYMLINK_FOLLOW: u64 = 0x400;
+/// `AT_NO_AUTOMOUNT`: do not trigger an automount (meaningless here, but
+/// allowed).
+pub const AT_NO_AUTOMOUNT: u64 = 0x800;
+/// `AT_EMPTY_PATH`: the descriptor itself when the path is empty.
+pub const AT_EMPTY_PATH: u64 = 0x1000;

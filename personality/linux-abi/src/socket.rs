@@ -1,0 +1,43 @@
+//! Socket addresses: `struct sockaddr_in`, and the address family and
+//! socket type numbers (`linux/socket.h`, `linux/in.h`).
+
+use crate::bytes::{get, put};
+
+/// `AF_INET`: IPv4.
+pub const AF_INET: u16 = 2;
+
+/// `struct sockaddr_in`: an IPv4 address and port (16 bytes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SockaddrIn {
+    /// `sin_port`, as a number (it is big-endian in the record).
+    pub port: u16,
+    /// `sin_addr`: the address's four bytes, in network order.
+    pub address: [u8; 4],
+}
+
+impl SockaddrIn {
+    /// Bytes of a `struct sockaddr_in`.
+    pub const BYTES: usize = 16;
+
+    /// The record as user space reads it: family@0 (`AF_INET`, native
+    /// order), port@2 and address@4 in network order, 8 bytes of zero.
+    pub fn to_bytes(&self) -> [u8; Self::BYTES] {
+        let mut bytes = [0; Self::BYTES];
+        put(&mut bytes, 0, AF_INET.to_le_bytes());
+        put(&mut bytes, 2, self.port.to_be_bytes());
+        put(&mut bytes, 4, self.address);
+        bytes
+    }
+
+    /// The address user space wrote; `None` if its family is not
+    /// `AF_INET`.
+    pub fn from_bytes(bytes: &[u8; Self::BYTES]) -> Option<SockaddrIn> {
+        if u16::from_le_bytes(get(bytes, 0)) != AF_INET {
+            return None;
+        }
+        Some(SockaddrIn {
+            port: u16::from_be_bytes(get(bytes, 2)),
+            address: get(bytes, 4),
+        })
+    }
+}
