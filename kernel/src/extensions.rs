@@ -297,7 +297,7 @@ pub fn init(archive: &'static [u8]) -> &'static Extensions {
                     });
                 }
             }
-            if let Some(strands) = crate::strands::events() {
+            if let Some(strands) = strands::events() {
                 let (unblock, block, checkpoint, resume) = (
                     strands.unblock.clone(),
                     strands.block.clone(),
@@ -831,7 +831,7 @@ impl Extensions {
     /// group's strands alone (see `strands`). Undo with
     /// [`Extensions::unload_scheduler`].
     pub fn load_scheduler(&self, name: &str, group: u64) -> Result<Extension, String> {
-        let events = crate::strands::events().ok_or("the strand events are not set up")?;
+        let events = strands::events().ok_or("the strand events are not set up")?;
         let ports = [
             (port(events.unblock.clone()), "on_unblock"),
             (port(events.block.clone()), "on_block"),
@@ -847,7 +847,7 @@ impl Extensions {
             .runtime
             .load(request)
             .map_err(|error| format!("{error}"))?;
-        crate::strands::set_owner(extension.principal(), group);
+        strands::set_owner(extension.principal(), group);
         for (port, export) in &ports {
             if let Err(error) = extension.bind(port, &wasm_runtime::Bind::handler(export)) {
                 let _ = self.unload_scheduler(&extension);
@@ -866,7 +866,7 @@ impl Extensions {
             .unload()
             .map(drop)
             .map_err(|error| format!("{error}"));
-        crate::strands::forget_owner(extension.principal());
+        strands::forget_owner(extension.principal());
         result
     }
 

@@ -41,7 +41,6 @@ mod process;
 mod service_domains;
 mod shell;
 mod signals;
-mod strands;
 mod stream_service;
 mod syscalls;
 mod system;

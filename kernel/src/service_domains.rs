@@ -49,7 +49,7 @@ pub fn event_export<A: EventArgs, R: EventResult>(event: &Arc<Event<A, R>>) -> E
 pub fn export_all(nameserver: &NameServer, extension_events: [(&'static str, Vec<Export>); 2]) {
     let mut modules: Vec<EventModule> =
         Vec::from(extension_events.map(|(name, exports)| EventModule { name, exports }));
-    if let Some(events) = crate::strands::events() {
+    if let Some(events) = strands::events() {
         modules.push(EventModule {
             name: "Strand",
             exports: Vec::from([

@@ -6,7 +6,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use dispatch::{BindingId, Install, Principal};
 use sched::sync::{Condvar, Mutex};
 
-use crate::strands::{self, Group, StrandArgs};
+use strands::{Group, StrandArgs};
 
 use super::{ensure, KernelTest, TestResult};
 

@@ -39,6 +39,9 @@
 //! strand waits for its group's scheduler to choose it. The price: a
 //! switch to the keeper per block and per wake of a group strand; an
 //! ungrouped thread pays one flag test in `sched`.
+#![no_std]
+
+extern crate alloc;
 
 use alloc::{
     collections::{BTreeMap, BTreeSet, VecDeque},
