@@ -238,11 +238,8 @@ pub fn run_boot_command() -> Result<u8, alloc::string::String> {
         .trim_end_matches('\n');
     let shell = linux::read_program_file(vfs, &vfs.context(0, 0), b"/bin/busybox")
         .map_err(|error| alloc::format!("reading /bin/busybox: {error}"))?;
-    let thread = crate::user::spawn_program(
-        "sh",
-        crate::elf::FileBytes::of(&shell),
-        &["sh", "-c", command],
-    )?;
+    let thread =
+        crate::user::spawn_program("sh", loader::FileBytes::of(&shell), &["sh", "-c", command])?;
     Ok(match thread.join() {
         crate::user::UserExit::Exited(status) => status as u8,
         crate::user::UserExit::Killed(signal) => 128u8.saturating_add(signal),
@@ -272,8 +269,7 @@ pub fn run_interactive_shell() -> Result<(), alloc::string::String> {
     // Keys that signal (^C, ^Z, ^\) must work while nobody reads the
     // terminal (a foreground `sleep`).
     crate::terminal::watch_for_signal_keys();
-    let thread =
-        crate::user::spawn_program_in(pid, "sh", crate::elf::FileBytes::of(&shell), &["-sh"])?;
+    let thread = crate::user::spawn_program_in(pid, "sh", loader::FileBytes::of(&shell), &["-sh"])?;
     let end = thread.join();
     hal::console::write_fmt(format_args!("the shell ended: {end}\n"));
     Ok(())

@@ -25,10 +25,8 @@ extern crate alloc;
 
 mod appel_li;
 mod async_worker;
-mod elf;
 mod exceptions;
 mod extensions;
-mod file_memory;
 mod http_server;
 mod itimer;
 mod linux;
@@ -107,7 +105,7 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
     itimer::init();
     extensions::init(archive);
     linux::init(archive);
-    file_memory::init();
+    file_mappings::init();
     network::init();
     extensions::autoload(boot_info.cmdline_value("spindle.ext").unwrap_or(""));
 

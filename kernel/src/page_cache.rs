@@ -1,6 +1,6 @@
 //! The kernel's one page cache (`services/pagecache`): the pages of
 //! boot-archive files that programs map, shared by every process that
-//! runs them (the ELF loader, `kernel/src/elf.rs`).
+//! runs them (the ELF loader, `services/loader`).
 
 use pagecache::PageCache;
 

@@ -115,13 +115,13 @@ impl UserThread {
 /// `arguments` and `environment` on it, with the auxiliary vector
 /// (`path` is what it was started as: `AT_EXECFN`).
 pub fn program_memory(
-    image: crate::elf::Image,
+    image: loader::Image,
     arguments: &[&[u8]],
     environment: &[&[u8]],
     path: &[u8],
     files: &ProgramFiles,
 ) -> Result<(AddressMap, u64), String> {
-    let crate::elf::Image { space, layout } = image;
+    let loader::Image { space, layout } = image;
     let mut memory = AddressMap::new(Arc::new(space), layout.image_end);
     for segment in &layout.segments {
         let start = segment.start;
@@ -138,11 +138,11 @@ pub fn program_memory(
         }
     }
     map_stack(&mut memory)?;
-    let start = crate::elf::StartInfo {
+    let start = loader::StartInfo {
         path,
         random: random_bytes(),
     };
-    let rsp = crate::elf::initial_stack(
+    let rsp = loader::initial_stack(
         memory.space(),
         STACK_TOP,
         &layout,
@@ -273,7 +273,7 @@ pub fn spawn(name: &str, code: &[u8]) -> Result<UserThread, String> {
 /// starts one.
 pub fn spawn_program(
     name: &str,
-    file: crate::elf::FileBytes<'_>,
+    file: loader::FileBytes<'_>,
     arguments: &[&str],
 ) -> Result<UserThread, String> {
     spawn_program_in(new_process(), name, file, arguments)
@@ -283,10 +283,10 @@ pub fn spawn_program(
 pub fn spawn_program_in(
     process: u64,
     name: &str,
-    file: crate::elf::FileBytes<'_>,
+    file: loader::FileBytes<'_>,
     arguments: &[&str],
 ) -> Result<UserThread, String> {
-    let image = crate::elf::load(file, None)?;
+    let image = loader::load(crate::page_cache::get(), file, None)?;
     let arguments: Vec<&[u8]> = arguments
         .iter()
         .map(|argument| argument.as_bytes())
@@ -318,14 +318,15 @@ pub fn spawn_path(
             .map_err(|error| alloc::format!("reading {}: {error}", String::from_utf8_lossy(path)))
     };
     let file = read(path)?;
-    let interpreter_path = crate::elf::interpreter_path(&file)?;
+    let interpreter_path = loader::interpreter_path(&file)?;
     let interpreter = match &interpreter_path {
         Some(interpreter) => Some(read(interpreter)?),
         None => None,
     };
-    let image = crate::elf::load(
-        crate::elf::FileBytes::of(&file),
-        interpreter.as_ref().map(crate::elf::FileBytes::of),
+    let image = loader::load(
+        crate::page_cache::get(),
+        loader::FileBytes::of(&file),
+        interpreter.as_ref().map(loader::FileBytes::of),
     )?;
     let files = ProgramFiles::find(None, path, interpreter_path.as_deref());
     let (process, entry) = prepare(new_process(), image, arguments, environment, path, &files)?;
@@ -337,7 +338,7 @@ pub fn spawn_path(
 /// program at `path`: its memory, and where its first thread starts.
 fn prepare(
     process: u64,
-    image: crate::elf::Image,
+    image: loader::Image,
     arguments: &[&[u8]],
     environment: &[&[u8]],
     path: &[u8],

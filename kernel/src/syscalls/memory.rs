@@ -12,7 +12,7 @@
 //!
 //! Shared mappings (`MAP_SHARED`) map shared memory (`vm::SharedObject`):
 //! anonymous memory their process's children share, or a file's pages
-//! (`crate::file_memory`), shared by every shared mapping of the file and
+//! (`file_mappings`), shared by every shared mapping of the file and
 //! written back to it by `msync` and when the last mapping goes. A
 //! shared mapping of a file opened read-only cannot be made writable.
 
@@ -160,7 +160,7 @@ pub(super) fn mmap(
     };
     if shared {
         // The file's shared pages, which every shared mapping of it maps.
-        let object = crate::file_memory::of(&inode);
+        let object = file_mappings::of(&inode);
         return process
             .with_memory(|memory| {
                 place(memory, address, len, no_replace, |memory| {
@@ -182,7 +182,7 @@ pub(super) fn mmap(
         .div_ceil(PAGE_SIZE)
         .min(file_size.saturating_sub(offset).div_ceil(PAGE_SIZE));
     // What shared mappings of the file wrote is the file's first.
-    crate::file_memory::sync_file(&*inode);
+    file_mappings::sync_file(&*inode);
     // A boot-archive file lends its bytes: its pages come from the page
     // cache, shared with every other mapping of it.
     let frames = match inode.borrowed_contents() {

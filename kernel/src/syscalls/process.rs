@@ -464,7 +464,7 @@ pub(super) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
     }
     // A dynamically linked program's interpreter is read as the program
     // was: a missing one is `ENOENT`, as on Linux.
-    let interpreter_path = match crate::elf::interpreter_path(&bytes) {
+    let interpreter_path = match loader::interpreter_path(&bytes) {
         Ok(path) => path,
         Err(_) => return errno_of(vfs::Errno::ENOEXEC),
     };
@@ -475,13 +475,14 @@ pub(super) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
         },
         None => None,
     };
-    let image = match crate::elf::load(
-        crate::elf::FileBytes::of(&bytes),
-        interpreter.as_ref().map(crate::elf::FileBytes::of),
+    let image = match loader::load(
+        crate::page_cache::get(),
+        loader::FileBytes::of(&bytes),
+        interpreter.as_ref().map(loader::FileBytes::of),
     ) {
         Ok(image) => image,
-        Err(crate::elf::LoadError::NoMemory) => return Errno::ENOMEM.as_negative(),
-        Err(crate::elf::LoadError::NotExecutable(_)) => return errno_of(vfs::Errno::ENOEXEC),
+        Err(loader::LoadError::NoMemory) => return Errno::ENOMEM.as_negative(),
+        Err(loader::LoadError::NotExecutable(_)) => return errno_of(vfs::Errno::ENOEXEC),
     };
     // The file bytes are not needed any more: give the heap back before
     // the new program's pages are taken.

@@ -65,7 +65,7 @@ fn campaign(parameters: &str) -> Result<String, String> {
         for _ in 0..BATCH {
             warming.push(user::spawn_program(
                 "sysfuzz",
-                crate::elf::FileBytes::Lent(program),
+                loader::FileBytes::Lent(program),
                 &["sysfuzz", "1", "100"],
             )?);
         }
@@ -97,7 +97,7 @@ fn campaign(parameters: &str) -> Result<String, String> {
                 let seed_text = format!("{process_seed}");
                 running.push(user::spawn_program(
                     "sysfuzz",
-                    crate::elf::FileBytes::Lent(program),
+                    loader::FileBytes::Lent(program),
                     &["sysfuzz", &seed_text, &calls_text],
                 )?);
             }

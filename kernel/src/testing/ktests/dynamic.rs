@@ -443,7 +443,7 @@ OK=1
 /// headers and program headers changed one at a time: each load either
 /// succeeds or says why not, never faults, and every frame comes back.
 fn corrupt_elf_files_never_harm_the_loader() -> TestResult {
-    use crate::elf;
+    use loader as elf;
     let program = read_file(&format!("{DEBIAN_BIN}/env"))?;
     let interpreter = read_file("/lib64/ld-linux-x86-64.so.2")?;
     let frames = crate::page_cache::frames_free_or_cached();
@@ -451,6 +451,7 @@ fn corrupt_elf_files_never_harm_the_loader() -> TestResult {
     let mut attempt = |program: &[u8], interpreter: &[u8]| {
         let wanted = elf::interpreter_path(program).ok().flatten();
         match elf::load(
+            crate::page_cache::get(),
             elf::FileBytes::Copied(program),
             wanted.as_ref().map(|_| elf::FileBytes::Copied(interpreter)),
         ) {

@@ -4,11 +4,10 @@
 
 use alloc::{format, string::String};
 
+use loader::FileBytes;
+
 use super::{ensure, user::run_and_capture, KernelTest, TestResult};
-use crate::{
-    elf::{self, FileBytes},
-    user::UserExit,
-};
+use crate::user::UserExit;
 
 pub const TESTS: &[KernelTest] = &[
     KernelTest {
@@ -35,9 +34,11 @@ fn programs_share_their_file_pages() -> TestResult {
         .ok_or("bin/busybox is not in the boot archive")?;
     let file_pages = busybox.len() / hal::memory::PAGE_SIZE as usize;
     let frames = crate::page_cache::frames_free_or_kept();
-    let first = elf::load(FileBytes::Lent(busybox), None).map_err(|error| format!("{error}"))?;
+    let first = loader::load(crate::page_cache::get(), FileBytes::Lent(busybox), None)
+        .map_err(|error| format!("{error}"))?;
     let free_before_second = hal::memory::frame_stats().free;
-    let second = elf::load(FileBytes::Lent(busybox), None).map_err(|error| format!("{error}"))?;
+    let second = loader::load(crate::page_cache::get(), FileBytes::Lent(busybox), None)
+        .map_err(|error| format!("{error}"))?;
     let taken = free_before_second - hal::memory::frame_stats().free;
     ensure!(
         taken < file_pages / 10,
@@ -53,7 +54,8 @@ fn programs_share_their_file_pages() -> TestResult {
         describe(in_first),
         describe(in_second)
     );
-    let copied = elf::load(FileBytes::Copied(busybox), None).map_err(|error| format!("{error}"))?;
+    let copied = loader::load(crate::page_cache::get(), FileBytes::Copied(busybox), None)
+        .map_err(|error| format!("{error}"))?;
     ensure!(
         copied.space.translate(entry) != in_first,
         "bytes that are not lent were mapped from the cache"

@@ -116,7 +116,7 @@ fn run(name: &str, arguments: &[&str]) -> Result<(u64, UserExit, String), String
     let mut argv = alloc::vec![name];
     argv.extend_from_slice(arguments);
     let (_, mark) = user::recent_console_output(u64::MAX);
-    let thread = user::spawn_program(name, crate::elf::FileBytes::Lent(file), &argv)?;
+    let thread = user::spawn_program(name, loader::FileBytes::Lent(file), &argv)?;
     let pid = thread.process();
     let end = thread.join();
     let (output, _) = user::recent_console_output(mark);

@@ -1,5 +1,5 @@
 //! Shared memory (`MAP_SHARED`): anonymous memory shared with children,
-//! files' shared pages (`kernel/src/file_memory.rs`).
+//! files' shared pages (`services/file-mappings`).
 
 use super::{ensure, user::run_and_capture, KernelTest, TestResult};
 use crate::user::UserExit;

@@ -44,15 +44,10 @@ fn tracer_logs_one_process() -> TestResult {
     let first = user::spawn_program_in(
         traced,
         "cat",
-        crate::elf::FileBytes::Lent(busybox),
+        loader::FileBytes::Lent(busybox),
         &["cat", "/no/such/file"],
     );
-    let second = user::spawn_program_in(
-        other,
-        "hello",
-        crate::elf::FileBytes::Lent(hello),
-        &["hello"],
-    );
+    let second = user::spawn_program_in(other, "hello", loader::FileBytes::Lent(hello), &["hello"]);
     let ends = (
         first.map(user::UserThread::join),
         second.map(user::UserThread::join),

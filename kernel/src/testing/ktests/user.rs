@@ -11,9 +11,10 @@ use dispatch::{Install, Order, Principal};
 use linux_abi::Errno;
 use sched::Fault;
 
+use loader::FileBytes::{Copied, Lent};
+
 use super::{ensure, KernelTest, TestResult};
 use crate::{
-    elf::FileBytes::{Copied, Lent},
     syscalls,
     user::{self, UserExit},
 };

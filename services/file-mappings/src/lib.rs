@@ -13,6 +13,10 @@
 //! write shows to `read` at once, and a `write` to the mappings, as with
 //! Linux's one page cache.
 
+#![no_std]
+
+extern crate alloc;
+
 use alloc::{
     collections::BTreeMap,
     sync::{Arc, Weak},

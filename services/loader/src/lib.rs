@@ -19,7 +19,12 @@
 //!
 //! Each `PT_LOAD` segment is mapped with its own permissions (W^X: a
 //! segment both writable and executable is refused). Neither base is
-//! randomized; there is no vDSO.
+//! randomized; there is no vDSO. Segments of files the boot archive lends
+//! are mapped through the page cache (`services/pagecache`), so every
+//! process running a program shares its read-only pages.
+#![no_std]
+
+extern crate alloc;
 
 use alloc::{format, string::String, vec::Vec};
 
@@ -32,6 +37,7 @@ use object::{
     read::elf::{FileHeader, ProgramHeader},
     LittleEndian,
 };
+use pagecache::PageCache;
 
 /// Where a position-independent program's lowest segment is placed
 /// (Linux puts them near two thirds of the user half too:
@@ -255,7 +261,9 @@ pub fn interpreter_path(bytes: &[u8]) -> Result<Option<Vec<u8>>, LoadError> {
 /// Maps `program` (and `interpreter`, the file its `PT_INTERP` names,
 /// which the caller read) into a new address space. A program that asks
 /// for an interpreter must be given one, and one that does not must not.
+/// Lent files' read-only pages come from `cache`.
 pub fn load(
+    cache: &PageCache,
     program: FileBytes<'_>,
     interpreter: Option<FileBytes<'_>>,
 ) -> Result<Image, LoadError> {
@@ -276,7 +284,14 @@ pub fn load(
     } else {
         (0, EXEC_LIMIT)
     };
-    let main = place(&space, &parsed, program_base, program_limit, &mut segments)?;
+    let main = place(
+        cache,
+        &space,
+        &parsed,
+        program_base,
+        program_limit,
+        &mut segments,
+    )?;
     let (entry, interpreter_base) = match interpreter {
         Some(bytes) => {
             let interpreter = parse(bytes)
@@ -290,6 +305,7 @@ pub fn load(
                 return Err(not_executable("the interpreter asks for an interpreter"));
             }
             let placed = place(
+                cache,
                 &space,
                 &interpreter,
                 INTERPRETER_BASE,
@@ -336,9 +352,10 @@ fn page_down(address: u64) -> u64 {
 
 /// Maps the `PT_LOAD` segments of `file` into `space`: an `ET_DYN` file
 /// with its lowest segment at `base`, an `ET_EXEC` file where it says;
-/// every segment between `vm::MMAP_MIN_ADDRESS` and `limit`. Adds each
-/// segment's pages to `segments`.
+/// every segment between `vm::MMAP_MIN_ADDRESS` and `limit`, lent pages
+/// through `cache`. Adds each segment's pages to `segments`.
 fn place(
+    cache: &PageCache,
     space: &AddressSpace,
     file: &Parsed<'_>,
     base: u64,
@@ -461,7 +478,7 @@ fn place(
             } else {
                 protection
             };
-            crate::page_cache::get()
+            cache
                 .map(
                     space,
                     lent,
