@@ -380,8 +380,20 @@ mod backing {
 mod tests {
     use super::*;
 
+    /// The tests of this module, one at a time: [`mapped_bytes`] counts
+    /// every memory of the process, so a test that checks it must not see
+    /// another test's memories come and go.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+        ONE_AT_A_TIME
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     #[test]
     fn grows_in_place_with_zeros_and_keeps_its_bytes() {
+        let _serial = one_at_a_time();
         let mut memory = LinearMemory::new(65536, 4 * 65536).expect("a memory");
         let base = memory.base();
         assert_eq!(memory.len(), 65536);
@@ -400,16 +412,15 @@ mod tests {
 
     #[test]
     fn a_view_keeps_the_pages_after_the_owner_is_gone() {
+        let _serial = one_at_a_time();
         let before = mapped_bytes();
         let memory = LinearMemory::new(8192, 8192).expect("a memory");
         let view = memory.view();
         drop(memory);
         assert_eq!(view.len(), 8192);
-        assert!(mapped_bytes() >= before + 8192);
+        assert_eq!(mapped_bytes(), before + 8192, "the view keeps the pages");
         drop(view);
-        // Other tests may map memories meanwhile: this one's pages are
-        // gone with its last view (checked in QEMU, where nothing runs
-        // beside, by the leak tests).
+        assert_eq!(mapped_bytes(), before, "the last view lets them go");
         assert!(
             LinearMemory::new(1, 0).is_none(),
             "a length above the maximum"
@@ -421,6 +432,7 @@ mod tests {
 
     #[test]
     fn a_view_copies_out_only_bytes_in_use() {
+        let _serial = one_at_a_time();
         let mut memory = LinearMemory::new(65536, 2 * 65536).expect("a memory");
         memory.as_mut_slice()[65530..65536].copy_from_slice(b"spindl");
         let view = memory.view();
