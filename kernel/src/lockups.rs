@@ -20,7 +20,8 @@
 //! lock, so everything here uses `try_lock`, allocates nothing and writes
 //! to the console through its emergency path. A part that could not be
 //! read is said to be busy. Addresses map to functions with
-//! `addr2line -f -e target/kernel/x86_64-unknown-none/release/kernel`.
+//! `addr2line -f -e target/kernel/x86_64-unknown-none/release/spindle` (or
+//! `spindle-testing`, the image `./x test` boots).
 
 use core::fmt::{self, Write};
 
