@@ -12,8 +12,9 @@
 //! into pages nobody else uses); running it is not, since this module
 //! cannot tell compiler output from other bytes, nor a well-formed context
 //! from a forged one. So [`CodeMemory::enter`] is an `unsafe fn`: its one
-//! caller is the native engine's entry (`wasm/src/engine/native/entry.rs`),
-//! which only enters code its compiler produced, with a context it built.
+//! caller is the native engine's entry (the `native_entry` crate,
+//! `wasm/native-entry`), which the runtime uses only to enter code its
+//! compiler produced, with a context it built.
 
 /// The signature every entry has: the context, then up to eight integer
 /// arguments (a function with fewer ignores the rest, as the System V

@@ -338,6 +338,7 @@ fn a_raise_from_wasm_is_refused_when_the_stack_is_nearly_full() {
 /// stores its argument at 0, spins, then stores it at 8; `lookup` and
 /// `far` (read-only) add the word at 0 or at 64 KiB (beyond the first
 /// page) to their argument; `grow` adds a page and `poke` stores 7 there.
+#[cfg(feature = "native")]
 fn readers_and_a_writer() -> Vec<u8> {
     wat::parse_str(
         r#"(module

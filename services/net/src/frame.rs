@@ -9,11 +9,11 @@
 use alloc::{boxed::Box, sync::Arc};
 use core::{any::Any, ops::Range};
 
+use extension_interface::{PacketAccess, ReplyError};
 use smoltcp::wire::{
     EthernetFrame, EthernetProtocol, Icmpv4Packet, IpAddress, IpProtocol, Ipv4Address, Ipv4Packet,
     TcpPacket, UdpPacket,
 };
-use wasm_runtime::{PacketAccess, ReplyError};
 
 use crate::Network;
 

@@ -10,8 +10,8 @@
 use alloc::sync::Arc;
 
 use dispatch::{Authority, Event, Field, Guard, Handler, Install, Predicate, Principal};
+use extension_interface::PacketRef;
 use smoltcp::wire::{EthernetProtocol, IpProtocol};
-use wasm_runtime::PacketRef;
 
 use crate::{
     frame::{Frame, Layer, LayerView, Transport},

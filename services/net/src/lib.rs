@@ -9,7 +9,7 @@
 //! ```
 //!
 //! - [`frame`]: frames parsed and checked once on arrival, and the
-//!   per-layer views handlers get as packets (`wasm_runtime::PacketRef`:
+//!   per-layer views handlers get as packets (`extension_interface::PacketRef`:
 //!   a capability, never a pointer);
 //! - [`graph`]: the events, their intrinsic handlers (each layer raising
 //!   the next) and the defaults (UDP and TCP go to the sockets when no

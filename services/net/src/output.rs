@@ -5,6 +5,7 @@
 //! A frame is written in place in the page the device sends from; only a
 //! packet that must wait for ARP is copied.
 
+use extension_interface::ReplyError;
 use smoltcp::{
     phy::ChecksumCapabilities,
     wire::{
@@ -12,7 +13,6 @@ use smoltcp::{
         Ipv4Address, Ipv4Packet, Ipv4Repr, UdpPacket, UdpRepr,
     },
 };
-use wasm_runtime::ReplyError;
 
 use alloc::sync::Arc;
 

@@ -5,8 +5,8 @@ use alloc::{collections::VecDeque, sync::Arc, vec::Vec};
 use core::net::SocketAddrV4;
 
 use dispatch::Event;
+use extension_interface::PacketRef;
 use sockets::{Shutdown, Socket, SocketError};
-use wasm_runtime::PacketRef;
 
 use crate::{
     stream::{Piece, Stream},

@@ -35,8 +35,8 @@ use core::{
 };
 
 use dispatch::{Authority, Event, Handler};
+use extension_interface::PacketRef;
 use sockets::{Kind, Socket, SocketError, Stack};
-use wasm_runtime::PacketRef;
 
 use connection::Connection;
 

@@ -4,7 +4,7 @@
 
 use alloc::{sync::Arc, vec::Vec};
 
-use wasm_runtime::{FileAccess, PacketAccess, ReplyError};
+use extension_interface::{FileAccess, PacketAccess, ReplyError};
 
 /// A piece of an answer, waiting to be sent.
 pub(crate) enum Piece {

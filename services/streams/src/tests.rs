@@ -11,8 +11,8 @@ use std::sync::{
 };
 
 use dispatch::{Field, Guard, Handler, Install, Predicate, Principal};
+use extension_interface::FileAccess;
 use sockets::{Kind, Shutdown, Socket, SocketError, Stack};
-use wasm_runtime::FileAccess;
 
 use crate::{Listener, Next, Service, StreamArgs, LOCAL_PORT, MAX_PENDING_BYTES};
 

@@ -68,14 +68,23 @@ pub const MEMORY_FAST_END: i32 = 88;
 /// Offset of the lowest stack address generated code may use (`u64`): a
 /// function whose frame reaches below it traps with
 /// [`TrapCode::StackOverflow`] instead of running off the kernel stack.
-pub const STACK_LIMIT: i32 = 96;
+/// The entry (`native_entry`) sets it, so the offset is that crate's.
+pub const STACK_LIMIT: i32 = native_entry::STACK_LIMIT;
 /// Offset of the runtime's own pointer to the instance (`u64`), which the
 /// runtime procedures above and the host-call trampolines use (in a
 /// read-only run's context, to what its reading trampolines reach);
-/// generated code never reads it.
-pub const HOST: i32 = 104;
+/// generated code never reads it. The entry (`native_entry`) sets it and
+/// its callbacks read it, so the offset is that crate's.
+pub const HOST: i32 = native_entry::HOST;
 /// Bytes of the context.
 pub const CONTEXT_BYTES: usize = 112;
+
+// The entry's two words follow the others and end the context.
+const _: () = assert!(
+    MEMORY_FAST_END + 8 == STACK_LIMIT
+        && STACK_LIMIT + 8 == HOST
+        && HOST as usize + 8 == CONTEXT_BYTES
+);
 /// Most arguments of a kernel procedure (the widest host-call
 /// trampoline).
 pub const HOST_ARGUMENTS: usize = 8;
