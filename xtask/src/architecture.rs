@@ -212,8 +212,8 @@ pub fn with_generated_part(text: &str, generated: &str) -> Result<String> {
     ))
 }
 
-/// The document as it should be, from the current manifests.
-fn expected_document() -> Result<(String, String)> {
+/// `cargo metadata` of the workspace, without dependencies.
+pub fn workspace_metadata() -> Result<Value> {
     let output = toolchain::cargo("target")
         .args(["metadata", "--format-version", "1", "--no-deps"])
         .output()
@@ -225,8 +225,37 @@ fn expected_document() -> Result<(String, String)> {
         )
         .into());
     }
-    let metadata: Value = serde_json::from_slice(&output.stdout)
-        .map_err(|error| format!("cargo metadata printed no JSON: {error}"))?;
+    serde_json::from_slice(&output.stdout)
+        .map_err(|error| format!("cargo metadata printed no JSON: {error}").into())
+}
+
+/// The package names of the workspace's members (`members`), or of its
+/// default members (`default_members`: what `cargo test` on the host builds).
+pub fn member_names(metadata: &Value, default_members: bool) -> Result<Vec<String>> {
+    let key = if default_members {
+        "workspace_default_members"
+    } else {
+        "workspace_members"
+    };
+    let ids: Vec<&str> = metadata[key]
+        .as_array()
+        .ok_or_else(|| format!("cargo metadata: no {key}"))?
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let packages = metadata["packages"]
+        .as_array()
+        .ok_or("cargo metadata: no packages")?;
+    Ok(packages
+        .iter()
+        .filter(|package| package["id"].as_str().is_some_and(|id| ids.contains(&id)))
+        .filter_map(|package| package["name"].as_str().map(str::to_string))
+        .collect())
+}
+
+/// The document as it should be, from the current manifests.
+fn expected_document() -> Result<(String, String)> {
+    let metadata = workspace_metadata()?;
     let crates = crates_from_metadata(&metadata)?;
     let path = crate::repo_root().join(DOCUMENT);
     let current =

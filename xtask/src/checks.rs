@@ -15,7 +15,7 @@ use std::process::Command;
 use crate::toolchain::{
     self, CARGO, KERNEL_BUILD_STD_ARGS, KERNEL_RUSTFLAGS, KERNEL_TARGET, KERNEL_TARGET_DIR,
 };
-use crate::Result;
+use crate::{architecture, Result};
 
 /// One check: its name as printed, and the command that runs it.
 struct Check {
@@ -24,7 +24,7 @@ struct Check {
 }
 
 /// Every check, in the order they run (cheapest first).
-fn checks() -> Vec<Check> {
+fn checks() -> Result<Vec<Check>> {
     let mut checks = Vec::new();
 
     let mut format = toolchain::cargo("target");
@@ -67,6 +67,18 @@ fn checks() -> Vec<Check> {
         });
     }
 
+    // The host run documents the default members (what builds on the
+    // host) but `hal`, whose hardware modules exist only on the kernel's
+    // target; the bare-metal run documents the other members and `hal`.
+    let metadata = architecture::workspace_metadata()?;
+    let host_crates = architecture::member_names(&metadata, true)?;
+    let kernel_crates: Vec<String> = architecture::member_names(&metadata, false)?
+        .into_iter()
+        .filter(|name| {
+            name == "hal" || !host_crates.contains(name) && !HOST_ONLY.contains(&name.as_str())
+        })
+        .collect();
+
     let mut host_doc = toolchain::cargo("target");
     host_doc
         .env("RUSTDOCFLAGS", RUSTDOC_FLAGS)
@@ -75,13 +87,12 @@ fn checks() -> Vec<Check> {
             "--keep-going",
             "--no-deps",
             "--document-private-items",
-            "--workspace",
         ])
         .args(
-            KERNEL_CRATES
+            host_crates
                 .iter()
-                .chain(HOST_DOC_LEFT_OUT)
-                .flat_map(|name| ["--exclude", name]),
+                .filter(|name| *name != "hal")
+                .flat_map(|name| ["-p", name.as_str()]),
         );
     checks.push(Check {
         name: "cargo doc (host crates)",
@@ -97,39 +108,25 @@ fn checks() -> Vec<Check> {
             "--document-private-items",
             "--release",
             "--features",
-            "testing",
+            "kernel/testing",
         ])
-        .args(KERNEL_CRATES.iter().flat_map(|name| ["-p", name]));
+        .args(kernel_crates.iter().flat_map(|name| ["-p", name.as_str()]));
     checks.push(Check {
         name: "cargo doc (kernel-only crates)",
         command: kernel_doc,
     });
-    checks
+    Ok(checks)
 }
 
-/// The crates the bare-metal documentation run covers: those that build
-/// only for the kernel's target, and `hal`, most of which does.
-const KERNEL_CRATES: &[&str] = &[
-    "kernel",
-    "hal",
-    "linux-personality",
-    "sched",
-    "vm",
-    "pagecache",
-    "physaddr",
-    "translation",
-];
+/// Members that are neither host default members nor part of the kernel:
+/// the wasm-peer benchmark, which builds wasmtime (`./x bench wasm-peer`).
+const HOST_ONLY: &[&str] = &["bench-wasm-peer"];
 
 /// `RUSTDOCFLAGS` of both documentation runs: warnings are errors, except
 /// links from public items to private ones, which resolve because private
 /// items are documented too (`--document-private-items`: a kernel's readers
 /// need its internals).
 const RUSTDOC_FLAGS: &str = "-D warnings -A rustdoc::private_intra_doc_links";
-
-/// Crates the host documentation run leaves out besides [`KERNEL_CRATES`]
-/// (which include `hal`, whose hardware modules exist only on the kernel's
-/// target): the wasm-peer benchmark, which builds wasmtime.
-const HOST_DOC_LEFT_OUT: &[&str] = &["bench-wasm-peer"];
 
 /// `cargo SUBCOMMAND` for the kernel's target, with the kernel build's flags.
 fn kernel_cargo(subcommand: &str) -> Command {
@@ -155,7 +152,7 @@ pub fn run_all() -> Result<bool> {
         }
     );
     let mut is_success = is_current;
-    for mut check in checks() {
+    for mut check in checks()? {
         eprintln!("x: check: {}", check.name);
         let passed = check
             .command
