@@ -20,21 +20,22 @@
 //! and a page the child touches first comes from the object too, so
 //! parent and child see each other's writes.
 //!
-//! The mechanism (page tables, shared frames, private copies) is `hal`'s
-//! [`AddressSpace`]; this crate is policy only, and has no `unsafe`.
-#![no_std]
+//! The mechanism (page tables, shared frames, private copies) is reached
+//! through the [`PageTables`] trait: `hal`'s `AddressSpace` in the
+//! kernel, page tables that record what they are asked in the host tests.
+//! This crate is policy only, and has no `unsafe`.
+#![cfg_attr(not(test), no_std)]
 
 extern crate alloc;
 
 use alloc::{collections::BTreeMap, sync::Arc, vec::Vec};
 
-use hal::{
-    address_space::{AddressSpace, UserProtection},
-    memory::{MapError, PAGE_SIZE},
-};
+use hal::paging::{MapError, UserProtection, PAGE_SIZE};
 
+mod page_tables;
 mod shared;
 
+pub use page_tables::PageTables;
 pub use shared::{AnonymousMemory, SharedObject};
 
 /// Page-fault error code: the page was present (a protection fault).
@@ -55,7 +56,7 @@ pub const MMAP_CEILING: u64 = 0x7f00_0000_0000;
 /// The most the break may grow beyond its start (1 GiB).
 const MAX_BREAK_BYTES: u64 = 1 << 30;
 /// First address above the user half.
-const USER_END: u64 = hal::user::USER_END;
+const USER_END: u64 = hal::paging::USER_END;
 
 /// A range of pages with one protection. Its pages are mapped on first
 /// touch (zeroed) or were mapped by the loader.
@@ -91,10 +92,11 @@ pub struct Label {
     pub ino: u64,
 }
 
-/// What a shared mapping maps ([`AddressMap::map_shared`]).
-pub struct SharedSource {
+/// What a shared mapping maps ([`AddressMap::map_shared`]): pages of an
+/// object that hands out frames of type `F` (its page tables').
+pub struct SharedSource<F> {
     /// The shared pages (a file's, or anonymous shared memory).
-    pub object: Arc<dyn SharedObject>,
+    pub object: Arc<dyn SharedObject<Frame = F>>,
     /// The object's page at the region's start (the file offset in pages).
     pub first_page: u64,
     /// False keeps `mprotect` from making the region writable (a file
@@ -202,9 +204,10 @@ pub enum Remap {
     To(u64),
 }
 
-/// A process's memory: its address space and the regions in it.
-pub struct AddressMap {
-    space: Arc<AddressSpace>,
+/// A process's memory: its address space (page tables `P`) and the
+/// regions in it.
+pub struct AddressMap<P: PageTables> {
+    space: Arc<P>,
     /// Regions by start address; they never overlap.
     regions: BTreeMap<u64, Region>,
     /// Where the break region starts (after the program's image).
@@ -214,7 +217,7 @@ pub struct AddressMap {
     /// Page faults resolved (demand-zero pages and private copies).
     resolved: u64,
     /// The shared objects regions map, by number.
-    objects: BTreeMap<u32, Arc<dyn SharedObject>>,
+    objects: BTreeMap<u32, Arc<dyn SharedObject<Frame = P::Frame>>>,
     /// The number the next object gets.
     next_object: u32,
     /// What regions map, by number (shared by the pieces of a split
@@ -246,10 +249,10 @@ fn user_range(start: u64, len: u64) -> Result<(u64, u64), VmError> {
     Ok((start, end))
 }
 
-impl AddressMap {
+impl<P: PageTables> AddressMap<P> {
     /// The map of `space` with no regions; the break starts at
     /// `break_start` (the first page after the program's image).
-    pub fn new(space: Arc<AddressSpace>, break_start: u64) -> Self {
+    pub fn new(space: Arc<P>, break_start: u64) -> Self {
         let break_start = page_up(break_start).unwrap_or(break_start);
         AddressMap {
             space,
@@ -265,7 +268,7 @@ impl AddressMap {
     }
 
     /// The address space the map describes.
-    pub fn space(&self) -> &Arc<AddressSpace> {
+    pub fn space(&self) -> &Arc<P> {
         &self.space
     }
 
@@ -440,15 +443,15 @@ impl AddressMap {
             return false;
         };
         let mapped = self.space.map_frame(page, &frame, region.protection);
-        hal::memory::free_frame(frame);
+        P::free_frame(frame);
         matches!(mapped, Ok(()) | Err(MapError::AlreadyMapped(_)))
     }
 
     /// A copy of this map in a new address space, every page shared with
     /// this one, copy-on-write where the region is writable and private
     /// (`fork`); shared memory stays shared.
-    pub fn fork(&self) -> Result<AddressMap, VmError> {
-        let child = Arc::new(AddressSpace::new()?);
+    pub fn fork(&self) -> Result<AddressMap<P>, VmError> {
+        let child = Arc::new(P::new_empty()?);
         for region in self.regions.values() {
             let copy_on_write =
                 region.protection == UserProtection::ReadWrite && region.shared.is_none();
@@ -478,7 +481,7 @@ impl AddressMap {
         len: u64,
         protection: UserProtection,
         fixed: bool,
-        source: SharedSource,
+        source: SharedSource<P::Frame>,
     ) -> Result<u64, VmError> {
         let SharedSource {
             object,
@@ -620,7 +623,7 @@ impl AddressMap {
         protection: UserProtection,
         fixed: bool,
         may_write: bool,
-        pages: &[hal::memory::Frame],
+        pages: &[P::Frame],
     ) -> Result<u64, VmError> {
         let pages_fit = page_up(len).is_some_and(|size| pages.len() as u64 <= size / PAGE_SIZE);
         if !pages_fit {
