@@ -34,6 +34,8 @@ use hal::paging::{MapError, UserProtection, PAGE_SIZE};
 
 mod page_tables;
 mod shared;
+#[cfg(test)]
+mod tests;
 
 pub use page_tables::PageTables;
 pub use shared::{AnonymousMemory, SharedObject};
@@ -668,17 +670,30 @@ impl<P: PageTables> AddressMap<P> {
     /// Where a new mapping of `len` bytes goes: at `hint` if `fixed`
     /// (whatever was there is removed first), else in the highest gap
     /// that fits. Returns the start and the size in whole pages.
+    /// Linux's errors, in Linux's order: an empty length is
+    /// [`VmError::BadRange`]; one that does not fit in the user half
+    /// (rounded up past the top, or a fixed range ending beyond it)
+    /// [`VmError::NoMemory`]; then an unaligned fixed address
+    /// [`VmError::BadRange`], and one below [`MMAP_MIN_ADDRESS`]
+    /// [`VmError::BelowMinimum`].
     fn place(&mut self, hint: u64, len: u64, fixed: bool) -> Result<(u64, u64), VmError> {
-        let size = page_up(len)
-            .filter(|&size| size > 0)
-            .ok_or(VmError::BadRange)?;
+        if len == 0 {
+            return Err(VmError::BadRange);
+        }
+        let size = page_up(len).ok_or(VmError::NoMemory)?;
         let start = if fixed {
+            let end = hint
+                .checked_add(size)
+                .filter(|&end| end <= USER_END)
+                .ok_or(VmError::NoMemory)?;
+            if !hint.is_multiple_of(PAGE_SIZE) {
+                return Err(VmError::BadRange);
+            }
             if hint < MMAP_MIN_ADDRESS {
                 return Err(VmError::BelowMinimum);
             }
-            let (start, end) = user_range(hint, size)?;
-            self.remove_range(start, end);
-            start
+            self.remove_range(hint, end);
+            hint
         } else {
             self.find_gap(size).ok_or(VmError::NoMemory)?
         };
@@ -855,15 +870,26 @@ impl<P: PageTables> AddressMap<P> {
     }
 
     /// `mprotect(start, len, protection)`: every page in the range must be
-    /// in a region (else [`VmError::NoMemory`], Linux's `ENOMEM`); their
-    /// regions and mapped pages take the new protection.
+    /// in a region (else [`VmError::NoMemory`], Linux's `ENOMEM`, also for
+    /// a range beyond the user half); their regions and mapped pages take
+    /// the new protection. As on Linux, an unaligned start is
+    /// [`VmError::BadRange`] and an empty range changes nothing.
     pub fn protect(
         &mut self,
         start: u64,
         len: u64,
         protection: UserProtection,
     ) -> Result<(), VmError> {
-        let (start, end) = user_range(start, len)?;
+        if !start.is_multiple_of(PAGE_SIZE) {
+            return Err(VmError::BadRange);
+        }
+        if len == 0 {
+            return Ok(());
+        }
+        let end = page_up(len)
+            .and_then(|len| start.checked_add(len))
+            .filter(|&end| end <= USER_END)
+            .ok_or(VmError::NoMemory)?;
         if protection == UserProtection::ReadWrite
             && self
                 .regions
