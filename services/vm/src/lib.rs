@@ -57,8 +57,10 @@ pub const MMAP_FLOOR: u64 = 0x1000_0000;
 pub const MMAP_CEILING: u64 = 0x7f00_0000_0000;
 /// The most the break may grow beyond its start (1 GiB).
 const MAX_BREAK_BYTES: u64 = 1 << 30;
-/// First address above the user half.
-const USER_END: u64 = hal::paging::USER_END;
+/// The end of what mappings may cover: the user half less its last page,
+/// which is never mapped (a `syscall` at its very end would return to a
+/// non-canonical address), as Linux's `TASK_SIZE` leaves it out too.
+const USER_END: u64 = hal::paging::USER_END - PAGE_SIZE;
 
 /// A range of pages with one protection. Its pages are mapped on first
 /// touch (zeroed) or were mapped by the loader.
@@ -564,9 +566,27 @@ impl<P: PageTables> AddressMap<P> {
             if self.overlaps(old_top, new_top) {
                 return self.break_end;
             }
-            // Grow the break region (or make it).
+            // Grow the break region (or make it). Only a region the new
+            // pages would join: the heap's (or plain private memory)
+            // with the heap's protection; one `mprotect` changed keeps
+            // its own, as on Linux, where new break pages are writable.
+            let labels = &self.labels;
+            let heap_like = |region: &Region| {
+                region.protection == UserProtection::ReadWrite
+                    && region.may_write
+                    && region.shared.is_none()
+                    && region.label.is_none_or(|number| {
+                        labels
+                            .get(&number)
+                            .is_some_and(|label| label.name == b"[heap]")
+                    })
+            };
             match self.regions.range_mut(..old_top).next_back() {
-                Some((_, region)) if region.end == old_top && region.start >= self.break_start => {
+                Some((_, region))
+                    if region.end == old_top
+                        && region.start >= self.break_start
+                        && heap_like(region) =>
+                {
                     region.end = new_top;
                 }
                 _ => {
