@@ -108,7 +108,8 @@ fn checks() -> Vec<Check> {
 }
 
 /// The crates the bare-metal documentation run covers: those that build
-/// only for the kernel's target, and `hal`, most of which does.
+/// only for the kernel's target, `hal`, most of which does, and `vm`,
+/// whose implementation of its page-table trait for `hal` does.
 const KERNEL_CRATES: &[&str] = &[
     "kernel",
     "hal",
