@@ -21,6 +21,8 @@ use x86_64::{
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
+pub use crate::paging::UserProtection;
+
 use crate::{
     memory::{self, MapError, TableFrames, FRAMES, PAGE_SIZE, PHYS_OFFSET},
     sync::{IrqMutex, IrqMutexGuard},
@@ -31,20 +33,6 @@ use crate::{
 /// very end would return (`sysret`) to a non-canonical address, which
 /// faults in ring 0 on the user's stack on Intel CPUs.
 const HIGHEST_MAPPABLE: u64 = USER_END - 2 * PAGE_SIZE;
-
-/// How user code may access a page.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UserProtection {
-    /// No access (`PROT_NONE`): the page keeps its frame, but every access
-    /// faults as if it were not present, and user copies fail on it.
-    None,
-    /// Read only.
-    Read,
-    /// Read and write.
-    ReadWrite,
-    /// Read and execute (code).
-    ReadExecute,
-}
 
 impl UserProtection {
     /// The protection a leaf entry's flags give.

@@ -23,8 +23,12 @@
 //! - [`linear_memory`]: Wasm linear memories that never move, for the same
 //!   engine.
 //!
-//! Everything but the frame bitmap only builds for the bare-metal target
-//! (`target_os = "none"`); the bitmap is unit-tested on the host.
+//! - [`paging`]: the plain data of user paging (page size, the user half,
+//!   protections, mapping errors), which policy crates use on every target.
+//!
+//! Everything but the frame bitmap and [`paging`] only builds for the
+//! bare-metal target (`target_os = "none"`); the bitmap is unit-tested on
+//! the host.
 #![cfg_attr(not(test), no_std)]
 
 extern crate alloc;
@@ -32,6 +36,7 @@ extern crate alloc;
 pub mod frames;
 pub mod linear_memory;
 pub mod native_code;
+pub mod paging;
 #[cfg(target_os = "none")]
 mod slots;
 

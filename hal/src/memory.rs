@@ -63,8 +63,7 @@ pub const LINEAR_BASE: u64 = 0xffff_c400_0000_0000;
 pub const LINEAR_END: u64 = LINEAR_BASE + (2 << 40);
 /// Virtual address the kernel image is linked at, minus its physical address.
 pub const KERNEL_VIRT_BASE: u64 = 0xffff_ffff_8000_0000;
-/// Size of a small page.
-pub const PAGE_SIZE: u64 = FRAME_SIZE;
+pub use crate::paging::{MapError, PAGE_SIZE};
 
 const HUGE_PAGE_SIZE: u64 = 2 << 20;
 /// Physical address of the local and I/O APIC registers (mapped uncached).
@@ -588,43 +587,6 @@ impl Protection {
         match self {
             Self::ReadOnly => base,
             Self::ReadWrite => base | PageTableFlags::WRITABLE,
-        }
-    }
-}
-
-/// Why a page-table operation failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MapError {
-    /// The address is not page aligned.
-    Unaligned(u64),
-    /// The address lies outside the region the operation may touch.
-    OutsideRegion(u64),
-    /// The page is already mapped.
-    AlreadyMapped(u64),
-    /// The page is not mapped.
-    NotMapped(u64),
-    /// No physical frame was free.
-    OutOfFrames,
-    /// The page's frame has another owner (a process it was shared with
-    /// by `fork`, or the page cache): writing to it through the kernel's
-    /// window would change their page too.
-    SharedFrame(u64),
-}
-
-/// As a person reads it: what failed, and at which address.
-impl core::fmt::Display for MapError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match *self {
-            MapError::Unaligned(address) => write!(f, "{address:#x} is not page aligned"),
-            MapError::OutsideRegion(address) => {
-                write!(f, "{address:#x} is outside the region allowed")
-            }
-            MapError::AlreadyMapped(address) => write!(f, "{address:#x} is mapped already"),
-            MapError::NotMapped(address) => write!(f, "{address:#x} is not mapped"),
-            MapError::OutOfFrames => f.write_str("no physical frame is free"),
-            MapError::SharedFrame(address) => {
-                write!(f, "the frame at {address:#x} is shared with another owner")
-            }
         }
     }
 }

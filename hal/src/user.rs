@@ -37,8 +37,7 @@ use x86_64::{
 
 use crate::gdt;
 
-/// First address above the user half (the canonical lower half).
-pub const USER_END: u64 = 0x0000_8000_0000_0000;
+pub use crate::paging::USER_END;
 
 /// Room left on the kernel stack for `hal_user_run`'s own pushes (six
 /// callee-saved registers, the return address, the five-word interrupt

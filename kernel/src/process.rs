@@ -23,7 +23,9 @@ use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use hal::sync::IrqMutex;
 use linux_abi::{resource::Rusage, signal, time::Timeval};
 use sched::{sync::Condvar, Fault};
-use vm::AddressMap;
+
+/// A process's memory: the Unix model (`vm`) over `hal`'s page tables.
+pub type UserAddressMap = vm::AddressMap<hal::address_space::AddressSpace>;
 
 /// How a process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -206,7 +208,7 @@ pub struct Process {
     /// When it was made, in nanoseconds since boot.
     started_ns: u64,
     /// The memory; `None` once the process has ended.
-    memory: IrqMutex<Option<AddressMap>>,
+    memory: IrqMutex<Option<UserAddressMap>>,
     state: spin::Mutex<State>,
     /// What it runs.
     program: spin::Mutex<Program>,
@@ -240,7 +242,7 @@ impl Process {
 
     /// Replaces the process's address map (`execve`) and returns the old
     /// one, for the caller to drop once the thread runs in the new one.
-    pub fn replace_memory(&self, memory: AddressMap) -> Option<AddressMap> {
+    pub fn replace_memory(&self, memory: UserAddressMap) -> Option<UserAddressMap> {
         self.memory.lock().replace(memory)
     }
 
@@ -291,7 +293,7 @@ impl Process {
 
     /// Runs `f` on the process's memory, unless it has ended. `f` must not
     /// touch user memory (a fault there would need this lock).
-    pub fn with_memory<R>(&self, f: impl FnOnce(&mut AddressMap) -> R) -> Option<R> {
+    pub fn with_memory<R>(&self, f: impl FnOnce(&mut UserAddressMap) -> R) -> Option<R> {
         self.memory.lock().as_mut().map(f)
     }
 }
@@ -342,7 +344,7 @@ pub fn reserve_id() -> u64 {
 
 /// Makes process `id` (from [`reserve_id`]) with `memory`, a child of
 /// `parent` (0: the kernel).
-pub fn create(id: u64, parent: u64, memory: AddressMap) -> Arc<Process> {
+pub fn create(id: u64, parent: u64, memory: UserAddressMap) -> Arc<Process> {
     let parent_id = parent;
     CREATED.fetch_add(1, Ordering::Relaxed);
     // A forked child runs its parent's program.

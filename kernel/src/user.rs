@@ -17,9 +17,8 @@ use hal::{
     user::{UserEntry, UserRegisters},
 };
 use sched::{ExitReason, Fault, JoinHandle};
-use vm::AddressMap;
 
-use crate::process::{self, End, Process};
+use crate::process::{self, End, Process, UserAddressMap};
 
 /// Where a program's code is loaded.
 pub const CODE_BASE: u64 = 0x40_0000;
@@ -120,9 +119,9 @@ pub fn program_memory(
     environment: &[&[u8]],
     path: &[u8],
     files: &ProgramFiles,
-) -> Result<(AddressMap, u64), String> {
+) -> Result<(UserAddressMap, u64), String> {
     let loader::Image { space, layout } = image;
-    let mut memory = AddressMap::new(Arc::new(space), layout.image_end);
+    let mut memory = UserAddressMap::new(Arc::new(space), layout.image_end);
     for segment in &layout.segments {
         let start = segment.start;
         memory
@@ -208,7 +207,7 @@ fn random_bytes() -> [u8; 16] {
 
 /// Adds the stack region below [`STACK_TOP`] and maps its top
 /// [`STACK_PAGES`] (what the loader writes the arguments into).
-fn map_stack(memory: &mut AddressMap) -> Result<(), String> {
+fn map_stack(memory: &mut UserAddressMap) -> Result<(), String> {
     memory
         .add_region(
             STACK_TOP - STACK_LIMIT,
@@ -233,7 +232,7 @@ fn map_stack(memory: &mut AddressMap) -> Result<(), String> {
 
 /// Builds the memory of raw code: `code` at [`CODE_BASE`] (read-execute)
 /// and the stack.
-fn memory_for(code: &[u8]) -> Result<AddressMap, String> {
+fn memory_for(code: &[u8]) -> Result<UserAddressMap, String> {
     let space = AddressSpace::new().map_err(|_| String::from("no memory for page tables"))?;
     let code_pages = (code.len() as u64).div_ceil(PAGE_SIZE).max(1);
     for page in 0..code_pages {
@@ -245,7 +244,7 @@ fn memory_for(code: &[u8]) -> Result<AddressMap, String> {
         .write(CODE_BASE, code)
         .map_err(|_| String::from("cannot load the program"))?;
     let code_end = CODE_BASE + code_pages * PAGE_SIZE;
-    let mut memory = AddressMap::new(Arc::new(space), code_end);
+    let mut memory = UserAddressMap::new(Arc::new(space), code_end);
     memory
         .add_region(CODE_BASE, code_end, UserProtection::ReadExecute)
         .map_err(|error| alloc::format!("cannot place the program: {error}"))?;

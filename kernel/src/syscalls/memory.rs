@@ -16,11 +16,14 @@
 //! written back to it by `msync` and when the last mapping goes. A
 //! shared mapping of a file opened read-only cannot be made writable.
 
-use hal::{address_space::UserProtection, memory::PAGE_SIZE};
+use hal::{
+    address_space::{AddressSpace, UserProtection},
+    memory::PAGE_SIZE,
+};
 use linux_abi::Errno;
 use vm::VmError;
 
-use crate::process;
+use crate::process::{self, UserAddressMap};
 
 /// `mmap` flags.
 mod flag {
@@ -77,7 +80,7 @@ fn vm_errno(error: VmError) -> i64 {
 }
 
 /// Runs `f` on the calling thread's process's address map.
-fn with_memory(strand: u64, f: impl FnOnce(&mut vm::AddressMap) -> i64) -> i64 {
+fn with_memory(strand: u64, f: impl FnOnce(&mut UserAddressMap) -> i64) -> i64 {
     process::of_strand(strand)
         .and_then(|process| process.with_memory(f))
         .unwrap_or(Errno::ESRCH.as_negative())
@@ -152,7 +155,7 @@ pub(super) fn mmap(
             dev: identity.dev,
             ino: identity.ino,
         });
-    let name = |memory: &mut vm::AddressMap, start: u64| {
+    let name = |memory: &mut UserAddressMap, start: u64| {
         if let (Some(label), Some(size)) = (label.clone(), len.checked_next_multiple_of(PAGE_SIZE))
         {
             memory.label(start, start + size, label, offset / PAGE_SIZE);
@@ -222,7 +225,8 @@ fn map_shared_anonymous(
     fixed: bool,
     no_replace: bool,
 ) -> i64 {
-    let Some(memory_object) = vm::AnonymousMemory::new(len.div_ceil(PAGE_SIZE)) else {
+    let Some(memory_object) = vm::AnonymousMemory::<AddressSpace>::new(len.div_ceil(PAGE_SIZE))
+    else {
         return Errno::ENOMEM.as_negative();
     };
     let object = alloc::sync::Arc::new(memory_object);
@@ -258,11 +262,11 @@ fn map_anonymous(
 /// finds something in `[address, address + len)` (`EEXIST`); its start,
 /// or the errno.
 fn place(
-    memory: &mut vm::AddressMap,
+    memory: &mut UserAddressMap,
     address: u64,
     len: u64,
     no_replace: bool,
-    map: impl FnOnce(&mut vm::AddressMap) -> Result<u64, VmError>,
+    map: impl FnOnce(&mut UserAddressMap) -> Result<u64, VmError>,
 ) -> i64 {
     if no_replace && overlaps(memory, address, len) {
         return Errno::EEXIST.as_negative();
@@ -275,7 +279,7 @@ fn place(
 
 /// Whether any page of `[address, address + len)` is in a region
 /// (`MAP_FIXED_NOREPLACE` refuses to replace it).
-fn overlaps(memory: &vm::AddressMap, address: u64, len: u64) -> bool {
+fn overlaps(memory: &UserAddressMap, address: u64, len: u64) -> bool {
     let end = address.saturating_add(len);
     memory
         .regions()

@@ -149,6 +149,8 @@ impl FileMemory {
 }
 
 impl vm::SharedObject for FileMemory {
+    type Frame = Frame;
+
     fn page(&self, index: u64) -> Option<Frame> {
         let slot = usize::try_from(index).ok()?;
         let mut pages = self.pages.lock();

@@ -1,7 +1,7 @@
 //! Keeping `read` and `write` coherent with shared mappings of a file.
 //!
 //! A shared mapping of a file (`MAP_SHARED`) writes to pages the kernel
-//! keeps (`kernel/src/file_memory.rs`), not to the file's bytes here. So
+//! keeps (`services/file-mappings`), not to the file's bytes here. So
 //! that `read` sees what a mapping wrote, and a mapping what `write`
 //! wrote, the file layer tells the keeper of those pages before a regular
 //! file is read or written and after it was written. The keeper registers

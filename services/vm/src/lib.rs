@@ -20,21 +20,24 @@
 //! and a page the child touches first comes from the object too, so
 //! parent and child see each other's writes.
 //!
-//! The mechanism (page tables, shared frames, private copies) is `hal`'s
-//! [`AddressSpace`]; this crate is policy only, and has no `unsafe`.
-#![no_std]
+//! The mechanism (page tables, shared frames, private copies) is reached
+//! through the [`PageTables`] trait: `hal`'s `AddressSpace` in the
+//! kernel, page tables that record what they are asked in the host tests.
+//! This crate is policy only, and has no `unsafe`.
+#![cfg_attr(not(test), no_std)]
 
 extern crate alloc;
 
 use alloc::{collections::BTreeMap, sync::Arc, vec::Vec};
 
-use hal::{
-    address_space::{AddressSpace, UserProtection},
-    memory::{MapError, PAGE_SIZE},
-};
+use hal::paging::{MapError, UserProtection, PAGE_SIZE};
 
+mod page_tables;
 mod shared;
+#[cfg(test)]
+mod tests;
 
+pub use page_tables::PageTables;
 pub use shared::{AnonymousMemory, SharedObject};
 
 /// Page-fault error code: the page was present (a protection fault).
@@ -54,8 +57,10 @@ pub const MMAP_FLOOR: u64 = 0x1000_0000;
 pub const MMAP_CEILING: u64 = 0x7f00_0000_0000;
 /// The most the break may grow beyond its start (1 GiB).
 const MAX_BREAK_BYTES: u64 = 1 << 30;
-/// First address above the user half.
-const USER_END: u64 = hal::user::USER_END;
+/// The end of what mappings may cover: the user half less its last page,
+/// which is never mapped (a `syscall` at its very end would return to a
+/// non-canonical address), as Linux's `TASK_SIZE` leaves it out too.
+const USER_END: u64 = hal::paging::USER_END - PAGE_SIZE;
 
 /// A range of pages with one protection. Its pages are mapped on first
 /// touch (zeroed) or were mapped by the loader.
@@ -91,10 +96,11 @@ pub struct Label {
     pub ino: u64,
 }
 
-/// What a shared mapping maps ([`AddressMap::map_shared`]).
-pub struct SharedSource {
+/// What a shared mapping maps ([`AddressMap::map_shared`]): pages of an
+/// object that hands out frames of type `F` (its page tables').
+pub struct SharedSource<F> {
     /// The shared pages (a file's, or anonymous shared memory).
-    pub object: Arc<dyn SharedObject>,
+    pub object: Arc<dyn SharedObject<Frame = F>>,
     /// The object's page at the region's start (the file offset in pages).
     pub first_page: u64,
     /// False keeps `mprotect` from making the region writable (a file
@@ -202,9 +208,10 @@ pub enum Remap {
     To(u64),
 }
 
-/// A process's memory: its address space and the regions in it.
-pub struct AddressMap {
-    space: Arc<AddressSpace>,
+/// A process's memory: its address space (page tables `P`) and the
+/// regions in it.
+pub struct AddressMap<P: PageTables> {
+    space: Arc<P>,
     /// Regions by start address; they never overlap.
     regions: BTreeMap<u64, Region>,
     /// Where the break region starts (after the program's image).
@@ -214,7 +221,7 @@ pub struct AddressMap {
     /// Page faults resolved (demand-zero pages and private copies).
     resolved: u64,
     /// The shared objects regions map, by number.
-    objects: BTreeMap<u32, Arc<dyn SharedObject>>,
+    objects: BTreeMap<u32, Arc<dyn SharedObject<Frame = P::Frame>>>,
     /// The number the next object gets.
     next_object: u32,
     /// What regions map, by number (shared by the pieces of a split
@@ -246,10 +253,10 @@ fn user_range(start: u64, len: u64) -> Result<(u64, u64), VmError> {
     Ok((start, end))
 }
 
-impl AddressMap {
+impl<P: PageTables> AddressMap<P> {
     /// The map of `space` with no regions; the break starts at
     /// `break_start` (the first page after the program's image).
-    pub fn new(space: Arc<AddressSpace>, break_start: u64) -> Self {
+    pub fn new(space: Arc<P>, break_start: u64) -> Self {
         let break_start = page_up(break_start).unwrap_or(break_start);
         AddressMap {
             space,
@@ -265,7 +272,7 @@ impl AddressMap {
     }
 
     /// The address space the map describes.
-    pub fn space(&self) -> &Arc<AddressSpace> {
+    pub fn space(&self) -> &Arc<P> {
         &self.space
     }
 
@@ -440,15 +447,15 @@ impl AddressMap {
             return false;
         };
         let mapped = self.space.map_frame(page, &frame, region.protection);
-        hal::memory::free_frame(frame);
+        P::free_frame(frame);
         matches!(mapped, Ok(()) | Err(MapError::AlreadyMapped(_)))
     }
 
     /// A copy of this map in a new address space, every page shared with
     /// this one, copy-on-write where the region is writable and private
     /// (`fork`); shared memory stays shared.
-    pub fn fork(&self) -> Result<AddressMap, VmError> {
-        let child = Arc::new(AddressSpace::new()?);
+    pub fn fork(&self) -> Result<AddressMap<P>, VmError> {
+        let child = Arc::new(P::new_empty()?);
         for region in self.regions.values() {
             let copy_on_write =
                 region.protection == UserProtection::ReadWrite && region.shared.is_none();
@@ -478,7 +485,7 @@ impl AddressMap {
         len: u64,
         protection: UserProtection,
         fixed: bool,
-        source: SharedSource,
+        source: SharedSource<P::Frame>,
     ) -> Result<u64, VmError> {
         let SharedSource {
             object,
@@ -559,9 +566,27 @@ impl AddressMap {
             if self.overlaps(old_top, new_top) {
                 return self.break_end;
             }
-            // Grow the break region (or make it).
+            // Grow the break region (or make it). Only a region the new
+            // pages would join: the heap's (or plain private memory)
+            // with the heap's protection; one `mprotect` changed keeps
+            // its own, as on Linux, where new break pages are writable.
+            let labels = &self.labels;
+            let heap_like = |region: &Region| {
+                region.protection == UserProtection::ReadWrite
+                    && region.may_write
+                    && region.shared.is_none()
+                    && region.label.is_none_or(|number| {
+                        labels
+                            .get(&number)
+                            .is_some_and(|label| label.name == b"[heap]")
+                    })
+            };
             match self.regions.range_mut(..old_top).next_back() {
-                Some((_, region)) if region.end == old_top && region.start >= self.break_start => {
+                Some((_, region))
+                    if region.end == old_top
+                        && region.start >= self.break_start
+                        && heap_like(region) =>
+                {
                     region.end = new_top;
                 }
                 _ => {
@@ -620,7 +645,7 @@ impl AddressMap {
         protection: UserProtection,
         fixed: bool,
         may_write: bool,
-        pages: &[hal::memory::Frame],
+        pages: &[P::Frame],
     ) -> Result<u64, VmError> {
         let pages_fit = page_up(len).is_some_and(|size| pages.len() as u64 <= size / PAGE_SIZE);
         if !pages_fit {
@@ -665,17 +690,30 @@ impl AddressMap {
     /// Where a new mapping of `len` bytes goes: at `hint` if `fixed`
     /// (whatever was there is removed first), else in the highest gap
     /// that fits. Returns the start and the size in whole pages.
+    /// Linux's errors, in Linux's order: an empty length is
+    /// [`VmError::BadRange`]; one that does not fit in the user half
+    /// (rounded up past the top, or a fixed range ending beyond it)
+    /// [`VmError::NoMemory`]; then an unaligned fixed address
+    /// [`VmError::BadRange`], and one below [`MMAP_MIN_ADDRESS`]
+    /// [`VmError::BelowMinimum`].
     fn place(&mut self, hint: u64, len: u64, fixed: bool) -> Result<(u64, u64), VmError> {
-        let size = page_up(len)
-            .filter(|&size| size > 0)
-            .ok_or(VmError::BadRange)?;
+        if len == 0 {
+            return Err(VmError::BadRange);
+        }
+        let size = page_up(len).ok_or(VmError::NoMemory)?;
         let start = if fixed {
+            let end = hint
+                .checked_add(size)
+                .filter(|&end| end <= USER_END)
+                .ok_or(VmError::NoMemory)?;
+            if !hint.is_multiple_of(PAGE_SIZE) {
+                return Err(VmError::BadRange);
+            }
             if hint < MMAP_MIN_ADDRESS {
                 return Err(VmError::BelowMinimum);
             }
-            let (start, end) = user_range(hint, size)?;
-            self.remove_range(start, end);
-            start
+            self.remove_range(hint, end);
+            hint
         } else {
             self.find_gap(size).ok_or(VmError::NoMemory)?
         };
@@ -852,15 +890,26 @@ impl AddressMap {
     }
 
     /// `mprotect(start, len, protection)`: every page in the range must be
-    /// in a region (else [`VmError::NoMemory`], Linux's `ENOMEM`); their
-    /// regions and mapped pages take the new protection.
+    /// in a region (else [`VmError::NoMemory`], Linux's `ENOMEM`, also for
+    /// a range beyond the user half); their regions and mapped pages take
+    /// the new protection. As on Linux, an unaligned start is
+    /// [`VmError::BadRange`] and an empty range changes nothing.
     pub fn protect(
         &mut self,
         start: u64,
         len: u64,
         protection: UserProtection,
     ) -> Result<(), VmError> {
-        let (start, end) = user_range(start, len)?;
+        if !start.is_multiple_of(PAGE_SIZE) {
+            return Err(VmError::BadRange);
+        }
+        if len == 0 {
+            return Ok(());
+        }
+        let end = page_up(len)
+            .and_then(|len| start.checked_add(len))
+            .filter(|&end| end <= USER_END)
+            .ok_or(VmError::NoMemory)?;
         if protection == UserProtection::ReadWrite
             && self
                 .regions
