@@ -110,7 +110,7 @@ pub struct ThreadInfo {
     pub name: String,
     /// Its state.
     pub state: ThreadState,
-    /// Timer ticks during which it was running.
+    /// Processor time it has run, in timer ticks (measured by the clock).
     pub cpu_ticks: u64,
     /// What it waits for, while blocked or sleeping (see [`ThreadView`]).
     pub waiting_on: &'static str,
@@ -131,7 +131,8 @@ pub struct ThreadView<'a> {
     /// Uptime (ns) at which it entered its state: since when it has run,
     /// waited in the ready queue, or been blocked.
     pub since_ns: u64,
-    /// Timer ticks during which it was running.
+    /// Processor time it has run, in timer ticks (measured by the clock,
+    /// up to its last switch or tick).
     pub cpu_ticks: u64,
     /// Whether it is the idle thread (which runs when nothing is ready,
     /// and is never in the ready queue, whatever its state says).
@@ -148,7 +149,9 @@ struct Thread {
     name: String,
     context: Arc<Context>,
     state: ThreadState,
-    cpu_ticks: u64,
+    /// Processor time it has been charged (ns), up to the start of its
+    /// current run if it is running ([`Scheduler::running_since_ns`]).
+    cpu_ns: u64,
     completion: Arc<Completion>,
     /// Whether a fault in this thread must stop the kernel (boot and idle).
     is_critical: bool,
@@ -228,7 +231,15 @@ struct Scheduler {
     slice_left: u32,
     next_id: u64,
     context_switches: u64,
+    /// Uptime (ns) from which the running thread's processor time is not
+    /// charged yet: its time is measured by the clock at each switch and
+    /// tick, not counted in ticks, so a tick lost or late (an emulator's
+    /// processor descheduled by its host) loses no time.
+    running_since_ns: u64,
 }
+
+/// Nanoseconds in one timer tick: the unit the `cpu_ticks` figures are in.
+const NS_PER_TICK: u64 = 1_000_000_000 / timer::TICK_HZ;
 
 static SCHEDULER: IrqMutex<Option<Scheduler>> = IrqMutex::new(None);
 
@@ -239,6 +250,26 @@ fn with_scheduler<R>(f: impl FnOnce(&mut Scheduler) -> R) -> R {
 }
 
 impl Scheduler {
+    /// Charges the running thread the time since its run (or its last
+    /// charge) began, up to `now`.
+    fn charge_current(&mut self, now: u64) {
+        let elapsed = now.saturating_sub(self.running_since_ns);
+        self.running_since_ns = now;
+        if let Some(thread) = self.threads.get_mut(&self.current) {
+            thread.cpu_ns += elapsed;
+        }
+    }
+
+    /// Thread `id`'s processor time in ticks, its current run included.
+    fn cpu_ticks_of(&self, id: ThreadId, thread: &Thread) -> u64 {
+        let running = if id == self.current {
+            timer::uptime_ns().saturating_sub(self.running_since_ns)
+        } else {
+            0
+        };
+        (thread.cpu_ns + running) / NS_PER_TICK
+    }
+
     fn add(
         &mut self,
         name: &str,
@@ -257,7 +288,7 @@ impl Scheduler {
                 name: String::from(name),
                 context,
                 state: ThreadState::Ready,
-                cpu_ticks: 0,
+                cpu_ns: 0,
                 completion: completion.clone(),
                 is_critical,
                 is_grouped: false,
@@ -298,6 +329,7 @@ impl Scheduler {
     fn pick_next(&mut self) -> Option<Arc<Context>> {
         let next = self.ready.pop_front().unwrap_or(self.idle);
         self.slice_left = TIME_SLICE_TICKS;
+        self.charge_current(timer::uptime_ns());
         if next == self.current {
             if let Some(thread) = self.threads.get_mut(&next) {
                 if thread.state != ThreadState::Running {
@@ -347,6 +379,7 @@ pub fn init(name: &str) {
         slice_left: TIME_SLICE_TICKS,
         next_id: 0,
         context_switches: 0,
+        running_since_ns: timer::uptime_ns(),
     };
     let (boot, _) = scheduler.add(name, boot_context, true);
     let (idle, _) = scheduler.add("idle", idle_context, true);
@@ -692,9 +725,7 @@ pub fn on_tick() {
             return;
         };
         let current = scheduler.current;
-        if let Some(thread) = scheduler.threads.get_mut(&current) {
-            thread.cpu_ticks += 1;
-        }
+        scheduler.charge_current(now);
         while let Some(&Reverse((wake_at, id))) = scheduler.sleepers.peek() {
             if wake_at > now {
                 break;
@@ -730,7 +761,7 @@ pub fn threads() -> Vec<ThreadInfo> {
                 id,
                 name: thread.name.clone(),
                 state: thread.state,
-                cpu_ticks: thread.cpu_ticks,
+                cpu_ticks: scheduler.cpu_ticks_of(id, thread),
                 waiting_on: thread.waiting_on,
             })
             .collect()
@@ -755,7 +786,7 @@ pub fn for_each_thread(mut visit: impl FnMut(&ThreadView<'_>)) -> bool {
             state: thread.state,
             waiting_on: thread.waiting_on,
             since_ns: thread.since_ns,
-            cpu_ticks: thread.cpu_ticks,
+            cpu_ticks: thread.cpu_ns / NS_PER_TICK,
             is_idle: id == idle,
         }
     }
@@ -804,7 +835,7 @@ pub fn thread_usage(id: ThreadId) -> Option<(ThreadState, u64)> {
         scheduler
             .threads
             .get(&id)
-            .map(|thread| (thread.state, thread.cpu_ticks))
+            .map(|thread| (thread.state, scheduler.cpu_ticks_of(id, thread)))
     })
 }
 
@@ -816,7 +847,7 @@ pub fn idle_ticks() -> u64 {
         scheduler
             .threads
             .get(&idle)
-            .map_or(0, |thread| thread.cpu_ticks)
+            .map_or(0, |thread| scheduler.cpu_ticks_of(idle, thread))
     })
 }
 
