@@ -515,8 +515,19 @@ fn test_command(mut args: Args) -> Result<ExitCode> {
     }
     let mut failed_names = Vec::new();
     if !selected.is_empty() {
-        match toolchain::build_kernel(profile, Image::Testing) {
-            Ok(kernel) => {
+        let needs_production = selected
+            .iter()
+            .any(|scenario| scenario.image == Image::Production);
+        let built = toolchain::build_kernel(profile, Image::Testing).and_then(|kernel| {
+            let production = if needs_production {
+                Some(toolchain::build_kernel(profile, Image::Production)?)
+            } else {
+                None
+            };
+            Ok((kernel, production))
+        });
+        match built {
+            Ok((kernel, production_kernel)) => {
                 println!(
                     "\nrunning {} QEMU scenario(s) (deadline {:.0} s each)",
                     selected.len(),
@@ -524,6 +535,7 @@ fn test_command(mut args: Args) -> Result<ExitCode> {
                 );
                 let options = scenarios::ScenarioOptions {
                     kernel,
+                    production_kernel,
                     accel,
                     timeout,
                 };

@@ -26,7 +26,9 @@ use crate::{
     netpeer::{self, Forward, HostHttpServer, Protocol},
     parse::{self, GuestExit},
     qemu::{Accel, BootConfig, Guest},
-    repo_root, Result,
+    repo_root,
+    toolchain::Image,
+    Result,
 };
 
 /// Commands the shell's `help` must list.
@@ -63,6 +65,10 @@ pub struct Scenario {
     pub raw_link: bool,
     /// The NIC behind a PCI-to-PCI bridge, on bus 1.
     pub nic_behind_bridge: bool,
+    /// The kernel image it boots: the testing one (with the in-kernel
+    /// tests, benchmarks and fuzz drivers) unless it proves something of
+    /// the production image `./x run` boots.
+    pub image: Image,
 }
 
 /// Which boot archive a scenario boots with.
@@ -78,6 +84,9 @@ pub enum Archive {
     /// The usual one plus Debian's `stress-ng` and the script of
     /// [`stress_ng_runs_without_freezing_the_kernel`] (`stress.rs`).
     Stress,
+    /// The usual one plus `/etc/spindle-exec`: the command `exec` mode
+    /// runs, as `./x run --exec` gives it.
+    Exec(&'static str),
 }
 
 /// The kernel fuzz cases `./x test` runs (`./x fuzz` runs many more).
@@ -97,6 +106,7 @@ pub const SCENARIOS: &[Scenario] = &[
         forwards: &[],
         raw_link: false,
         nic_behind_bridge: false,
+        image: Image::Testing,
     },
     Scenario {
         name: "run_boots_into_busybox_sh_with_the_kernel_shell_reachable",
@@ -106,6 +116,7 @@ pub const SCENARIOS: &[Scenario] = &[
         forwards: &[],
         raw_link: false,
         nic_behind_bridge: false,
+        image: Image::Testing,
     },
     Scenario {
         name: "bash_static_starts_interactively_from_busybox_sh",
@@ -115,6 +126,7 @@ pub const SCENARIOS: &[Scenario] = &[
         forwards: &[],
         raw_link: false,
         nic_behind_bridge: false,
+        image: Image::Testing,
     },
     Scenario {
         name: "ctrl_c_and_ctrl_z_reach_the_foreground_job_of_busybox_sh",
@@ -124,6 +136,7 @@ pub const SCENARIOS: &[Scenario] = &[
         forwards: &[],
         raw_link: false,
         nic_behind_bridge: false,
+        image: Image::Testing,
     },
     Scenario {
         name: "every_baseline_program_runs_unmodified_and_prints_its_figures",
@@ -133,6 +146,7 @@ pub const SCENARIOS: &[Scenario] = &[
         forwards: &[],
         raw_link: false,
         nic_behind_bridge: false,
+        image: Image::Testing,
     },
     Scenario {
         name: "the_network_interface_serves_udp_echo_tcp_and_http_both_ways",
@@ -149,6 +163,7 @@ pub const SCENARIOS: &[Scenario] = &[
         ],
         raw_link: false,
         nic_behind_bridge: false,
+        image: Image::Testing,
     },
     Scenario {
         name: "frames_from_a_raw_peer_are_answered_and_hostile_ones_dropped",
@@ -158,6 +173,7 @@ pub const SCENARIOS: &[Scenario] = &[
         forwards: &[],
         raw_link: true,
         nic_behind_bridge: true,
+        image: Image::Testing,
     },
     Scenario {
         name: "shell_help_lists_every_command",
@@ -167,6 +183,7 @@ pub const SCENARIOS: &[Scenario] = &[
         forwards: &[],
         raw_link: false,
         nic_behind_bridge: false,
+        image: Image::Testing,
     },
     Scenario {
         name: "shell_mem_reports_frames_and_heap",
@@ -176,6 +193,7 @@ pub const SCENARIOS: &[Scenario] = &[
         forwards: &[],
         raw_link: false,
         nic_behind_bridge: false,
+        image: Image::Testing,
     },
     Scenario {
         name: "shell_threads_lists_idle_and_shell",
@@ -185,6 +203,7 @@ pub const SCENARIOS: &[Scenario] = &[
         forwards: &[],
         raw_link: false,
         nic_behind_bridge: false,
+        image: Image::Testing,
     },
     Scenario {
         name: "shell_uptime_advances",
@@ -194,6 +213,7 @@ pub const SCENARIOS: &[Scenario] = &[
         forwards: &[],
         raw_link: false,
         nic_behind_bridge: false,
+        image: Image::Testing,
     },
     Scenario {
         name: "shell_unknown_command_is_reported",
@@ -203,6 +223,7 @@ pub const SCENARIOS: &[Scenario] = &[
         forwards: &[],
         raw_link: false,
         nic_behind_bridge: false,
+        image: Image::Testing,
     },
     Scenario {
         name: "shell_halt_exits_qemu_with_success",
@@ -212,6 +233,7 @@ pub const SCENARIOS: &[Scenario] = &[
         forwards: &[],
         raw_link: false,
         nic_behind_bridge: false,
+        image: Image::Testing,
     },
     Scenario {
         name: "shell_ext_load_hello_logs_and_unloads",
@@ -221,6 +243,7 @@ pub const SCENARIOS: &[Scenario] = &[
         forwards: &[],
         raw_link: false,
         nic_behind_bridge: false,
+        image: Image::Testing,
     },
     Scenario {
         name: "shell_survives_runaway_and_faulting_extensions",
@@ -230,6 +253,7 @@ pub const SCENARIOS: &[Scenario] = &[
         forwards: &[],
         raw_link: false,
         nic_behind_bridge: false,
+        image: Image::Testing,
     },
     Scenario {
         name: "shell_regression_modules_are_contained",
@@ -239,6 +263,7 @@ pub const SCENARIOS: &[Scenario] = &[
         forwards: &[],
         raw_link: false,
         nic_behind_bridge: false,
+        image: Image::Testing,
     },
     Scenario {
         name: "shell_runs_user_programs",
@@ -248,6 +273,7 @@ pub const SCENARIOS: &[Scenario] = &[
         forwards: &[],
         raw_link: false,
         nic_behind_bridge: false,
+        image: Image::Testing,
     },
     Scenario {
         name: "kernel_fuzz_cases_are_refused_or_contained",
@@ -257,6 +283,7 @@ pub const SCENARIOS: &[Scenario] = &[
         forwards: &[],
         raw_link: false,
         nic_behind_bridge: false,
+        image: Image::Testing,
     },
     Scenario {
         name: "boot_page_fault_is_reported_and_fails",
@@ -266,6 +293,7 @@ pub const SCENARIOS: &[Scenario] = &[
         forwards: &[],
         raw_link: false,
         nic_behind_bridge: false,
+        image: Image::Testing,
     },
     Scenario {
         name: "kernel_stack_overflow_is_a_reported_double_fault",
@@ -275,6 +303,7 @@ pub const SCENARIOS: &[Scenario] = &[
         forwards: &[],
         raw_link: false,
         nic_behind_bridge: false,
+        image: Image::Testing,
     },
     Scenario {
         name: "stress_ng_runs_without_freezing_the_kernel",
@@ -284,6 +313,7 @@ pub const SCENARIOS: &[Scenario] = &[
         forwards: &[],
         raw_link: false,
         nic_behind_bridge: false,
+        image: Image::Testing,
     },
     Scenario {
         name: "boot_stack_overflow_is_a_reported_double_fault",
@@ -293,8 +323,70 @@ pub const SCENARIOS: &[Scenario] = &[
         forwards: &[],
         raw_link: false,
         nic_behind_bridge: false,
+        image: Image::Testing,
+    },
+    Scenario {
+        name: "the_production_image_runs_a_command_as_x_run_does",
+        mode: "exec",
+        check: the_production_image_runs_a_command_as_x_run_does,
+        archive: Archive::Exec(PRODUCTION_COMMAND),
+        forwards: &[],
+        raw_link: false,
+        nic_behind_bridge: false,
+        image: Image::Production,
+    },
+    Scenario {
+        name: "the_production_image_has_no_test_modes",
+        mode: "test",
+        check: the_production_image_has_no_test_modes,
+        archive: Archive::Boot,
+        forwards: &[],
+        raw_link: false,
+        nic_behind_bridge: false,
+        image: Image::Production,
     },
 ];
+
+/// What [`the_production_image_runs_a_command_as_x_run_does`] runs: a
+/// dynamically linked Debian program, a pipe and an exit status.
+const PRODUCTION_COMMAND: &str =
+    "/opt/debian/bin/ls /opt/debian/bin | /bin/grep -c . | sed 's/^/programs: /'; exit 7";
+
+/// The production image (`./x run`'s) boots and runs a command on the
+/// Linux personality: Debian's `ls` through a pipe prints its count of
+/// programs (more than 0), and the command's status, 7, becomes QEMU's
+/// (exec mode's exit through the status device).
+fn the_production_image_runs_a_command_as_x_run_does(guest: &mut Guest) -> Result<()> {
+    let exit = guest.wait_exit(None)?;
+    let log = guest.serial_log();
+    let count = log
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("programs: "))
+        .ok_or_else(|| format!("no `programs: N` line from the command ({exit})"))?;
+    match count.trim().parse::<u32>() {
+        Ok(count) if count > 0 => {}
+        _ => return Err(format!("`programs: {count}` is not a positive count").into()),
+    }
+    if exit.program_status() != Some(7) {
+        return Err(format!("expected the command's status 7 as QEMU's, got {exit}").into());
+    }
+    Ok(())
+}
+
+/// The production image has none of the test code: asked for the in-kernel
+/// tests, it says so and fails instead of running any.
+fn the_production_image_has_no_test_modes(guest: &mut Guest) -> Result<()> {
+    let exit = guest.wait_exit(None)?;
+    let log = guest.serial_log();
+    expect_in("(serial log)", &log, "this image has no test code")?;
+    if log.contains("running ") && log.contains(" tests") {
+        return Err("the production image started in-kernel tests".into());
+    }
+    if exit != GuestExit::Failure {
+        return Err(format!("expected exit status 35 for an unknown mode, got {exit}").into());
+    }
+    Ok(())
+}
 
 /// The stress scenario's deadline: the freeze's reproduction, the fork
 /// program and each stressor of [`crate::stress::TEST_STRESSORS`] at
@@ -383,8 +475,10 @@ fn stress_ng_runs_without_freezing_the_kernel(guest: &mut Guest) -> Result<()> {
 
 /// Options shared by every scenario of one `./x test`.
 pub struct ScenarioOptions {
-    /// The kernel ELF to boot.
+    /// The testing kernel image's ELF.
     pub kernel: PathBuf,
+    /// The production image's ELF, if a selected scenario boots it.
+    pub production_kernel: Option<PathBuf>,
     /// Accelerator.
     pub accel: Accel,
     /// Wall-clock deadline of each run.
@@ -394,7 +488,18 @@ pub struct ScenarioOptions {
 /// Runs one scenario and prints its verdict line; returns whether it passed.
 pub fn run_scenario(scenario: &Scenario, options: &ScenarioOptions) -> bool {
     let started_at = Instant::now();
-    let mut config = BootConfig::new(&options.kernel, scenario.mode, options.accel);
+    let kernel = match scenario.image {
+        Image::Testing => Some(&options.kernel),
+        Image::Production => options.production_kernel.as_ref(),
+    };
+    let Some(kernel) = kernel else {
+        println!(
+            "scenario {} ... FAILED (0.0 s)\n  reason: the production kernel image was not built",
+            scenario.name
+        );
+        return false;
+    };
+    let mut config = BootConfig::new(kernel, scenario.mode, options.accel);
     config.nic_behind_bridge = scenario.nic_behind_bridge;
     let mut timeout = options.timeout;
     let prepared = match scenario.archive {
@@ -405,6 +510,14 @@ pub fn run_scenario(scenario: &Scenario, options: &ScenarioOptions) -> bool {
         }),
         Archive::Baseline => crate::bench::baseline_archive().map(|(archive, _)| {
             config.initrd = Some(archive);
+        }),
+        Archive::Exec(command) => crate::image::build_archive_with(
+            vec![("etc/spindle-exec".to_string(), command.as_bytes().to_vec())],
+            &crate::repo_root().join("target/initrd-exec-test.cpio"),
+        )
+        .map(|archive| {
+            config.initrd = Some(archive);
+            config.append.push_str(" spindle.quiet");
         }),
         Archive::Stress => stress_archive().map(|archive| {
             config.initrd = Some(archive);
