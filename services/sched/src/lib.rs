@@ -23,6 +23,9 @@
 extern crate alloc;
 
 pub mod sync;
+mod wait_queue;
+
+pub use wait_queue::WaitQueue;
 
 use alloc::{
     boxed::Box,
@@ -159,6 +162,18 @@ struct Thread {
     waiting_on: &'static str,
     /// Uptime (ns) at which it entered its state.
     since_ns: u64,
+    /// Whether a waker called [`wake`] while it was not parked, since its
+    /// last [`prepare_to_wait`]: [`block_prepared`] then returns at once
+    /// instead of losing that wake-up.
+    wake_pending: bool,
+    /// The uptime (ns) its current sleep ends at: a sleepers' entry that
+    /// does not match it is left over from a sleep a waker cut short.
+    wake_at: Option<u64>,
+    /// Times it left the processor parked (blocked or sleeping): Linux's
+    /// voluntary context switches.
+    voluntary_switches: u64,
+    /// Times it left the processor still runnable (preempted, yielded).
+    involuntary_switches: u64,
 }
 
 impl Thread {
@@ -263,6 +278,10 @@ impl Scheduler {
                 is_grouped: false,
                 waiting_on: "",
                 since_ns: timer::uptime_ns(),
+                wake_pending: false,
+                wake_at: None,
+                voluntary_switches: 0,
+                involuntary_switches: 0,
             },
         );
         (id, completion)
@@ -288,6 +307,10 @@ impl Scheduler {
                 }
                 thread.enter(ThreadState::Ready, "");
                 self.ready.push_back(id);
+            } else {
+                // Running or ready: it may be between registering as a
+                // waiter and parking (see `block_prepared`).
+                thread.wake_pending = true;
             }
         }
         false
@@ -305,6 +328,12 @@ impl Scheduler {
                 }
             }
             return None;
+        }
+        if let Some(previous) = self.threads.get_mut(&self.current) {
+            match previous.state {
+                ThreadState::Blocked | ThreadState::Sleeping => previous.voluntary_switches += 1,
+                ThreadState::Ready | ThreadState::Running => previous.involuntary_switches += 1,
+            }
         }
         self.current = next;
         CURRENT.store(next.0, Ordering::Relaxed);
@@ -601,6 +630,104 @@ pub fn resume(id: ThreadId) {
     with_scheduler(|scheduler| scheduler.make_ready(id));
 }
 
+/// Starts a wait that [`block_prepared`] ends: from now on a [`wake`] of
+/// the running thread is not lost, even one that comes before it parks.
+/// The pattern, free of lost wake-ups: `prepare_to_wait`, register on the
+/// [`WaitQueue`]s of the events awaited, look at the condition, then
+/// `block_prepared` unless it holds (and unregister after).
+pub fn prepare_to_wait() {
+    with_scheduler(|scheduler| {
+        let me = scheduler.current;
+        if let Some(thread) = scheduler.threads.get_mut(&me) {
+            thread.wake_pending = false;
+        }
+    });
+}
+
+/// Parks the running thread until a [`wake`] (a [`WaitQueue`]'s, or a
+/// signal's) or, with a `deadline`, until that uptime (ns); returns at
+/// once if it was woken since [`prepare_to_wait`] or the deadline has
+/// passed. `waiting_on` says what for (the lockup watchdog's reports).
+/// Wake-ups may be spurious: the caller looks at its condition again.
+pub fn block_prepared(waiting_on: &'static str, deadline: Option<u64>) {
+    let were_enabled = cpu::are_interrupts_enabled();
+    cpu::disable_interrupts();
+    let now = timer::uptime_ns();
+    let parked = with_scheduler(|scheduler| {
+        let me = scheduler.current;
+        let thread = scheduler.threads.get_mut(&me)?;
+        if core::mem::take(&mut thread.wake_pending) {
+            return None;
+        }
+        match deadline {
+            Some(deadline) if deadline <= now => return None,
+            Some(deadline) => {
+                thread.wake_at = Some(deadline);
+                thread.enter(ThreadState::Sleeping, waiting_on);
+            }
+            None => thread.enter(ThreadState::Blocked, waiting_on),
+        }
+        let is_grouped = thread.is_grouped;
+        if let Some(deadline) = deadline {
+            scheduler.sleepers.push(Reverse((deadline, me)));
+        }
+        // As in `park_current_if`: a grouped thread's hook runs before
+        // the next thread is picked.
+        Some(if is_grouped {
+            Err(me)
+        } else {
+            Ok(scheduler.pick_next())
+        })
+    });
+    match parked {
+        None => {}
+        Some(Ok(next)) => switch_if(next),
+        Some(Err(me)) => {
+            notify_block(me);
+            switch_if(with_scheduler(Scheduler::pick_next));
+        }
+    }
+    if were_enabled {
+        cpu::enable_interrupts();
+    }
+}
+
+/// Runs a thread an interrupt handler readied at once if the processor
+/// was idle (as the timer tick would, a millisecond later). Runs in
+/// interrupt context, holding no lock.
+pub(crate) fn leave_idle_from_interrupt() {
+    let next = {
+        let Some(mut guard) = SCHEDULER.try_lock() else {
+            return;
+        };
+        let Some(scheduler) = guard.as_mut() else {
+            return;
+        };
+        if scheduler.current == scheduler.idle && !scheduler.ready.is_empty() {
+            scheduler.requeue_current();
+            scheduler.pick_next()
+        } else {
+            None
+        }
+    };
+    switch_if(next);
+}
+
+/// [`wake`] for an interrupt handler's use: never waits for the
+/// scheduler's lock (false if it was taken, which cannot happen on one
+/// processor unless the handler interrupted the scheduler itself).
+pub(crate) fn wake_in_interrupt(id: ThreadId) -> bool {
+    let Some(mut guard) = SCHEDULER.try_lock() else {
+        return false;
+    };
+    let Some(scheduler) = guard.as_mut() else {
+        return false;
+    };
+    // A grouped thread is its group's to run; not for devices.
+    let _ = scheduler.wake_or_defer(id);
+    true
+}
+
 /// Sleeps for at least `ms` milliseconds.
 pub fn sleep_ms(ms: u64) {
     // A deadline in time rather than ticks: a sleep that starts late in
@@ -614,6 +741,7 @@ pub fn sleep_ms(ms: u64) {
         scheduler.sleepers.push(Reverse((wake_at, me)));
         let mut is_grouped = false;
         if let Some(thread) = scheduler.threads.get_mut(&me) {
+            thread.wake_at = Some(wake_at);
             thread.enter(ThreadState::Sleeping, "sleep");
             is_grouped = thread.is_grouped;
         }
@@ -700,7 +828,12 @@ pub fn on_tick() {
                 break;
             }
             scheduler.sleepers.pop();
-            if scheduler.wake_or_defer(id) {
+            // Only the sleep this entry was made for ends here: a thread
+            // woken early may be parked again since, for something else.
+            let is_due = scheduler.threads.get(&id).is_some_and(|thread| {
+                thread.state == ThreadState::Sleeping && thread.wake_at == Some(wake_at)
+            });
+            if is_due && scheduler.wake_or_defer(id) {
                 deferred.push(id);
             }
         }
@@ -805,6 +938,20 @@ pub fn thread_usage(id: ThreadId) -> Option<(ThreadState, u64)> {
             .threads
             .get(&id)
             .map(|thread| (thread.state, thread.cpu_ticks))
+    })
+}
+
+/// How often thread `id` has left the processor since it started:
+/// parked (blocked or sleeping: voluntary) and still runnable (preempted
+/// or yielding: involuntary), Linux's `voluntary_ctxt_switches` and
+/// `nonvoluntary_ctxt_switches`. A thread that waits without polling
+/// adds one voluntary switch per wait.
+pub fn thread_switches(id: ThreadId) -> Option<(u64, u64)> {
+    with_scheduler(|scheduler| {
+        scheduler
+            .threads
+            .get(&id)
+            .map(|thread| (thread.voluntary_switches, thread.involuntary_switches))
     })
 }
 
