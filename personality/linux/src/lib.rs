@@ -40,7 +40,6 @@ mod identity;
 mod info;
 mod mapping;
 mod pipe;
-mod wait;
 mod poll;
 mod resource;
 mod sched;
@@ -49,6 +48,7 @@ pub mod signal_frame;
 mod socket;
 mod statfs;
 pub mod user;
+mod wait;
 mod xattr;
 
 use alloc::{collections::BTreeMap, sync::Arc};

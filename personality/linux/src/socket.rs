@@ -168,8 +168,10 @@ fn errno(error: SocketError) -> Errno {
 
 impl Device for SocketFile {
     fn read(&self, _offset: u64, buf: &mut [u8], nonblocking: bool) -> Result<usize, Errno> {
-        waiting(&self.socket, nonblocking, || self.socket.receive(buf, false))
-            .map(|(count, _, _)| count)
+        waiting(&self.socket, nonblocking, || {
+            self.socket.receive(buf, false)
+        })
+        .map(|(count, _, _)| count)
     }
 
     fn write(&self, _offset: u64, buf: &[u8], nonblocking: bool) -> Result<usize, Errno> {
@@ -395,7 +397,9 @@ pub fn connect(files: &LinuxProcess, fd: u64, address: u64, length: u64) -> Resu
         match socket.connect(address) {
             Ok(()) => Ok(0),
             Err(SocketError::InProgress) if nonblocking => Err(Errno::EINPROGRESS),
-            Err(SocketError::InProgress) => waiting(socket, false, || socket.connection()).map(|()| 0),
+            Err(SocketError::InProgress) => {
+                waiting(socket, false, || socket.connection()).map(|()| 0)
+            }
             Err(error) => Err(errno(error)),
         }
     })
@@ -479,7 +483,8 @@ pub fn recvfrom(
         data.resize(length, 0);
         let nonblocking = nonblocking || receive_flags & MSG_DONTWAIT != 0;
         let peek = receive_flags & MSG_PEEK != 0;
-        let (count, whole, from) = waiting(socket, nonblocking, || socket.receive(&mut data, peek))?;
+        let (count, whole, from) =
+            waiting(socket, nonblocking, || socket.receive(&mut data, peek))?;
         user::write(buffer, &data[..count])?;
         if let Some(from) = from {
             write_address(from, address, length_at)?;
@@ -543,7 +548,8 @@ pub fn recvmsg(
         data.resize(total, 0);
         let nonblocking = nonblocking || receive_flags & MSG_DONTWAIT != 0;
         let peek = receive_flags & MSG_PEEK != 0;
-        let (count, whole, from) = waiting(socket, nonblocking, || socket.receive(&mut data, peek))?;
+        let (count, whole, from) =
+            waiting(socket, nonblocking, || socket.receive(&mut data, peek))?;
         scatter(header.vectors, header.count, &data[..count])?;
         if let (Some(from), true) = (from, header.name != 0) {
             // `msg_namelen` is at offset 8: room in, length out.

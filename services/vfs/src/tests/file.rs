@@ -428,10 +428,16 @@ fn poll_finds_a_devices_wait_queue_and_none_elsewhere() {
     let (vfs, context) = setup();
     write_file(&vfs, &context, b"/f", b"abc");
     let regular = vfs.open(&context, b"/f", O_RDONLY, 0).unwrap();
-    assert!(regular.wait_queue().is_none(), "a regular file is always ready");
+    assert!(
+        regular.wait_queue().is_none(),
+        "a regular file is always ready"
+    );
     let fifo = vfs.mknod(&context, b"/fifo", S_IFIFO | 0o644, 0).unwrap();
     let never_blocks = OpenFile::new(fifo.clone(), O_RDONLY, Some(Arc::new(Null)));
-    assert!(never_blocks.wait_queue().is_none(), "a device's default is none");
+    assert!(
+        never_blocks.wait_queue().is_none(),
+        "a device's default is none"
+    );
     let device = Arc::new(Blocking(Queue(AtomicU64::new(0))));
     let blocking = OpenFile::new(fifo, O_RDONLY, Some(device.clone()));
     let queue = blocking.wait_queue().expect("the device's queue");
