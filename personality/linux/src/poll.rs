@@ -101,6 +101,20 @@ fn wait_for(
     if ready_count > 0 || expired() {
         return Ok(ready_count);
     }
+    // As any wait (`wait::wait_on`): a few switches to ready threads
+    // first, cheaper than blocking when a peer is about to answer.
+    for _ in 0..crate::wait::YIELDS_BEFORE_BLOCKING {
+        if crate::pipe::interrupted() {
+            return Err(Errno::EINTR);
+        }
+        if !sched::yield_to_ready() {
+            break;
+        }
+        let ready_count = look(watches);
+        if ready_count > 0 || expired() {
+            return Ok(ready_count);
+        }
+    }
     // The files are held while registered on their queues, even if a
     // descriptor is closed meanwhile.
     let files: Vec<_> = watches

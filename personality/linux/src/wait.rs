@@ -1,7 +1,8 @@
-//! Blocking without polling: a waiting system call registers its thread
-//! on the wait queue of what it waits for, looks once more, and blocks
-//! until a waker (the other end of a pipe, a packet, a signal's sender)
-//! wakes it, its deadline passes, or a signal interrupts it.
+//! Blocking without polling: a waiting system call (after a few yields
+//! while other threads are ready) registers its thread on the wait queue
+//! of what it waits for, looks once more, and blocks until a waker (the
+//! other end of a pipe, a packet, a signal's sender) wakes it, its
+//! deadline passes, or a signal interrupts it.
 //!
 //! Signals need no queue of their own: their senders wake every thread
 //! of the target process (the kernel's `process::interrupt`), and a
@@ -13,6 +14,9 @@ use core::ops::Deref;
 use vfs::Errno;
 
 use crate::pipe::interrupted;
+
+/// Times a waiter yields to ready threads before it blocks.
+pub(crate) const YIELDS_BEFORE_BLOCKING: u32 = 16;
 
 /// A scheduler wait queue that an open file's device exposes to `poll`
 /// (`vfs::Device::wait_queue`).
@@ -58,6 +62,21 @@ pub(crate) fn wait_on<T>(
 ) -> Result<Option<T>, Errno> {
     if let Some(answer) = attempt() {
         return Ok(Some(answer));
+    }
+    // While other threads are ready, the answer is likely one of them
+    // (the other end of a pipe): a few switches cost less than the
+    // registering and waking of a blocked wait. With nothing else ready
+    // this costs one look at the ready queue.
+    for _ in 0..YIELDS_BEFORE_BLOCKING {
+        if interrupted() {
+            return Err(Errno::EINTR);
+        }
+        if !sched::yield_to_ready() {
+            break;
+        }
+        if let Some(answer) = attempt() {
+            return Ok(Some(answer));
+        }
     }
     let me = sched::current();
     queue.register(me);
