@@ -169,11 +169,12 @@ struct Thread {
     /// The uptime (ns) its current sleep ends at: a sleepers' entry that
     /// does not match it is left over from a sleep a waker cut short.
     wake_at: Option<u64>,
+    /// Times it was put on the processor.
+    times_scheduled: u64,
     /// Times it left the processor parked (blocked or sleeping): Linux's
-    /// voluntary context switches.
+    /// voluntary context switches. The other times it was scheduled
+    /// ended with it still runnable (preempted, yielded).
     voluntary_switches: u64,
-    /// Times it left the processor still runnable (preempted, yielded).
-    involuntary_switches: u64,
 }
 
 impl Thread {
@@ -280,8 +281,8 @@ impl Scheduler {
                 since_ns: timer::uptime_ns(),
                 wake_pending: false,
                 wake_at: None,
+                times_scheduled: 0,
                 voluntary_switches: 0,
-                involuntary_switches: 0,
             },
         );
         (id, completion)
@@ -329,17 +330,14 @@ impl Scheduler {
             }
             return None;
         }
-        if let Some(previous) = self.threads.get_mut(&self.current) {
-            match previous.state {
-                ThreadState::Blocked | ThreadState::Sleeping => previous.voluntary_switches += 1,
-                ThreadState::Ready | ThreadState::Running => previous.involuntary_switches += 1,
-            }
-        }
         self.current = next;
         CURRENT.store(next.0, Ordering::Relaxed);
         self.context_switches += 1;
         let thread = self.threads.get_mut(&next).expect("ready thread vanished");
         thread.enter(ThreadState::Running, "");
+        // Counted here and where a thread parks, where the thread is at
+        // hand already: a switch costs no extra lookup.
+        thread.times_scheduled += 1;
         Some(thread.context.clone())
     }
 
@@ -590,6 +588,7 @@ fn park_current_if(park: impl FnOnce(ThreadId) -> bool, notify: bool, waiting_on
             let mut is_grouped = false;
             if let Some(thread) = scheduler.threads.get_mut(&me) {
                 thread.enter(ThreadState::Blocked, waiting_on);
+                thread.voluntary_switches += 1;
                 is_grouped = thread.is_grouped;
             }
             // A grouped thread's hook runs before the next thread is
@@ -689,6 +688,7 @@ pub fn block_prepared(waiting_on: &'static str, deadline: Option<u64>) {
             }
             None => thread.enter(ThreadState::Blocked, waiting_on),
         }
+        thread.voluntary_switches += 1;
         let is_grouped = thread.is_grouped;
         if let Some(deadline) = deadline {
             scheduler.sleepers.push(Reverse((deadline, me)));
@@ -765,6 +765,7 @@ pub fn sleep_ms(ms: u64) {
         if let Some(thread) = scheduler.threads.get_mut(&me) {
             thread.wake_at = Some(wake_at);
             thread.enter(ThreadState::Sleeping, "sleep");
+            thread.voluntary_switches += 1;
             is_grouped = thread.is_grouped;
         }
         if is_grouped {
@@ -970,10 +971,15 @@ pub fn thread_usage(id: ThreadId) -> Option<(ThreadState, u64)> {
 /// adds one voluntary switch per wait.
 pub fn thread_switches(id: ThreadId) -> Option<(u64, u64)> {
     with_scheduler(|scheduler| {
-        scheduler
-            .threads
-            .get(&id)
-            .map(|thread| (thread.voluntary_switches, thread.involuntary_switches))
+        scheduler.threads.get(&id).map(|thread| {
+            // Every time it was scheduled ended in a park (voluntary)
+            // or with it still runnable, but for the run going on.
+            let is_on_processor = id == scheduler.current;
+            let involuntary = thread
+                .times_scheduled
+                .saturating_sub(thread.voluntary_switches + u64::from(is_on_processor));
+            (thread.voluntary_switches, involuntary)
+        })
     })
 }
 
