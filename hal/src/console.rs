@@ -67,9 +67,28 @@ pub fn enable_input_interrupt() -> Result<(), crate::ioapic::RouteError> {
     Ok(())
 }
 
+/// What [`set_input_hook`] installed.
+static INPUT_HOOK: spin::Once<fn()> = spin::Once::new();
+
+/// Has `hook` called by the receive interrupt, in interrupt context,
+/// after input arrived (once installed; later calls are ignored): the
+/// kernel wakes the threads waiting for typed input.
+pub fn set_input_hook(hook: fn()) {
+    INPUT_HOOK.call_once(|| hook);
+}
+
+/// Whether input arrives by interrupt ([`enable_input_interrupt`]
+/// succeeded): else a thread waiting for input must look for it itself.
+pub fn is_input_interrupt_driven() -> bool {
+    INTERRUPT_DRIVEN.load(Ordering::Acquire)
+}
+
 fn receive_interrupt(_frame: &mut crate::trap::TrapFrame) {
     crate::timer::end_of_interrupt();
     INPUT_ARRIVED.store(true, Ordering::Release);
+    if let Some(hook) = INPUT_HOOK.get() {
+        hook();
+    }
 }
 
 /// Returns a received byte, if one is waiting.

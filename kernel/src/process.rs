@@ -281,6 +281,19 @@ impl Process {
         self.usage.lock().ended_threads_ticks + running
     }
 
+    /// Times its live threads left the processor parked (voluntary) and
+    /// still runnable (involuntary): `/proc/PID/status`'s context switch
+    /// counts (a thread that waits without polling adds one voluntary
+    /// switch per wait).
+    pub fn context_switches(&self) -> (u64, u64) {
+        strands_of(self.id)
+            .into_iter()
+            .filter_map(|strand| sched::thread_switches(sched::ThreadId(strand)))
+            .fold((0, 0), |(voluntary, involuntary), (more, other)| {
+                (voluntary + more, involuntary + other)
+            })
+    }
+
     /// Whether one of its threads is on the processor or ready for it.
     pub fn is_running(&self) -> bool {
         strands_of(self.id).into_iter().any(|strand| {

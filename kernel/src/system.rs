@@ -182,6 +182,7 @@ impl Source for KernelFacts {
             cpu_ns: process.cpu_ticks() * NS_PER_TICK,
             children_cpu_ns: usage.children_ticks * NS_PER_TICK,
             start_ns: process.started_ns(),
+            context_switches: process.context_switches(),
         })
     }
 

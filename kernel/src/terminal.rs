@@ -17,6 +17,13 @@
 //! `pending` by whoever looks first: a read, `poll`, or the watcher thread
 //! that `./x run`'s shell starts so that ^C reaches a program that is not
 //! reading (a foreground `sleep`).
+//!
+//! Who waits for input (a read, `poll`, the watcher) blocks on [`INPUT`],
+//! which the serial receive interrupt wakes (`hal::console::set_input_hook`),
+//! and so does a thread that moved typed bytes into `pending`. A waiter
+//! looks again after [`LOST_EDGE_MS`] all the same (the interrupt is an
+//! edge that may be missed, as `hal::console` allows for), or every
+//! [`INPUT_POLL_MS`] where input does not arrive by interrupt.
 
 use alloc::{collections::VecDeque, sync::Arc};
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -30,10 +37,32 @@ use linux_abi::{
 };
 use vfs::{Device, Errno, Readiness};
 
-/// How often a waiting read, and the watcher, look at the serial line.
+/// How often a waiting read, and the watcher, look at the serial line
+/// when input does not arrive by interrupt.
 const INPUT_POLL_MS: u64 = 5;
-/// How often the watcher looks for signal keys.
-const WATCH_POLL_MS: u64 = 10;
+/// How long a waiter for input blocks at most when input arrives by
+/// interrupt: `hal::console` reads the line at least this often anyway
+/// (its `FALLBACK_TICKS`), for a receive interrupt that was missed.
+const LOST_EDGE_MS: u64 = 200;
+
+/// Threads waiting for typed input: readers, `poll`s of the terminal,
+/// the signal-key watcher.
+static INPUT: linux::FileWaitQueue = linux::FileWaitQueue::new();
+
+/// The serial receive interrupt's hook: wakes the waiters for input.
+fn input_arrived() {
+    INPUT.wake_all_from_interrupt();
+}
+
+/// The uptime until which a waiter for input may block.
+fn input_wait_deadline() -> u64 {
+    let ms = if hal::console::is_input_interrupt_driven() {
+        LOST_EDGE_MS
+    } else {
+        INPUT_POLL_MS
+    };
+    hal::timer::uptime_ns().saturating_add(ms * 1_000_000)
+}
 
 /// The serial terminal.
 pub struct Terminal {
@@ -63,9 +92,14 @@ pub fn watch_for_signal_keys() {
     if WATCHING.swap(true, Ordering::Relaxed) {
         return;
     }
-    let spawned = sched::spawn("terminal keys", || loop {
-        terminal().take_input();
-        sched::sleep_ms(WATCH_POLL_MS);
+    let spawned = sched::spawn("terminal keys", || {
+        // Registered for good: it looks whenever input arrives.
+        INPUT.register(sched::current());
+        loop {
+            sched::prepare_to_wait();
+            terminal().take_input();
+            sched::block_prepared("terminal input", Some(input_wait_deadline()));
+        }
     });
     if spawned.is_err() {
         log::warn!("terminal: no memory for a thread to watch for ^C and ^Z; they act only when a program reads");
@@ -74,6 +108,7 @@ pub fn watch_for_signal_keys() {
 
 impl Terminal {
     fn new() -> Terminal {
+        hal::console::set_input_hook(input_arrived);
         // VINTR ^C, VQUIT ^\, VERASE DEL, VKILL ^U, VEOF ^D, VTIME 0,
         // VMIN 1, then VSTART ^Q, VSTOP ^S, VSUSP ^Z.
         let control = [3u8, 0x1c, 0x7f, 0x15, 4, 0, 1, 0, 0x11, 0x13, 0x1a];
@@ -133,12 +168,16 @@ impl Terminal {
     /// of order (`spindle` read as `sindlep`).
     fn take_input(&self) {
         loop {
+            let mut took = false;
             let signal_key = {
                 let mut pending = self.pending.lock();
                 let mut signal_key = None;
                 while let Some(byte) = hal::console::try_read_byte() {
                     match self.signal_key(byte) {
-                        None => pending.push_back(byte),
+                        None => {
+                            pending.push_back(byte);
+                            took = true;
+                        }
                         Some(signal) => {
                             pending.clear();
                             signal_key = Some((byte, signal));
@@ -148,6 +187,11 @@ impl Terminal {
                 }
                 signal_key
             };
+            if took {
+                // Readers and pollers woken by the interrupt may have
+                // looked before these bytes were in `pending`.
+                INPUT.wake_all();
+            }
             // The echo and the signal go out with `pending` unlocked:
             // delivering a signal can wake and run a reader of this terminal.
             let Some((byte, signal)) = signal_key else {
@@ -166,19 +210,37 @@ impl Terminal {
     /// The next byte typed, waiting for one unless `nonblocking`;
     /// `EINTR` if a signal arrives meanwhile (^C included).
     fn next_byte(&self, nonblocking: bool) -> Result<Option<u8>, Errno> {
-        loop {
+        let mut registered = None;
+        let result = loop {
+            if registered.is_some() {
+                // Prepared before the look: input arriving between the
+                // look and the block makes the block return at once.
+                sched::prepare_to_wait();
+            }
             self.take_input();
             if let Some(byte) = self.pending.lock().pop_front() {
-                return Ok(Some(byte));
+                break Ok(Some(byte));
             }
             if nonblocking {
-                return Ok(None);
+                break Ok(None);
             }
             if crate::signals::interrupted() {
-                return Err(Errno::EINTR);
+                break Err(Errno::EINTR);
             }
-            sched::sleep_ms(INPUT_POLL_MS);
+            match registered {
+                // Registered, then one more look before blocking.
+                None => {
+                    let me = sched::current();
+                    INPUT.register(me);
+                    registered = Some(me);
+                }
+                Some(_) => sched::block_prepared("terminal input", Some(input_wait_deadline())),
+            }
+        };
+        if let Some(me) = registered {
+            INPUT.unregister(me);
         }
+        result
     }
 }
 
@@ -270,6 +332,12 @@ impl Device for Terminal {
             writable: true,
             hung_up: false,
         }
+    }
+
+    /// None where input does not arrive by interrupt: nothing would wake
+    /// a `poll` then, which looks every few milliseconds instead.
+    fn wait_queue(&self) -> Option<&dyn vfs::WaitQueue> {
+        hal::console::is_input_interrupt_driven().then_some(&INPUT as &dyn vfs::WaitQueue)
     }
 
     fn ioctl(&self, request: u32, argument: u64) -> Result<i64, Errno> {

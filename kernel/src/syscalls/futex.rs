@@ -113,6 +113,9 @@ fn wait(strand: u64, key: Key, expected: u32, timeout: u64, absolute: bool) -> i
         }
         drop(waiters.take());
         loop {
+            // Prepared first: a `FUTEX_WAKE` or a signal between the
+            // looks below and the block is not lost.
+            sched::prepare_to_wait();
             if !is_waiting(key, strand) {
                 return 0;
             }
@@ -130,7 +133,7 @@ fn wait(strand: u64, key: Key, expected: u32, timeout: u64, absolute: bool) -> i
                     0
                 };
             }
-            sched::sleep_ms(1);
+            sched::block_prepared("futex", Some(deadline));
         }
     }
     sched::block_current_if(|me| {

@@ -41,11 +41,13 @@ fn read_timespec(address: u64) -> Result<u64, i64> {
         .ok_or(Errno::EINVAL.as_negative())
 }
 
-/// Sleeps until uptime `deadline` (ns), waking every millisecond to
-/// notice a kill: `EINTR` then, with what was left written to `remaining`
-/// unless it is null.
+/// Sleeps until uptime `deadline` (ns), or until a signal to take or a
+/// kill wakes it (their senders wake every thread of the process):
+/// `EINTR` then, with what was left written to `remaining` unless it is
+/// null.
 fn sleep_until(deadline: u64, remaining: u64) -> i64 {
     loop {
+        sched::prepare_to_wait();
         let now = hal::timer::uptime_ns();
         if now >= deadline {
             return 0;
@@ -58,8 +60,7 @@ fn sleep_until(deadline: u64, remaining: u64) -> i64 {
             }
             return Errno::EINTR.as_negative();
         }
-        let left_ms = (deadline - now).div_ceil(1_000_000);
-        sched::sleep_ms(left_ms.min(1));
+        sched::block_prepared("sleep", Some(deadline));
     }
 }
 

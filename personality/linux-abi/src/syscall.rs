@@ -126,6 +126,7 @@ syscalls! {
     GETPGID getpgid = 121,
     GETSID getsid = 124,
     RT_SIGPENDING rt_sigpending = 127,
+    RT_SIGTIMEDWAIT rt_sigtimedwait = 128,
     RT_SIGSUSPEND rt_sigsuspend = 130,
     SIGALTSTACK sigaltstack = 131,
     UTIME utime = 132,

@@ -48,6 +48,7 @@ pub mod signal_frame;
 mod socket;
 mod statfs;
 pub mod user;
+mod wait;
 mod xattr;
 
 use alloc::{collections::BTreeMap, sync::Arc};
@@ -64,6 +65,7 @@ pub use signal::{
     SignalState, Source,
 };
 pub use socket::{wait_for_the_network, wake_network_waiters};
+pub use wait::FileWaitQueue;
 
 /// What the personality keeps of a process: descriptors, current
 /// directory and umask, signal state, process group and session. Threads
@@ -239,6 +241,8 @@ impl Personality {
             pipes: pipefs.root(),
             sockets: {
                 let clock = system.clone();
+                // Socket waiters block until the stack changes.
+                sockets::set_change_hook(socket::wake_network_waiters);
                 Arc::new(sockets::Stack::new(move || clock.uptime_ns() / 1_000_000))
             },
             urandom,
@@ -632,6 +636,9 @@ fn table(number: u64) -> Option<Implementation> {
         SIGALTSTACK => |c, [new, old, ..]| signal::sigaltstack(c.files, new, old),
         RT_SIGPENDING => |c, [set, size, ..]| signal::rt_sigpending(c.files, set, size),
         RT_SIGSUSPEND => |c, [mask, size, ..]| signal::rt_sigsuspend(c.files, mask, size),
+        RT_SIGTIMEDWAIT => |c, [set, info, timeout, size, ..]| {
+            signal::rt_sigtimedwait(c.files, set, info, timeout, size)
+        },
         PAUSE => |c, _| signal::pause(c.files),
         GETUID | GETEUID | GETGID | GETEGID => |_, _| identity::root_id(),
         SETUID | SETGID => |_, [id, ..]| identity::set_id(id),

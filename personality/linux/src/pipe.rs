@@ -5,17 +5,22 @@
 //!
 //! A read of an empty pipe waits while a writer is left, then gives 0
 //! (end of file); a write to a pipe with no reader is `EPIPE` (SIGPIPE
-//! comes with signal delivery). Waiting looks again after yielding the
-//! processor (the first rounds) or sleeping a millisecond, and stops with
-//! `EINTR` when the kernel says the caller was interrupted (killed):
-//! simple, and never a lost wake-up; wait queues can replace it.
+//! comes with signal delivery). A waiting reader blocks on the pipe's
+//! `readable` queue, which writes and the last writer's close wake; a
+//! waiting writer on `writable`, which reads and the last reader's close
+//! wake (see [`crate::wait`]). A wait stops with `EINTR` when the kernel
+//! says the caller was interrupted (a signal, a kill).
 
 use alloc::{collections::VecDeque, format, sync::Arc};
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use vfs::{flags, Device, Errno, Inode, NewNode, NodeKind, OpenFile, Readiness};
 
-use crate::{user, LinuxProcess};
+use crate::{
+    user,
+    wait::{wait_on, FileWaitQueue},
+    LinuxProcess,
+};
 
 /// Bytes a pipe holds (Linux's default, 16 pages).
 pub const PIPE_CAPACITY: usize = 64 * 1024;
@@ -25,6 +30,12 @@ struct Pipe {
     bytes: spin::Mutex<VecDeque<u8>>,
     readers: AtomicUsize,
     writers: AtomicUsize,
+    /// Readers waiting for bytes or the end of file (and `poll`s of the
+    /// read end).
+    readable: FileWaitQueue,
+    /// Writers waiting for room or a broken pipe (and `poll`s of the
+    /// write end).
+    writable: FileWaitQueue,
 }
 
 /// The read end.
@@ -34,13 +45,19 @@ struct WriteEnd(Arc<Pipe>);
 
 impl Drop for ReadEnd {
     fn drop(&mut self) {
-        self.0.readers.fetch_sub(1, Ordering::AcqRel);
+        // The last reader gone, waiting writers get EPIPE.
+        if self.0.readers.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.writable.wake_all();
+        }
     }
 }
 
 impl Drop for WriteEnd {
     fn drop(&mut self) {
-        self.0.writers.fetch_sub(1, Ordering::AcqRel);
+        // The last writer gone, waiting readers get the end of file.
+        if self.0.writers.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.readable.wake_all();
+        }
     }
 }
 
@@ -59,34 +76,12 @@ pub(crate) fn interrupted() -> bool {
     INTERRUPTED.get().is_some_and(|interrupted| interrupted())
 }
 
-/// Rounds of a wait spent yielding before it sleeps.
-pub(crate) const YIELDING_ROUNDS: u32 = 64;
-
-/// Waits a little before trying again (`round` counts the tries of one
-/// wait); `EINTR` if the caller must stop. The first rounds only yield
-/// the processor, so a reply that comes at once (the other end of a pipe
-/// is running) is seen at once; later rounds sleep a millisecond, so a
-/// long wait does not keep the processor busy.
-pub(crate) fn wait_a_little(round: &mut u32) -> Result<(), Errno> {
-    if interrupted() {
-        return Err(Errno::EINTR);
-    }
-    if *round < YIELDING_ROUNDS {
-        *round += 1;
-        sched::yield_now();
-    } else {
-        sched::sleep_ms(1);
-    }
-    Ok(())
-}
-
 impl Device for ReadEnd {
     fn read(&self, _offset: u64, buf: &mut [u8], nonblocking: bool) -> Result<usize, Errno> {
         if buf.is_empty() {
             return Ok(0);
         }
-        let mut round = 0;
-        loop {
+        let attempt = || {
             {
                 let mut bytes = self.0.bytes.lock();
                 if !bytes.is_empty() {
@@ -94,17 +89,18 @@ impl Device for ReadEnd {
                     for (slot, byte) in buf.iter_mut().zip(bytes.drain(..count)) {
                         *slot = byte;
                     }
-                    return Ok(count);
+                    drop(bytes);
+                    self.0.writable.wake_all();
+                    return Some(Ok(count));
                 }
             }
-            if self.0.writers.load(Ordering::Acquire) == 0 {
-                return Ok(0);
+            if self.0.writers.load(Ordering::SeqCst) == 0 {
+                return Some(Ok(0));
             }
-            if nonblocking {
-                return Err(Errno::EAGAIN);
-            }
-            wait_a_little(&mut round)?;
-        }
+            nonblocking.then_some(Err(Errno::EAGAIN))
+        };
+        // No deadline: only bytes, the end of file or a signal end it.
+        wait_on(&self.0.readable, "pipe read", None, attempt)?.unwrap_or(Ok(0))
     }
 
     fn write(&self, _offset: u64, _buf: &[u8], _nonblocking: bool) -> Result<usize, Errno> {
@@ -118,6 +114,10 @@ impl Device for ReadEnd {
             writable: false,
             hung_up: self.0.writers.load(Ordering::Acquire) == 0,
         }
+    }
+
+    fn wait_queue(&self) -> Option<&dyn vfs::WaitQueue> {
+        Some(&self.0.readable)
     }
 
     fn is_seekable(&self) -> bool {
@@ -135,38 +135,51 @@ impl Device for WriteEnd {
     /// interleaved with another writer's bytes, as POSIX asks.
     fn write(&self, _offset: u64, buf: &[u8], nonblocking: bool) -> Result<usize, Errno> {
         let mut done = 0;
-        let mut round = 0;
-        while done < buf.len() {
-            if self.0.readers.load(Ordering::Acquire) == 0 {
-                return if done > 0 {
+        // Puts in what fits; an answer once everything is in or the
+        // write must stop, `None` to wait for room.
+        let attempt = || loop {
+            if done == buf.len() {
+                return Some(Ok(done));
+            }
+            if self.0.readers.load(Ordering::SeqCst) == 0 {
+                return Some(if done > 0 {
                     Ok(done)
                 } else {
                     Err(Errno::EPIPE)
-                };
+                });
             }
-            {
-                let mut bytes = self.0.bytes.lock();
-                let room = PIPE_CAPACITY - bytes.len();
-                let atomic = buf.len() - done <= 4096;
-                if room > 0 && (!atomic || room >= buf.len() - done) {
-                    let count = room.min(buf.len() - done);
-                    bytes.extend(&buf[done..done + count]);
-                    done += count;
-                    continue;
-                }
+            let mut bytes = self.0.bytes.lock();
+            let room = PIPE_CAPACITY - bytes.len();
+            let atomic = buf.len() - done <= 4096;
+            if room > 0 && (!atomic || room >= buf.len() - done) {
+                let count = room.min(buf.len() - done);
+                bytes.extend(&buf[done..done + count]);
+                drop(bytes);
+                done += count;
+                self.0.readable.wake_all();
+                continue;
             }
+            drop(bytes);
             if nonblocking {
-                return if done > 0 {
+                return Some(if done > 0 {
                     Ok(done)
                 } else {
                     Err(Errno::EAGAIN)
-                };
+                });
             }
-            if let Err(error) = wait_a_little(&mut round) {
-                return if done > 0 { Ok(done) } else { Err(error) };
+            return None;
+        };
+        match wait_on(&self.0.writable, "pipe write", None, attempt) {
+            Ok(answer) => answer.unwrap_or(Ok(0)),
+            // Interrupted after some bytes went in: those count.
+            Err(error) => {
+                if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(error)
+                }
             }
         }
-        Ok(done)
     }
 
     fn readiness(&self) -> Readiness {
@@ -176,6 +189,10 @@ impl Device for WriteEnd {
             writable: readers == 0 || self.0.bytes.lock().len() < PIPE_CAPACITY,
             hung_up: readers == 0,
         }
+    }
+
+    fn wait_queue(&self) -> Option<&dyn vfs::WaitQueue> {
+        Some(&self.0.writable)
     }
 
     fn is_seekable(&self) -> bool {
@@ -208,6 +225,8 @@ pub fn make_pipe(
         bytes: spin::Mutex::new(VecDeque::new()),
         readers: AtomicUsize::new(1),
         writers: AtomicUsize::new(1),
+        readable: FileWaitQueue::new(),
+        writable: FileWaitQueue::new(),
     });
     let nonblocking = status_flags & flags::O_NONBLOCK;
     let reader = OpenFile::new(

@@ -1,10 +1,11 @@
 //! Waiting for descriptors: `poll`, `ppoll`, `select` and `pselect6`.
 //!
 //! Each descriptor's open file says whether it is ready (`readiness`:
-//! regular files always, pipes and the terminal for themselves). With
-//! nothing ready the call waits, looking again after yielding and then
-//! every millisecond, until something is, the timeout passes, or the
-//! caller is interrupted.
+//! regular files always, pipes, sockets and the terminal for
+//! themselves). With nothing ready the calling thread registers on the
+//! wait queue of every watched file (`OpenFile::wait_queue`), looks once
+//! more, and blocks until one of them wakes it, the timeout passes, or a
+//! signal interrupts it; then it unregisters from all of them.
 //!
 //! `select` is `poll` over the descriptors its sets name, as Linux's
 //! `do_select` is: readable means `POLLIN`, `POLLHUP` or `POLLERR`;
@@ -85,8 +86,7 @@ fn wait_for(
     watches: &mut [Watch],
     deadline: Option<u64>,
 ) -> Result<usize, Errno> {
-    let mut round = 0;
-    loop {
+    let look = |watches: &mut [Watch]| {
         let mut ready_count = 0;
         for watch in watches.iter_mut() {
             watch.got = ready(process, watch.fd, watch.wanted) & watch.counted;
@@ -94,13 +94,79 @@ fn wait_for(
                 ready_count += 1;
             }
         }
-        let expired = deadline.is_some_and(|deadline| hal::timer::uptime_ns() >= deadline);
-        if ready_count > 0 || expired {
+        ready_count
+    };
+    let expired = || deadline.is_some_and(|deadline| hal::timer::uptime_ns() >= deadline);
+    let ready_count = look(watches);
+    if ready_count > 0 || expired() {
+        return Ok(ready_count);
+    }
+    // As any wait (`wait::wait_on`): a few switches to ready threads
+    // first, cheaper than blocking when a peer is about to answer.
+    for _ in 0..crate::wait::YIELDS_BEFORE_BLOCKING {
+        if crate::pipe::interrupted() {
+            return Err(Errno::EINTR);
+        }
+        if !sched::yield_to_ready() {
+            break;
+        }
+        let ready_count = look(watches);
+        if ready_count > 0 || expired() {
             return Ok(ready_count);
         }
-        crate::pipe::wait_a_little(&mut round)?;
     }
+    // The files are held while registered on their queues, even if a
+    // descriptor is closed meanwhile.
+    let files: Vec<_> = watches
+        .iter()
+        .filter(|watch| watch.fd >= 0)
+        .filter_map(|watch| process.fds.get(i64::from(watch.fd)).ok())
+        .collect();
+    let me = sched::current().0;
+    let mut blocks_forever = true;
+    for file in &files {
+        match file.wait_queue() {
+            Some(queue) => queue.register(me),
+            // Never ready yet without a queue to say when it becomes so:
+            // no such device today, but should one come, its waiters
+            // look again every few milliseconds rather than hang.
+            None => blocks_forever = false,
+        }
+    }
+    let block_until = || {
+        if blocks_forever {
+            deadline
+        } else {
+            Some(
+                deadline
+                    .unwrap_or(u64::MAX)
+                    .min(hal::timer::uptime_ns().saturating_add(UNWAITABLE_LOOK_NS)),
+            )
+        }
+    };
+    let result = loop {
+        // Prepared before the look: a wake-up between the look and the
+        // block makes the block return at once.
+        sched::prepare_to_wait();
+        let ready_count = look(watches);
+        if ready_count > 0 || expired() {
+            break Ok(ready_count);
+        }
+        if crate::pipe::interrupted() {
+            break Err(Errno::EINTR);
+        }
+        sched::block_prepared("poll", block_until());
+    };
+    for file in &files {
+        if let Some(queue) = file.wait_queue() {
+            queue.unregister(me);
+        }
+    }
+    result
 }
+
+/// How often a wait looks again at a file that has no wait queue.
+const UNWAITABLE_LOOK_NS: u64 = 5_000_000;
 
 /// The uptime `timeout_ns` from now.
 fn deadline_after(timeout_ns: Option<u64>) -> Option<u64> {

@@ -1,6 +1,6 @@
 //! Signals: dispositions, the mask, pending signals, and the calls on
 //! them (`rt_sigaction`, `rt_sigprocmask`, `sigaltstack`,
-//! `rt_sigpending`, `rt_sigsuspend`, `pause`).
+//! `rt_sigpending`, `rt_sigsuspend`, `rt_sigtimedwait`, `pause`).
 //!
 //! The state is Linux's: a handler set is read back, `SIGKILL` and
 //! `SIGSTOP` can be neither caught nor blocked, `SIG_IGN` and `SIG_DFL`
@@ -438,8 +438,16 @@ impl SignalState {
     /// process's of the same number), with what to do about it.
     /// `SA_RESETHAND` is applied here.
     pub fn take(&mut self, thread: u64) -> Option<(SignalInfo, Disposition)> {
+        let unblocked = !self.thread(thread).mask;
+        self.take_among(thread, unblocked)
+    }
+
+    /// Takes the lowest-numbered signal of `signals` pending for thread
+    /// `thread`, blocked or not (`rt_sigtimedwait`), as [`Self::take`]
+    /// does.
+    pub fn take_among(&mut self, thread: u64, signals: u64) -> Option<(SignalInfo, Disposition)> {
         let own = self.thread(thread);
-        let deliverable = (self.pending | own.pending) & !own.mask;
+        let deliverable = (self.pending | own.pending) & signals;
         if deliverable == 0 {
             return None;
         }
@@ -607,19 +615,58 @@ pub fn rt_sigpending(process: &LinuxProcess, set: u64, size: u64) -> Result<i64,
     Ok(0)
 }
 
-/// How often a process waiting for a signal looks again (a sender does
-/// not wake sleepers early).
-const SIGNAL_WAIT_MS: u64 = 1;
-
 /// Waits until a signal the mask lets through is pending, or the process
-/// is being ended.
+/// is being ended. No wait queue: a signal's sender wakes every thread of
+/// the process, and the kernel's kill too.
 fn wait_for_signal(process: &LinuxProcess) {
     let thread = current_thread();
     loop {
+        // Prepared before the look: a signal sent between the look and
+        // the block makes the block return at once.
+        sched::prepare_to_wait();
         if process.signals.lock().has_deliverable(thread) || crate::pipe::interrupted() {
             return;
         }
-        sched::sleep_ms(SIGNAL_WAIT_MS);
+        sched::block_prepared("signal", None);
+    }
+}
+
+/// `rt_sigtimedwait(set, info, timeout, sigsetsize)`: takes a signal of
+/// `set` (normally blocked) once one is pending, without running its
+/// handler, and returns its number with its `siginfo_t` written to
+/// `info` (unless null). `EAGAIN` once `timeout` (a `struct timespec`;
+/// null: forever) has passed; `EINTR` if another signal, one the mask
+/// lets through, arrives meanwhile.
+pub fn rt_sigtimedwait(
+    process: &LinuxProcess,
+    set: u64,
+    info: u64,
+    timeout: u64,
+    size: u64,
+) -> Result<i64, Errno> {
+    if size != SIGSET_BYTES {
+        return Err(Errno::EINVAL);
+    }
+    let wanted = user::read_u64(set)? & !UNBLOCKABLE;
+    let timeout_ns = crate::poll::timespec_ns(timeout)?;
+    let deadline = timeout_ns.map(|ns| hal::timer::uptime_ns().saturating_add(ns));
+    let thread = current_thread();
+    loop {
+        sched::prepare_to_wait();
+        let taken = process.signals.lock().take_among(thread, wanted);
+        if let Some((taken, _)) = taken {
+            if info != 0 {
+                user::write(info, &taken.to_siginfo().to_bytes())?;
+            }
+            return Ok(i64::from(taken.signal));
+        }
+        if crate::pipe::interrupted() {
+            return Err(Errno::EINTR);
+        }
+        if deadline.is_some_and(|deadline| hal::timer::uptime_ns() >= deadline) {
+            return Err(Errno::EAGAIN);
+        }
+        sched::block_prepared("signal", deadline);
     }
 }
 

@@ -8,7 +8,13 @@
 //! to reach `nscd` when it looks a user up, and goes on without), and the
 //! socket calls on a descriptor that is not a socket are `ENOTSOCK`.
 //!
-//! Blocking calls wait as pipes do ([`crate::pipe::wait_a_little`]),
+//! Blocking calls block on [`SOCKET_EVENTS`], one wait queue for every
+//! socket: the stack wakes it whenever an operation moved packets or
+//! changed a socket's state (loopback traffic, a close), and the kernel's
+//! network thread after packets came in (see `sockets::set_change_hook`
+//! and [`wake_network_waiters`]). A waiter blocks no longer than until
+//! the stack's next timer (a retransmission, a delayed acknowledgement),
+//! since on loopback its own look is what runs the timers. Blocking calls
 //! honour `O_NONBLOCK` (`EAGAIN`, `EINPROGRESS` for `connect`), and end
 //! with `EINTR` when a signal is to be taken. A send to a peer that is
 //! gone is `EPIPE`; `write` on such a socket also raises `SIGPIPE`, as
@@ -22,7 +28,11 @@ use linux_abi::socket::{SockaddrIn, AF_INET};
 use sockets::{Kind, Readiness as SocketReadiness, Shutdown, Socket, SocketError, Stack};
 use vfs::{flags, Device, Errno, Inode, NewNode, NodeKind, OpenFile, Readiness};
 
-use crate::{pipe::wait_a_little, user, LinuxProcess};
+use crate::{
+    user,
+    wait::{wait_on, FileWaitQueue},
+    LinuxProcess,
+};
 
 /// `SOCK_STREAM`, `SOCK_DGRAM`, and the flags `socket` takes with them.
 const SOCK_STREAM: u64 = 1;
@@ -73,46 +83,66 @@ impl SocketFile {
 /// Waits for `attempt` while it would block, unless `nonblocking`
 /// (`EAGAIN`); `EINTR` if a signal is to be taken meanwhile.
 fn waiting<T>(
+    socket: &Socket,
     nonblocking: bool,
     mut attempt: impl FnMut() -> Result<T, SocketError>,
 ) -> Result<T, Errno> {
-    let mut round = 0;
+    let outcome = wait_for_socket(socket, || match attempt() {
+        Err(SocketError::WouldBlock) if !nonblocking => None,
+        other => Some(other),
+    })?;
+    outcome.map_err(errno)
+}
+
+/// Tries `attempt` until it answers (`Some`), blocking on
+/// [`SOCKET_EVENTS`] in between, and no longer than until `socket`'s
+/// stack has a timer due; `EINTR` if a signal is to be taken meanwhile.
+fn wait_for_socket<T>(socket: &Socket, mut attempt: impl FnMut() -> Option<T>) -> Result<T, Errno> {
     loop {
-        match attempt() {
-            Err(SocketError::WouldBlock) if !nonblocking => wait_for_the_network(&mut round)?,
-            other => return other.map_err(errno),
+        let deadline = socket
+            .timer_delay_ms()
+            .map(|ms| hal::timer::uptime_ns().saturating_add(ms.max(1) * 1_000_000));
+        if let Some(answer) = wait_on(&SOCKET_EVENTS, "socket", deadline, &mut attempt)? {
+            return Ok(answer);
         }
     }
 }
 
-/// Threads sleeping in [`wait_for_the_network`], woken early when packets
-/// arrive from the network interface ([`wake_network_waiters`]).
-static NETWORK_WAITERS: spin::Mutex<alloc::vec::Vec<sched::ThreadId>> =
-    spin::Mutex::new(alloc::vec::Vec::new());
+/// Threads waiting on sockets (and `poll`s of sockets): woken when the
+/// stack changed (`sockets::set_change_hook`) or packets arrived.
+pub static SOCKET_EVENTS: FileWaitQueue = FileWaitQueue::new();
 
-/// `wait_a_little` for a socket: the first rounds yield (loopback
-/// traffic is made by running threads), then the caller sleeps a
-/// millisecond at most, woken as soon as the interface delivers packets
-/// (so a server's latency is the interrupt's, not the sleep's).
+/// How long [`wait_for_the_network`] blocks at most: its callers (the
+/// kernel's own servers) look again then, whatever woke them.
+const KERNEL_WAIT_NS: u64 = 1_000_000;
+
+/// Waits for the sockets to change (the kernel's own servers, which look
+/// at their sockets themselves): blocks on [`SOCKET_EVENTS`] for a
+/// millisecond at most, woken as soon as a packet arrives or the stack
+/// changes (so a server's latency is the interrupt's, not the sleep's);
+/// `EINTR` if the caller must stop. `round` counts the waits of one
+/// operation (unused: kept for the callers' loops).
 pub fn wait_for_the_network(round: &mut u32) -> Result<(), Errno> {
-    if *round < crate::pipe::YIELDING_ROUNDS {
-        return wait_a_little(round);
-    }
+    *round = round.saturating_add(1);
     if crate::pipe::interrupted() {
         return Err(Errno::EINTR);
     }
-    NETWORK_WAITERS.lock().push(sched::current());
-    sched::sleep_ms(1);
+    let me = sched::current();
+    sched::prepare_to_wait();
+    SOCKET_EVENTS.register(me);
+    sched::block_prepared(
+        "network",
+        Some(hal::timer::uptime_ns().saturating_add(KERNEL_WAIT_NS)),
+    );
+    SOCKET_EVENTS.unregister(me);
     Ok(())
 }
 
 /// Wakes the threads waiting on sockets: the kernel's network thread
-/// calls it after handing packets to the socket stack.
+/// calls it after handing packets to the socket stack, and the stack
+/// after an operation changed it.
 pub fn wake_network_waiters() {
-    let waiters = core::mem::take(&mut *NETWORK_WAITERS.lock());
-    for waiter in waiters {
-        sched::wake(waiter);
-    }
+    SOCKET_EVENTS.wake_all();
 }
 
 /// Linux's errno for `error`.
@@ -138,7 +168,10 @@ fn errno(error: SocketError) -> Errno {
 
 impl Device for SocketFile {
     fn read(&self, _offset: u64, buf: &mut [u8], nonblocking: bool) -> Result<usize, Errno> {
-        waiting(nonblocking, || self.socket.receive(buf, false)).map(|(count, _, _)| count)
+        waiting(&self.socket, nonblocking, || {
+            self.socket.receive(buf, false)
+        })
+        .map(|(count, _, _)| count)
     }
 
     fn write(&self, _offset: u64, buf: &[u8], nonblocking: bool) -> Result<usize, Errno> {
@@ -158,6 +191,10 @@ impl Device for SocketFile {
         }
     }
 
+    fn wait_queue(&self) -> Option<&dyn vfs::WaitQueue> {
+        Some(&SOCKET_EVENTS)
+    }
+
     fn as_any(&self) -> Option<&dyn core::any::Any> {
         Some(self)
     }
@@ -172,40 +209,47 @@ fn send_all(
     nonblocking: bool,
 ) -> Result<usize, Errno> {
     if socket.kind() == Kind::Datagram {
-        return waiting(nonblocking, || socket.send(data, to));
+        return waiting(socket, nonblocking, || socket.send(data, to));
     }
     let mut done = 0;
-    let mut round = 0;
-    while done < data.len() || data.is_empty() {
+    // Sends what fits; an answer once all is sent or the send must stop,
+    // `None` to wait for room.
+    let attempt = || loop {
         match socket.send(&data[done..], to) {
             Ok(count) => {
                 done += count;
-                if data.is_empty() {
-                    break;
+                if done == data.len() {
+                    return Some(Ok(done));
                 }
             }
             Err(SocketError::WouldBlock) if nonblocking => {
-                return if done > 0 {
+                return Some(if done > 0 {
                     Ok(done)
                 } else {
                     Err(Errno::EAGAIN)
-                };
+                });
             }
-            Err(SocketError::WouldBlock) => {
-                if let Err(error) = wait_for_the_network(&mut round) {
-                    return if done > 0 { Ok(done) } else { Err(error) };
-                }
-            }
+            Err(SocketError::WouldBlock) => return None,
             Err(error) => {
-                return if done > 0 {
+                return Some(if done > 0 {
                     Ok(done)
                 } else {
                     Err(errno(error))
-                }
+                });
+            }
+        }
+    };
+    match wait_for_socket(socket, attempt) {
+        Ok(answer) => answer,
+        // Interrupted after some bytes went: those count.
+        Err(error) => {
+            if done > 0 {
+                Ok(done)
+            } else {
+                Err(error)
             }
         }
     }
-    Ok(done)
 }
 
 /// The socket behind descriptor `fd`: `EBADF`, or `ENOTSOCK` for
@@ -353,7 +397,9 @@ pub fn connect(files: &LinuxProcess, fd: u64, address: u64, length: u64) -> Resu
         match socket.connect(address) {
             Ok(()) => Ok(0),
             Err(SocketError::InProgress) if nonblocking => Err(Errno::EINPROGRESS),
-            Err(SocketError::InProgress) => waiting(false, || socket.connection()).map(|()| 0),
+            Err(SocketError::InProgress) => {
+                waiting(socket, false, || socket.connection()).map(|()| 0)
+            }
             Err(error) => Err(errno(error)),
         }
     })
@@ -380,7 +426,7 @@ pub fn accept4(
         return Err(Errno::EINVAL);
     }
     let (socket, peer) = with_socket(files, fd, |socket, nonblocking| {
-        waiting(nonblocking, || socket.accept())
+        waiting(socket, nonblocking, || socket.accept())
     })?;
     write_address(peer, address, length_at)?;
     install(
@@ -437,7 +483,8 @@ pub fn recvfrom(
         data.resize(length, 0);
         let nonblocking = nonblocking || receive_flags & MSG_DONTWAIT != 0;
         let peek = receive_flags & MSG_PEEK != 0;
-        let (count, whole, from) = waiting(nonblocking, || socket.receive(&mut data, peek))?;
+        let (count, whole, from) =
+            waiting(socket, nonblocking, || socket.receive(&mut data, peek))?;
         user::write(buffer, &data[..count])?;
         if let Some(from) = from {
             write_address(from, address, length_at)?;
@@ -501,7 +548,8 @@ pub fn recvmsg(
         data.resize(total, 0);
         let nonblocking = nonblocking || receive_flags & MSG_DONTWAIT != 0;
         let peek = receive_flags & MSG_PEEK != 0;
-        let (count, whole, from) = waiting(nonblocking, || socket.receive(&mut data, peek))?;
+        let (count, whole, from) =
+            waiting(socket, nonblocking, || socket.receive(&mut data, peek))?;
         scatter(header.vectors, header.count, &data[..count])?;
         if let (Some(from), true) = (from, header.name != 0) {
             // `msg_namelen` is at offset 8: room in, length out.

@@ -163,6 +163,10 @@ pub fn process_status(process: &ProcessInfo) -> Vec<u8> {
         let _ = writeln!(rest, "VmRSS:\t{resident:>8} kB");
     }
     let _ = writeln!(rest, "Threads:\t{}", process.threads.max(1));
+    // Linux's last lines; a waiting program's count of wake-ups.
+    let (voluntary, involuntary) = process.context_switches;
+    let _ = writeln!(rest, "voluntary_ctxt_switches:\t{voluntary}");
+    let _ = writeln!(rest, "nonvoluntary_ctxt_switches:\t{involuntary}");
     text.extend_from_slice(rest.as_bytes());
     text
 }

@@ -85,6 +85,10 @@ pub struct ProcessInfo {
     pub children_cpu_ns: u64,
     /// When it started, in nanoseconds since boot.
     pub start_ns: u64,
+    /// Times its threads left the processor blocked (voluntary) and
+    /// still runnable (involuntary): `voluntary_ctxt_switches` and
+    /// `nonvoluntary_ctxt_switches`.
+    pub context_switches: (u64, u64),
 }
 
 /// How a descriptor was opened.

@@ -46,6 +46,7 @@ fn process(pid: u64, parent: u64, command: &str, arguments: &[&str]) -> ProcessI
         cpu_ns: 1_230_000_000,
         children_cpu_ns: 50_000_000,
         start_ns: 2_500_000_000,
+        context_switches: (12, 3),
     }
 }
 
@@ -363,6 +364,7 @@ fn status_and_statm_say_ids_state_and_memory() {
         "VmSize:\t    8192 kB\n",
         "VmRSS:\t     400 kB\n",
         "Threads:\t1\n",
+        "voluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t3\n",
     ] {
         assert!(status.contains(line), "no {line:?} in:\n{status}");
     }

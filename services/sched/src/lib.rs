@@ -23,6 +23,9 @@
 extern crate alloc;
 
 pub mod sync;
+mod wait_queue;
+
+pub use wait_queue::WaitQueue;
 
 use alloc::{
     boxed::Box,
@@ -162,6 +165,19 @@ struct Thread {
     waiting_on: &'static str,
     /// Uptime (ns) at which it entered its state.
     since_ns: u64,
+    /// Whether a waker called [`wake`] while it was not parked, since its
+    /// last [`prepare_to_wait`]: [`block_prepared`] then returns at once
+    /// instead of losing that wake-up.
+    wake_pending: bool,
+    /// The uptime (ns) its current sleep ends at: a sleepers' entry that
+    /// does not match it is left over from a sleep a waker cut short.
+    wake_at: Option<u64>,
+    /// Times it was put on the processor.
+    times_scheduled: u64,
+    /// Times it left the processor parked (blocked or sleeping): Linux's
+    /// voluntary context switches. The other times it was scheduled
+    /// ended with it still runnable (preempted, yielded).
+    voluntary_switches: u64,
 }
 
 impl Thread {
@@ -294,6 +310,10 @@ impl Scheduler {
                 is_grouped: false,
                 waiting_on: "",
                 since_ns: timer::uptime_ns(),
+                wake_pending: false,
+                wake_at: None,
+                times_scheduled: 0,
+                voluntary_switches: 0,
             },
         );
         (id, completion)
@@ -319,6 +339,10 @@ impl Scheduler {
                 }
                 thread.enter(ThreadState::Ready, "");
                 self.ready.push_back(id);
+            } else {
+                // Running or ready: it may be between registering as a
+                // waiter and parking (see `block_prepared`).
+                thread.wake_pending = true;
             }
         }
         false
@@ -343,6 +367,9 @@ impl Scheduler {
         self.context_switches += 1;
         let thread = self.threads.get_mut(&next).expect("ready thread vanished");
         thread.enter(ThreadState::Running, "");
+        // Counted here and where a thread parks, where the thread is at
+        // hand already: a switch costs no extra lookup.
+        thread.times_scheduled += 1;
         Some(thread.context.clone())
     }
 
@@ -544,6 +571,28 @@ pub fn yield_now() {
     }
 }
 
+/// Gives up the CPU if another thread is ready, and says whether it did.
+/// A waiter whose peer is running (the other end of a pipe) yields a few
+/// times before it blocks: the answer usually comes within one switch,
+/// without the registering and waking of a blocked wait.
+pub fn yield_to_ready() -> bool {
+    let were_enabled = cpu::are_interrupts_enabled();
+    cpu::disable_interrupts();
+    let next = with_scheduler(|scheduler| {
+        if scheduler.ready.is_empty() {
+            return None;
+        }
+        scheduler.requeue_current();
+        scheduler.pick_next()
+    });
+    let yielded = next.is_some();
+    switch_if(next);
+    if were_enabled {
+        cpu::enable_interrupts();
+    }
+    yielded
+}
+
 /// Blocks the running thread if `park` returns true. `park` runs with
 /// interrupts disabled and gets the running thread's id, to record it
 /// wherever its waker will find it; nothing can wake the thread between
@@ -572,6 +621,7 @@ fn park_current_if(park: impl FnOnce(ThreadId) -> bool, notify: bool, waiting_on
             let mut is_grouped = false;
             if let Some(thread) = scheduler.threads.get_mut(&me) {
                 thread.enter(ThreadState::Blocked, waiting_on);
+                thread.voluntary_switches += 1;
                 is_grouped = thread.is_grouped;
             }
             // A grouped thread's hook runs before the next thread is
@@ -634,6 +684,105 @@ pub fn resume(id: ThreadId) {
     with_scheduler(|scheduler| scheduler.make_ready(id));
 }
 
+/// Starts a wait that [`block_prepared`] ends: from now on a [`wake`] of
+/// the running thread is not lost, even one that comes before it parks.
+/// The pattern, free of lost wake-ups: `prepare_to_wait`, register on the
+/// [`WaitQueue`]s of the events awaited, look at the condition, then
+/// `block_prepared` unless it holds (and unregister after).
+pub fn prepare_to_wait() {
+    with_scheduler(|scheduler| {
+        let me = scheduler.current;
+        if let Some(thread) = scheduler.threads.get_mut(&me) {
+            thread.wake_pending = false;
+        }
+    });
+}
+
+/// Parks the running thread until a [`wake`] (a [`WaitQueue`]'s, or a
+/// signal's) or, with a `deadline`, until that uptime (ns); returns at
+/// once if it was woken since [`prepare_to_wait`] or the deadline has
+/// passed. `waiting_on` says what for (the lockup watchdog's reports).
+/// Wake-ups may be spurious: the caller looks at its condition again.
+pub fn block_prepared(waiting_on: &'static str, deadline: Option<u64>) {
+    let were_enabled = cpu::are_interrupts_enabled();
+    cpu::disable_interrupts();
+    let now = timer::uptime_ns();
+    let parked = with_scheduler(|scheduler| {
+        let me = scheduler.current;
+        let thread = scheduler.threads.get_mut(&me)?;
+        if core::mem::take(&mut thread.wake_pending) {
+            return None;
+        }
+        match deadline {
+            Some(deadline) if deadline <= now => return None,
+            Some(deadline) => {
+                thread.wake_at = Some(deadline);
+                thread.enter(ThreadState::Sleeping, waiting_on);
+            }
+            None => thread.enter(ThreadState::Blocked, waiting_on),
+        }
+        thread.voluntary_switches += 1;
+        let is_grouped = thread.is_grouped;
+        if let Some(deadline) = deadline {
+            scheduler.sleepers.push(Reverse((deadline, me)));
+        }
+        // As in `park_current_if`: a grouped thread's hook runs before
+        // the next thread is picked.
+        Some(if is_grouped {
+            Err(me)
+        } else {
+            Ok(scheduler.pick_next())
+        })
+    });
+    match parked {
+        None => {}
+        Some(Ok(next)) => switch_if(next),
+        Some(Err(me)) => {
+            notify_block(me);
+            switch_if(with_scheduler(Scheduler::pick_next));
+        }
+    }
+    if were_enabled {
+        cpu::enable_interrupts();
+    }
+}
+
+/// Runs a thread an interrupt handler readied at once if the processor
+/// was idle (as the timer tick would, a millisecond later). Runs in
+/// interrupt context, holding no lock.
+pub(crate) fn leave_idle_from_interrupt() {
+    let next = {
+        let Some(mut guard) = SCHEDULER.try_lock() else {
+            return;
+        };
+        let Some(scheduler) = guard.as_mut() else {
+            return;
+        };
+        if scheduler.current == scheduler.idle && !scheduler.ready.is_empty() {
+            scheduler.requeue_current();
+            scheduler.pick_next()
+        } else {
+            None
+        }
+    };
+    switch_if(next);
+}
+
+/// [`wake`] for an interrupt handler's use: never waits for the
+/// scheduler's lock (false if it was taken, which cannot happen on one
+/// processor unless the handler interrupted the scheduler itself).
+pub(crate) fn wake_in_interrupt(id: ThreadId) -> bool {
+    let Some(mut guard) = SCHEDULER.try_lock() else {
+        return false;
+    };
+    let Some(scheduler) = guard.as_mut() else {
+        return false;
+    };
+    // A grouped thread is its group's to run; not for devices.
+    let _ = scheduler.wake_or_defer(id);
+    true
+}
+
 /// Sleeps for at least `ms` milliseconds.
 pub fn sleep_ms(ms: u64) {
     // A deadline in time rather than ticks: a sleep that starts late in
@@ -647,7 +796,9 @@ pub fn sleep_ms(ms: u64) {
         scheduler.sleepers.push(Reverse((wake_at, me)));
         let mut is_grouped = false;
         if let Some(thread) = scheduler.threads.get_mut(&me) {
+            thread.wake_at = Some(wake_at);
             thread.enter(ThreadState::Sleeping, "sleep");
+            thread.voluntary_switches += 1;
             is_grouped = thread.is_grouped;
         }
         if is_grouped {
@@ -731,7 +882,12 @@ pub fn on_tick() {
                 break;
             }
             scheduler.sleepers.pop();
-            if scheduler.wake_or_defer(id) {
+            // Only the sleep this entry was made for ends here: a thread
+            // woken early may be parked again since, for something else.
+            let is_due = scheduler.threads.get(&id).is_some_and(|thread| {
+                thread.state == ThreadState::Sleeping && thread.wake_at == Some(wake_at)
+            });
+            if is_due && scheduler.wake_or_defer(id) {
                 deferred.push(id);
             }
         }
@@ -836,6 +992,25 @@ pub fn thread_usage(id: ThreadId) -> Option<(ThreadState, u64)> {
             .threads
             .get(&id)
             .map(|thread| (thread.state, scheduler.cpu_ticks_of(id, thread)))
+    })
+}
+
+/// How often thread `id` has left the processor since it started:
+/// parked (blocked or sleeping: voluntary) and still runnable (preempted
+/// or yielding: involuntary), Linux's `voluntary_ctxt_switches` and
+/// `nonvoluntary_ctxt_switches`. A thread that waits without polling
+/// adds one voluntary switch per wait.
+pub fn thread_switches(id: ThreadId) -> Option<(u64, u64)> {
+    with_scheduler(|scheduler| {
+        scheduler.threads.get(&id).map(|thread| {
+            // Every time it was scheduled ended in a park (voluntary)
+            // or with it still runnable, but for the run going on.
+            let is_on_processor = id == scheduler.current;
+            let involuntary = thread
+                .times_scheduled
+                .saturating_sub(thread.voluntary_switches + u64::from(is_on_processor));
+            (thread.voluntary_switches, involuntary)
+        })
     })
 }
 

@@ -32,7 +32,7 @@ mod stack;
 
 pub use device::Output;
 pub use socket::{Kind, Readiness, Shutdown, Socket};
-pub use stack::Stack;
+pub use stack::{set_change_hook, Stack};
 
 /// Why a socket operation did not happen (the personality gives each its
 /// errno).

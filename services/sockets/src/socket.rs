@@ -464,6 +464,13 @@ impl Socket {
         }
     }
 
+    /// Milliseconds until its stack must be moved forward for its
+    /// timers (see [`Stack::poll_delay_ms`]): how long a thread waiting
+    /// on this socket may block before it must look again.
+    pub fn timer_delay_ms(&self) -> Option<u64> {
+        self.stack.poll_delay_ms()
+    }
+
     /// Receives into `buffer` (leaving it queued if `peek`): how many
     /// bytes (a datagram longer than `buffer` is cut, as on Linux, and its
     /// whole length is returned second), and where they came from. A

@@ -193,11 +193,16 @@ impl Stack {
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Inner) -> R) -> R {
         let mut inner = self.inner.lock();
         let now = Instant::from_millis((self.clock)() as i64);
+        let mut changed = false;
         if inner.device.has_waiting() {
-            inner.poll(now);
+            changed |= inner.poll(now);
         }
         let result = f(&mut inner);
-        inner.poll(now);
+        changed |= inner.poll(now);
+        drop(inner);
+        if changed {
+            tell_of_change();
+        }
         result
     }
 
@@ -210,12 +215,17 @@ impl Stack {
     pub(crate) fn with_maybe_after<R>(&self, f: impl FnOnce(&mut Inner) -> (R, bool)) -> R {
         let mut inner = self.inner.lock();
         let now = Instant::from_millis((self.clock)() as i64);
+        let mut changed = false;
         if inner.device.has_waiting() {
-            inner.poll(now);
+            changed |= inner.poll(now);
         }
         let (result, poll_after) = f(&mut inner);
         if poll_after {
-            inner.poll(now);
+            changed |= inner.poll(now);
+        }
+        drop(inner);
+        if changed {
+            tell_of_change();
         }
         result
     }
@@ -246,14 +256,36 @@ impl Stack {
     }
 }
 
+/// What [`set_change_hook`] installed.
+static CHANGE_HOOK: spin::Once<fn()> = spin::Once::new();
+
+/// Has `hook` called (once installed; later calls are ignored) after an
+/// operation on any stack moved packets or changed a socket's state:
+/// the personality wakes the threads waiting on sockets then, instead of
+/// having them look every millisecond. Called holding no stack lock.
+pub fn set_change_hook(hook: fn()) {
+    CHANGE_HOOK.call_once(|| hook);
+}
+
+fn tell_of_change() {
+    if let Some(hook) = CHANGE_HOOK.get() {
+        hook();
+    }
+}
+
 impl Inner {
-    fn poll(&mut self, now: Instant) {
+    /// Moves the stack forward; whether a packet went anywhere or a
+    /// socket's state changed (what a waiter may be waiting for).
+    fn poll(&mut self, now: Instant) -> bool {
+        let mut changed = false;
         for _ in 0..POLL_ROUNDS {
             if self.iface.poll(now, &mut self.device, &mut self.sockets) == PollResult::None {
                 break;
             }
+            changed = true;
         }
         self.reap_closed();
+        changed
     }
 
     /// Removes the closing TCP sockets that are done, and ends the oldest

@@ -23,6 +23,20 @@ pub struct Readiness {
     pub hung_up: bool,
 }
 
+/// Where a thread waits for a device to become ready: `poll` and
+/// `select` register the calling thread on the queue of every device
+/// they watch, block, and unregister when woken. The device wakes its
+/// registered threads whenever its [`Readiness`] may have changed (the
+/// scheduler's wait queue is behind it; the file layer only names the
+/// threads, by the scheduler's thread id).
+pub trait WaitQueue: Send + Sync {
+    /// Registers thread `thread`: it is woken at each change until it
+    /// unregisters.
+    fn register(&self, thread: u64);
+    /// Takes thread `thread` off the queue.
+    fn unregister(&self, thread: u64);
+}
+
 /// A character device driver (the kernel implements the console/tty; the
 /// memory devices are in [`crate::devices`]).
 pub trait Device: Send + Sync {
@@ -38,6 +52,12 @@ pub trait Device: Send + Sync {
             writable: true,
             hung_up: false,
         }
+    }
+    /// The queue on which a thread waits for `readiness` to change;
+    /// `None` for a device that never blocks (always ready), which a
+    /// waiting `poll` then need not watch.
+    fn wait_queue(&self) -> Option<&dyn WaitQueue> {
+        None
     }
     /// A device-specific request. `argument` is passed through untouched
     /// (often a user pointer that the driver copies through the kernel);

@@ -8,7 +8,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use spin::Mutex;
 
 use crate::{
-    device::{Device, Readiness},
+    device::{Device, Readiness, WaitQueue},
     dirent::encode_dirent64,
     flags::{
         O_ACCMODE, O_APPEND, O_NONBLOCK, O_RDONLY, O_RDWR, O_WRONLY, SEEK_CUR, SEEK_DATA, SEEK_END,
@@ -332,6 +332,13 @@ impl OpenFile {
             Some(device) => device.ioctl(request, argument),
             None => Err(Errno::ENOTTY),
         }
+    }
+
+    /// Where a thread waits for [`OpenFile::readiness`] to change: the
+    /// device's queue; `None` for regular files and directories (always
+    /// ready) and devices that never block.
+    pub fn wait_queue(&self) -> Option<&dyn WaitQueue> {
+        self.device.as_ref().and_then(|device| device.wait_queue())
     }
 
     /// What `poll` would report: regular files and directories are always

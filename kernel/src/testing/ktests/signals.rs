@@ -23,7 +23,20 @@ pub const TESTS: &[KernelTest] = &[
         name: "each_thread_has_its_own_mask_and_a_stop_stops_every_thread",
         run: thread_signals,
     },
+    KernelTest {
+        name: "a_process_waiting_ten_seconds_is_not_run_until_its_event",
+        run: blocked_waits,
+    },
 ];
+
+/// `user/blockwake.c`: five processes wait ten seconds each, in `read`
+/// and `poll` on an empty pipe, `ppoll` with a timeout, `sigsuspend` and
+/// `sigtimedwait`; none is put on the processor more than twice in that
+/// time (a waiter that looks again every millisecond was, thousands of
+/// times), and each sees its event (a byte, `SIGUSR1`) and exits 0.
+fn blocked_waits() -> TestResult {
+    run_leaving_no_process_or_signal("blockwake")
+}
 
 /// `user/threadsignals.c`: masks per thread (`pthread_sigmask` in one
 /// thread leaves the others alone, a new thread starts with its

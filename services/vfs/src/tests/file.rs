@@ -398,3 +398,51 @@ fn appends_from_many_descriptions_never_overlap() {
         );
     }
 }
+
+#[test]
+fn poll_finds_a_devices_wait_queue_and_none_elsewhere() {
+    use core::sync::atomic::{AtomicU64, Ordering};
+    /// Remembers the last thread registered (0: none now).
+    struct Queue(AtomicU64);
+    impl crate::WaitQueue for Queue {
+        fn register(&self, thread: u64) {
+            self.0.store(thread, Ordering::Relaxed);
+        }
+        fn unregister(&self, _thread: u64) {
+            self.0.store(0, Ordering::Relaxed);
+        }
+    }
+    /// A device that can block, so has a queue.
+    struct Blocking(Queue);
+    impl crate::Device for Blocking {
+        fn read(&self, _: u64, _: &mut [u8], _: bool) -> Result<usize, Errno> {
+            Err(Errno::EAGAIN)
+        }
+        fn write(&self, _: u64, buf: &[u8], _: bool) -> Result<usize, Errno> {
+            Ok(buf.len())
+        }
+        fn wait_queue(&self) -> Option<&dyn crate::WaitQueue> {
+            Some(&self.0)
+        }
+    }
+    let (vfs, context) = setup();
+    write_file(&vfs, &context, b"/f", b"abc");
+    let regular = vfs.open(&context, b"/f", O_RDONLY, 0).unwrap();
+    assert!(
+        regular.wait_queue().is_none(),
+        "a regular file is always ready"
+    );
+    let fifo = vfs.mknod(&context, b"/fifo", S_IFIFO | 0o644, 0).unwrap();
+    let never_blocks = OpenFile::new(fifo.clone(), O_RDONLY, Some(Arc::new(Null)));
+    assert!(
+        never_blocks.wait_queue().is_none(),
+        "a device's default is none"
+    );
+    let device = Arc::new(Blocking(Queue(AtomicU64::new(0))));
+    let blocking = OpenFile::new(fifo, O_RDONLY, Some(device.clone()));
+    let queue = blocking.wait_queue().expect("the device's queue");
+    queue.register(7);
+    assert_eq!(device.0 .0.load(Ordering::Relaxed), 7);
+    queue.unregister(7);
+    assert_eq!(device.0 .0.load(Ordering::Relaxed), 0);
+}
