@@ -184,9 +184,14 @@ impl Thread {
     /// Moves it to `state` (waiting on `waiting_on`, "" unless it parks),
     /// noting when.
     fn enter(&mut self, state: ThreadState, waiting_on: &'static str) {
+        self.enter_at(state, waiting_on, timer::uptime_ns());
+    }
+
+    /// [`Thread::enter`] at uptime `now`, which the caller read already.
+    fn enter_at(&mut self, state: ThreadState, waiting_on: &'static str, now: u64) {
         self.state = state;
         self.waiting_on = waiting_on;
-        self.since_ns = timer::uptime_ns();
+        self.since_ns = now;
     }
 }
 
@@ -353,11 +358,13 @@ impl Scheduler {
     fn pick_next(&mut self) -> Option<Arc<Context>> {
         let next = self.ready.pop_front().unwrap_or(self.idle);
         self.slice_left = TIME_SLICE_TICKS;
-        self.charge_current(timer::uptime_ns());
+        // One clock read serves the time charged and the state's start.
+        let now = timer::uptime_ns();
+        self.charge_current(now);
         if next == self.current {
             if let Some(thread) = self.threads.get_mut(&next) {
                 if thread.state != ThreadState::Running {
-                    thread.enter(ThreadState::Running, "");
+                    thread.enter_at(ThreadState::Running, "", now);
                 }
             }
             return None;
@@ -366,7 +373,7 @@ impl Scheduler {
         CURRENT.store(next.0, Ordering::Relaxed);
         self.context_switches += 1;
         let thread = self.threads.get_mut(&next).expect("ready thread vanished");
-        thread.enter(ThreadState::Running, "");
+        thread.enter_at(ThreadState::Running, "", now);
         // Counted here and where a thread parks, where the thread is at
         // hand already: a switch costs no extra lookup.
         thread.times_scheduled += 1;
