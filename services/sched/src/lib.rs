@@ -152,8 +152,8 @@ struct Thread {
     name: String,
     context: Arc<Context>,
     state: ThreadState,
-    /// Processor time it has been charged (ns), up to the start of its
-    /// current run if it is running ([`Scheduler::running_since_ns`]).
+    /// Processor time it has been charged (ns): its runs that ended (a
+    /// running thread's current run began at `since_ns`).
     cpu_ns: u64,
     completion: Arc<Completion>,
     /// Whether a fault in this thread must stop the kernel (boot and idle).
@@ -181,6 +181,16 @@ struct Thread {
 }
 
 impl Thread {
+    /// Its processor time in ticks, its current run included.
+    fn cpu_ticks(&self) -> u64 {
+        let running = if self.state == ThreadState::Running {
+            timer::uptime_ns().saturating_sub(self.since_ns)
+        } else {
+            0
+        };
+        (self.cpu_ns + running) / NS_PER_TICK
+    }
+
     /// Moves it to `state` (waiting on `waiting_on`, "" unless it parks),
     /// noting when.
     fn enter(&mut self, state: ThreadState, waiting_on: &'static str) {
@@ -189,6 +199,12 @@ impl Thread {
 
     /// [`Thread::enter`] at uptime `now`, which the caller read already.
     fn enter_at(&mut self, state: ThreadState, waiting_on: &'static str, now: u64) {
+        // Leaving the processor: charged the run that ends, measured by the
+        // clock (not counted in ticks, which a late or lost tick would
+        // shorten: an emulator's processor descheduled by its host).
+        if self.state == ThreadState::Running && state != ThreadState::Running {
+            self.cpu_ns += now.saturating_sub(self.since_ns);
+        }
         self.state = state;
         self.waiting_on = waiting_on;
         self.since_ns = now;
@@ -252,11 +268,6 @@ struct Scheduler {
     slice_left: u32,
     next_id: u64,
     context_switches: u64,
-    /// Uptime (ns) from which the running thread's processor time is not
-    /// charged yet: its time is measured by the clock at each switch and
-    /// tick, not counted in ticks, so a tick lost or late (an emulator's
-    /// processor descheduled by its host) loses no time.
-    running_since_ns: u64,
 }
 
 /// Nanoseconds in one timer tick: the unit the `cpu_ticks` figures are in.
@@ -271,26 +282,6 @@ fn with_scheduler<R>(f: impl FnOnce(&mut Scheduler) -> R) -> R {
 }
 
 impl Scheduler {
-    /// Charges the running thread the time since its run (or its last
-    /// charge) began, up to `now`.
-    fn charge_current(&mut self, now: u64) {
-        let elapsed = now.saturating_sub(self.running_since_ns);
-        self.running_since_ns = now;
-        if let Some(thread) = self.threads.get_mut(&self.current) {
-            thread.cpu_ns += elapsed;
-        }
-    }
-
-    /// Thread `id`'s processor time in ticks, its current run included.
-    fn cpu_ticks_of(&self, id: ThreadId, thread: &Thread) -> u64 {
-        let running = if id == self.current {
-            timer::uptime_ns().saturating_sub(self.running_since_ns)
-        } else {
-            0
-        };
-        (thread.cpu_ns + running) / NS_PER_TICK
-    }
-
     fn add(
         &mut self,
         name: &str,
@@ -358,9 +349,7 @@ impl Scheduler {
     fn pick_next(&mut self) -> Option<Arc<Context>> {
         let next = self.ready.pop_front().unwrap_or(self.idle);
         self.slice_left = TIME_SLICE_TICKS;
-        // One clock read serves the time charged and the state's start.
         let now = timer::uptime_ns();
-        self.charge_current(now);
         if next == self.current {
             if let Some(thread) = self.threads.get_mut(&next) {
                 if thread.state != ThreadState::Running {
@@ -413,7 +402,6 @@ pub fn init(name: &str) {
         slice_left: TIME_SLICE_TICKS,
         next_id: 0,
         context_switches: 0,
-        running_since_ns: timer::uptime_ns(),
     };
     let (boot, _) = scheduler.add(name, boot_context, true);
     let (idle, _) = scheduler.add("idle", idle_context, true);
@@ -883,7 +871,6 @@ pub fn on_tick() {
             return;
         };
         let current = scheduler.current;
-        scheduler.charge_current(now);
         while let Some(&Reverse((wake_at, id))) = scheduler.sleepers.peek() {
             if wake_at > now {
                 break;
@@ -924,7 +911,7 @@ pub fn threads() -> Vec<ThreadInfo> {
                 id,
                 name: thread.name.clone(),
                 state: thread.state,
-                cpu_ticks: scheduler.cpu_ticks_of(id, thread),
+                cpu_ticks: thread.cpu_ticks(),
                 waiting_on: thread.waiting_on,
             })
             .collect()
@@ -998,7 +985,7 @@ pub fn thread_usage(id: ThreadId) -> Option<(ThreadState, u64)> {
         scheduler
             .threads
             .get(&id)
-            .map(|thread| (thread.state, scheduler.cpu_ticks_of(id, thread)))
+            .map(|thread| (thread.state, thread.cpu_ticks()))
     })
 }
 
@@ -1029,7 +1016,7 @@ pub fn idle_ticks() -> u64 {
         scheduler
             .threads
             .get(&idle)
-            .map_or(0, |thread| scheduler.cpu_ticks_of(idle, thread))
+            .map_or(0, |thread| thread.cpu_ticks())
     })
 }
 
