@@ -369,6 +369,18 @@ impl Scheduler {
         Some(thread.context.clone())
     }
 
+    /// If the idle thread runs while a thread is ready, makes the ready one
+    /// current (returning its context): what an interrupt that readied a
+    /// thread does rather than wait for the next tick.
+    fn leave_idle(&mut self) -> Option<Arc<Context>> {
+        if self.current == self.idle && !self.ready.is_empty() {
+            self.requeue_current();
+            self.pick_next()
+        } else {
+            None
+        }
+    }
+
     /// Puts the running thread back at the end of the ready queue (unless it
     /// is the idle thread, which is never queued).
     fn requeue_current(&mut self) {
@@ -663,12 +675,7 @@ pub fn wake_from_interrupt(id: ThreadId) {
             // A grouped thread is its group's to run; not for devices.
             return;
         }
-        if scheduler.current == scheduler.idle && !scheduler.ready.is_empty() {
-            scheduler.requeue_current();
-            scheduler.pick_next()
-        } else {
-            None
-        }
+        scheduler.leave_idle()
     };
     switch_if(next);
 }
@@ -753,12 +760,7 @@ pub(crate) fn leave_idle_from_interrupt() {
         let Some(scheduler) = guard.as_mut() else {
             return;
         };
-        if scheduler.current == scheduler.idle && !scheduler.ready.is_empty() {
-            scheduler.requeue_current();
-            scheduler.pick_next()
-        } else {
-            None
-        }
+        scheduler.leave_idle()
     };
     switch_if(next);
 }

@@ -4,7 +4,7 @@
 
 use alloc::{sync::Arc, vec::Vec};
 
-use extension_interface::{FileAccess, PacketAccess, ReplyError};
+use extension_interface::{check_file_range, FileAccess, PacketAccess, ReplyError};
 
 /// A piece of an answer, waiting to be sent.
 pub(crate) enum Piece {
@@ -98,10 +98,7 @@ impl PacketAccess for Stream {
         offset: u64,
         len: u64,
     ) -> Result<(), ReplyError> {
-        let end = offset.checked_add(len).ok_or(ReplyError::OutsideFile)?;
-        if end > file.len() {
-            return Err(ReplyError::OutsideFile);
-        }
+        let end = check_file_range(file.as_ref(), offset, len)?;
         if len > 0 {
             self.answer.lock().pieces.push(Piece::File {
                 file: file.clone(),

@@ -16,4 +16,4 @@ pub mod files;
 pub mod packet;
 
 pub use files::{DirectoryAccess, FileAccess, ListenError, Listening, OpenError, StreamService};
-pub use packet::{PacketAccess, PacketRef, ReplyError, MAX_FILE_REPLY_BYTES};
+pub use packet::{check_file_range, PacketAccess, PacketRef, ReplyError, MAX_FILE_REPLY_BYTES};

@@ -41,10 +41,7 @@ pub trait PacketAccess: Send + Sync {
         offset: u64,
         len: u64,
     ) -> Result<(), ReplyError> {
-        let end = offset.checked_add(len).ok_or(ReplyError::OutsideFile)?;
-        if end > file.len() {
-            return Err(ReplyError::OutsideFile);
-        }
+        check_file_range(file.as_ref(), offset, len)?;
         if len > MAX_FILE_REPLY_BYTES as u64 {
             return Err(ReplyError::TooLong);
         }
@@ -75,6 +72,17 @@ pub enum ReplyError {
 
 /// Most bytes of a file a datagram reply takes (more than any frame).
 pub const MAX_FILE_REPLY_BYTES: usize = 65_536;
+
+/// Checks that `len` bytes from `offset` lie inside `file`, as every
+/// [`PacketAccess::reply_file`] must before it sends any, and returns
+/// the range's end: [`ReplyError::OutsideFile`] if it is not inside (or
+/// the end overflows).
+pub fn check_file_range(file: &dyn FileAccess, offset: u64, len: u64) -> Result<u64, ReplyError> {
+    match offset.checked_add(len) {
+        Some(end) if end <= file.len() => Ok(end),
+        _ => Err(ReplyError::OutsideFile),
+    }
+}
 
 impl fmt::Display for ReplyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
