@@ -26,10 +26,7 @@ use dispatch::{BindingId, Install, Principal};
 use hal::{address_space::UserProtection, memory::PAGE_SIZE};
 use linux_abi::Errno;
 
-use crate::{
-    process,
-    translation::{self, FaultArgs},
-};
+use crate::translation::{self, FaultArgs};
 
 /// The application-specific system call's number (outside Linux's range).
 pub const VM_HANDLER_SYSCALL: u64 = 0x5350_0001;

@@ -39,8 +39,8 @@ pub fn init() {
 /// than running on (a program that never makes a system call still ends).
 fn return_to_user(frame: &mut TrapFrame) {
     // Another thread stopped the process: this one waits too.
-    crate::process::wait_while_stopped();
-    if let Some(signal) = crate::process::pending_kill() {
+    ::process::wait_while_stopped();
+    if let Some(signal) = ::process::pending_kill() {
         crate::user::killed(signal);
     }
     if let Some(signal) = crate::signals::after_interrupt(frame) {

@@ -244,7 +244,7 @@ pub fn run_boot_command() -> Result<u8, alloc::string::String> {
         crate::user::UserExit::Exited(status) => status as u8,
         crate::user::UserExit::Killed(signal) => 128u8.saturating_add(signal),
         crate::user::UserExit::Faulted(fault) => {
-            128u8.saturating_add(crate::process::signal_for_fault(fault.vector))
+            128u8.saturating_add(::process::signal_for_fault(fault.vector))
         }
     })
 }

@@ -287,4 +287,4 @@ fn write_thread_line(
     Ok(())
 }
 
-use crate::process;
+use ::process;

@@ -35,7 +35,7 @@ mod logger;
 mod memory_services;
 mod network;
 mod page_cache;
-mod process;
+mod process_events;
 mod service_domains;
 mod shell;
 mod signals;
@@ -73,6 +73,7 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
     hal::trap::init();
     hal::user::init();
     exceptions::init();
+    process::set_observer(&process_events::KernelProcessEvents);
     hal::memory::init(boot_info);
     let frames = hal::memory::frame_stats();
     log::info!(

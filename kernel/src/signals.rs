@@ -24,7 +24,7 @@ use linux::{
 use linux_abi::{signal::*, syscall, Errno};
 use sched::Fault;
 
-use crate::process::{self, End, KillError};
+use ::process::{self, End, KillError};
 
 /// A user state a signal can be delivered into: the saved state of a
 /// system call or of a trap from user mode.

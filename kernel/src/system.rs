@@ -2,7 +2,7 @@
 //! `times` and `getrusage`: [`KernelFacts`], the kernel's
 //! `procfs::Source`. Only the composition root sees both halves of a
 //! process, so the answers are put together here:
-//! - from the process table (`crate::process`): parent, state, program,
+//! - from the process table (`::process`): parent, state, program,
 //!   memory, processor time;
 //! - from the personality: process group and session, supplementary
 //!   groups, the command name (which `prctl` changes), descriptors and
@@ -21,7 +21,7 @@ use procfs::{
 };
 use vfs::Vfs;
 
-use crate::process::{self, Program};
+use ::process::{self, Program};
 
 /// Device number of `/proc` (an anonymous device, as Linux gives it).
 const PROC_DEV: u64 = vfs::makedev(0, 21);

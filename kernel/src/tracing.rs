@@ -46,7 +46,7 @@ static SHORT_CIRCUIT_COUNT: AtomicUsize = AtomicUsize::new(0);
 
 /// Starts tracing process `pid`.
 pub fn trace(pid: u64) -> Result<(), String> {
-    if crate::process::get(pid).is_none_or(|process| process.end().is_some()) {
+    if ::process::get(pid).is_none_or(|process| process.end().is_some()) {
         return Err(format!("no process {pid}"));
     }
     trace_from_the_start(pid)

@@ -53,7 +53,7 @@ pub fn raised() -> [u64; 3] {
 /// distributed shared memory) takes that region's faults, and every other
 /// fault gets the Unix model. Unresolved, the fault ends the program.
 fn unix_model(args: &FaultArgs) -> u32 {
-    u32::from(crate::process::resolve_fault(args.0, args.1, args.2))
+    u32::from(::process::resolve_fault(args.0, args.1, args.2))
 }
 
 /// Creates the events.

@@ -2,7 +2,7 @@
 //! address space of its own.
 //!
 //! A program is code loaded at [`CODE_BASE`] (or an ELF image) with a
-//! stack below [`STACK_TOP`], in a process of its own (`crate::process`);
+//! stack below [`STACK_TOP`], in a process of its own (`::process`);
 //! it enters the kernel only through system calls (`crate::syscalls`) and
 //! traps. It ends by `exit`, by a fault (which the exception handler turns
 //! into the end of that process alone) or by a kill. Its memory and kernel
@@ -18,7 +18,7 @@ use hal::{
 };
 use sched::{ExitReason, Fault, JoinHandle};
 
-use crate::process::{self, End, Process, UserAddressMap};
+use ::process::{self, End, Process, UserAddressMap};
 
 /// Where a program's code is loaded.
 pub const CODE_BASE: u64 = 0x40_0000;
@@ -63,13 +63,13 @@ impl core::fmt::Display for UserExit {
                 f,
                 "was ended by CPU exception {} ({}) at {:#x}",
                 fault.vector,
-                crate::process::signal_name(crate::process::signal_for_fault(fault.vector)),
+                ::process::signal_name(::process::signal_for_fault(fault.vector)),
                 fault.rip
             ),
             UserExit::Killed(signal) => write!(
                 f,
                 "was killed by signal {signal} ({})",
-                crate::process::signal_name(*signal)
+                ::process::signal_name(*signal)
             ),
         }
     }

@@ -10,7 +10,7 @@
 use alloc::collections::{BTreeMap, VecDeque};
 use linux_abi::{time::Timespec, Errno};
 
-use crate::process::{self, Process};
+use ::process::{self, Process};
 
 /// `futex` operations (the low bits of `op`).
 mod op {

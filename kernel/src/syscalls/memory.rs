@@ -23,7 +23,7 @@ use hal::{
 use linux_abi::Errno;
 use vm::VmError;
 
-use crate::process::{self, UserAddressMap};
+use ::process::{self, UserAddressMap};
 
 /// `mmap` flags.
 mod flag {

@@ -288,7 +288,7 @@ fn entry(frame: &mut SyscallFrame) {
     // delivery of signals does, and is not raised.
     if number == syscall::RT_SIGRETURN {
         if let Some(outcome) = crate::signals::sigreturn(frame) {
-            if let Some(signal) = outcome.or_else(crate::process::pending_kill) {
+            if let Some(signal) = outcome.or_else(::process::pending_kill) {
                 crate::user::killed(signal);
             }
             return;
@@ -331,8 +331,8 @@ fn entry(frame: &mut SyscallFrame) {
         }
     }
     // Another thread stopped the process: this one waits too.
-    crate::process::wait_while_stopped();
-    if let Some(signal) = crate::process::pending_kill() {
+    ::process::wait_while_stopped();
+    if let Some(signal) = ::process::pending_kill() {
         crate::user::killed(signal);
     }
     frame.set_result(result as u64);
@@ -358,7 +358,7 @@ fn record_exec(strand: u64, entry: u64, stack: u64) {
 
 /// Wakes up to `count` threads of `process` waiting on the futex at
 /// `address` (a thread's end with `CLONE_CHILD_CLEARTID`).
-pub fn futex_wake(process: &crate::process::Process, address: u64, count: u32) {
+pub fn futex_wake(process: &::process::Process, address: u64, count: u32) {
     futex::wake_address(process, address, count);
 }
 

@@ -8,7 +8,7 @@ use linux_abi::{
     signal, Errno,
 };
 
-use crate::process::{self, Children, KillError, Reporting, WaitError};
+use ::process::{self, Children, KillError, Reporting, WaitError};
 
 /// `wait4`'s options: return at once if no child has changed; report
 /// stopped and continued children; wait for threads' ends too (accepted,

@@ -82,7 +82,7 @@ fn campaign(parameters: &str) -> Result<String, String> {
     // lists replaced by `vm_handler` calls) comes and goes, so leaks are
     // judged on the least heap seen in the first and the last quarter.
     let mut heap_after_batch: Vec<usize> = Vec::new();
-    let table = crate::process::count();
+    let table = ::process::count();
     let calls_before = crate::syscalls::count();
     let (mut exited, mut faulted, mut killed) = (0u64, 0u64, 0u64);
     let mut first = seed;
@@ -119,7 +119,7 @@ fn campaign(parameters: &str) -> Result<String, String> {
     let least = |batches: &[usize]| batches.iter().copied().min().unwrap_or(0);
     let heap = least(&heap_after_batch[..quarter]);
     let heap_after = least(&heap_after_batch[heap_after_batch.len() - quarter..]);
-    let table_after = crate::process::count();
+    let table_after = ::process::count();
     if frames_after < frames {
         return Err(format!(
             "{} frames were not given back",

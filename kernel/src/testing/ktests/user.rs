@@ -816,13 +816,13 @@ fn fork_keeps_parent_and_child_apart() -> TestResult {
 /// for a system call writing into one), mprotect and munmap take access
 /// away (children die of SIGSEGV), brk grows and shrinks.
 fn demand_zero_regions_mprotect_munmap_and_brk() -> TestResult {
-    let resolved_before = crate::process::faults_resolved();
+    let resolved_before = ::process::faults_resolved();
     let end = run_program("memory", &[])?;
     ensure!(
         end == UserExit::Exited(0),
         "memory {end} (its output says which check failed)"
     );
-    let resolved = crate::process::faults_resolved() - resolved_before;
+    let resolved = ::process::faults_resolved() - resolved_before;
     // 256 pages of the 1 MiB area, and the break's, at least.
     ensure!(
         resolved >= 256,
@@ -884,12 +884,12 @@ fn process_cycles_leave_memory_at_baseline() -> TestResult {
     ensure!(end == UserExit::Exited(0), "the warm-up forkloop {end}");
     let frames = crate::page_cache::frames_free_or_cached();
     let heap = hal::heap::stats().allocated_bytes;
-    let processes = crate::process::count();
+    let processes = ::process::count();
     let end = run_program("forkloop", &["1000"])?;
     ensure!(end == UserExit::Exited(0), "forkloop 1000 {end}");
     let frames_after = crate::page_cache::frames_free_or_cached();
     let heap_after = hal::heap::stats().allocated_bytes;
-    let processes_after = crate::process::count();
+    let processes_after = ::process::count();
     ensure!(
         frames_after >= frames,
         "1,000 processes kept {} frames",
@@ -1054,7 +1054,7 @@ fn fuzz_in_scratch_tree() -> Result<(usize, usize), alloc::string::String> {
     let _ = run_program("sysfuzz", &["100", "200"])?;
     let frames = crate::page_cache::frames_free_or_cached();
     let heap = hal::heap::stats().allocated_bytes;
-    let processes = crate::process::count();
+    let processes = ::process::count();
     let calls_before = syscalls::count();
     for seed in ["1", "2", "3", "4", "5", "6", "7", "8"] {
         match run_program("sysfuzz", &[seed, "2000"])? {
@@ -1069,9 +1069,9 @@ fn fuzz_in_scratch_tree() -> Result<(usize, usize), alloc::string::String> {
     let end = run_program("hello", &[])?;
     ensure!(end == UserExit::Exited(3), "hello after the fuzzing {end}");
     ensure!(
-        crate::process::count() == processes,
+        ::process::count() == processes,
         "the process table grew from {processes} to {}",
-        crate::process::count()
+        ::process::count()
     );
     Ok((heap, frames))
 }

@@ -1,17 +1,25 @@
 //! Processes: an address map, a parent, children, and how it ended.
 //!
 //! A process runs one or more user threads (`clone` with `CLONE_VM`). It
-//! is made by the kernel (`user::spawn_program`, parent
-//! 0: the kernel, which learns how it ended through `user::UserThread`) or
-//! by `fork`, which gives the child a copy-on-write copy of the parent's
-//! memory (`vm::AddressMap::fork`). When its thread ends, its memory goes
-//! at once; the record stays, a zombie, until the parent waits for it
-//! (`wait4`). A process whose parent ended first is an orphan: nobody will
-//! wait for it, so its record goes as soon as it ends.
+//! is made by the kernel (parent 0: the kernel, which learns how it ended
+//! from the thread it started) or by `fork`, which gives the child a
+//! copy-on-write copy of the parent's memory (`vm::AddressMap::fork`).
+//! When its last thread ends, its memory goes at once; the record stays, a
+//! zombie, until the parent waits for it (`wait4`). A process whose parent
+//! ended first is an orphan: nobody will wait for it, so its record goes
+//! as soon as it ends.
 //!
 //! `kill` marks a process; the mark ends it the next time it leaves the
 //! kernel for user mode (a system call's return, or an interrupt or trap
 //! taken in user mode), or wakes it from `wait4` to do so.
+//!
+//! What a personality keeps of a process (its process group, descriptors,
+//! signal state) and what it makes of a child's end (`SIGCHLD`) is not
+//! here: the table tells the [`ProcessObserver`] the kernel installs at
+//! boot ([`set_observer`]), so this crate depends on no personality.
+#![no_std]
+
+extern crate alloc;
 
 use alloc::{
     collections::{BTreeMap, BTreeSet},
@@ -26,6 +34,54 @@ use sched::{sync::Condvar, Fault};
 
 /// A process's memory: the Unix model (`vm`) over `hal`'s page tables.
 pub type UserAddressMap = vm::AddressMap<hal::address_space::AddressSpace>;
+
+/// What the rest of the kernel learns of processes, and the few answers
+/// the table needs from it: installed once at boot by the kernel, which
+/// forwards to the personality, the interval timers and the tracer.
+pub trait ProcessObserver: Sync {
+    /// Process `pid` was made, a child of `parent`: before it runs, so a
+    /// forked child's first call finds its descriptors.
+    fn created(&self, pid: u64, parent: u64);
+    /// The thread on `strand` of process `pid` ended: its thread id if it
+    /// had been attached to the process.
+    fn thread_ended(&self, strand: u64, pid: u64, tid: Option<u64>);
+    /// Process `pid`'s process group, while its personality knows it.
+    fn process_group(&self, pid: u64) -> Option<u64>;
+    /// Process `pid` ended (its last thread did) or was discarded before
+    /// it ran: what was kept for it elsewhere goes.
+    fn ended(&self, pid: u64);
+    /// Child `child` of `parent` ended with `end` (`SIGCHLD`).
+    fn child_ended(&self, parent: u64, child: u64, end: End);
+    /// Child `child` of `parent` stopped or continued: `code` is
+    /// `CLD_STOPPED` or `CLD_CONTINUED`, `signal` the cause.
+    fn child_stopped(&self, parent: u64, child: u64, code: i32, signal: u8);
+    /// Whether the running thread has a signal to take (which interrupts
+    /// a wait).
+    fn interrupted(&self) -> bool;
+    /// A user page fault at `address` on `strand` found no region: the
+    /// handlers of the bad-address event may still resolve it (true).
+    fn bad_address(&self, strand: u64, address: u64, error_code: u64) -> bool;
+}
+
+/// The observer [`set_observer`] installed.
+static OBSERVER: spin::Once<&'static dyn ProcessObserver> = spin::Once::new();
+
+/// Installs what the table tells of its processes (once, at boot, before
+/// the first process is made; a second call is ignored).
+pub fn set_observer(observer: &'static dyn ProcessObserver) {
+    OBSERVER.call_once(|| observer);
+}
+
+/// The installed observer.
+///
+/// # Panics
+/// If none is installed: the kernel installs it before it makes a
+/// process, so a process operation without one is a wiring bug.
+fn observer() -> &'static dyn ProcessObserver {
+    *OBSERVER
+        .get()
+        .expect("the process table is used before the kernel installed its observer")
+}
 
 /// How a process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -220,8 +276,8 @@ impl Process {
     /// Its process group: its personality's record while it runs, the
     /// last one after it ended.
     pub fn group(&self) -> Option<u64> {
-        crate::linux::personality()
-            .and_then(|personality| personality.process_group(self.id))
+        observer()
+            .process_group(self.id)
             .or(self.state.lock().group_at_end)
     }
 
@@ -392,7 +448,7 @@ pub fn create(id: u64, parent: u64, memory: UserAddressMap) -> Arc<Process> {
     }
     // Before the process runs: a forked child's first call finds its
     // descriptors.
-    crate::linux::process_created(id, parent_id);
+    observer().created(id, parent_id);
     process
 }
 
@@ -540,7 +596,6 @@ pub fn set_end(process: &Process, end: End) {
 /// parent learns of the end (an orphan's record goes at once); returns
 /// whether it was.
 pub fn thread_ended(strand: u64, process: &Arc<Process>) -> bool {
-    crate::linux::strand_ended(strand);
     // Its processor time stays counted in the process's.
     if let Some((_, ticks)) = sched::thread_usage(sched::ThreadId(strand)) {
         process.usage.lock().ended_threads_ticks += ticks;
@@ -548,9 +603,7 @@ pub fn thread_ended(strand: u64, process: &Arc<Process>) -> bool {
     let record = BY_STRAND.lock().remove(&strand);
     let exit_status = record.as_ref().and_then(|record| record.exit_status);
     // Its own signal state (mask, signals sent to it alone) goes with it.
-    if let (Some(record), Some(personality)) = (&record, crate::linux::personality()) {
-        personality.thread_ended(process.id, record.tid);
-    }
+    observer().thread_ended(strand, process.id, record.as_ref().map(|record| record.tid));
     drop(record);
     {
         let mut state = process.state.lock();
@@ -579,11 +632,8 @@ pub fn thread_ended(strand: u64, process: &Arc<Process>) -> bool {
     }
     drop(memory);
     // Its descriptors close with its memory, when the last thread ends.
-    process.state.lock().group_at_end =
-        crate::linux::personality().and_then(|personality| personality.process_group(process.id));
-    crate::linux::process_ended(process.id);
-    crate::itimer::process_ended(process.id);
-    crate::tracing::process_ended(process.id);
+    process.state.lock().group_at_end = observer().process_group(process.id);
+    observer().ended(process.id);
     let (children, orphan) = {
         let mut state = process.state.lock();
         if state.end.is_none() {
@@ -626,14 +676,14 @@ pub fn thread_ended(strand: u64, process: &Arc<Process>) -> bool {
         CHANGED.notify_all();
     }
     if let (false, Some(end)) = (orphan || parent == 0, end) {
-        crate::signals::child_ended(parent, process.id, end);
+        observer().child_ended(parent, process.id, end);
     }
     true
 }
 
 /// Forgets `process`, made by [`create`] but never started.
 pub fn discard(process: &Process) {
-    crate::linux::process_ended(process.id);
+    observer().ended(process.id);
     let parent = process.parent();
     TABLE.lock().remove(&process.id);
     if let Some(parent) = get(parent) {
@@ -737,7 +787,7 @@ pub fn wait(
         if !block {
             return Ok(None);
         }
-        if crate::signals::interrupted() {
+        if observer().interrupted() {
             return Err(WaitError::Interrupted);
         }
         guard = CHANGED.wait(guard);
@@ -792,7 +842,7 @@ fn wait_until_continued(process: &Process, parent: u64, pid: u64, signal: u8) ->
         CHANGED.notify_all();
     }
     if parent != 0 {
-        crate::signals::child_stopped(parent, pid, signal::CLD_STOPPED, signal);
+        observer().child_stopped(parent, pid, signal::CLD_STOPPED, signal);
     }
     let mut guard = CHANGED_LOCK.lock();
     loop {
@@ -854,7 +904,7 @@ pub fn continue_stopped(process: &Process) {
         CHANGED.notify_all();
     }
     if parent != 0 {
-        crate::signals::child_stopped(parent, process.id, signal::CLD_CONTINUED, signal::SIGCONT);
+        observer().child_stopped(parent, process.id, signal::CLD_CONTINUED, signal::SIGCONT);
     }
 }
 
@@ -954,7 +1004,7 @@ pub fn resolve_fault(strand: u64, address: u64, error_code: u64) -> bool {
         Some(Some(resolved)) => resolved,
         // Raised with the memory lock released: a handler may change the
         // address space.
-        Some(None) => crate::translation::raise_bad_address(strand, address, error_code),
+        Some(None) => observer().bad_address(strand, address, error_code),
         None => false,
     };
     if resolved {
