@@ -41,10 +41,10 @@ fn return_to_user(frame: &mut TrapFrame) {
     // Another thread stopped the process: this one waits too.
     ::process::wait_while_stopped();
     if let Some(signal) = ::process::pending_kill() {
-        crate::user::killed(signal);
+        linux_process::threads::killed(signal);
     }
-    if let Some(signal) = crate::signals::after_interrupt(frame) {
-        crate::user::killed(signal);
+    if let Some(signal) = linux_process::signals::after_interrupt(frame) {
+        linux_process::threads::killed(signal);
     }
 }
 
@@ -60,7 +60,7 @@ fn handle_exception(frame: &mut TrapFrame) {
     }
     // A program that handles the fault's signal (SIGSEGV, SIGFPE, ...)
     // resumes in its handler, unreported: it asked for the fault.
-    if frame.is_from_user() && crate::signals::deliver_fault(frame, &fault_of(frame)) {
+    if frame.is_from_user() && linux_process::signals::deliver_fault(frame, &fault_of(frame)) {
         return;
     }
     // Report without allocating or taking the console lock: the exception
@@ -91,7 +91,7 @@ fn handle_exception(frame: &mut TrapFrame) {
     if frame.is_from_user() {
         // A program's fault ends that program; the kernel goes on.
         hal::console::emergency_write_fmt(format_args!("  -> ending the user program\n"));
-        crate::user::fault(fault);
+        linux_process::threads::fault(fault);
     }
     hal::console::emergency_write_fmt(format_args!("  -> stopping the faulting thread\n"));
     sched::exit(ExitReason::Faulted(fault));

@@ -95,10 +95,11 @@ pub fn init(archive: &'static [u8]) {
                     Some(crate::terminal::terminal().clone()),
                 ))
             });
-        linux::set_interrupted_check(crate::signals::interrupted);
-        linux::set_current_thread(crate::signals::current_thread);
+        linux::set_interrupted_check(linux_process::signals::interrupted);
+        linux::set_current_thread(linux_process::signals::current_thread);
         Personality::new(vfs, console, Arc::new(now), crate::system::facts())
     });
+    linux_process::set_personality(personality);
     bind(personality);
 }
 
@@ -129,7 +130,7 @@ fn is_linux_process(strand: u64) -> bool {
     if cached_process(strand).is_some() {
         return true;
     }
-    let Some(pid) = crate::user::process_of(strand) else {
+    let Some(pid) = linux_process::threads::process_of(strand) else {
         return false;
     };
     let linux = PERSONALITY.get().and_then(|p| p.files(pid)).is_some();
@@ -169,7 +170,7 @@ fn linux_call(args: &SyscallArgs) -> i64 {
     // The personality's own families (it looks the number up once, first
     // thing), else the kernel's core.
     let answer = PERSONALITY.get().and_then(|personality| {
-        let pid = cached_process(strand).or_else(|| crate::user::process_of(strand))?;
+        let pid = cached_process(strand).or_else(|| linux_process::threads::process_of(strand))?;
         personality.handle(pid, number, [a0, a1, a2, a3, a4, a5])
     });
     answer.unwrap_or_else(|| crate::syscalls::core_table(args))
@@ -211,7 +212,7 @@ pub fn process_created(pid: u64, parent: u64) {
 /// A process ended (its last thread, or it never started).
 pub fn process_ended(pid: u64) {
     if let Some(personality) = PERSONALITY.get() {
-        crate::system::process_ending(pid);
+        linux_process::programs::process_ending(pid);
         personality.process_ended(pid);
     }
 }
@@ -239,11 +240,11 @@ pub fn run_boot_command() -> Result<u8, alloc::string::String> {
     let shell = linux::read_program_file(vfs, &vfs.context(0, 0), b"/bin/busybox")
         .map_err(|error| alloc::format!("reading /bin/busybox: {error}"))?;
     let thread =
-        crate::user::spawn_program("sh", loader::FileBytes::of(&shell), &["sh", "-c", command])?;
+        linux_process::threads::spawn_program("sh", loader::FileBytes::of(&shell), &["sh", "-c", command])?;
     Ok(match thread.join() {
-        crate::user::UserExit::Exited(status) => status as u8,
-        crate::user::UserExit::Killed(signal) => 128u8.saturating_add(signal),
-        crate::user::UserExit::Faulted(fault) => {
+        linux_process::threads::UserExit::Exited(status) => status as u8,
+        linux_process::threads::UserExit::Killed(signal) => 128u8.saturating_add(signal),
+        linux_process::threads::UserExit::Faulted(fault) => {
             128u8.saturating_add(::process::signal_for_fault(fault.vector))
         }
     })
@@ -264,12 +265,12 @@ pub fn run_interactive_shell() -> Result<(), alloc::string::String> {
     );
     // The shell leads its own process group, which owns the terminal's
     // foreground from the start (as a login shell finds it).
-    let pid = crate::user::new_process();
+    let pid = linux_process::threads::new_process();
     crate::terminal::terminal().set_foreground(pid);
     // Keys that signal (^C, ^Z, ^\) must work while nobody reads the
     // terminal (a foreground `sleep`).
     crate::terminal::watch_for_signal_keys();
-    let thread = crate::user::spawn_program_in(pid, "sh", loader::FileBytes::of(&shell), &["-sh"])?;
+    let thread = linux_process::threads::spawn_program_in(pid, "sh", loader::FileBytes::of(&shell), &["-sh"])?;
     let end = thread.join();
     hal::console::write_fmt(format_args!("the shell ended: {end}\n"));
     Ok(())

@@ -25,10 +25,10 @@ extern crate alloc;
 
 mod appel_li;
 mod async_worker;
+mod console_output;
 mod exceptions;
 mod extensions;
 mod http_server;
-mod itimer;
 mod linux;
 mod lockups;
 mod logger;
@@ -38,7 +38,6 @@ mod page_cache;
 mod process_events;
 mod service_domains;
 mod shell;
-mod signals;
 mod stream_service;
 mod syscalls;
 mod system;
@@ -47,7 +46,6 @@ mod terminal;
 mod testing;
 mod tracing;
 mod translation;
-mod user;
 
 use core::panic::PanicInfo;
 
@@ -99,11 +97,12 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
         .first()
         .map_or(&[][..], hal::memory::boot_module_bytes);
     async_worker::init();
+    linux_process::init(page_cache::get(), &process_events::KernelProcessEvents);
     syscalls::init();
     strands::init();
     translation::init();
     memory_services::init();
-    itimer::init();
+    linux_process::itimer::init();
     extensions::init(archive);
     linux::init(archive);
     file_mappings::init();

@@ -2,7 +2,8 @@
 //! ([`process::ProcessObserver`]): the table (`services/process`) knows no
 //! personality, so the composition root forwards a process's making and
 //! ending to the Linux personality, the interval timers and the tracer,
-//! and a child's stop or end to signal delivery (`SIGCHLD`).
+//! and a child's stop or end to signal delivery (`SIGCHLD`). The same
+//! type is the Linux process family's [`linux_process::KernelHooks`].
 
 use process::{End, ProcessObserver};
 
@@ -28,23 +29,29 @@ impl ProcessObserver for KernelProcessEvents {
 
     fn ended(&self, pid: u64) {
         crate::linux::process_ended(pid);
-        crate::itimer::process_ended(pid);
+        linux_process::itimer::process_ended(pid);
         crate::tracing::process_ended(pid);
     }
 
     fn child_ended(&self, parent: u64, child: u64, end: End) {
-        crate::signals::child_ended(parent, child, end);
+        linux_process::signals::child_ended(parent, child, end);
     }
 
     fn child_stopped(&self, parent: u64, child: u64, code: i32, signal: u8) {
-        crate::signals::child_stopped(parent, child, code, signal);
+        linux_process::signals::child_stopped(parent, child, code, signal);
     }
 
     fn interrupted(&self) -> bool {
-        crate::signals::interrupted()
+        linux_process::signals::interrupted()
     }
 
     fn bad_address(&self, strand: u64, address: u64, error_code: u64) -> bool {
         crate::translation::raise_bad_address(strand, address, error_code)
+    }
+}
+
+impl linux_process::KernelHooks for KernelProcessEvents {
+    fn program_replaced(&self, pid: u64) {
+        crate::appel_li::forget(pid);
     }
 }

@@ -287,7 +287,7 @@ fn run_program(arguments: &str) {
         ));
         return;
     };
-    match crate::user::spawn_program(name, loader::FileBytes::Lent(file), &words) {
+    match linux_process::threads::spawn_program(name, loader::FileBytes::Lent(file), &words) {
         Ok(thread) => {
             let end = thread.join();
             console::write_fmt(format_args!("{name} {end}\n"));

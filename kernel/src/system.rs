@@ -9,10 +9,9 @@
 //!   the current directory (as paths of the file tree);
 //! - from hal and the scheduler: frames, uptime, idle time, the CPU.
 //!
-//! [`mount_proc`] mounts `/proc` on the file tree; [`program_started`]
-//! records what the kernel itself started a process with.
+//! [`mount_proc`] mounts `/proc` on the file tree.
 
-use alloc::{format, sync::Arc, vec::Vec};
+use alloc::{sync::Arc, vec::Vec};
 
 use hal::{address_space::UserProtection, memory::PAGE_SIZE as PAGE_BYTES};
 use procfs::{
@@ -21,7 +20,7 @@ use procfs::{
 };
 use vfs::Vfs;
 
-use ::process::{self, Program};
+use ::process;
 
 /// Device number of `/proc` (an anonymous device, as Linux gives it).
 const PROC_DEV: u64 = vfs::makedev(0, 21);
@@ -50,58 +49,6 @@ pub fn mount_proc(vfs: &Vfs) {
     }
 }
 
-/// The kernel started `process` from program `name` of the boot archive
-/// (`bin/NAME`, which is `/bin/NAME` of the tree) with `arguments`: its
-/// command is `name`, its program file `/bin/NAME` if the tree has it (a
-/// link followed: `sh` is busybox's).
-pub fn program_started(process: &process::Process, name: &str, arguments: &[&[u8]]) {
-    let path = format!("/bin/{name}");
-    record_program(process, path.as_bytes(), arguments, &[]);
-}
-
-/// Process `process` `execve`d the file `path` with `arguments`.
-pub fn program_executed(
-    process: &process::Process,
-    path: &[u8],
-    arguments: &[&[u8]],
-    environment: &[&[u8]],
-) {
-    record_program(process, path, arguments, environment);
-}
-
-/// Records that `process` runs the file `path` with `arguments`: what
-/// `/proc` and `prctl(PR_GET_NAME)` say of it (the command is the path's
-/// base name, as Linux sets `comm` at `execve`).
-fn record_program(
-    process: &process::Process,
-    path: &[u8],
-    arguments: &[&[u8]],
-    environment: &[&[u8]],
-) {
-    let personality = crate::linux::personality();
-    let executable =
-        personality.and_then(|personality| personality.executable_path(process.id(), path));
-    let program = Program::new(path, arguments, environment, executable);
-    if let Some(personality) = personality {
-        personality.set_command_name(process.id(), &program.command);
-    }
-    process.set_program(program);
-}
-
-/// Process `pid` is ending and its personality state goes: its command
-/// name (which `prctl` may have changed) is kept with the process, so
-/// that `/proc` still names the zombie as Linux does.
-pub fn process_ending(pid: u64) {
-    let name = crate::linux::personality()
-        .and_then(|personality| personality.files(pid))
-        .and_then(|files| files.command_name());
-    if let (Some(name), Some(process)) = (name, process::get(pid)) {
-        let mut program = process.program();
-        program.command = name;
-        process.set_program(program);
-    }
-}
-
 fn access_of(flags: u32) -> Access {
     match flags & vfs::flags::O_ACCMODE {
         vfs::flags::O_WRONLY => Access::Write,
@@ -112,7 +59,7 @@ fn access_of(flags: u32) -> Access {
 
 impl Source for KernelFacts {
     fn caller(&self) -> Option<u64> {
-        crate::user::process_of(sched::current().0)
+        linux_process::threads::process_of(sched::current().0)
     }
 
     fn caller_thread_cpu_ns(&self) -> u64 {

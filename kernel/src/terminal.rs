@@ -198,11 +198,11 @@ impl Terminal {
                 return;
             };
             if self.termios.lock().lflag & ECHO != 0 {
-                crate::user::console_write(&[b'^', byte + b'@', b'\n']);
+                crate::console_output::console_write(&[b'^', byte + b'@', b'\n']);
             }
             let group = self.foreground.load(Ordering::Relaxed);
             if group != 0 {
-                let _ = crate::signals::kill(0, -(group as i32), signal);
+                let _ = linux_process::signals::kill(0, -(group as i32), signal);
             }
         }
     }
@@ -224,7 +224,7 @@ impl Terminal {
             if nonblocking {
                 break Ok(None);
             }
-            if crate::signals::interrupted() {
+            if linux_process::signals::interrupted() {
                 break Err(Errno::EINTR);
             }
             match registered {
@@ -272,7 +272,7 @@ impl Device for Terminal {
                 buf[count] = translate(byte);
                 count += 1;
                 if echo {
-                    crate::user::console_write(&buf[count - 1..count]);
+                    crate::console_output::console_write(&buf[count - 1..count]);
                 }
             }
             return if count == 0 {
@@ -310,7 +310,7 @@ impl Device for Terminal {
                     buf[count] = byte;
                     count += 1;
                     if echo {
-                        crate::user::console_write(&[byte]);
+                        crate::console_output::console_write(&[byte]);
                     }
                 }
             }
@@ -319,7 +319,7 @@ impl Device for Terminal {
     }
 
     fn write(&self, _offset: u64, buf: &[u8], _nonblocking: bool) -> Result<usize, Errno> {
-        crate::user::console_write(buf);
+        crate::console_output::console_write(buf);
         Ok(buf.len())
     }
 

@@ -98,7 +98,7 @@ pub fn is_short_circuited(strand: u64, number: u64) -> bool {
     if SHORT_CIRCUIT_COUNT.load(Ordering::Relaxed) == 0 {
         return false;
     }
-    crate::user::process_of(strand)
+    linux_process::threads::process_of(strand)
         .is_some_and(|pid| SHORT_CIRCUITS.lock().contains_key(&(pid, number)))
 }
 
@@ -110,7 +110,7 @@ pub fn is_short_circuited(strand: u64, number: u64) -> bool {
 /// (`ENOENT`, `EACCES`, `EFAULT`, ...).
 pub fn short_circuit_syscall(strand: u64, path: u64, number: u64) -> i64 {
     let (Some(pid), Some(personality)) =
-        (crate::user::process_of(strand), crate::linux::personality())
+        (linux_process::threads::process_of(strand), crate::linux::personality())
     else {
         return Errno::ESRCH.as_negative();
     };

@@ -48,6 +48,6 @@ pub(super) fn write(fd: u64, buffer: u64, count: u64) -> i64 {
     if hal::user::copy_from_user(&mut chunk[..len], buffer).is_err() {
         return Errno::EFAULT.as_negative();
     }
-    crate::user::console_write(&chunk[..len]);
+    crate::console_output::console_write(&chunk[..len]);
     len as i64
 }

@@ -18,17 +18,13 @@
 //! A user thread's memory is reached only through `hal::user`'s checked
 //! copies: a bad pointer is `-EFAULT`, never a kernel fault.
 
-mod futex;
 mod io;
-mod memory;
-mod process;
-mod time;
 
 use alloc::{collections::BTreeMap, sync::Arc};
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use dispatch::{Authority, Denied, Event, Grant, Guard, Order, Principal, RaiseCache, Request};
-use hal::user::{SyscallFrame, UserRegisters};
+use hal::user::SyscallFrame;
 use linux_abi::{syscall, Errno};
 
 /// The event's arguments: the calling strand, the number, six arguments.
@@ -66,18 +62,6 @@ struct Syscalls {
     /// The process each extension principal may observe (see
     /// [`authorize`]).
     owners: Arc<spin::Mutex<BTreeMap<Principal, Owner>>>,
-    /// Exit statuses requested by user threads, by strand, with whether
-    /// the whole process exits (`exit_group`), taken by the entry after
-    /// the raise returns (a thread cannot end inside a raise: the
-    /// dispatcher's references on its stack would never be dropped).
-    exits: spin::Mutex<BTreeMap<u64, (i64, bool)>>,
-    /// The registers and FS base of threads in `fork` or `clone`, by
-    /// strand, saved by the entry for the child to start from (only these
-    /// calls pay for the copy).
-    forking: spin::Mutex<BTreeMap<u64, (UserRegisters, u64)>>,
-    /// Where threads that called `execve` start their new program, by
-    /// strand: entry point and stack pointer, taken by the entry stub.
-    execs: spin::Mutex<BTreeMap<u64, (u64, u64)>>,
     /// System calls made.
     count: AtomicU64,
     /// Raise caches: a call takes the first free one and raises through
@@ -129,9 +113,6 @@ pub fn init() {
             _done_authority: done_authority,
             tracers: core::sync::atomic::AtomicUsize::new(0),
             owners,
-            exits: spin::Mutex::new(BTreeMap::new()),
-            forking: spin::Mutex::new(BTreeMap::new()),
-            execs: spin::Mutex::new(BTreeMap::new()),
             count: AtomicU64::new(0),
             caches: core::array::from_fn(|_| spin::Mutex::new(RaiseCache::new())),
         }
@@ -165,13 +146,13 @@ fn authorize(
     match owner.number {
         None => {
             grant.impose_guard(Guard::new(move |args: &SyscallArgs| {
-                crate::user::process_of(args.0) == Some(process)
+                linux_process::threads::process_of(args.0) == Some(process)
             }));
             grant.impose_order(Order::First);
         }
         Some(number) => {
             grant.impose_guard(Guard::new(move |args: &SyscallArgs| {
-                args.1 == number && crate::user::process_of(args.0) == Some(process)
+                args.1 == number && linux_process::threads::process_of(args.0) == Some(process)
             }));
         }
     }
@@ -197,7 +178,7 @@ fn authorize_done(
     };
     let process = owner.process;
     grant.impose_guard(Guard::new(move |_: &SyscallDoneArgs| {
-        crate::user::process_of(sched::current().0) == Some(process)
+        linux_process::threads::process_of(sched::current().0) == Some(process)
     }));
     Ok(())
 }
@@ -287,17 +268,16 @@ fn entry(frame: &mut SyscallFrame) {
     // event's arguments do not carry: it belongs to the trap path, as the
     // delivery of signals does, and is not raised.
     if number == syscall::RT_SIGRETURN {
-        if let Some(outcome) = crate::signals::sigreturn(frame) {
+        if let Some(outcome) = linux_process::signals::sigreturn(frame) {
             if let Some(signal) = outcome.or_else(::process::pending_kill) {
-                crate::user::killed(signal);
+                linux_process::threads::killed(signal);
             }
             return;
         }
     }
     let forks = matches!(number, syscall::FORK | syscall::VFORK | syscall::CLONE);
     if forks {
-        let saved = (frame.registers(), hal::user::fs_base());
-        syscalls.forking.lock().insert(strand, saved);
+        linux_process::save_fork_registers(strand, frame.registers(), hal::user::fs_base());
     }
     let free = syscalls.caches.iter().find_map(|cache| cache.try_lock());
     let raised = match free {
@@ -306,25 +286,23 @@ fn entry(frame: &mut SyscallFrame) {
     };
     let result = raised.unwrap_or(Errno::ENOSYS.as_negative());
     if forks {
-        syscalls.forking.lock().remove(&strand);
+        linux_process::forget_fork_registers(strand);
     }
     // Only `exit` and `exit_group` record an exit (the common path skips
     // the map). Taken out of the map first: the lock must not be held while
     // the thread ends.
     if number == syscall::EXIT || number == syscall::EXIT_GROUP {
-        let exit = syscalls.exits.lock().remove(&strand);
-        match exit {
-            Some((status, true)) => crate::user::exit_group(status),
-            Some((status, false)) => crate::user::exit_thread(status),
+        match linux_process::take_exit(strand) {
+            Some((status, true)) => linux_process::threads::exit_group(status),
+            Some((status, false)) => linux_process::threads::exit_thread(status),
             None => {}
         }
     }
     if number == syscall::EXECVE && result == 0 {
-        let start = syscalls.execs.lock().remove(&strand);
-        if let Some((entry, stack)) = start {
+        if let Some((entry, stack)) = linux_process::take_exec(strand) {
             if frame.start_program(entry, stack).is_err() {
                 // The loader only places entries in the user half.
-                crate::user::killed(linux_abi::signal::SIGSEGV);
+                linux_process::threads::killed(linux_abi::signal::SIGSEGV);
             }
             // The new program starts with every register zero.
             return;
@@ -333,7 +311,7 @@ fn entry(frame: &mut SyscallFrame) {
     // Another thread stopped the process: this one waits too.
     ::process::wait_while_stopped();
     if let Some(signal) = ::process::pending_kill() {
-        crate::user::killed(signal);
+        linux_process::threads::killed(signal);
     }
     frame.set_result(result as u64);
     if syscalls.tracers.load(Ordering::Relaxed) != 0 {
@@ -343,28 +321,10 @@ fn entry(frame: &mut SyscallFrame) {
     // Signals to deliver, and `SIGPIPE` for a broken pipe: one load
     // (and one compare) when there are none.
     if result == Errno::EPIPE.as_negative() || linux::signals_may_be_pending() {
-        if let Some(signal) = crate::signals::after_syscall(frame, number, result) {
-            crate::user::killed(signal);
+        if let Some(signal) = linux_process::signals::after_syscall(frame, number, result) {
+            linux_process::threads::killed(signal);
         }
     }
-}
-
-/// Records where `strand`'s new program starts (`execve` succeeded).
-fn record_exec(strand: u64, entry: u64, stack: u64) {
-    if let Some(syscalls) = SYSCALLS.get() {
-        syscalls.execs.lock().insert(strand, (entry, stack));
-    }
-}
-
-/// Wakes up to `count` threads of `process` waiting on the futex at
-/// `address` (a thread's end with `CLONE_CHILD_CLEARTID`).
-pub fn futex_wake(process: &::process::Process, address: u64, count: u32) {
-    futex::wake_address(process, address, count);
-}
-
-/// The saved registers of a thread in `fork` or `clone`.
-fn forking(strand: u64) -> Option<(UserRegisters, u64)> {
-    SYSCALLS.get()?.forking.lock().get(&strand).copied()
 }
 
 /// Makes the kernel's table the event's *default* handler instead of its
@@ -391,49 +351,12 @@ pub fn make_core_table_the_default() {
 /// personality takes over): one line per call, each family in its own
 /// file.
 pub fn core_table(args: &SyscallArgs) -> i64 {
-    let &(strand, number, a0, a1, a2, a3, a4, a5) = args;
+    let &(strand, number, a0, a1, a2, a3, ..) = args;
     match number {
         syscall::WRITE => io::write(a0, a1, a2),
         syscall::WRITEV => io::writev(a0, a1, a2),
         // No terminal yet (the personality brings the tty).
         syscall::IOCTL => Errno::ENOTTY.as_negative(),
-        syscall::BRK => memory::brk(strand, a0),
-        syscall::MMAP => memory::mmap(strand, a0, a1, a2, a3, a4, a5),
-        syscall::MUNMAP => memory::munmap(strand, a0, a1),
-        syscall::MPROTECT => memory::mprotect(strand, a0, a1, a2),
-        syscall::MINCORE => memory::mincore(strand, a0, a1, a2),
-        syscall::MADVISE => memory::madvise(strand, a0, a1, a2),
-        syscall::MSYNC => memory::msync(strand, a0, a1, a2),
-        syscall::MREMAP => memory::mremap(strand, a0, a1, a2, a3, a4),
-        syscall::FORK | syscall::VFORK => process::fork(strand, 0, 0, forking(strand)),
-        syscall::EXECVE => process::execve(strand, a0, a1, a2),
-        syscall::CLONE => process::clone(strand, [a0, a1, a2, a3, a4], forking(strand)),
-        syscall::FUTEX => futex::futex(strand, a0, a1, a2, a3, a4, a5),
-        syscall::WAIT4 => process::wait4(strand, a0, a1, a2, a3),
-        syscall::WAITID => process::waitid(strand, a0, a1, a2, a3, a4),
-        syscall::KILL => process::kill(strand, a0, a1),
-        syscall::TKILL => process::tgkill(strand, None, a0, a1),
-        syscall::TGKILL => process::tgkill(strand, Some(a0), a1, a2),
-        syscall::ARCH_PRCTL => process::arch_prctl(a0, a1),
-        syscall::CLOCK_GETTIME => time::clock_gettime(a0, a1),
-        syscall::TIME => time::time(a0),
-        syscall::ALARM => time::alarm(strand, a0),
-        syscall::GETITIMER => time::getitimer(strand, a0, a1),
-        syscall::SETITIMER => time::setitimer(strand, a0, a1, a2),
-        syscall::GETTIMEOFDAY => time::gettimeofday(a0, a1),
-        syscall::NANOSLEEP => time::nanosleep(a0, a1),
-        syscall::CLOCK_NANOSLEEP => time::clock_nanosleep(a0, a1, a2, a3),
-        // Restartable sequences are not offered; glibc asks at start and
-        // goes on without them, so this is not reported as missing.
-        syscall::RSEQ => Errno::ENOSYS.as_negative(),
-        syscall::SCHED_YIELD => {
-            sched::yield_now();
-            0
-        }
-        syscall::GETPID => process::getpid(strand),
-        syscall::GETTID => process::gettid(strand),
-        syscall::SET_TID_ADDRESS => process::set_tid_address(strand, a0),
-        syscall::GETPPID => process::getppid(strand),
         // Spindle's own: the kernel shell for `/bin/spindle`.
         crate::shell::SHELL_SYSCALL => crate::shell::shell_syscall(a0, a1),
         // Spindle's own: a Wasm short-circuit of one of the caller's calls.
@@ -442,17 +365,8 @@ pub fn core_table(args: &SyscallArgs) -> i64 {
         }
         // Spindle's own: configure the Appel-Li fault-handling extension.
         crate::appel_li::VM_HANDLER_SYSCALL => crate::appel_li::vm_handler(strand, a0, a1, a2, a3),
-        syscall::EXIT | syscall::EXIT_GROUP => {
-            if let Some(syscalls) = SYSCALLS.get() {
-                let group = number == syscall::EXIT_GROUP;
-                syscalls
-                    .exits
-                    .lock()
-                    .insert(strand, (a0 as i32 as i64, group));
-            }
-            0
-        }
-        _ => unknown(strand, number),
+        // The Linux personality's process family.
+        _ => linux_process::handle(args).unwrap_or_else(|| unknown(strand, number)),
     }
 }
 
@@ -475,7 +389,7 @@ fn unknown(strand: u64, number: u64) -> i64 {
         _ => false,
     };
     if first {
-        let pid = crate::user::process_of(strand).unwrap_or(0);
+        let pid = linux_process::threads::process_of(strand).unwrap_or(0);
         log::warn!(
             "system call {number} is not implemented (first asked by process {pid}): ENOSYS"
         );

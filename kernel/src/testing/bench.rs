@@ -134,8 +134,8 @@ fn core_programs() -> Result<(), String> {
     }
     for (path, file) in programs {
         let name = path.trim_start_matches("bench/");
-        match crate::user::spawn_program(name, loader::FileBytes::Lent(file), &[name])?.join() {
-            crate::user::UserExit::Exited(0) => {}
+        match linux_process::threads::spawn_program(name, loader::FileBytes::Lent(file), &[name])?.join() {
+            linux_process::threads::UserExit::Exited(0) => {}
             other => return Err(format!("{name} {other}")),
         }
     }

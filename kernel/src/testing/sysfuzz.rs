@@ -12,7 +12,7 @@
 
 use alloc::{format, string::String, vec::Vec};
 
-use crate::user::{self, UserExit};
+use linux_process::threads::{self as user, UserExit};
 
 /// Processes run at once.
 const BATCH: u64 = 4;

@@ -3,7 +3,7 @@
 //! byte with what the same busybox prints on Linux.
 
 use super::{ensure, user::run_and_capture, KernelTest, TestResult};
-use crate::user::UserExit;
+use linux_process::threads::UserExit;
 
 pub const TESTS: &[KernelTest] = &[KernelTest {
     name: "busybox_applets_do_their_work",

@@ -14,7 +14,7 @@
 use alloc::{format, string::String, vec::Vec};
 
 use super::{ensure, KernelTest, TestResult};
-use crate::user::{self, UserExit};
+use linux_process::threads::{self as user, UserExit};
 
 pub const TESTS: &[KernelTest] = &[
     KernelTest {
@@ -59,7 +59,7 @@ const DEBIAN_BIN: &str = "/opt/debian/bin";
 /// `arguments` (`argv[0]` first) and `environment`; returns how it ended
 /// and what it printed.
 fn run(path: &str, arguments: &[&str], environment: &[&str]) -> Result<(UserExit, String), String> {
-    let (_, mark) = user::recent_console_output(u64::MAX);
+    let (_, mark) = crate::console_output::recent_console_output(u64::MAX);
     let arguments: Vec<&[u8]> = arguments
         .iter()
         .map(|argument| argument.as_bytes())
@@ -70,7 +70,7 @@ fn run(path: &str, arguments: &[&str], environment: &[&str]) -> Result<(UserExit
         .collect();
     let name = path.rsplit('/').next().unwrap_or(path);
     let end = user::spawn_path(name, path.as_bytes(), &arguments, &environment)?.join();
-    let (output, _) = user::recent_console_output(mark);
+    let (output, _) = crate::console_output::recent_console_output(mark);
     Ok((end, String::from_utf8_lossy(&output).into_owned()))
 }
 

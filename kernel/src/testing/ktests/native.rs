@@ -270,7 +270,7 @@ fn leb128(mut value: u32, out: &mut Vec<u8>) {
 /// rounding mode as it left them, and the module's arithmetic rounded to
 /// nearest (the answer 1000), on every one of 200 calls.
 fn float_code_keeps_a_programs_fpu_state() -> TestResult {
-    use crate::user::UserExit;
+    use linux_process::threads::UserExit;
     pinned(Tier::Native, || {
         let (end, output) = super::user::run_and_capture("fpukept", &[])?;
         ensure!(

@@ -44,16 +44,16 @@ const WASM_HTTP_SCRIPT: &str = "mkdir -p /tmp/wwww && echo 'from wasm' > /tmp/ww
 fn wasm_http_server() -> TestResult {
     let extensions = crate::extensions::get().ok_or("no extensions")?;
     extensions.load_with_files("http-server", None, "/")?;
-    let run = |script: &str| -> Result<(crate::user::UserExit, alloc::string::String), alloc::string::String> {
-        let (_, mark) = crate::user::recent_console_output(u64::MAX);
-        let end = crate::user::spawn_path(
+    let run = |script: &str| -> Result<(linux_process::threads::UserExit, alloc::string::String), alloc::string::String> {
+        let (_, mark) = crate::console_output::recent_console_output(u64::MAX);
+        let end = linux_process::threads::spawn_path(
             "sh",
             b"/bin/busybox",
             &[b"sh", b"-c", script.as_bytes()],
             &[],
         )?
         .join();
-        let (output, _) = crate::user::recent_console_output(mark);
+        let (output, _) = crate::console_output::recent_console_output(mark);
         Ok((end, alloc::string::String::from_utf8_lossy(&output).into_owned()))
     };
     let (end, output) = run(WASM_HTTP_SCRIPT)?;
@@ -68,7 +68,7 @@ fn wasm_http_server() -> TestResult {
     extensions.unload("http-server")?;
     let expected = "busybox intact\nfrom wasm\nfrom wasm\nmissing refused\nescape refused\n";
     ensure!(
-        end == crate::user::UserExit::Exited(0) && output == expected,
+        end == linux_process::threads::UserExit::Exited(0) && output == expected,
         "the script {end}; it printed:\n{output}\ninstead of:\n{expected}"
     );
     ensure!(
@@ -83,7 +83,7 @@ fn wasm_http_server() -> TestResult {
         "wget -q -O - http://127.0.0.1:8080/tmp/wwww/page.txt 2>/dev/null || echo unloaded; rm -r /tmp/wwww\n",
     )?;
     ensure!(
-        end == crate::user::UserExit::Exited(0) && output == "unloaded\n",
+        end == linux_process::threads::UserExit::Exited(0) && output == "unloaded\n",
         "after unloading, the script {end} and printed: {output}"
     );
     Ok(())
@@ -104,8 +104,8 @@ const HTTP_SCRIPT: &str = "mkdir -p /tmp/kwww && echo 'from the kernel' > /tmp/k
 /// The in-kernel HTTP server over loopback, fetched by busybox `wget`.
 fn in_kernel_http_server() -> TestResult {
     crate::http_server::start(8088, "/")?;
-    let (_, mark) = crate::user::recent_console_output(u64::MAX);
-    let end = crate::user::spawn_path(
+    let (_, mark) = crate::console_output::recent_console_output(u64::MAX);
+    let end = linux_process::threads::spawn_path(
         "sh",
         b"/bin/busybox",
         &[b"sh", b"-c", HTTP_SCRIPT.as_bytes()],
@@ -114,12 +114,12 @@ fn in_kernel_http_server() -> TestResult {
     .join();
     let report = crate::http_server::report();
     let requests = crate::http_server::stop()?;
-    let (output, _) = crate::user::recent_console_output(mark);
+    let (output, _) = crate::console_output::recent_console_output(mark);
     let output = alloc::string::String::from_utf8_lossy(&output);
     let expected =
         "busybox intact\nfrom the kernel\nfrom the kernel\nmissing refused\nescape refused\n";
     ensure!(
-        end == crate::user::UserExit::Exited(0) && output == expected,
+        end == linux_process::threads::UserExit::Exited(0) && output == expected,
         "the script {end}; it printed:\n{output}\ninstead of:\n{expected}"
     );
     ensure!(

@@ -7,7 +7,7 @@ use alloc::{format, string::String};
 use loader::FileBytes;
 
 use super::{ensure, user::run_and_capture, KernelTest, TestResult};
-use crate::user::UserExit;
+use linux_process::threads::UserExit;
 
 pub const TESTS: &[KernelTest] = &[
     KernelTest {

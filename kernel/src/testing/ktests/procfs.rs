@@ -9,7 +9,7 @@
 use alloc::{format, string::String, vec::Vec};
 
 use super::{ensure, KernelTest, TestResult};
-use crate::user::{self, UserExit};
+use linux_process::threads::{self as user, UserExit};
 
 pub const TESTS: &[KernelTest] = &[
     KernelTest {
@@ -115,11 +115,11 @@ fn run(name: &str, arguments: &[&str]) -> Result<(u64, UserExit, String), String
     let file = archive_program(name)?;
     let mut argv = alloc::vec![name];
     argv.extend_from_slice(arguments);
-    let (_, mark) = user::recent_console_output(u64::MAX);
+    let (_, mark) = crate::console_output::recent_console_output(u64::MAX);
     let thread = user::spawn_program(name, loader::FileBytes::Lent(file), &argv)?;
     let pid = thread.process();
     let end = thread.join();
-    let (output, _) = user::recent_console_output(mark);
+    let (output, _) = crate::console_output::recent_console_output(mark);
     Ok((pid, end, String::from_utf8_lossy(&output).into_owned()))
 }
 

@@ -2,7 +2,7 @@
 //! files' shared pages (`services/file-mappings`).
 
 use super::{ensure, user::run_and_capture, KernelTest, TestResult};
-use crate::user::UserExit;
+use linux_process::threads::UserExit;
 
 pub const TESTS: &[KernelTest] = &[KernelTest {
     name: "shared_mappings_are_shared_with_children_and_reach_their_files",

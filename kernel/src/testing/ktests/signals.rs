@@ -8,7 +8,7 @@ use super::{
     user::{run_and_capture, run_program},
     KernelTest, TestResult,
 };
-use crate::user::UserExit;
+use linux_process::threads::UserExit;
 
 pub const TESTS: &[KernelTest] = &[
     KernelTest {

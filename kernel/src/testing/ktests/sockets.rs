@@ -5,7 +5,7 @@
 use alloc::string::String;
 
 use super::{ensure, user::run_and_capture, KernelTest, TestResult};
-use crate::user::{self, UserExit};
+use linux_process::threads::{self as user, UserExit};
 
 pub const TESTS: &[KernelTest] = &[
     KernelTest {
@@ -60,7 +60,7 @@ const SCRIPT: &str = "mkdir -p /tmp/www\n\
     rm -r /tmp/www /tmp/blob.got /tmp/nc.got\n";
 
 fn busybox_network_applets() -> TestResult {
-    let (_, mark) = user::recent_console_output(u64::MAX);
+    let (_, mark) = crate::console_output::recent_console_output(u64::MAX);
     let end = user::spawn_path(
         "sh",
         b"/bin/busybox",
@@ -68,7 +68,7 @@ fn busybox_network_applets() -> TestResult {
         &[],
     )?
     .join();
-    let (output, _) = user::recent_console_output(mark);
+    let (output, _) = crate::console_output::recent_console_output(mark);
     let output = String::from_utf8_lossy(&output);
     let expected = "hello from spindle\nhttp blob intact\nnc blob intact\nrefused\n";
     ensure!(

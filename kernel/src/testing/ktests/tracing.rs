@@ -3,7 +3,7 @@
 //! and short-circuits (a program's own Wasm answer to one of its calls).
 
 use super::{ensure, user::run_and_capture, KernelTest, TestResult};
-use crate::user::{self, UserExit};
+use linux_process::threads::{self as user, UserExit};
 
 pub const TESTS: &[KernelTest] = &[
     KernelTest {

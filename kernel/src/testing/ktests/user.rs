@@ -14,10 +14,8 @@ use sched::Fault;
 use loader::FileBytes::{Copied, Lent};
 
 use super::{ensure, KernelTest, TestResult};
-use crate::{
-    syscalls,
-    user::{self, UserExit},
-};
+use crate::syscalls;
+use linux_process::threads::{self as user, UserExit};
 
 pub const TESTS: &[KernelTest] = &[
     KernelTest {
@@ -718,9 +716,9 @@ pub(super) fn run_and_capture(
     name: &str,
     arguments: &[&str],
 ) -> Result<(UserExit, alloc::string::String), alloc::string::String> {
-    let (_, mark) = user::recent_console_output(u64::MAX);
+    let (_, mark) = crate::console_output::recent_console_output(u64::MAX);
     let end = run_program(name, arguments)?;
-    let (output, _) = user::recent_console_output(mark);
+    let (output, _) = crate::console_output::recent_console_output(mark);
     Ok((
         end,
         alloc::string::String::from_utf8_lossy(&output).into_owned(),

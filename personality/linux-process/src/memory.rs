@@ -87,13 +87,13 @@ fn with_memory(strand: u64, f: impl FnOnce(&mut UserAddressMap) -> i64) -> i64 {
 }
 
 /// `brk(address)`: the new break, or the old one if it cannot move.
-pub(super) fn brk(strand: u64, address: u64) -> i64 {
+pub(crate) fn brk(strand: u64, address: u64) -> i64 {
     with_memory(strand, |memory| memory.set_break(address) as i64)
 }
 
 /// `mmap(address, len, prot, flags, fd, offset)`: anonymous private
 /// memory, or a file's bytes (see the module's comment).
-pub(super) fn mmap(
+pub(crate) fn mmap(
     strand: u64,
     address: u64,
     len: u64,
@@ -125,7 +125,7 @@ pub(super) fn mmap(
     let Some(process) = process::of_strand(strand) else {
         return Errno::ESRCH.as_negative();
     };
-    let Some(personality) = crate::linux::personality() else {
+    let Some(personality) = crate::personality() else {
         return Errno::ENODEV.as_negative();
     };
     let writable = prot & PROT_WRITE != 0;
@@ -189,7 +189,7 @@ pub(super) fn mmap(
     // A boot-archive file lends its bytes: its pages come from the page
     // cache, shared with every other mapping of it.
     let frames = match inode.borrowed_contents() {
-        Some(bytes) => crate::page_cache::get()
+        Some(bytes) => crate::page_cache()
             .frames(bytes, (offset / PAGE_SIZE) as usize, pages as usize)
             .map_err(|_| Errno::ENOMEM.as_negative()),
         None => read_pages(&*inode, offset, pages),
@@ -345,7 +345,7 @@ fn fill(inode: &dyn vfs::Inode, offset: u64, buffer: &mut [u8]) -> Result<usize,
 }
 
 /// `munmap(address, len)`.
-pub(super) fn munmap(strand: u64, address: u64, len: u64) -> i64 {
+pub(crate) fn munmap(strand: u64, address: u64, len: u64) -> i64 {
     with_memory(strand, |memory| match memory.unmap(address, len) {
         Ok(()) => 0,
         Err(error) => vm_errno(error),
@@ -353,7 +353,7 @@ pub(super) fn munmap(strand: u64, address: u64, len: u64) -> i64 {
 }
 
 /// `mprotect(address, len, prot)`.
-pub(super) fn mprotect(strand: u64, address: u64, len: u64, prot: u64) -> i64 {
+pub(crate) fn mprotect(strand: u64, address: u64, len: u64, prot: u64) -> i64 {
     let protection = match protection(prot) {
         Ok(protection) => protection,
         Err(error) => return error,
@@ -368,7 +368,7 @@ pub(super) fn mprotect(strand: u64, address: u64, len: u64, prot: u64) -> i64 {
 
 /// `mincore(address, len, vec)`: one byte per page, 1 if the page is
 /// resident (mapped). `ENOMEM` if a page is in no region.
-pub(super) fn mincore(strand: u64, address: u64, len: u64, vector: u64) -> i64 {
+pub(crate) fn mincore(strand: u64, address: u64, len: u64, vector: u64) -> i64 {
     /// Pages answered per copy to the caller.
     const CHUNK_PAGES: u64 = 512;
     if !address.is_multiple_of(4096) {
@@ -405,7 +405,7 @@ pub(super) fn mincore(strand: u64, address: u64, len: u64, vector: u64) -> i64 {
 /// `MS_ASYNC` is asked: the files are in memory). `EINVAL` for an
 /// unaligned address, unknown flags, or both `MS_SYNC` and `MS_ASYNC`;
 /// `ENOMEM` for a range not all mapped.
-pub(super) fn msync(strand: u64, address: u64, len: u64, flags: u64) -> i64 {
+pub(crate) fn msync(strand: u64, address: u64, len: u64, flags: u64) -> i64 {
     const MS_ASYNC: u64 = 1;
     const MS_INVALIDATE: u64 = 2;
     const MS_SYNC: u64 = 4;
@@ -429,7 +429,7 @@ pub(super) fn msync(strand: u64, address: u64, len: u64, flags: u64) -> i64 {
 /// (`NORMAL`, `RANDOM`, `SEQUENTIAL`, `WILLNEED`, the huge-page and
 /// fork ones) are accepted and change nothing. `EINVAL` for an unaligned
 /// address or another advice, `ENOMEM` for a range not all mapped.
-pub(super) fn madvise(strand: u64, address: u64, len: u64, advice: u64) -> i64 {
+pub(crate) fn madvise(strand: u64, address: u64, len: u64, advice: u64) -> i64 {
     const MADV_DONTNEED: u64 = 4;
     const MADV_FREE: u64 = 8;
     const HINTS: [u64; 10] = [0, 1, 2, 3, 10, 11, 12, 13, 14, 15];
@@ -461,7 +461,7 @@ pub(super) fn madvise(strand: u64, address: u64, len: u64, advice: u64) -> i64 {
 /// address, a zero length, unknown flags, `MREMAP_FIXED` without
 /// `MREMAP_MAYMOVE`, overlapping ranges or `MREMAP_DONTUNMAP` (not
 /// offered); `EFAULT` if the old range is not one mapping's.
-pub(super) fn mremap(
+pub(crate) fn mremap(
     strand: u64,
     address: u64,
     old_len: u64,

@@ -166,7 +166,7 @@ impl ProgramFiles {
     /// (`None`: the kernel, at the root).
     pub fn find(pid: Option<u64>, program: &[u8], interpreter: Option<&[u8]>) -> ProgramFiles {
         let label = |path: &[u8]| {
-            let identity = crate::linux::personality()?.file_identity(pid, path)?;
+            let identity = crate::personality()?.file_identity(pid, path)?;
             Some(vm::Label {
                 name: identity.path,
                 dev: identity.dev,
@@ -184,7 +184,7 @@ impl ProgramFiles {
 /// generator, or (before it is set up) from the time-stamp counter.
 fn random_bytes() -> [u8; 16] {
     let mut bytes = [0u8; 16];
-    let generator = crate::linux::personality().and_then(|personality| {
+    let generator = crate::personality().and_then(|personality| {
         personality
             .vfs()
             .devices()
@@ -285,7 +285,7 @@ pub fn spawn_program_in(
     file: loader::FileBytes<'_>,
     arguments: &[&str],
 ) -> Result<UserThread, String> {
-    let image = loader::load(crate::page_cache::get(), file, None)?;
+    let image = loader::load(crate::page_cache(), file, None)?;
     let arguments: Vec<&[u8]> = arguments
         .iter()
         .map(|argument| argument.as_bytes())
@@ -295,7 +295,7 @@ pub fn spawn_program_in(
     let path = alloc::format!("/bin/{name}");
     let files = ProgramFiles::find(None, path.as_bytes(), None);
     let (process, entry) = prepare(process, image, &arguments, &[], path.as_bytes(), &files)?;
-    crate::system::program_started(&process, name, &arguments);
+    crate::programs::program_started(&process, name, &arguments);
     start_kernel_child(process, name, entry)
 }
 
@@ -309,7 +309,7 @@ pub fn spawn_path(
     arguments: &[&[u8]],
     environment: &[&[u8]],
 ) -> Result<UserThread, String> {
-    let personality = crate::linux::personality()
+    let personality = crate::personality()
         .ok_or_else(|| String::from("the Linux personality is not set up"))?;
     let context = personality.vfs().context(0, 0);
     let read = |path: &[u8]| {
@@ -323,13 +323,13 @@ pub fn spawn_path(
         None => None,
     };
     let image = loader::load(
-        crate::page_cache::get(),
+        crate::page_cache(),
         loader::FileBytes::of(&file),
         interpreter.as_ref().map(loader::FileBytes::of),
     )?;
     let files = ProgramFiles::find(None, path, interpreter_path.as_deref());
     let (process, entry) = prepare(new_process(), image, arguments, environment, path, &files)?;
-    crate::system::program_executed(&process, path, arguments, environment);
+    crate::programs::program_executed(&process, path, arguments, environment);
     start_kernel_child(process, name, entry)
 }
 
@@ -406,11 +406,11 @@ pub fn start(
         // while its address space is still the one in CR3.
         let clear = process::clear_child_tid(strand);
         if clear != 0 && hal::user::copy_to_user(clear, &0u32.to_le_bytes()).is_ok() {
-            crate::syscalls::futex_wake(&process, clear, 1);
+            crate::futex::wake_address(&process, clear, 1);
         }
         hal::context::set_address_space(None);
         if process::thread_ended(strand, &process) {
-            crate::appel_li::forget(process.id());
+            crate::hooks().program_replaced(process.id());
         }
     })
     .map_err(|_| {
@@ -461,49 +461,4 @@ fn end_thread() -> ! {
     // Not in a user program (cannot happen for a system call or a ring-3
     // fault): end the thread itself.
     sched::exit(ExitReason::Finished)
-}
-
-/// How much of what user programs printed is kept for
-/// [`recent_console_output`] (tests check programs' output with it).
-const RECENT_OUTPUT_BYTES: usize = 8192;
-
-/// The bytes user programs printed last, and how many were printed since
-/// boot.
-static RECENT_OUTPUT: spin::Mutex<(u64, alloc::collections::VecDeque<u8>)> =
-    spin::Mutex::new((0, alloc::collections::VecDeque::new()));
-
-/// What user programs printed since the count `since` (a value returned
-/// before), as far as it is kept, and the count now.
-pub fn recent_console_output(since: u64) -> (Vec<u8>, u64) {
-    let recent = RECENT_OUTPUT.lock();
-    let (total, kept) = (&recent.0, &recent.1);
-    let wanted = (total - since.min(*total)) as usize;
-    let skip = kept.len().saturating_sub(wanted);
-    (kept.iter().skip(skip).copied().collect(), *total)
-}
-
-/// Writes what a user program printed to the console.
-pub fn console_write(bytes: &[u8]) {
-    {
-        let mut recent = RECENT_OUTPUT.lock();
-        recent.0 += bytes.len() as u64;
-        let kept = &mut recent.1;
-        // All at once the first time: the buffer never grows after, so a
-        // test comparing heap readings does not see it as a leak. Room is
-        // made before the new bytes go in, so it never holds more.
-        if kept.capacity() < RECENT_OUTPUT_BYTES {
-            kept.reserve_exact(RECENT_OUTPUT_BYTES - kept.len());
-        }
-        let bytes = &bytes[bytes.len().saturating_sub(RECENT_OUTPUT_BYTES)..];
-        let excess = (kept.len() + bytes.len()).saturating_sub(RECENT_OUTPUT_BYTES);
-        kept.drain(..excess);
-        kept.extend(bytes.iter().copied());
-    }
-    let text: Vec<u8> = bytes
-        .iter()
-        .map(|&byte| if byte.is_ascii() { byte } else { b'?' })
-        .collect();
-    if let Ok(text) = core::str::from_utf8(&text) {
-        hal::console::write_str(text);
-    }
 }

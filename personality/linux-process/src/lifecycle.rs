@@ -37,19 +37,19 @@ mod clone_flag {
 }
 
 /// `getpid()`: the calling thread's process.
-pub(super) fn getpid(strand: u64) -> i64 {
+pub(crate) fn getpid(strand: u64) -> i64 {
     process::of_strand(strand).map_or(Errno::ESRCH.as_negative(), |process| process.id() as i64)
 }
 
 /// `gettid()`: the calling thread's id (the process id for its first
 /// thread).
-pub(super) fn gettid(strand: u64) -> i64 {
+pub(crate) fn gettid(strand: u64) -> i64 {
     process::tid_of(strand).map_or(Errno::ESRCH.as_negative(), |tid| tid as i64)
 }
 
 /// `set_tid_address(address)`: the thread's id is cleared there (and
 /// waiters woken) when it ends. Returns the thread id.
-pub(super) fn set_tid_address(strand: u64, address: u64) -> i64 {
+pub(crate) fn set_tid_address(strand: u64, address: u64) -> i64 {
     process::set_clear_child_tid(strand, address);
     gettid(strand)
 }
@@ -65,7 +65,7 @@ pub(super) fn set_tid_address(strand: u64, address: u64) -> i64 {
 /// `execve` through a close-on-exec pipe, glibc through the exit
 /// status). Other `CLONE_VM` sharing by another process is not supported
 /// (`ENOSYS`).
-pub(super) fn clone(
+pub(crate) fn clone(
     strand: u64,
     [flags, stack, parent_tid, child_tid, tls]: [u64; 5],
     saved: Option<(hal::user::UserRegisters, u64)>,
@@ -112,18 +112,18 @@ pub(super) fn clone(
     let name = format!("process {} thread {tid}", process.id());
     // The new thread's signal mask is its creator's.
     if let (Some(personality), Some(creator)) =
-        (crate::linux::personality(), process::tid_of(strand))
+        (crate::personality(), process::tid_of(strand))
     {
         personality.thread_started(process.id(), creator, tid);
     }
-    match crate::user::start(process, &name, registers, fs_base, tid, clear) {
+    match crate::threads::start(process, &name, registers, fs_base, tid, clear) {
         Ok(_thread) => tid as i64,
         Err(_) => Errno::EAGAIN.as_negative(),
     }
 }
 
 /// `getppid()`: the parent's process id (0 for a child of the kernel).
-pub(super) fn getppid(strand: u64) -> i64 {
+pub(crate) fn getppid(strand: u64) -> i64 {
     process::of_strand(strand).map_or(Errno::ESRCH.as_negative(), |process| {
         process.parent() as i64
     })
@@ -133,7 +133,7 @@ pub(super) fn getppid(strand: u64) -> i64 {
 /// a child process with a copy-on-write copy of the caller's memory,
 /// resuming from the same call with result 0. The parent gets the child's
 /// id. `registers` and `fs_base` are the caller's, as the call left them.
-pub(super) fn fork(
+pub(crate) fn fork(
     strand: u64,
     flags: u64,
     child_stack: u64,
@@ -156,7 +156,7 @@ pub(super) fn fork(
     if child_stack != 0 {
         registers.rsp = child_stack;
     }
-    match crate::user::start(
+    match crate::threads::start(
         child.clone(),
         &format!("process {id}"),
         registers,
@@ -179,7 +179,7 @@ pub(super) fn fork(
 /// `WCONTINUED` report stops and continues too. `rusage` gets the
 /// child's processor time, largest size and minor faults (its own and
 /// its waited-for children's).
-pub(super) fn wait4(strand: u64, pid: u64, status: u64, options: u64, rusage: u64) -> i64 {
+pub(crate) fn wait4(strand: u64, pid: u64, status: u64, options: u64, rusage: u64) -> i64 {
     let Some(parent) = process::of_strand(strand) else {
         return Errno::ESRCH.as_negative();
     };
@@ -190,7 +190,7 @@ pub(super) fn wait4(strand: u64, pid: u64, status: u64, options: u64, rusage: u6
     // zero-extended).
     let which = match pid as i32 {
         -1 => Children::Any,
-        0 => match crate::linux::personality().and_then(|p| p.process_group(parent.id())) {
+        0 => match crate::personality().and_then(|p| p.process_group(parent.id())) {
             Some(group) => Children::Group(group),
             None => Children::Any,
         },
@@ -230,7 +230,7 @@ pub(super) fn wait4(strand: u64, pid: u64, status: u64, options: u64, rusage: u6
 /// one), `WNOWAIT` to leave the change waitable, and the answer written
 /// as a `siginfo_t` (`SIGCHLD`, `CLD_*`, the child, its status). Returns
 /// 0; with `WNOHANG` and no change, 0 with the `siginfo_t`'s pid zeroed.
-pub(super) fn waitid(
+pub(crate) fn waitid(
     strand: u64,
     idtype: u64,
     id: u64,
@@ -256,7 +256,7 @@ pub(super) fn waitid(
         P_ALL => Children::Any,
         P_PID if id > 0 => Children::Process(id),
         P_PGID if id > 0 => Children::Group(id),
-        P_PGID => match crate::linux::personality().and_then(|p| p.process_group(parent.id())) {
+        P_PGID => match crate::personality().and_then(|p| p.process_group(parent.id())) {
             Some(group) => Children::Group(group),
             None => return Errno::EINVAL.as_negative(),
         },
@@ -324,7 +324,7 @@ fn signal_argument(signal: u64) -> Option<u8> {
 
 /// `kill(pid, signal)`: to a process, the caller's group (0), everyone
 /// (-1) or a group (`-pgid`).
-pub(super) fn kill(strand: u64, pid: u64, signal: u64) -> i64 {
+pub(crate) fn kill(strand: u64, pid: u64, signal: u64) -> i64 {
     let (Some(sender), Some(signal)) = (process::of_strand(strand), signal_argument(signal)) else {
         return Errno::EINVAL.as_negative();
     };
@@ -336,7 +336,7 @@ pub(super) fn kill(strand: u64, pid: u64, signal: u64) -> i64 {
 
 /// `tgkill(tgid, tid, signal)`, or `tkill(tid, signal)` with `tgid`
 /// `None`.
-pub(super) fn tgkill(strand: u64, tgid: Option<u64>, tid: u64, signal: u64) -> i64 {
+pub(crate) fn tgkill(strand: u64, tgid: Option<u64>, tid: u64, signal: u64) -> i64 {
     let (Some(sender), Some(signal)) = (process::of_strand(strand), signal_argument(signal)) else {
         return Errno::EINVAL.as_negative();
     };
@@ -351,7 +351,7 @@ pub(super) fn tgkill(strand: u64, tgid: Option<u64>, tid: u64, signal: u64) -> i
 }
 
 /// `arch_prctl(ARCH_SET_FS | ARCH_GET_FS, addr)`.
-pub(super) fn arch_prctl(code: u64, address: u64) -> i64 {
+pub(crate) fn arch_prctl(code: u64, address: u64) -> i64 {
     const ARCH_SET_FS: u64 = 0x1002;
     const ARCH_GET_FS: u64 = 0x1003;
     match code {
@@ -418,9 +418,9 @@ fn script_interpreter(bytes: &[u8]) -> Option<(alloc::vec::Vec<u8>, Option<alloc
 /// A static or dynamically linked ELF program, or a script whose first
 /// line names its interpreter (`#!`), which then runs with the script's
 /// path as an argument.
-pub(super) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
+pub(crate) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
     let (Some(process), Some(personality)) =
-        (process::of_strand(strand), crate::linux::personality())
+        (process::of_strand(strand), crate::personality())
     else {
         return Errno::ENOSYS.as_negative();
     };
@@ -476,7 +476,7 @@ pub(super) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
         None => None,
     };
     let image = match loader::load(
-        crate::page_cache::get(),
+        crate::page_cache(),
         loader::FileBytes::of(&bytes),
         interpreter.as_ref().map(loader::FileBytes::of),
     ) {
@@ -491,9 +491,9 @@ pub(super) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
     let arguments: alloc::vec::Vec<&[u8]> = arguments.iter().map(|a| a.as_slice()).collect();
     let environment: alloc::vec::Vec<&[u8]> = environment.iter().map(|v| v.as_slice()).collect();
     let files =
-        crate::user::ProgramFiles::find(Some(process.id()), &program, interpreter_path.as_deref());
+        crate::threads::ProgramFiles::find(Some(process.id()), &program, interpreter_path.as_deref());
     let (memory, rsp) =
-        match crate::user::program_memory(image, &arguments, &environment, &path, &files) {
+        match crate::threads::program_memory(image, &arguments, &environment, &path, &files) {
             Ok(loaded) => loaded,
             Err(_) => return Errno::ENOMEM.as_negative(),
         };
@@ -502,10 +502,10 @@ pub(super) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
     hal::context::set_address_space(Some(memory.space().clone()));
     let old = process.replace_memory(memory);
     drop(old);
-    crate::appel_li::forget(process.id());
+    crate::hooks().program_replaced(process.id());
     personality.process_executed(process.id());
-    crate::system::program_executed(&process, &program, &arguments, &environment);
+    crate::programs::program_executed(&process, &program, &arguments, &environment);
     let _ = hal::user::set_fs_base(0);
-    super::record_exec(strand, entry, rsp);
+    crate::record_exec(strand, entry, rsp);
     0
 }

@@ -35,7 +35,7 @@ type Key = (u64, u64);
 static WAITERS: spin::Mutex<BTreeMap<Key, VecDeque<u64>>> = spin::Mutex::new(BTreeMap::new());
 
 /// `futex(address, op, value, timeout_or_count, address2, value3)`.
-pub(super) fn futex(
+pub(crate) fn futex(
     strand: u64,
     address: u64,
     operation: u64,

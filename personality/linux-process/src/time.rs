@@ -9,7 +9,7 @@ use linux_abi::{
 
 /// `clock_gettime(clock, timespec)`: every clock reads the time since boot
 /// (there is no real-time clock yet), in a `struct timespec`.
-pub(super) fn clock_gettime(clock: u64, timespec: u64) -> i64 {
+pub(crate) fn clock_gettime(clock: u64, timespec: u64) -> i64 {
     // CLOCK_REALTIME .. CLOCK_BOOTTIME (0..=7) are accepted.
     if clock > 7 {
         return Errno::EINVAL.as_negative();
@@ -23,7 +23,7 @@ pub(super) fn clock_gettime(clock: u64, timespec: u64) -> i64 {
 
 /// `time(tloc)`: seconds since boot (no real-time clock yet), also stored
 /// at `tloc` unless it is null.
-pub(super) fn time(tloc: u64) -> i64 {
+pub(crate) fn time(tloc: u64) -> i64 {
     let seconds = hal::timer::uptime_ns() / 1_000_000_000;
     if tloc != 0 && hal::user::copy_to_user(tloc, &seconds.to_le_bytes()).is_err() {
         return Errno::EFAULT.as_negative();
@@ -65,7 +65,7 @@ fn sleep_until(deadline: u64, remaining: u64) -> i64 {
 }
 
 /// `nanosleep(req, rem)`.
-pub(super) fn nanosleep(request: u64, remaining: u64) -> i64 {
+pub(crate) fn nanosleep(request: u64, remaining: u64) -> i64 {
     match read_timespec(request) {
         Ok(ns) => sleep_until(hal::timer::uptime_ns().saturating_add(ns), remaining),
         Err(error) => error,
@@ -75,7 +75,7 @@ pub(super) fn nanosleep(request: u64, remaining: u64) -> i64 {
 /// `clock_nanosleep(clock, flags, req, rem)`: relative, or absolute with
 /// `TIMER_ABSTIME` (every clock reads the time since boot, as
 /// `clock_gettime` does).
-pub(super) fn clock_nanosleep(clock: u64, flags: u64, request: u64, remaining: u64) -> i64 {
+pub(crate) fn clock_nanosleep(clock: u64, flags: u64, request: u64, remaining: u64) -> i64 {
     const TIMER_ABSTIME: u64 = 1;
     if clock > 7 || flags & !TIMER_ABSTIME != 0 {
         return Errno::EINVAL.as_negative();
@@ -114,8 +114,8 @@ fn itimerval_of(timer: Option<crate::itimer::Timer>) -> Itimerval {
 }
 
 /// `getitimer(which, value)`.
-pub(super) fn getitimer(strand: u64, which: u64, value: u64) -> i64 {
-    let Some(pid) = crate::user::process_of(strand) else {
+pub(crate) fn getitimer(strand: u64, which: u64, value: u64) -> i64 {
+    let Some(pid) = crate::threads::process_of(strand) else {
         return Errno::ESRCH.as_negative();
     };
     if which as i32 != ITIMER_REAL as i32 {
@@ -129,8 +129,8 @@ pub(super) fn getitimer(strand: u64, which: u64, value: u64) -> i64 {
 
 /// `setitimer(which, new, old)`: arms (or, with a zero value, disarms)
 /// the process's real-time timer; the previous one is written to `old`.
-pub(super) fn setitimer(strand: u64, which: u64, new: u64, old: u64) -> i64 {
-    let Some(pid) = crate::user::process_of(strand) else {
+pub(crate) fn setitimer(strand: u64, which: u64, new: u64, old: u64) -> i64 {
+    let Some(pid) = crate::threads::process_of(strand) else {
         return Errno::ESRCH.as_negative();
     };
     if which as i32 != ITIMER_REAL as i32 {
@@ -165,8 +165,8 @@ pub(super) fn setitimer(strand: u64, which: u64, new: u64, old: u64) -> i64 {
 
 /// `alarm(seconds)`: `SIGALRM` after that many seconds (0 cancels);
 /// returns the seconds the previous alarm had left, rounded up.
-pub(super) fn alarm(strand: u64, seconds: u64) -> i64 {
-    let Some(pid) = crate::user::process_of(strand) else {
+pub(crate) fn alarm(strand: u64, seconds: u64) -> i64 {
+    let Some(pid) = crate::threads::process_of(strand) else {
         return Errno::ESRCH.as_negative();
     };
     let seconds = u64::from(seconds as u32);
@@ -183,7 +183,7 @@ pub(super) fn alarm(strand: u64, seconds: u64) -> i64 {
 
 /// `gettimeofday(tv, tz)`: the time since boot (as `clock_gettime`) in
 /// a `struct timeval`; the time zone, if asked, is UTC (zeros).
-pub(super) fn gettimeofday(timeval: u64, timezone: u64) -> i64 {
+pub(crate) fn gettimeofday(timeval: u64, timezone: u64) -> i64 {
     let now = Timeval::from_nanoseconds(hal::timer::uptime_ns());
     if timeval != 0 && hal::user::copy_to_user(timeval, &now.to_bytes()).is_err() {
         return Errno::EFAULT.as_negative();

@@ -62,8 +62,8 @@ pub fn current_thread() -> u64 {
 
 /// The calling thread's process, with its Linux state.
 fn current_linux() -> Option<(u64, Arc<LinuxProcess>)> {
-    let pid = crate::user::process_of(sched::current().0)?;
-    let files = crate::linux::personality()?.files(pid)?;
+    let pid = crate::threads::process_of(sched::current().0)?;
+    let files = crate::personality()?.files(pid)?;
     Some((pid, files))
 }
 
@@ -79,7 +79,7 @@ pub fn send(pid: u64, info: SignalInfo) -> Result<(), KillError> {
     if info.signal == 0 || target.end().is_some() {
         return Ok(());
     }
-    let files = crate::linux::personality().and_then(|personality| personality.files(pid));
+    let files = crate::personality().and_then(|personality| personality.files(pid));
     let Some(files) = files else {
         return process::kill(pid, info.signal);
     };
@@ -110,7 +110,7 @@ pub fn kill(sender: u64, pid: i32, signal: u8) -> Result<(), KillError> {
     if pid > 0 {
         return send(pid as u64, info);
     }
-    let personality = crate::linux::personality().ok_or(KillError::NoProcess)?;
+    let personality = crate::personality().ok_or(KillError::NoProcess)?;
     let targets = match pid {
         0 => {
             let group = personality
@@ -172,7 +172,7 @@ pub fn child_ended(parent: u64, child: u64, end: End) {
 /// `CLD_STOPPED`) or was continued (`CLD_CONTINUED`) by `signal`; not sent
 /// if the parent asked so (`SA_NOCLDSTOP`).
 pub fn child_stopped(parent: u64, child: u64, code: i32, signal: u8) {
-    let quiet = crate::linux::personality()
+    let quiet = crate::personality()
         .and_then(|personality| personality.files(parent))
         .is_some_and(|files| files.signals.lock().has_flag(SIGCHLD, SA_NOCLDSTOP));
     if quiet {
@@ -208,7 +208,7 @@ pub fn kill_thread(sender: u64, tgid: Option<u64>, tid: u64, signal: u8) -> Resu
         return Err(KillError::BadSignal);
     }
     let target = process::get(pid).ok_or(KillError::NoProcess)?;
-    let files = crate::linux::personality().and_then(|personality| personality.files(pid));
+    let files = crate::personality().and_then(|personality| personality.files(pid));
     let Some(files) = files else {
         return send(pid, info);
     };
