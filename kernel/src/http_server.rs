@@ -84,7 +84,7 @@ pub fn start(port: u16, root: &str) -> Result<(), String> {
             server.port, server.root
         ));
     }
-    let personality = crate::linux::personality().ok_or("no socket stack")?;
+    let personality = linux_process::personality().ok_or("no socket stack")?;
     let listener = Socket::new(personality.sockets().clone(), Kind::Stream);
     listener
         .bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port))

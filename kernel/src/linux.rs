@@ -173,7 +173,7 @@ fn linux_call(args: &SyscallArgs) -> i64 {
         let pid = cached_process(strand).or_else(|| linux_process::threads::process_of(strand))?;
         personality.handle(pid, number, [a0, a1, a2, a3, a4, a5])
     });
-    answer.unwrap_or_else(|| crate::syscalls::core_table(args))
+    answer.unwrap_or_else(|| crate::core_calls::core_table(args))
 }
 
 fn bind(_personality: &Personality) {
@@ -239,8 +239,11 @@ pub fn run_boot_command() -> Result<u8, alloc::string::String> {
         .trim_end_matches('\n');
     let shell = linux::read_program_file(vfs, &vfs.context(0, 0), b"/bin/busybox")
         .map_err(|error| alloc::format!("reading /bin/busybox: {error}"))?;
-    let thread =
-        linux_process::threads::spawn_program("sh", loader::FileBytes::of(&shell), &["sh", "-c", command])?;
+    let thread = linux_process::threads::spawn_program(
+        "sh",
+        loader::FileBytes::of(&shell),
+        &["sh", "-c", command],
+    )?;
     Ok(match thread.join() {
         linux_process::threads::UserExit::Exited(status) => status as u8,
         linux_process::threads::UserExit::Killed(signal) => 128u8.saturating_add(signal),
@@ -270,7 +273,12 @@ pub fn run_interactive_shell() -> Result<(), alloc::string::String> {
     // Keys that signal (^C, ^Z, ^\) must work while nobody reads the
     // terminal (a foreground `sleep`).
     crate::terminal::watch_for_signal_keys();
-    let thread = linux_process::threads::spawn_program_in(pid, "sh", loader::FileBytes::of(&shell), &["-sh"])?;
+    let thread = linux_process::threads::spawn_program_in(
+        pid,
+        "sh",
+        loader::FileBytes::of(&shell),
+        &["-sh"],
+    )?;
     let end = thread.join();
     hal::console::write_fmt(format_args!("the shell ended: {end}\n"));
     Ok(())

@@ -26,6 +26,7 @@ extern crate alloc;
 mod appel_li;
 mod async_worker;
 mod console_output;
+mod core_calls;
 mod exceptions;
 mod extensions;
 mod http_server;
@@ -98,7 +99,7 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
         .map_or(&[][..], hal::memory::boot_module_bytes);
     async_worker::init();
     linux_process::init(page_cache::get(), &process_events::KernelProcessEvents);
-    syscalls::init();
+    syscalls::init(core_calls::core_table);
     strands::init();
     translation::init();
     memory_services::init();

@@ -93,7 +93,7 @@ pub fn init() {
     let (bus, slot, function) = device.pci_location();
     let nic = Arc::new(Nic(IrqMutex::new(device)));
     let network = Network::start(config, nic.clone());
-    if let Some(personality) = crate::linux::personality() {
+    if let Some(personality) = linux_process::personality() {
         let stack = personality.sockets().clone();
         stack.attach_interface(
             config.address,
@@ -180,7 +180,7 @@ fn serve() {
         let frames = drain(running, BATCH_FRAMES);
         let drained = hal::timer::uptime_ns();
         if frames > 0 {
-            if let Some(personality) = crate::linux::personality() {
+            if let Some(personality) = linux_process::personality() {
                 personality.sockets().poll();
             }
             let polled = hal::timer::uptime_ns();
@@ -206,7 +206,7 @@ fn serve() {
             // Until the sockets' next timer (a delayed acknowledgement
             // is due within a few milliseconds), or the idle period.
             let mut sleep_ms = IDLE_WAKE_MS;
-            if let Some(personality) = crate::linux::personality() {
+            if let Some(personality) = linux_process::personality() {
                 let sockets = personality.sockets();
                 sockets.poll();
                 if let Some(due_ms) = sockets.poll_delay_ms() {
@@ -283,7 +283,7 @@ pub fn report() -> Option<Vec<(&'static str, u64)>> {
     for (name, nanoseconds) in times {
         lines.push((name, nanoseconds.load(Ordering::Relaxed) / 1000));
     }
-    if let Some(personality) = crate::linux::personality() {
+    if let Some(personality) = linux_process::personality() {
         let sockets = personality.sockets();
         lines.push((
             "sockets: tcp segments coalesced",

@@ -60,7 +60,7 @@ pub fn service() -> Option<Arc<Streams>> {
     if let Some(service) = SERVICE.get() {
         return Some(service.clone());
     }
-    let personality = crate::linux::personality()?;
+    let personality = linux_process::personality()?;
     Some(
         SERVICE
             .call_once(|| {
@@ -159,7 +159,7 @@ pub struct TreeDirectory {
 impl TreeDirectory {
     /// The directory at `path` (absolute), if it is one.
     pub fn open(path: &str) -> Result<TreeDirectory, String> {
-        let personality = crate::linux::personality().ok_or("no file tree")?;
+        let personality = linux_process::personality().ok_or("no file tree")?;
         let vfs = personality.vfs().clone();
         let root = vfs
             .resolve(&vfs.context(0, 0), path.as_bytes(), true)

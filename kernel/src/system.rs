@@ -92,7 +92,7 @@ impl Source for KernelFacts {
         };
         let (virtual_bytes, resident_pages, minor_faults) =
             memory.unwrap_or((0, 0, usage.final_minor_faults));
-        let linux = crate::linux::personality().and_then(|personality| personality.files(pid));
+        let linux = linux_process::personality().and_then(|personality| personality.files(pid));
         // A zombie's personality state is gone: its group is the one the
         // process table kept, its session unknown (its own id).
         let (process_group, session, groups, umask, command_name) = match &linux {
@@ -134,7 +134,7 @@ impl Source for KernelFacts {
     }
 
     fn current_directory(&self, pid: u64) -> Option<Vec<u8>> {
-        let personality = crate::linux::personality()?;
+        let personality = linux_process::personality()?;
         let context = personality.files(pid)?.context();
         personality.vfs().path_of(&context, &context.cwd).ok()
     }
@@ -169,7 +169,7 @@ impl Source for KernelFacts {
     }
 
     fn descriptors(&self, pid: u64) -> Option<Vec<Descriptor>> {
-        let files = crate::linux::personality()?.files(pid)?;
+        let files = linux_process::personality()?.files(pid)?;
         let descriptors = files
             .fds
             .descriptors()
@@ -186,7 +186,7 @@ impl Source for KernelFacts {
     }
 
     fn descriptor_path(&self, pid: u64, fd: u32) -> Option<Vec<u8>> {
-        let personality = crate::linux::personality()?;
+        let personality = linux_process::personality()?;
         let files = personality.files(pid)?;
         let file = files.fds.get(i64::from(fd)).ok()?;
         Some(personality.vfs().open_file_path(&files.context(), &file))
@@ -221,7 +221,7 @@ impl Source for KernelFacts {
     }
 
     fn mounts(&self) -> Vec<Mount> {
-        let Some(personality) = crate::linux::personality() else {
+        let Some(personality) = linux_process::personality() else {
             return Vec::new();
         };
         let vfs = personality.vfs();

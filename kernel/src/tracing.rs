@@ -109,9 +109,10 @@ pub fn is_short_circuited(strand: u64, number: u64) -> bool {
 /// `on_syscall` with the event's signature, and the file's own errors
 /// (`ENOENT`, `EACCES`, `EFAULT`, ...).
 pub fn short_circuit_syscall(strand: u64, path: u64, number: u64) -> i64 {
-    let (Some(pid), Some(personality)) =
-        (linux_process::threads::process_of(strand), crate::linux::personality())
-    else {
+    let (Some(pid), Some(personality)) = (
+        linux_process::threads::process_of(strand),
+        linux_process::personality(),
+    ) else {
         return Errno::ESRCH.as_negative();
     };
     if number > HIGHEST_NUMBER {

@@ -1,7 +1,8 @@
 //! The checks people rely on besides the tests (`./x check`, and the first
 //! step of `./x test`): formatting, clippy on every crate for both targets,
-//! and the documentation, each with warnings as errors; and whether
-//! `docs/architecture.md`'s crate diagram matches the manifests.
+//! and the documentation, each with warnings as errors; whether
+//! `docs/architecture.md`'s crate diagram matches the manifests; and the
+//! kernel crate's shape (`kernel_shape`: small, no import cycle).
 //!
 //! Clippy runs three times: over the host crates (the default members, with
 //! their tests), and over the kernel's whole dependency graph for
@@ -159,6 +160,28 @@ pub fn run_all() -> Result<bool> {
         }
     );
     let mut is_success = is_current;
+    let shape = crate::kernel_shape::measure(&crate::repo_root())?;
+    let small = shape.lines <= crate::kernel_shape::MAX_KERNEL_LINES;
+    println!(
+        "check: kernel/src holds at most {} non-blank lines outside its tests ... {}",
+        crate::kernel_shape::MAX_KERNEL_LINES,
+        if small {
+            format!("ok ({})", shape.lines)
+        } else {
+            format!("FAILED ({} lines)", shape.lines)
+        }
+    );
+    let acyclic = shape.cycles.is_empty();
+    let cycles: Vec<String> = shape.cycles.iter().map(|cycle| cycle.join(", ")).collect();
+    println!(
+        "check: kernel/src's modules import each other in no cycle ... {}",
+        if acyclic {
+            String::from("ok")
+        } else {
+            format!("FAILED (a cycle among: {})", cycles.join("; "))
+        }
+    );
+    is_success &= small && acyclic;
     for mut check in checks()? {
         eprintln!("x: check: {}", check.name);
         let passed = check

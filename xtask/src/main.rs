@@ -26,6 +26,7 @@ mod debian;
 mod extensions;
 mod fuzz;
 mod image;
+mod kernel_shape;
 mod netbench;
 mod netpeer;
 mod parse;

@@ -2,23 +2,19 @@
 //! `MachineTrap.Syscall(strand, number, a0..a5)` through the dispatcher
 //! (SPIN's `MachineTrap.Syscall`, the events paper's system-call example).
 //!
-//! [`core_table`] is the kernel's own table: the calls the core keeps
-//! because they act on processes, threads and address spaces (memory
-//! mappings, `fork`, `clone`, `execve`, `wait4`, signals' `kill`, futexes,
-//! time and timers, `exit`) and Spindle's own calls (the shell,
-//! short-circuits, the VM handler), in Linux's numbers and errno values;
-//! anything else is `-ENOSYS`. It starts as the event's intrinsic handler;
-//! once the Linux personality is installed
-//! ([`make_core_table_the_default`]) it is the event's *default* handler
-//! instead: the personality's handler answers its processes' calls and
-//! calls this table for those it leaves to the core, and the table runs
-//! alone only for a process no personality claims
+//! The kernel's own table (`crate::core_calls`, given to [`init`]) is the
+//! event's intrinsic handler at first; once the Linux personality is
+//! installed ([`make_core_table_the_default`]) it is the event's *default*
+//! handler instead: the personality's handler answers its processes'
+//! calls and calls that table for those it leaves to the core, and the
+//! table runs alone only for a process no personality claims
 //! (docs/design/0007-linux-personality.md, "Where the personality sits").
+//! This module is the entry: it raises the event, then acts on what the
+//! calls asked of the way back to user mode (an exit, a new program, a
+//! kill, a signal to deliver).
 //!
 //! A user thread's memory is reached only through `hal::user`'s checked
 //! copies: a bad pointer is `-EFAULT`, never a kernel fault.
-
-mod io;
 
 use alloc::{collections::BTreeMap, sync::Arc};
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -33,9 +29,6 @@ pub type SyscallArgs = (u64, u64, u64, u64, u64, u64, u64, u64);
 /// Raise caches of the system-call entry (calls blocked at once before
 /// the plain path is taken).
 const RAISE_CACHES: usize = 8;
-
-/// Longest `write` the intrinsic handler copies in one call.
-const WRITE_CHUNK: usize = 4096;
 
 /// `MachineTrap.SyscallDone`'s arguments: the result, the number, the six
 /// arguments of a call that just returned.
@@ -70,15 +63,20 @@ struct Syscalls {
     /// `wait4`) keeps its cache until it returns, hence several; a call
     /// finding all taken raises the plain way.
     caches: [spin::Mutex<RaiseCache<SyscallArgs, i64>>; RAISE_CACHES],
+    /// The kernel's own table: the intrinsic handler, then the default.
+    core_table: CoreTable,
 }
 
 static SYSCALLS: spin::Once<Syscalls> = spin::Once::new();
 
-/// Creates `MachineTrap.Syscall` and installs the entry into hal.
-pub fn init() {
+/// The kernel's own table of system calls (see [`init`]).
+pub type CoreTable = fn(&SyscallArgs) -> i64;
+
+/// Creates `MachineTrap.Syscall` with `core_table` as its intrinsic
+/// handler and installs the entry into hal.
+pub fn init(core_table: CoreTable) {
     SYSCALLS.call_once(|| {
-        let (event, authority) =
-            Event::new("MachineTrap.Syscall", core_table as fn(&SyscallArgs) -> i64);
+        let (event, authority) = Event::new("MachineTrap.Syscall", core_table);
         let owners: Arc<spin::Mutex<BTreeMap<Principal, Owner>>> = Arc::default();
         let table = owners.clone();
         event
@@ -115,6 +113,7 @@ pub fn init() {
             owners,
             count: AtomicU64::new(0),
             caches: core::array::from_fn(|_| spin::Mutex::new(RaiseCache::new())),
+            core_table,
         }
     });
     hal::user::set_syscall_handler(entry);
@@ -329,7 +328,7 @@ fn entry(frame: &mut SyscallFrame) {
 
 /// Makes the kernel's table the event's *default* handler instead of its
 /// intrinsic one: a personality installed on the event answers its
-/// processes' calls (falling back on [`core_table`] itself), and the table
+/// processes' calls (falling back on the kernel's table itself), and the table
 /// runs alone only for a process no personality claims.
 pub fn make_core_table_the_default() {
     let Some(syscalls) = SYSCALLS.get() else {
@@ -339,60 +338,10 @@ pub fn make_core_table_the_default() {
     if let Err(error) = event
         .set_default(
             &syscalls._authority,
-            Some(dispatch::Handler::new(core_table).named("kernel table")),
+            Some(dispatch::Handler::new(syscalls.core_table).named("kernel table")),
         )
         .and_then(|()| event.remove(Principal::KERNEL, dispatch::BindingId::INTRINSIC))
     {
         log::error!("MachineTrap.Syscall: the kernel table could not become the default: {error}");
     }
-}
-
-/// The kernel's own system calls (the event's intrinsic handler until a
-/// personality takes over): one line per call, each family in its own
-/// file.
-pub fn core_table(args: &SyscallArgs) -> i64 {
-    let &(strand, number, a0, a1, a2, a3, ..) = args;
-    match number {
-        syscall::WRITE => io::write(a0, a1, a2),
-        syscall::WRITEV => io::writev(a0, a1, a2),
-        // No terminal yet (the personality brings the tty).
-        syscall::IOCTL => Errno::ENOTTY.as_negative(),
-        // Spindle's own: the kernel shell for `/bin/spindle`.
-        crate::shell::SHELL_SYSCALL => crate::shell::shell_syscall(a0, a1),
-        // Spindle's own: a Wasm short-circuit of one of the caller's calls.
-        crate::tracing::SHORT_CIRCUIT_SYSCALL => {
-            crate::tracing::short_circuit_syscall(strand, a0, a1)
-        }
-        // Spindle's own: configure the Appel-Li fault-handling extension.
-        crate::appel_li::VM_HANDLER_SYSCALL => crate::appel_li::vm_handler(strand, a0, a1, a2, a3),
-        // The Linux personality's process family.
-        _ => linux_process::handle(args).unwrap_or_else(|| unknown(strand, number)),
-    }
-}
-
-/// Numbers below this are remembered once reported (Linux's table ends
-/// near 460); others are reported every time, which a program can only
-/// provoke by asking for numbers no Linux has.
-const REPORTED_NUMBERS: usize = 512;
-static REPORTED: [AtomicU64; REPORTED_NUMBERS / 64] =
-    [const { AtomicU64::new(0) }; REPORTED_NUMBERS / 64];
-
-/// A call nobody implements: `-ENOSYS`, reported on the console the first
-/// time each number is asked for (so a missing call shows once, and a
-/// program probing for optional calls does not flood the log).
-fn unknown(strand: u64, number: u64) -> i64 {
-    let first = match usize::try_from(number) {
-        Ok(index) if index < REPORTED_NUMBERS => {
-            let bit = 1u64 << (index % 64);
-            REPORTED[index / 64].fetch_or(bit, Ordering::Relaxed) & bit == 0
-        }
-        _ => false,
-    };
-    if first {
-        let pid = linux_process::threads::process_of(strand).unwrap_or(0);
-        log::warn!(
-            "system call {number} is not implemented (first asked by process {pid}): ENOSYS"
-        );
-    }
-    Errno::ENOSYS.as_negative()
 }

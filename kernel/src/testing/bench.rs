@@ -134,7 +134,9 @@ fn core_programs() -> Result<(), String> {
     }
     for (path, file) in programs {
         let name = path.trim_start_matches("bench/");
-        match linux_process::threads::spawn_program(name, loader::FileBytes::Lent(file), &[name])?.join() {
+        match linux_process::threads::spawn_program(name, loader::FileBytes::Lent(file), &[name])?
+            .join()
+        {
             linux_process::threads::UserExit::Exited(0) => {}
             other => return Err(format!("{name} {other}")),
         }

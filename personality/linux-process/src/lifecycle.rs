@@ -111,9 +111,7 @@ pub(crate) fn clone(
     };
     let name = format!("process {} thread {tid}", process.id());
     // The new thread's signal mask is its creator's.
-    if let (Some(personality), Some(creator)) =
-        (crate::personality(), process::tid_of(strand))
-    {
+    if let (Some(personality), Some(creator)) = (crate::personality(), process::tid_of(strand)) {
         personality.thread_started(process.id(), creator, tid);
     }
     match crate::threads::start(process, &name, registers, fs_base, tid, clear) {
@@ -419,8 +417,7 @@ fn script_interpreter(bytes: &[u8]) -> Option<(alloc::vec::Vec<u8>, Option<alloc
 /// line names its interpreter (`#!`), which then runs with the script's
 /// path as an argument.
 pub(crate) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
-    let (Some(process), Some(personality)) =
-        (process::of_strand(strand), crate::personality())
+    let (Some(process), Some(personality)) = (process::of_strand(strand), crate::personality())
     else {
         return Errno::ENOSYS.as_negative();
     };
@@ -490,8 +487,11 @@ pub(crate) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
     let entry = image.layout.entry;
     let arguments: alloc::vec::Vec<&[u8]> = arguments.iter().map(|a| a.as_slice()).collect();
     let environment: alloc::vec::Vec<&[u8]> = environment.iter().map(|v| v.as_slice()).collect();
-    let files =
-        crate::threads::ProgramFiles::find(Some(process.id()), &program, interpreter_path.as_deref());
+    let files = crate::threads::ProgramFiles::find(
+        Some(process.id()),
+        &program,
+        interpreter_path.as_deref(),
+    );
     let (memory, rsp) =
         match crate::threads::program_memory(image, &arguments, &environment, &path, &files) {
             Ok(loaded) => loaded,

@@ -58,4 +58,3 @@ pub fn process_ending(pid: u64) {
         process.set_program(program);
     }
 }
-

@@ -309,8 +309,8 @@ pub fn spawn_path(
     arguments: &[&[u8]],
     environment: &[&[u8]],
 ) -> Result<UserThread, String> {
-    let personality = crate::personality()
-        .ok_or_else(|| String::from("the Linux personality is not set up"))?;
+    let personality =
+        crate::personality().ok_or_else(|| String::from("the Linux personality is not set up"))?;
     let context = personality.vfs().context(0, 0);
     let read = |path: &[u8]| {
         linux::read_program_file(personality.vfs(), &context, path)

@@ -44,7 +44,10 @@ const WASM_HTTP_SCRIPT: &str = "mkdir -p /tmp/wwww && echo 'from wasm' > /tmp/ww
 fn wasm_http_server() -> TestResult {
     let extensions = crate::extensions::get().ok_or("no extensions")?;
     extensions.load_with_files("http-server", None, "/")?;
-    let run = |script: &str| -> Result<(linux_process::threads::UserExit, alloc::string::String), alloc::string::String> {
+    let run = |script: &str| -> Result<
+        (linux_process::threads::UserExit, alloc::string::String),
+        alloc::string::String,
+    > {
         let (_, mark) = crate::console_output::recent_console_output(u64::MAX);
         let end = linux_process::threads::spawn_path(
             "sh",
@@ -54,7 +57,10 @@ fn wasm_http_server() -> TestResult {
         )?
         .join();
         let (output, _) = crate::console_output::recent_console_output(mark);
-        Ok((end, alloc::string::String::from_utf8_lossy(&output).into_owned()))
+        Ok((
+            end,
+            alloc::string::String::from_utf8_lossy(&output).into_owned(),
+        ))
     };
     let (end, output) = run(WASM_HTTP_SCRIPT)?;
     let counter = |export: &str| match extensions.call("http-server", export, &[])? {
