@@ -218,9 +218,10 @@ pub fn cycles_to_ns(cycles: u64) -> u64 {
 }
 
 /// Nanoseconds since [`init`], from the TSC (0 before calibration).
+///
+/// The scheduler reads it on every switch: no test for calibration, as
+/// the multiplier is 0 until then, and so is the product.
+#[inline]
 pub fn uptime_ns() -> u64 {
-    if tsc_hz() == 0 {
-        return 0;
-    }
     cycles_to_ns(read_tsc().wrapping_sub(TSC_AT_BOOT.load(Ordering::Relaxed)))
 }

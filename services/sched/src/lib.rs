@@ -23,13 +23,16 @@
 extern crate alloc;
 
 pub mod sync;
+mod table;
 mod wait_queue;
 
 pub use wait_queue::WaitQueue;
 
+use table::Table;
+
 use alloc::{
     boxed::Box,
-    collections::{BTreeMap, BinaryHeap, VecDeque},
+    collections::{BinaryHeap, VecDeque},
     string::String,
     sync::Arc,
     vec::Vec,
@@ -238,7 +241,7 @@ pub fn set_strand_hooks(hooks: StrandHooks) {
 /// [`StrandHooks`]. No effect on a thread that has ended.
 pub fn set_grouped(id: ThreadId, is_grouped: bool) {
     with_scheduler(|scheduler| {
-        if let Some(thread) = scheduler.threads.get_mut(&id) {
+        if let Some(thread) = scheduler.threads.get_mut(id.0) {
             thread.is_grouped = is_grouped;
         }
     });
@@ -259,7 +262,8 @@ fn notify_wake(id: ThreadId) {
 }
 
 struct Scheduler {
-    threads: BTreeMap<ThreadId, Thread>,
+    /// Every thread that has not ended, by id.
+    threads: Table<Thread>,
     ready: VecDeque<ThreadId>,
     /// Sleeping threads by the uptime (ns) they wake at.
     sleepers: BinaryHeap<Reverse<(u64, ThreadId)>>,
@@ -295,7 +299,7 @@ impl Scheduler {
             joiners: IrqMutex::new(Vec::new()),
         });
         self.threads.insert(
-            id,
+            id.0,
             Thread {
                 name: String::from(name),
                 context,
@@ -316,7 +320,7 @@ impl Scheduler {
     }
 
     fn make_ready(&mut self, id: ThreadId) {
-        if let Some(thread) = self.threads.get_mut(&id) {
+        if let Some(thread) = self.threads.get_mut(id.0) {
             if matches!(thread.state, ThreadState::Blocked | ThreadState::Sleeping) {
                 thread.enter(ThreadState::Ready, "");
                 self.ready.push_back(id);
@@ -328,7 +332,7 @@ impl Scheduler {
     /// parked and `true` returned (the caller tells the hook, outside this
     /// lock); any other thread is made ready as usual.
     fn wake_or_defer(&mut self, id: ThreadId) -> bool {
-        if let Some(thread) = self.threads.get_mut(&id) {
+        if let Some(thread) = self.threads.get_mut(id.0) {
             if matches!(thread.state, ThreadState::Blocked | ThreadState::Sleeping) {
                 if thread.is_grouped {
                     return true;
@@ -347,11 +351,17 @@ impl Scheduler {
     /// Picks the next thread to run (the idle thread if none is ready) and
     /// makes it current. Returns its context if it differs from the caller's.
     fn pick_next(&mut self) -> Option<Arc<Context>> {
+        self.pick_next_at(timer::uptime_ns())
+    }
+
+    /// [`Scheduler::pick_next`] at uptime `now`, which the caller read
+    /// already: the instant the thread leaving the processor was charged
+    /// up to is the one the next starts at (one clock read per switch).
+    fn pick_next_at(&mut self, now: u64) -> Option<Arc<Context>> {
         let next = self.ready.pop_front().unwrap_or(self.idle);
         self.slice_left = TIME_SLICE_TICKS;
-        let now = timer::uptime_ns();
         if next == self.current {
-            if let Some(thread) = self.threads.get_mut(&next) {
+            if let Some(thread) = self.threads.get_mut(next.0) {
                 if thread.state != ThreadState::Running {
                     thread.enter_at(ThreadState::Running, "", now);
                 }
@@ -361,7 +371,7 @@ impl Scheduler {
         self.current = next;
         CURRENT.store(next.0, Ordering::Relaxed);
         self.context_switches += 1;
-        let thread = self.threads.get_mut(&next).expect("ready thread vanished");
+        let thread = self.threads.get_mut(next.0).expect("ready thread vanished");
         thread.enter_at(ThreadState::Running, "", now);
         // Counted here and where a thread parks, where the thread is at
         // hand already: a switch costs no extra lookup.
@@ -374,20 +384,21 @@ impl Scheduler {
     /// thread does rather than wait for the next tick.
     fn leave_idle(&mut self) -> Option<Arc<Context>> {
         if self.current == self.idle && !self.ready.is_empty() {
-            self.requeue_current();
-            self.pick_next()
+            let now = timer::uptime_ns();
+            self.requeue_current(now);
+            self.pick_next_at(now)
         } else {
             None
         }
     }
 
     /// Puts the running thread back at the end of the ready queue (unless it
-    /// is the idle thread, which is never queued).
-    fn requeue_current(&mut self) {
+    /// is the idle thread, which is never queued), at uptime `now`.
+    fn requeue_current(&mut self, now: u64) {
         let current = self.current;
-        if let Some(thread) = self.threads.get_mut(&current) {
+        if let Some(thread) = self.threads.get_mut(current.0) {
             if thread.state == ThreadState::Running {
-                thread.enter(ThreadState::Ready, "");
+                thread.enter_at(ThreadState::Ready, "", now);
                 if current != self.idle {
                     self.ready.push_back(current);
                 }
@@ -406,7 +417,7 @@ pub fn init(name: &str) {
         Box::new(idle_loop),
     );
     let mut scheduler = Scheduler {
-        threads: BTreeMap::new(),
+        threads: Table::new(),
         ready: VecDeque::new(),
         sleepers: BinaryHeap::new(),
         current: ThreadId(0),
@@ -419,7 +430,7 @@ pub fn init(name: &str) {
     let (idle, _) = scheduler.add("idle", idle_context, true);
     scheduler
         .threads
-        .get_mut(&boot)
+        .get_mut(boot.0)
         .expect("boot thread")
         .enter(ThreadState::Running, "");
     scheduler.current = boot;
@@ -507,7 +518,7 @@ fn spawn_in_state(
         let (id, completion) = scheduler.add(name, context, false);
         if state == ThreadState::Ready {
             scheduler.ready.push_back(id);
-        } else if let Some(thread) = scheduler.threads.get_mut(&id) {
+        } else if let Some(thread) = scheduler.threads.get_mut(id.0) {
             thread.enter(state, "its scheduler");
         }
         (id, completion)
@@ -539,7 +550,7 @@ pub fn hand_off(to: ThreadId) {
 /// scheduler's lock: the extension runtime asks for it on every
 /// invocation (to tell a re-entrant call from a busy instance), where
 /// taking the lock with interrupts disabled was a visible part of a
-/// native Wasm handler's cost. One CPU: only `pick_next` and `init` write it, with
+/// native Wasm handler's cost. One CPU: only `pick_next_at` and `init` write it, with
 /// the lock held, and a thread reads it only while it runs, when it names
 /// that thread.
 static CURRENT: AtomicU64 = AtomicU64::new(0);
@@ -569,8 +580,9 @@ pub fn yield_now() {
         if scheduler.ready.is_empty() {
             return None;
         }
-        scheduler.requeue_current();
-        scheduler.pick_next()
+        let now = timer::uptime_ns();
+        scheduler.requeue_current(now);
+        scheduler.pick_next_at(now)
     });
     switch_if(next);
     if were_enabled {
@@ -589,8 +601,9 @@ pub fn yield_to_ready() -> bool {
         if scheduler.ready.is_empty() {
             return None;
         }
-        scheduler.requeue_current();
-        scheduler.pick_next()
+        let now = timer::uptime_ns();
+        scheduler.requeue_current(now);
+        scheduler.pick_next_at(now)
     });
     let yielded = next.is_some();
     switch_if(next);
@@ -622,18 +635,21 @@ pub fn block_current_for(waiting_on: &'static str, park: impl FnOnce(ThreadId) -
 fn park_current_if(park: impl FnOnce(ThreadId) -> bool, notify: bool, waiting_on: &'static str) {
     let were_enabled = cpu::are_interrupts_enabled();
     cpu::disable_interrupts();
-    let me = with_scheduler(|scheduler| scheduler.current);
+    // `current()`, not the scheduler's field under its lock: the same
+    // value (it names the running thread), one lock fewer per block.
+    let me = current();
     if park(me) {
         let next = with_scheduler(|scheduler| {
+            let now = timer::uptime_ns();
             let mut is_grouped = false;
-            if let Some(thread) = scheduler.threads.get_mut(&me) {
-                thread.enter(ThreadState::Blocked, waiting_on);
+            if let Some(thread) = scheduler.threads.get_mut(me.0) {
+                thread.enter_at(ThreadState::Blocked, waiting_on, now);
                 thread.voluntary_switches += 1;
                 is_grouped = thread.is_grouped;
             }
             // A grouped thread's hook runs before the next thread is
             // picked, so a thread the hook readies can be that one.
-            (!(notify && is_grouped)).then(|| scheduler.pick_next())
+            (!(notify && is_grouped)).then(|| scheduler.pick_next_at(now))
         });
         let next = next.unwrap_or_else(|| {
             notify_block(me);
@@ -694,7 +710,7 @@ pub fn resume(id: ThreadId) {
 pub fn prepare_to_wait() {
     with_scheduler(|scheduler| {
         let me = scheduler.current;
-        if let Some(thread) = scheduler.threads.get_mut(&me) {
+        if let Some(thread) = scheduler.threads.get_mut(me.0) {
             thread.wake_pending = false;
         }
     });
@@ -711,7 +727,7 @@ pub fn block_prepared(waiting_on: &'static str, deadline: Option<u64>) {
     let now = timer::uptime_ns();
     let parked = with_scheduler(|scheduler| {
         let me = scheduler.current;
-        let thread = scheduler.threads.get_mut(&me)?;
+        let thread = scheduler.threads.get_mut(me.0)?;
         if core::mem::take(&mut thread.wake_pending) {
             return None;
         }
@@ -719,9 +735,9 @@ pub fn block_prepared(waiting_on: &'static str, deadline: Option<u64>) {
             Some(deadline) if deadline <= now => return None,
             Some(deadline) => {
                 thread.wake_at = Some(deadline);
-                thread.enter(ThreadState::Sleeping, waiting_on);
+                thread.enter_at(ThreadState::Sleeping, waiting_on, now);
             }
-            None => thread.enter(ThreadState::Blocked, waiting_on),
+            None => thread.enter_at(ThreadState::Blocked, waiting_on, now),
         }
         thread.voluntary_switches += 1;
         let is_grouped = thread.is_grouped;
@@ -733,7 +749,7 @@ pub fn block_prepared(waiting_on: &'static str, deadline: Option<u64>) {
         Some(if is_grouped {
             Err(me)
         } else {
-            Ok(scheduler.pick_next())
+            Ok(scheduler.pick_next_at(now))
         })
     });
     match parked {
@@ -789,19 +805,20 @@ pub fn sleep_ms(ms: u64) {
     let were_enabled = cpu::are_interrupts_enabled();
     cpu::disable_interrupts();
     let next = with_scheduler(|scheduler| {
+        let now = timer::uptime_ns();
         let me = scheduler.current;
         scheduler.sleepers.push(Reverse((wake_at, me)));
         let mut is_grouped = false;
-        if let Some(thread) = scheduler.threads.get_mut(&me) {
+        if let Some(thread) = scheduler.threads.get_mut(me.0) {
             thread.wake_at = Some(wake_at);
-            thread.enter(ThreadState::Sleeping, "sleep");
+            thread.enter_at(ThreadState::Sleeping, "sleep", now);
             thread.voluntary_switches += 1;
             is_grouped = thread.is_grouped;
         }
         if is_grouped {
             Err(me)
         } else {
-            Ok(scheduler.pick_next())
+            Ok(scheduler.pick_next_at(now))
         }
     });
     // As in `park_current_if`: a grouped sleeper's hook, then the pick.
@@ -822,7 +839,7 @@ pub fn exit(reason: ExitReason) -> ! {
         let me = scheduler.current;
         let thread = scheduler
             .threads
-            .remove(&me)
+            .remove(me.0)
             .expect("running thread not in the table");
         scheduler.ready.retain(|&id| id != me);
         thread.completion
@@ -851,7 +868,7 @@ pub fn is_current_critical() -> bool {
         Some(guard) => guard.as_ref().is_none_or(|scheduler| {
             scheduler
                 .threads
-                .get(&scheduler.current)
+                .get(scheduler.current.0)
                 .is_none_or(|thread| thread.is_critical)
         }),
         None => true,
@@ -880,7 +897,7 @@ pub fn on_tick() {
             scheduler.sleepers.pop();
             // Only the sleep this entry was made for ends here: a thread
             // woken early may be parked again since, for something else.
-            let is_due = scheduler.threads.get(&id).is_some_and(|thread| {
+            let is_due = scheduler.threads.get(id.0).is_some_and(|thread| {
                 thread.state == ThreadState::Sleeping && thread.wake_at == Some(wake_at)
             });
             if is_due && scheduler.wake_or_defer(id) {
@@ -891,8 +908,8 @@ pub fn on_tick() {
         let is_idle = current == scheduler.idle;
         let may_preempt = PREEMPT_OFF.load(Ordering::Relaxed) == 0;
         if may_preempt && !scheduler.ready.is_empty() && (is_idle || scheduler.slice_left == 0) {
-            scheduler.requeue_current();
-            scheduler.pick_next()
+            scheduler.requeue_current(now);
+            scheduler.pick_next_at(now)
         } else {
             None
         }
@@ -903,27 +920,30 @@ pub fn on_tick() {
     switch_if(next);
 }
 
-/// A snapshot of all threads.
+/// A snapshot of all threads, by id.
 pub fn threads() -> Vec<ThreadInfo> {
-    with_scheduler(|scheduler| {
+    let mut threads: Vec<ThreadInfo> = with_scheduler(|scheduler| {
         scheduler
             .threads
             .iter()
-            .map(|(&id, thread)| ThreadInfo {
-                id,
+            .map(|(id, thread)| ThreadInfo {
+                id: ThreadId(id),
                 name: thread.name.clone(),
                 state: thread.state,
                 cpu_ticks: thread.cpu_ticks(),
                 waiting_on: thread.waiting_on,
             })
             .collect()
-    })
+    });
+    threads.sort_unstable_by_key(|thread| thread.id);
+    threads
 }
 
-/// Calls `visit` on every thread, the running one first, without taking
-/// the scheduler's lock if it is held (then returns `false` and visits
-/// nothing) and without allocating: the lockup watchdog calls it from a
-/// non-maskable interrupt, which may have interrupted anything.
+/// Calls `visit` on every thread, the running one first (the others in no
+/// particular order), without taking the scheduler's lock if it is held
+/// (then returns `false` and visits nothing) and without allocating: the
+/// lockup watchdog calls it from a non-maskable interrupt, which may have
+/// interrupted anything.
 pub fn for_each_thread(mut visit: impl FnMut(&ThreadView<'_>)) -> bool {
     let Some(guard) = SCHEDULER.try_lock() else {
         return false;
@@ -943,11 +963,11 @@ pub fn for_each_thread(mut visit: impl FnMut(&ThreadView<'_>)) -> bool {
         }
     }
     let current = scheduler.current;
-    if let Some(thread) = scheduler.threads.get(&current) {
+    if let Some(thread) = scheduler.threads.get(current.0) {
         visit(&view(current, thread, scheduler.idle));
     }
-    for (&id, thread) in scheduler.threads.iter().filter(|(&id, _)| id != current) {
-        visit(&view(id, thread, scheduler.idle));
+    for (id, thread) in scheduler.threads.iter().filter(|&(id, _)| id != current.0) {
+        visit(&view(ThreadId(id), thread, scheduler.idle));
     }
     true
 }
@@ -986,7 +1006,7 @@ pub fn thread_usage(id: ThreadId) -> Option<(ThreadState, u64)> {
     with_scheduler(|scheduler| {
         scheduler
             .threads
-            .get(&id)
+            .get(id.0)
             .map(|thread| (thread.state, thread.cpu_ticks()))
     })
 }
@@ -998,7 +1018,7 @@ pub fn thread_usage(id: ThreadId) -> Option<(ThreadState, u64)> {
 /// adds one voluntary switch per wait.
 pub fn thread_switches(id: ThreadId) -> Option<(u64, u64)> {
     with_scheduler(|scheduler| {
-        scheduler.threads.get(&id).map(|thread| {
+        scheduler.threads.get(id.0).map(|thread| {
             // Every time it was scheduled ended in a park (voluntary)
             // or with it still runnable, but for the run going on.
             let is_on_processor = id == scheduler.current;
@@ -1017,7 +1037,7 @@ pub fn idle_ticks() -> u64 {
         let idle = scheduler.idle;
         scheduler
             .threads
-            .get(&idle)
+            .get(idle.0)
             .map_or(0, |thread| thread.cpu_ticks())
     })
 }
