@@ -134,8 +134,14 @@ impl Condvar {
 
     /// Wakes every waiting thread.
     pub fn notify_all(&self) {
-        let waiters = core::mem::take(&mut *self.waiters.lock());
-        for waiter in waiters {
+        // Drained in place, waking under the queue's lock (as a
+        // `WaitQueue` wakes): the queue keeps its buffer. Taking the queue
+        // out freed the buffer, and the next `wait` allocated another: an
+        // allocation and a free per notification on the kernel
+        // ping-pong's path. A woken thread cannot queue again meanwhile:
+        // waking only readies it, and the lock keeps interrupts off.
+        let mut waiters = self.waiters.lock();
+        for waiter in waiters.drain(..) {
             wake(waiter);
         }
     }
