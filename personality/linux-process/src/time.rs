@@ -2,6 +2,7 @@
 //! `clock_nanosleep`, and the real-time interval timer (`alarm`,
 //! `setitimer`, `getitimer`).
 
+use linux::process_args;
 use linux_abi::{
     time::{Itimerval, Timespec, Timeval, ITIMER_REAL},
     Errno,
@@ -10,9 +11,8 @@ use linux_abi::{
 /// `clock_gettime(clock, timespec)`: every clock reads the time since boot
 /// (there is no real-time clock yet), in a `struct timespec`.
 pub(crate) fn clock_gettime(clock: u64, timespec: u64) -> i64 {
-    // CLOCK_REALTIME .. CLOCK_BOOTTIME (0..=7) are accepted.
-    if clock > 7 {
-        return Errno::EINVAL.as_negative();
+    if let Err(error) = process_args::clock(clock) {
+        return error.as_negative();
     }
     let now = Timespec::from_nanoseconds(hal::timer::uptime_ns());
     match hal::user::copy_to_user(timespec, &now.to_bytes()) {
@@ -76,15 +76,15 @@ pub(crate) fn nanosleep(request: u64, remaining: u64) -> i64 {
 /// `TIMER_ABSTIME` (every clock reads the time since boot, as
 /// `clock_gettime` does).
 pub(crate) fn clock_nanosleep(clock: u64, flags: u64, request: u64, remaining: u64) -> i64 {
-    const TIMER_ABSTIME: u64 = 1;
-    if clock > 7 || flags & !TIMER_ABSTIME != 0 {
-        return Errno::EINVAL.as_negative();
-    }
+    let absolute = match process_args::sleep_is_absolute(clock, flags) {
+        Ok(absolute) => absolute,
+        Err(error) => return error.as_negative(),
+    };
     let ns = match read_timespec(request) {
         Ok(ns) => ns,
         Err(error) => return error,
     };
-    if flags & TIMER_ABSTIME != 0 {
+    if absolute {
         sleep_until(ns, 0)
     } else {
         sleep_until(hal::timer::uptime_ns().saturating_add(ns), remaining)

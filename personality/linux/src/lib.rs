@@ -41,6 +41,7 @@ mod info;
 mod mapping;
 mod pipe;
 mod poll;
+pub mod process_args;
 mod resource;
 mod sched;
 pub mod signal;
