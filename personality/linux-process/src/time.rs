@@ -97,20 +97,12 @@ fn ns_of_timeval(value: Timeval) -> Result<u64, i64> {
     value.to_nanoseconds().ok_or(Errno::EINVAL.as_negative())
 }
 
-/// A timer as `struct itimerval` (what is left of it now, and its
-/// interval).
-fn itimerval_of(timer: Option<crate::itimer::Timer>) -> Itimerval {
-    let mut value = Itimerval::default();
-    if let Some(timer) = timer {
-        // A timer that is due reads as 1 µs left, not as disarmed.
-        let left = timer
-            .deadline_ns
-            .saturating_sub(hal::timer::uptime_ns())
-            .max(1_000);
-        value.interval = Timeval::from_nanoseconds(timer.interval_ns);
-        value.value = Timeval::from_nanoseconds(left);
+/// A timer's setting as `struct itimerval`.
+fn itimerval_of(setting: interval_timers::Setting) -> Itimerval {
+    Itimerval {
+        interval: Timeval::from_nanoseconds(setting.interval_ns),
+        value: Timeval::from_nanoseconds(setting.value_ns),
     }
-    value
 }
 
 /// `getitimer(which, value)`.
@@ -121,7 +113,10 @@ pub(crate) fn getitimer(strand: u64, which: u64, value: u64) -> i64 {
     if which as i32 != ITIMER_REAL as i32 {
         return Errno::EINVAL.as_negative();
     }
-    match hal::user::copy_to_user(value, &itimerval_of(crate::itimer::get(pid)).to_bytes()) {
+    match hal::user::copy_to_user(
+        value,
+        &itimerval_of(crate::itimer::timers().get(pid)).to_bytes(),
+    ) {
         Ok(()) => 0,
         Err(_) => Errno::EFAULT.as_negative(),
     }
@@ -148,14 +143,11 @@ pub(crate) fn setitimer(strand: u64, which: u64, new: u64, old: u64) -> i64 {
         (Ok(interval), Ok(value)) => (interval, value),
         (Err(error), _) | (_, Err(error)) => return error,
     };
-    let timer = (value > 0).then(|| crate::itimer::Timer {
-        deadline_ns: hal::timer::uptime_ns().saturating_add(value),
-        interval_ns: interval,
-    });
+    let timers = crate::itimer::timers();
     let previous = if new == 0 {
-        crate::itimer::get(pid)
+        timers.get(pid)
     } else {
-        crate::itimer::set(pid, timer)
+        timers.set(pid, value, interval)
     };
     if old != 0 && hal::user::copy_to_user(old, &itimerval_of(previous).to_bytes()).is_err() {
         return Errno::EFAULT.as_negative();
@@ -169,16 +161,7 @@ pub(crate) fn alarm(strand: u64, seconds: u64) -> i64 {
     let Some(pid) = crate::threads::process_of(strand) else {
         return Errno::ESRCH.as_negative();
     };
-    let seconds = u64::from(seconds as u32);
-    let timer = (seconds > 0).then(|| crate::itimer::Timer {
-        deadline_ns: hal::timer::uptime_ns().saturating_add(seconds * 1_000_000_000),
-        interval_ns: 0,
-    });
-    let previous = crate::itimer::set(pid, timer);
-    previous.map_or(0, |timer| {
-        let left = timer.deadline_ns.saturating_sub(hal::timer::uptime_ns());
-        left.div_ceil(1_000_000_000).max(1) as i64
-    })
+    crate::itimer::timers().alarm(pid, seconds as u32) as i64
 }
 
 /// `gettimeofday(tv, tz)`: the time since boot (as `clock_gettime`) in
