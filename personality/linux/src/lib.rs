@@ -32,12 +32,15 @@
 #![no_std]
 
 extern crate alloc;
+#[cfg(not(target_os = "none"))]
+extern crate std;
 
 mod fdtable;
 mod files;
 mod fs;
 mod identity;
 mod info;
+pub mod machine;
 mod mapping;
 mod pipe;
 mod poll;
