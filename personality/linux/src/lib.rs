@@ -54,6 +54,9 @@ pub mod user;
 mod wait;
 mod xattr;
 
+#[cfg(test)]
+mod tests;
+
 use alloc::{collections::BTreeMap, sync::Arc};
 
 use dispatch::Principal;
