@@ -14,11 +14,13 @@
 //! - **Blocking**: the test thread is the only thread, so
 //!   [`Blocking::yield_to_ready`] finds nobody ready. A block returns at
 //!   once if a wake came since [`Blocking::prepare_to_wait`]; otherwise it
-//!   runs the test's [`while_blocked`] action (what another thread would
-//!   do meanwhile: write to the pipe, post a signal) if there is one, or
-//!   jumps to its deadline. With neither, nothing could ever end the
-//!   wait: the block panics, so the test fails instead of hanging. Every
-//!   block is recorded ([`blocks`]).
+//!   runs the test's action (what another thread would do meanwhile:
+//!   write to the pipe, post a signal), the one for the next block only
+//!   ([`once_blocked`]) or the one for every block ([`while_blocked`]),
+//!   and returns as after a wake-up; with no action it jumps to its
+//!   deadline. With neither, nothing could ever end the wait: the block
+//!   panics, so the test fails instead of hanging (so does a wait that
+//!   blocks [`MAX_BLOCKS`] times). Every block is recorded ([`blocks`]).
 
 use alloc::{boxed::Box, collections::BTreeMap, collections::BTreeSet, vec::Vec};
 use core::{
@@ -30,6 +32,10 @@ use std::thread_local;
 use hal::paging::{PAGE_SIZE, USER_END};
 
 use super::{BadAddress, Blocking, Clock, UserMemory};
+
+/// Blocks one test may make: more means a wait that its action never
+/// ends.
+pub const MAX_BLOCKS: usize = 100_000;
 
 /// Where the fake clock starts: not at zero, so that "no time yet" and
 /// "the start" differ.
@@ -46,7 +52,9 @@ struct FakeState {
     /// Mapped user pages by page number.
     pages: BTreeMap<u64, Page>,
     uptime_ns: u64,
-    /// The action a block runs instead of waiting (see the module).
+    /// The action the next block runs instead of waiting.
+    once_blocked: Option<Box<dyn FnOnce()>>,
+    /// The action every block runs instead of waiting (see the module).
     while_blocked: Option<Box<dyn FnMut()>>,
     /// What each block waited on, and its deadline.
     blocks: Vec<(&'static str, Option<u64>)>,
@@ -59,6 +67,7 @@ impl FakeState {
         FakeState {
             pages: BTreeMap::new(),
             uptime_ns: START_NS,
+            once_blocked: None,
             while_blocked: None,
             blocks: Vec::new(),
             is_interrupted: false,
@@ -202,10 +211,16 @@ pub fn set_uptime_ns(uptime_ns: u64) {
 }
 
 /// Makes every block of the calling test thread run `action` instead of
-/// waiting (then return, as after a spurious wake-up); `None` takes it
-/// away.
-pub fn while_blocked(action: Option<Box<dyn FnMut()>>) {
-    with_state(|state| state.while_blocked = action);
+/// waiting (then return, as after a wake-up), until [`reset`].
+pub fn while_blocked(action: impl FnMut() + 'static) {
+    with_state(|state| state.while_blocked = Some(Box::new(action)));
+}
+
+/// Makes the next block of the calling test thread run `action` instead
+/// of waiting (then return, as after a wake-up); later blocks wait as
+/// before.
+pub fn once_blocked(action: impl FnOnce() + 'static) {
+    with_state(|state| state.once_blocked = Some(Box::new(action)));
 }
 
 /// What the calling test thread's blocks waited on, with their deadlines,
@@ -229,6 +244,13 @@ pub fn set_interrupted(is_interrupted: bool) {
 
 /// The machine on the host: the fakes above.
 pub struct FakeMachine;
+
+impl FakeMachine {
+    /// The fake clock's uptime (what [`Clock::uptime_ns`] says).
+    pub fn now() -> u64 {
+        <FakeMachine as Clock>::uptime_ns()
+    }
+}
 
 /// A fake wait queue: the ids of the threads registered on it.
 #[derive(Default)]
@@ -313,8 +335,19 @@ impl Blocking for FakeMachine {
     }
 
     fn block_prepared(waiting_on: &'static str, deadline: Option<u64>) {
-        with_state(|state| state.blocks.push((waiting_on, deadline)));
+        let blocks = with_state(|state| {
+            state.blocks.push((waiting_on, deadline));
+            state.blocks.len()
+        });
+        assert!(
+            blocks <= MAX_BLOCKS,
+            "a wait on {waiting_on} blocked {blocks} times: its action never ends it"
+        );
         if WOKEN.lock().remove(&Self::current_thread()) {
+            return;
+        }
+        if let Some(action) = with_state(|state| state.once_blocked.take()) {
+            action();
             return;
         }
         // Taken out while it runs: the action may use the fake machine.
