@@ -12,7 +12,7 @@
 use alloc::{sync::Arc, vec::Vec};
 
 use linux_abi::syscall::OPENAT;
-use vfs::{flags, Errno, OpenFile, PathContext, RamFs, Timespec, Vfs};
+use vfs::{flags, Errno, PathContext, RamFs, Timespec, Vfs};
 
 use crate::{machine::fake, LinuxProcess, Personality};
 
@@ -220,11 +220,6 @@ impl Fixture {
         );
         assert!(fd >= 0, "open failed: {fd}");
         fd as u64
-    }
-
-    /// Installs `file` as a new descriptor of the process.
-    fn install(&self, file: Arc<OpenFile>) -> u64 {
-        self.process().fds.install(file, 0, false).expect("room") as u64
     }
 }
 
