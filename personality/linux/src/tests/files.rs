@@ -426,3 +426,17 @@ fn fchmod_and_fchown_change_the_descriptors_file() {
     assert_eq!(peek_u32(at(28)), 12);
     assert_eq!(peek_u32(at(32)), 0);
 }
+
+#[test]
+fn dup2_and_dup3_compare_and_answer_descriptors_as_ints() {
+    // Regression: dup2(1 << 63, 1 << 63) answered 1 << 63 as it came,
+    // a result that is neither a descriptor nor an errno.
+    let fixture = Fixture::new();
+    assert_eq!(fixture.call(DUP2, &[1 << 63, 1 << 63]), 0);
+    assert_eq!(fixture.call(DUP2, &[1, (1 << 32) | 1]), 1);
+    assert_eq!(
+        fixture.call(DUP3, &[1, (1 << 32) | 1, 0]),
+        err(Errno::EINVAL)
+    );
+    assert_eq!(fixture.call(DUP3, &[(1 << 32) | 1, 5, 0]), 5);
+}
