@@ -7,9 +7,9 @@
 //! when the crate is compiled, never through a `dyn` object: system calls
 //! are measured in guest instructions, and a static call into `hal` or
 //! `sched` inlines to what a direct call was. On the kernel's target
-//! (`target_os = "none"`) the machine is [`kernel::Kernel`], which calls
+//! (`target_os = "none"`) the machine is `kernel::Kernel`, which calls
 //! `hal::user`, `hal::timer` and `sched`; on the host it is
-//! [`fake::FakeMachine`], whose user memory, clock and scheduler a test
+//! `fake::FakeMachine`, whose user memory, clock and scheduler a test
 //! sets up per test thread (`fake`'s module documentation says how).
 
 #[cfg(not(target_os = "none"))]

@@ -276,3 +276,39 @@ fn a_datagram_goes_round_the_loopback() {
     assert_eq!(from.map(|from| from.address), Some(LOOPBACK));
     assert!(fake::blocks().is_empty());
 }
+
+#[test]
+fn a_blocking_accept_waits_on_the_socket_events_until_interrupted() {
+    let fixture = Fixture::new();
+    let listener = socket(&fixture, SOCK_STREAM);
+    let address = put_address(0, LOOPBACK, 7002);
+    assert_eq!(fixture.call(BIND, &[listener, address, 16]), 0);
+    assert_eq!(fixture.call(LISTEN, &[listener, 4]), 0);
+    fake::once_blocked(|| fake::set_interrupted(true));
+    assert_eq!(fixture.call(ACCEPT, &[listener, 0, 0]), err(Errno::EINTR));
+    assert!(fake::blocks().iter().all(|block| block.0 == "socket"));
+    assert!(!fake::blocks().is_empty());
+    // A nonblocking listener answers at once.
+    fake::set_interrupted(false);
+    let blocks = fake::blocks().len();
+    assert_eq!(
+        fixture.call(FCNTL, &[listener, 4, u64::from(O_NONBLOCK)]),
+        0
+    );
+    assert_eq!(fixture.call(ACCEPT, &[listener, 0, 0]), err(Errno::EAGAIN));
+    assert_eq!(fake::blocks().len(), blocks);
+}
+
+#[test]
+fn the_kernels_servers_wait_a_millisecond_at_most_for_the_network() {
+    let _fixture = Fixture::new();
+    let start = crate::machine::fake::FakeMachine::now();
+    let mut round = 0;
+    assert_eq!(crate::wait_for_the_network(&mut round), Ok(()));
+    assert_eq!(round, 1);
+    assert_eq!(fake::blocks(), [("network", Some(start + 1_000_000))]);
+    assert_eq!(crate::machine::fake::FakeMachine::now(), start + 1_000_000);
+    fake::set_interrupted(true);
+    assert_eq!(crate::wait_for_the_network(&mut round), Err(Errno::EINTR));
+    assert_eq!(fake::blocks().len(), 1, "interrupted, it does not wait");
+}
