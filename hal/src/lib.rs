@@ -25,10 +25,12 @@
 //!
 //! - [`paging`]: the plain data of user paging (page size, the user half,
 //!   protections, mapping errors), which policy crates use on every target.
+//! - [`registers`]: the plain data of a user thread's registers and FPU
+//!   state, which the Linux personality's signal frames carry.
 //!
-//! Everything but the frame bitmap and [`paging`] only builds for the
-//! bare-metal target (`target_os = "none"`); the bitmap is unit-tested on
-//! the host.
+//! Everything but the frame bitmap, [`paging`] and [`registers`] only
+//! builds for the bare-metal target (`target_os = "none"`); the bitmap is
+//! unit-tested on the host.
 #![cfg_attr(not(test), no_std)]
 
 extern crate alloc;
@@ -37,6 +39,7 @@ pub mod frames;
 pub mod linear_memory;
 pub mod native_code;
 pub mod paging;
+pub mod registers;
 #[cfg(target_os = "none")]
 mod slots;
 

@@ -37,7 +37,10 @@ use x86_64::{
 
 use crate::gdt;
 
-pub use crate::paging::USER_END;
+pub use crate::{
+    paging::USER_END,
+    registers::{FpuState, UserRegisters, FPU_STATE_BYTES},
+};
 
 /// Room left on the kernel stack for `hal_user_run`'s own pushes (six
 /// callee-saved registers, the return address, the five-word interrupt
@@ -606,37 +609,6 @@ pub struct UserEntry {
     pub rsp: u64,
 }
 
-/// A user thread's registers: the sixteen general ones, where it runs and
-/// its flags. What [`run_with`] starts a thread with (a `fork` child
-/// resumes its parent's registers, with RAX cleared).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[allow(missing_docs)]
-pub struct UserRegisters {
-    pub rax: u64,
-    pub rbx: u64,
-    pub rcx: u64,
-    pub rdx: u64,
-    pub rsi: u64,
-    pub rdi: u64,
-    pub rbp: u64,
-    pub r8: u64,
-    pub r9: u64,
-    pub r10: u64,
-    pub r11: u64,
-    pub r12: u64,
-    pub r13: u64,
-    pub r14: u64,
-    pub r15: u64,
-    /// The next instruction (offset 120, as `hal_user_run` reads it).
-    pub rip: u64,
-    /// The stack pointer (offset 128).
-    pub rsp: u64,
-    /// The flags (offset 136); only the arithmetic flags and DF are kept,
-    /// interrupts are always enabled and IOPL is 0.
-    pub rflags: u64,
-}
-
 /// RFLAGS bits a user may choose: CF, PF, AF, ZF, SF, DF, OF.
 const USER_CHOSEN_FLAGS: u64 = 0x1 | 0x4 | 0x10 | 0x40 | 0x80 | 0x400 | 0x800;
 
@@ -845,15 +817,6 @@ pub(crate) fn fixup_user_copy(rip: u64) -> Option<u64> {
         .contains(&rip)
         .then_some(core::ptr::addr_of!(hal_copy_user_fixup) as u64)
 }
-
-/// A user program's x87 and SSE registers as `fxsave` lays them out (512
-/// bytes): what a signal frame keeps while a handler runs.
-#[repr(C, align(16))]
-#[derive(Clone)]
-pub struct FpuState(pub [u8; FPU_STATE_BYTES]);
-
-/// Bytes of an `fxsave` area.
-pub const FPU_STATE_BYTES: usize = 512;
 
 /// Offset of MXCSR in an `fxsave` area, and of the mask of the MXCSR bits
 /// the CPU supports.

@@ -127,8 +127,9 @@ const HOST_ONLY: &[&str] = &["bench-wasm-peer"];
 
 /// Crates with code for the kernel's target only besides what builds on
 /// the host, documented on both: `vm`, whose implementation of its
-/// page-table trait for `hal` builds only there.
-const BOTH_TARGETS: &[&str] = &["vm"];
+/// page-table trait for `hal` builds only there, and the Linux
+/// personality, whose machine on `hal` and `sched` builds only there.
+const BOTH_TARGETS: &[&str] = &["vm", "linux-personality"];
 
 /// `RUSTDOCFLAGS` of both documentation runs: warnings are errors, except
 /// links from public items to private ones, which resolve because private

@@ -8,24 +8,12 @@
 //! wake-up is lost.
 
 use alloc::collections::{BTreeMap, VecDeque};
+use linux::process_args::{self, FutexOperation};
 use linux_abi::{time::Timespec, Errno};
 
 use ::process::{self, Process};
 
-/// `futex` operations (the low bits of `op`).
-mod op {
-    pub const WAIT: u64 = 0;
-    pub const WAKE: u64 = 1;
-    pub const REQUEUE: u64 = 3;
-    pub const CMP_REQUEUE: u64 = 4;
-    pub const WAIT_BITSET: u64 = 9;
-    pub const WAKE_BITSET: u64 = 10;
-    /// Private to the process (all of ours are).
-    pub const PRIVATE: u64 = 128;
-    /// The timeout is measured on CLOCK_REALTIME.
-    pub const CLOCK_REALTIME: u64 = 256;
-}
-
+/// Which futex word: the process and the address.
 type Key = (u64, u64);
 
 /// Threads waiting, by (process, address), oldest first. A plain spin
@@ -47,29 +35,29 @@ pub(crate) fn futex(
     let Some(process) = process::of_strand(strand) else {
         return Errno::ESRCH.as_negative();
     };
-    if !address.is_multiple_of(4) {
-        return Errno::EINVAL.as_negative();
-    }
+    let operation = match process_args::futex_operation(address, operation) {
+        Ok(operation) => operation,
+        Err(error) => return error.as_negative(),
+    };
     let key = (process.id(), address);
-    match operation & !(op::PRIVATE | op::CLOCK_REALTIME) {
-        op::WAIT => wait(strand, key, value as u32, timeout, false),
-        op::WAIT_BITSET => wait(strand, key, value as u32, timeout, true),
-        op::WAKE | op::WAKE_BITSET => wake(key, value as u32) as i64,
-        op::REQUEUE => requeue(
+    match operation {
+        FutexOperation::Wait => wait(strand, key, value as u32, timeout, false),
+        FutexOperation::WaitAbsolute => wait(strand, key, value as u32, timeout, true),
+        FutexOperation::Wake => wake(key, value as u32) as i64,
+        FutexOperation::Requeue => requeue(
             key,
             (process.id(), address2),
             value as u32,
             timeout as u32,
             None,
         ),
-        op::CMP_REQUEUE => requeue(
+        FutexOperation::CompareRequeue => requeue(
             key,
             (process.id(), address2),
             value as u32,
             timeout as u32,
             Some(value3 as u32),
         ),
-        _ => Errno::ENOSYS.as_negative(),
     }
 }
 

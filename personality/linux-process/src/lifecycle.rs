@@ -8,33 +8,9 @@ use linux_abi::{
     signal, Errno,
 };
 
-use ::process::{self, Children, KillError, Reporting, WaitError};
+use linux::process_args::{self, clone_flag, CloneKind, WaitRequest, WaitTarget};
 
-/// `wait4`'s options: return at once if no child has changed; report
-/// stopped and continued children; wait for threads' ends too (accepted,
-/// meaningless here).
-const WNOHANG: u64 = 1;
-const WUNTRACED: u64 = 2;
-const WCONTINUED: u64 = 8;
-const WALL: u64 = 0x4000_0000;
-const WCLONE: u64 = 0x8000_0000;
-/// `clone` flags.
-mod clone_flag {
-    /// Share the address space (a thread).
-    pub const VM: u64 = 0x100;
-    /// The parent waits until the child calls `execve` or exits.
-    pub const VFORK: u64 = 0x4000;
-    /// Be a thread of the caller's process.
-    pub const THREAD: u64 = 0x1_0000;
-    /// Set the new thread's FS base (TLS) to the fifth argument.
-    pub const SETTLS: u64 = 0x8_0000;
-    /// Write the new thread's id to the third argument (in the parent).
-    pub const PARENT_SETTID: u64 = 0x10_0000;
-    /// Clear and wake the fourth argument when the thread ends.
-    pub const CHILD_CLEARTID: u64 = 0x20_0000;
-    /// Write the new thread's id to the fourth argument (in the child).
-    pub const CHILD_SETTID: u64 = 0x100_0000;
-}
+use ::process::{self, Children, KillError, Reporting, WaitError};
 
 /// `getpid()`: the calling thread's process.
 pub(crate) fn getpid(strand: u64) -> i64 {
@@ -70,14 +46,10 @@ pub(crate) fn clone(
     [flags, stack, parent_tid, child_tid, tls]: [u64; 5],
     saved: Option<(hal::user::UserRegisters, u64)>,
 ) -> i64 {
-    if flags & clone_flag::VM == 0 {
-        return fork(strand, flags, stack, saved);
-    }
-    if flags & clone_flag::THREAD == 0 {
-        if flags & clone_flag::VFORK != 0 {
-            return fork(strand, flags & !clone_flag::VM, stack, saved);
-        }
-        return Errno::ENOSYS.as_negative();
+    match process_args::clone_kind(flags) {
+        Ok(CloneKind::Fork { flags }) => return fork(strand, flags, stack, saved),
+        Ok(CloneKind::Thread) => {}
+        Err(error) => return error.as_negative(),
     }
     let (Some(process), Some((mut registers, fs_base))) = (process::of_strand(strand), saved)
     else {
@@ -181,27 +153,14 @@ pub(crate) fn wait4(strand: u64, pid: u64, status: u64, options: u64, rusage: u6
     let Some(parent) = process::of_strand(strand) else {
         return Errno::ESRCH.as_negative();
     };
-    if options & !(WNOHANG | WUNTRACED | WCONTINUED | WALL | WCLONE) != 0 {
-        return Errno::EINVAL.as_negative();
-    }
-    // `pid_t` is an `int`: only the low 32 bits count (glibc passes -1
-    // zero-extended).
-    let which = match pid as i32 {
-        -1 => Children::Any,
-        0 => match crate::personality().and_then(|p| p.process_group(parent.id())) {
-            Some(group) => Children::Group(group),
-            None => Children::Any,
-        },
-        pid if pid > 0 => Children::Process(pid as u64),
-        pid => Children::Group(u64::from(pid.unsigned_abs())),
+    let request = match process_args::wait4_request(pid, options) {
+        Ok(request) => request,
+        Err(error) => return error.as_negative(),
     };
-    let reporting = Reporting {
-        ended: true,
-        stopped: options & WUNTRACED != 0,
-        continued: options & WCONTINUED != 0,
-        keep: false,
+    let Some((which, reporting)) = wait_of(&parent, request, Some(Children::Any)) else {
+        return Errno::ECHILD.as_negative();
     };
-    match process::wait(&parent, which, reporting, options & WNOHANG == 0) {
+    match process::wait(&parent, which, reporting, request.block) {
         Ok(Some((child, change, usage))) => {
             if status != 0
                 && hal::user::copy_to_user(status, &change.wait_status().to_le_bytes()).is_err()
@@ -222,6 +181,32 @@ pub(crate) fn wait4(strand: u64, pid: u64, status: u64, options: u64, rusage: u6
     }
 }
 
+/// The process service's terms for a checked wait. The caller's own
+/// group, when it has none, is `without_group` (`wait4` waits for any
+/// child; `waitid` refuses: `None`).
+fn wait_of(
+    parent: &process::Process,
+    request: WaitRequest,
+    without_group: Option<Children>,
+) -> Option<(Children, Reporting)> {
+    let which = match request.target {
+        WaitTarget::Any => Children::Any,
+        WaitTarget::Process(pid) => Children::Process(pid),
+        WaitTarget::Group(group) => Children::Group(group),
+        WaitTarget::CallersGroup => crate::personality()
+            .and_then(|personality| personality.process_group(parent.id()))
+            .map(Children::Group)
+            .or(without_group)?,
+    };
+    let reporting = Reporting {
+        ended: request.ended,
+        stopped: request.stopped,
+        continued: request.continued,
+        keep: request.keep,
+    };
+    Some((which, reporting))
+}
+
 /// `waitid(idtype, id, infop, options, rusage)`: as `wait4`, with the
 /// child named by `idtype` (`P_ALL`, `P_PID`, `P_PGID`), the changes
 /// asked for spelled out (`WEXITED`, `WSTOPPED`, `WCONTINUED`; at least
@@ -236,40 +221,21 @@ pub(crate) fn waitid(
     options: u64,
     rusage: u64,
 ) -> i64 {
-    const P_ALL: u64 = 0;
-    const P_PID: u64 = 1;
-    const P_PGID: u64 = 2;
-    const WSTOPPED: u64 = 2;
-    const WEXITED: u64 = 4;
-    const WNOWAIT: u64 = 0x0100_0000;
     let Some(parent) = process::of_strand(strand) else {
         return Errno::ESRCH.as_negative();
     };
-    let known = WNOHANG | WSTOPPED | WEXITED | WCONTINUED | WNOWAIT | WALL | WCLONE;
-    if options & !known != 0 || options & (WEXITED | WSTOPPED | WCONTINUED) == 0 {
-        return Errno::EINVAL.as_negative();
-    }
-    let id = u64::from(id as u32);
-    let which = match idtype as u32 as u64 {
-        P_ALL => Children::Any,
-        P_PID if id > 0 => Children::Process(id),
-        P_PGID if id > 0 => Children::Group(id),
-        P_PGID => match crate::personality().and_then(|p| p.process_group(parent.id())) {
-            Some(group) => Children::Group(group),
-            None => return Errno::EINVAL.as_negative(),
-        },
-        _ => return Errno::EINVAL.as_negative(),
+    let request = match process_args::waitid_request(idtype, id, options) {
+        Ok(request) => request,
+        Err(error) => return error.as_negative(),
     };
-    let reporting = Reporting {
-        ended: options & WEXITED != 0,
-        stopped: options & WSTOPPED != 0,
-        continued: options & WCONTINUED != 0,
-        keep: options & WNOWAIT != 0,
+    // `P_PGID` 0 of a caller with no group: Linux's EINVAL.
+    let Some((which, reporting)) = wait_of(&parent, request, None) else {
+        return Errno::EINVAL.as_negative();
     };
     // With WNOHANG and no change: a siginfo_t of zeros (si_pid 0).
     let mut info = Siginfo::default();
     let mut used = Rusage::default();
-    match process::wait(&parent, which, reporting, options & WNOHANG == 0) {
+    match process::wait(&parent, which, reporting, request.block) {
         Ok(Some((child, change, usage))) => {
             used = usage.rusage_with_children();
             let (code, status) = match change {
@@ -313,17 +279,13 @@ fn kill_errno(error: KillError) -> i64 {
     }
 }
 
-/// A signal number argument: 0..=64.
-fn signal_argument(signal: u64) -> Option<u8> {
-    u8::try_from(signal)
-        .ok()
-        .filter(|&signal| signal <= signal::MAX_SIGNAL)
-}
-
 /// `kill(pid, signal)`: to a process, the caller's group (0), everyone
 /// (-1) or a group (`-pgid`).
 pub(crate) fn kill(strand: u64, pid: u64, signal: u64) -> i64 {
-    let (Some(sender), Some(signal)) = (process::of_strand(strand), signal_argument(signal)) else {
+    let (Some(sender), Ok(signal)) = (
+        process::of_strand(strand),
+        process_args::signal_argument(signal),
+    ) else {
         return Errno::EINVAL.as_negative();
     };
     match crate::signals::kill(sender.id(), pid as i32, signal) {
@@ -335,14 +297,14 @@ pub(crate) fn kill(strand: u64, pid: u64, signal: u64) -> i64 {
 /// `tgkill(tgid, tid, signal)`, or `tkill(tid, signal)` with `tgid`
 /// `None`.
 pub(crate) fn tgkill(strand: u64, tgid: Option<u64>, tid: u64, signal: u64) -> i64 {
-    let (Some(sender), Some(signal)) = (process::of_strand(strand), signal_argument(signal)) else {
+    let (Some(sender), Ok(signal), Ok((tgid, tid))) = (
+        process::of_strand(strand),
+        process_args::signal_argument(signal),
+        process_args::thread_target(tgid, tid),
+    ) else {
         return Errno::EINVAL.as_negative();
     };
-    let (tid, tgid) = (tid as i32, tgid.map(|tgid| tgid as i32));
-    if tid <= 0 || tgid.is_some_and(|tgid| tgid <= 0) {
-        return Errno::EINVAL.as_negative();
-    }
-    match crate::signals::kill_thread(sender.id(), tgid.map(|t| t as u64), tid as u64, signal) {
+    match crate::signals::kill_thread(sender.id(), tgid, tid, signal) {
         Ok(()) => 0,
         Err(error) => kill_errno(error),
     }
@@ -370,41 +332,6 @@ pub(crate) fn arch_prctl(code: u64, address: u64) -> i64 {
 /// Negated errno of a personality error.
 fn errno_of(error: vfs::Errno) -> i64 {
     error.as_negative()
-}
-
-/// How many scripts may name each other's interpreter in a row (Linux's
-/// limit, after which `ELOOP`).
-const MAX_SCRIPT_DEPTH: usize = 4;
-/// The longest first line of a script the kernel reads (Linux's
-/// `BINPRM_BUF_SIZE`).
-const SCRIPT_LINE_BYTES: usize = 256;
-
-/// The interpreter a script names on its first line (`#!/bin/sh -e`):
-/// its path and the one optional argument (the rest of the line, as
-/// Linux takes it). `None` for a file that is not a script, or whose
-/// first line names no interpreter.
-fn script_interpreter(bytes: &[u8]) -> Option<(alloc::vec::Vec<u8>, Option<alloc::vec::Vec<u8>>)> {
-    let line = bytes.strip_prefix(b"#!")?;
-    let line = &line[..line.len().min(SCRIPT_LINE_BYTES - 2)];
-    let line = line.split(|&byte| byte == b'\n').next().unwrap_or(line);
-    let blank = |byte: &u8| *byte == b' ' || *byte == b'\t' || *byte == b'\r';
-    let start = line.iter().position(|byte| !blank(byte))?;
-    let line = &line[start..];
-    let end = line.iter().position(blank).unwrap_or(line.len());
-    let (interpreter, rest) = line.split_at(end);
-    let rest_start = rest.iter().position(|byte| !blank(byte));
-    let argument = rest_start.map(|at| {
-        let rest = &rest[at..];
-        let end = rest
-            .iter()
-            .rposition(|byte| !blank(byte))
-            .map_or(0, |last| last + 1);
-        rest[..end].to_vec()
-    });
-    Some((
-        interpreter.to_vec(),
-        argument.filter(|argument| !argument.is_empty()),
-    ))
 }
 
 /// `execve(path, argv, envp)`: replaces the calling process's program.
@@ -442,10 +369,10 @@ pub(crate) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
     // script's path as an argument; an interpreter may be a script too,
     // as far as Linux allows.
     for depth in 0.. {
-        let Some((interpreter, argument)) = script_interpreter(&bytes) else {
+        let Some((interpreter, argument)) = process_args::script_interpreter(&bytes) else {
             break;
         };
-        if depth == MAX_SCRIPT_DEPTH {
+        if depth == process_args::MAX_SCRIPT_DEPTH {
             return Errno::ELOOP.as_negative();
         }
         let mut replaced = alloc::vec![interpreter.clone()];

@@ -20,53 +20,28 @@ use hal::{
     address_space::{AddressSpace, UserProtection},
     memory::PAGE_SIZE,
 };
+use linux::process_args::{self, MapRequest, Protection};
 use linux_abi::Errno;
 use vm::VmError;
 
 use ::process::{self, UserAddressMap};
 
-/// `mmap` flags.
-mod flag {
-    /// Changes are shared with other mappings of the object.
-    pub const MAP_SHARED: u64 = 0x01;
-    /// Changes are private to the mapping.
-    pub const MAP_PRIVATE: u64 = 0x02;
-    /// Shared, and unknown flags are an error (both type bits).
-    pub const MAP_SHARED_VALIDATE: u64 = 0x03;
-    /// The bits that say shared or private.
-    pub const MAP_TYPE: u64 = 0x03;
-    /// Place exactly at the address given, replacing what was there.
-    pub const MAP_FIXED: u64 = 0x10;
-    /// Not backed by a file: zero-filled.
-    pub const MAP_ANONYMOUS: u64 = 0x20;
-    /// Like `MAP_FIXED`, but fail rather than replace.
-    pub const MAP_FIXED_NOREPLACE: u64 = 0x10_0000;
+/// The page protection `prot` asks for, checked
+/// (`process_args::protection`).
+fn protection(prot: u64) -> Result<UserProtection, i64> {
+    process_args::protection(prot)
+        .map(user_protection)
+        .map_err(|error| error.as_negative())
 }
 
-/// `PROT_READ`, `PROT_WRITE`, `PROT_EXEC`.
-const PROT_READ: u64 = 1;
-const PROT_WRITE: u64 = 2;
-const PROT_EXEC: u64 = 4;
-
-/// The protection `prot` asks for; writable and executable at once is
-/// refused (W^X, `EACCES`), as are unknown bits (`EINVAL`).
-fn protection(prot: u64) -> Result<UserProtection, i64> {
-    if prot & !(PROT_READ | PROT_WRITE | PROT_EXEC) != 0 {
-        return Err(Errno::EINVAL.as_negative());
+/// The page protection a checked [`Protection`] is.
+fn user_protection(protection: Protection) -> UserProtection {
+    match protection {
+        Protection::None => UserProtection::None,
+        Protection::Read => UserProtection::Read,
+        Protection::ReadWrite => UserProtection::ReadWrite,
+        Protection::ReadExecute => UserProtection::ReadExecute,
     }
-    Ok(
-        match (
-            prot & PROT_WRITE != 0,
-            prot & PROT_EXEC != 0,
-            prot & PROT_READ != 0,
-        ) {
-            (true, true, _) => return Err(Errno::EACCES.as_negative()),
-            (true, false, _) => UserProtection::ReadWrite,
-            (false, true, _) => UserProtection::ReadExecute,
-            (false, false, true) => UserProtection::Read,
-            (false, false, false) => UserProtection::None,
-        },
-    )
 }
 
 fn vm_errno(error: VmError) -> i64 {
@@ -102,21 +77,18 @@ pub(crate) fn mmap(
     fd: u64,
     offset: u64,
 ) -> i64 {
-    let shared = match flags & flag::MAP_TYPE {
-        flag::MAP_PRIVATE => false,
-        flag::MAP_SHARED | flag::MAP_SHARED_VALIDATE => true,
-        _ => return Errno::EINVAL.as_negative(),
+    let request = match process_args::map_request(len, prot, flags) {
+        Ok(request) => request,
+        Err(error) => return error.as_negative(),
     };
-    let protection = match protection(prot) {
-        Ok(protection) => protection,
-        Err(error) => return error,
-    };
-    if len == 0 {
-        return Errno::EINVAL.as_negative();
-    }
-    let no_replace = flags & flag::MAP_FIXED_NOREPLACE != 0;
-    let fixed = flags & flag::MAP_FIXED != 0 || no_replace;
-    if flags & flag::MAP_ANONYMOUS != 0 {
+    let protection = user_protection(request.protection);
+    let MapRequest {
+        shared,
+        fixed,
+        no_replace,
+        ..
+    } = request;
+    if request.anonymous {
         if shared {
             return map_shared_anonymous(strand, address, len, protection, fixed, no_replace);
         }
@@ -128,7 +100,7 @@ pub(crate) fn mmap(
     let Some(personality) = crate::personality() else {
         return Errno::ENODEV.as_negative();
     };
-    let writable = prot & PROT_WRITE != 0;
+    let writable = request.protection == Protection::ReadWrite;
     let (inode, file_writable) =
         match personality.mapping_source(process.id(), fd, shared, writable) {
             Ok(linux::MapSource::File { inode, writable }) => (inode, writable),

@@ -2,6 +2,7 @@
 //! `clock_nanosleep`, and the real-time interval timer (`alarm`,
 //! `setitimer`, `getitimer`).
 
+use linux::process_args;
 use linux_abi::{
     time::{Itimerval, Timespec, Timeval, ITIMER_REAL},
     Errno,
@@ -10,9 +11,8 @@ use linux_abi::{
 /// `clock_gettime(clock, timespec)`: every clock reads the time since boot
 /// (there is no real-time clock yet), in a `struct timespec`.
 pub(crate) fn clock_gettime(clock: u64, timespec: u64) -> i64 {
-    // CLOCK_REALTIME .. CLOCK_BOOTTIME (0..=7) are accepted.
-    if clock > 7 {
-        return Errno::EINVAL.as_negative();
+    if let Err(error) = process_args::clock(clock) {
+        return error.as_negative();
     }
     let now = Timespec::from_nanoseconds(hal::timer::uptime_ns());
     match hal::user::copy_to_user(timespec, &now.to_bytes()) {
@@ -76,15 +76,15 @@ pub(crate) fn nanosleep(request: u64, remaining: u64) -> i64 {
 /// `TIMER_ABSTIME` (every clock reads the time since boot, as
 /// `clock_gettime` does).
 pub(crate) fn clock_nanosleep(clock: u64, flags: u64, request: u64, remaining: u64) -> i64 {
-    const TIMER_ABSTIME: u64 = 1;
-    if clock > 7 || flags & !TIMER_ABSTIME != 0 {
-        return Errno::EINVAL.as_negative();
-    }
+    let absolute = match process_args::sleep_is_absolute(clock, flags) {
+        Ok(absolute) => absolute,
+        Err(error) => return error.as_negative(),
+    };
     let ns = match read_timespec(request) {
         Ok(ns) => ns,
         Err(error) => return error,
     };
-    if flags & TIMER_ABSTIME != 0 {
+    if absolute {
         sleep_until(ns, 0)
     } else {
         sleep_until(hal::timer::uptime_ns().saturating_add(ns), remaining)
@@ -97,20 +97,12 @@ fn ns_of_timeval(value: Timeval) -> Result<u64, i64> {
     value.to_nanoseconds().ok_or(Errno::EINVAL.as_negative())
 }
 
-/// A timer as `struct itimerval` (what is left of it now, and its
-/// interval).
-fn itimerval_of(timer: Option<crate::itimer::Timer>) -> Itimerval {
-    let mut value = Itimerval::default();
-    if let Some(timer) = timer {
-        // A timer that is due reads as 1 µs left, not as disarmed.
-        let left = timer
-            .deadline_ns
-            .saturating_sub(hal::timer::uptime_ns())
-            .max(1_000);
-        value.interval = Timeval::from_nanoseconds(timer.interval_ns);
-        value.value = Timeval::from_nanoseconds(left);
+/// A timer's setting as `struct itimerval`.
+fn itimerval_of(setting: interval_timers::Setting) -> Itimerval {
+    Itimerval {
+        interval: Timeval::from_nanoseconds(setting.interval_ns),
+        value: Timeval::from_nanoseconds(setting.value_ns),
     }
-    value
 }
 
 /// `getitimer(which, value)`.
@@ -121,7 +113,10 @@ pub(crate) fn getitimer(strand: u64, which: u64, value: u64) -> i64 {
     if which as i32 != ITIMER_REAL as i32 {
         return Errno::EINVAL.as_negative();
     }
-    match hal::user::copy_to_user(value, &itimerval_of(crate::itimer::get(pid)).to_bytes()) {
+    match hal::user::copy_to_user(
+        value,
+        &itimerval_of(crate::itimer::timers().get(pid)).to_bytes(),
+    ) {
         Ok(()) => 0,
         Err(_) => Errno::EFAULT.as_negative(),
     }
@@ -148,14 +143,11 @@ pub(crate) fn setitimer(strand: u64, which: u64, new: u64, old: u64) -> i64 {
         (Ok(interval), Ok(value)) => (interval, value),
         (Err(error), _) | (_, Err(error)) => return error,
     };
-    let timer = (value > 0).then(|| crate::itimer::Timer {
-        deadline_ns: hal::timer::uptime_ns().saturating_add(value),
-        interval_ns: interval,
-    });
+    let timers = crate::itimer::timers();
     let previous = if new == 0 {
-        crate::itimer::get(pid)
+        timers.get(pid)
     } else {
-        crate::itimer::set(pid, timer)
+        timers.set(pid, value, interval)
     };
     if old != 0 && hal::user::copy_to_user(old, &itimerval_of(previous).to_bytes()).is_err() {
         return Errno::EFAULT.as_negative();
@@ -169,16 +161,7 @@ pub(crate) fn alarm(strand: u64, seconds: u64) -> i64 {
     let Some(pid) = crate::threads::process_of(strand) else {
         return Errno::ESRCH.as_negative();
     };
-    let seconds = u64::from(seconds as u32);
-    let timer = (seconds > 0).then(|| crate::itimer::Timer {
-        deadline_ns: hal::timer::uptime_ns().saturating_add(seconds * 1_000_000_000),
-        interval_ns: 0,
-    });
-    let previous = crate::itimer::set(pid, timer);
-    previous.map_or(0, |timer| {
-        let left = timer.deadline_ns.saturating_sub(hal::timer::uptime_ns());
-        left.div_ceil(1_000_000_000).max(1) as i64
-    })
+    crate::itimer::timers().alarm(pid, seconds as u32) as i64
 }
 
 /// `gettimeofday(tv, tz)`: the time since boot (as `clock_gettime`) in

@@ -328,8 +328,11 @@ pub fn dup(files: &LinuxProcess, fd: u64) -> Result<i64, Errno> {
 }
 
 /// `dup2(old, new)`: `new` names `old`'s file (closing what it named);
-/// the same descriptor twice is a no-op if it is open.
+/// the same descriptor twice is a no-op if it is open. Descriptors are
+/// `int`s: only the low 32 bits of each count, in the comparison and the
+/// answer too.
 pub fn dup2(files: &LinuxProcess, old: u64, new: u64) -> Result<i64, Errno> {
+    let (old, new) = (u64::from(old as u32), u64::from(new as u32));
     let file = files.fds.get(old as i64)?;
     if old == new {
         return Ok(old as i64);
@@ -340,6 +343,7 @@ pub fn dup2(files: &LinuxProcess, old: u64, new: u64) -> Result<i64, Errno> {
 /// `dup3(old, new, flags)`: as `dup2` with `O_CLOEXEC` allowed, and
 /// `EINVAL` for the same descriptor twice.
 pub fn dup3(files: &LinuxProcess, old: u64, new: u64, dup_flags: u64) -> Result<i64, Errno> {
+    let (old, new) = (u64::from(old as u32), u64::from(new as u32));
     if dup_flags & !u64::from(flags::O_CLOEXEC) != 0 || old == new {
         return Err(Errno::EINVAL);
     }

@@ -32,15 +32,19 @@
 #![no_std]
 
 extern crate alloc;
+#[cfg(not(target_os = "none"))]
+extern crate std;
 
 mod fdtable;
 mod files;
 mod fs;
 mod identity;
 mod info;
+pub mod machine;
 mod mapping;
 mod pipe;
 mod poll;
+pub mod process_args;
 mod resource;
 mod sched;
 pub mod signal;
@@ -50,6 +54,9 @@ mod statfs;
 pub mod user;
 mod wait;
 mod xattr;
+
+#[cfg(test)]
+mod tests;
 
 use alloc::{collections::BTreeMap, sync::Arc};
 

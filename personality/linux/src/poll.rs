@@ -19,7 +19,10 @@ use linux_abi::{
 };
 use vfs::Errno;
 
-use crate::{user, LinuxProcess};
+use crate::{
+    machine::{Blocking, Clock, Machine},
+    user, LinuxProcess,
+};
 
 const POLLIN: u16 = 0x1;
 const POLLPRI: u16 = 0x2;
@@ -96,7 +99,7 @@ fn wait_for(
         }
         ready_count
     };
-    let expired = || deadline.is_some_and(|deadline| hal::timer::uptime_ns() >= deadline);
+    let expired = || deadline.is_some_and(|deadline| Machine::uptime_ns() >= deadline);
     let ready_count = look(watches);
     if ready_count > 0 || expired() {
         return Ok(ready_count);
@@ -107,7 +110,7 @@ fn wait_for(
         if crate::pipe::interrupted() {
             return Err(Errno::EINTR);
         }
-        if !sched::yield_to_ready() {
+        if !Machine::yield_to_ready() {
             break;
         }
         let ready_count = look(watches);
@@ -122,7 +125,7 @@ fn wait_for(
         .filter(|watch| watch.fd >= 0)
         .filter_map(|watch| process.fds.get(i64::from(watch.fd)).ok())
         .collect();
-    let me = sched::current().0;
+    let me = Machine::current_thread();
     let mut blocks_forever = true;
     for file in &files {
         match file.wait_queue() {
@@ -140,14 +143,14 @@ fn wait_for(
             Some(
                 deadline
                     .unwrap_or(u64::MAX)
-                    .min(hal::timer::uptime_ns().saturating_add(UNWAITABLE_LOOK_NS)),
+                    .min(Machine::uptime_ns().saturating_add(UNWAITABLE_LOOK_NS)),
             )
         }
     };
     let result = loop {
         // Prepared before the look: a wake-up between the look and the
         // block makes the block return at once.
-        sched::prepare_to_wait();
+        Machine::prepare_to_wait();
         let ready_count = look(watches);
         if ready_count > 0 || expired() {
             break Ok(ready_count);
@@ -155,7 +158,7 @@ fn wait_for(
         if crate::pipe::interrupted() {
             break Err(Errno::EINTR);
         }
-        sched::block_prepared("poll", block_until());
+        Machine::block_prepared("poll", block_until());
     };
     for file in &files {
         if let Some(queue) = file.wait_queue() {
@@ -170,7 +173,7 @@ const UNWAITABLE_LOOK_NS: u64 = 5_000_000;
 
 /// The uptime `timeout_ns` from now.
 fn deadline_after(timeout_ns: Option<u64>) -> Option<u64> {
-    timeout_ns.map(|ns| hal::timer::uptime_ns().saturating_add(ns))
+    timeout_ns.map(|ns| Machine::uptime_ns().saturating_add(ns))
 }
 
 /// `poll(fds, nfds, timeout_ms)` with the timeout in nanoseconds (`None`:
@@ -438,7 +441,7 @@ fn select_sets(
         // Also when a signal cut the wait short (Linux writes it then too).
         write_time_left(
             timeout,
-            deadline.saturating_sub(hal::timer::uptime_ns()),
+            deadline.saturating_sub(Machine::uptime_ns()),
             layout,
         );
     }

@@ -27,7 +27,10 @@ use linux_abi::{
 };
 use vfs::Errno;
 
-use crate::{user, LinuxProcess};
+use crate::{
+    machine::{Blocking, Clock, Machine},
+    user, LinuxProcess,
+};
 
 /// Signals that can be neither caught, ignored nor blocked.
 const UNBLOCKABLE: u64 = bit(SIGKILL) | bit(SIGSTOP);
@@ -623,11 +626,11 @@ fn wait_for_signal(process: &LinuxProcess) {
     loop {
         // Prepared before the look: a signal sent between the look and
         // the block makes the block return at once.
-        sched::prepare_to_wait();
+        Machine::prepare_to_wait();
         if process.signals.lock().has_deliverable(thread) || crate::pipe::interrupted() {
             return;
         }
-        sched::block_prepared("signal", None);
+        Machine::block_prepared("signal", None);
     }
 }
 
@@ -649,10 +652,10 @@ pub fn rt_sigtimedwait(
     }
     let wanted = user::read_u64(set)? & !UNBLOCKABLE;
     let timeout_ns = crate::poll::timespec_ns(timeout)?;
-    let deadline = timeout_ns.map(|ns| hal::timer::uptime_ns().saturating_add(ns));
+    let deadline = timeout_ns.map(|ns| Machine::uptime_ns().saturating_add(ns));
     let thread = current_thread();
     loop {
-        sched::prepare_to_wait();
+        Machine::prepare_to_wait();
         let taken = process.signals.lock().take_among(thread, wanted);
         if let Some((taken, _)) = taken {
             if info != 0 {
@@ -663,10 +666,10 @@ pub fn rt_sigtimedwait(
         if crate::pipe::interrupted() {
             return Err(Errno::EINTR);
         }
-        if deadline.is_some_and(|deadline| hal::timer::uptime_ns() >= deadline) {
+        if deadline.is_some_and(|deadline| Machine::uptime_ns() >= deadline) {
             return Err(Errno::EAGAIN);
         }
-        sched::block_prepared("signal", deadline);
+        Machine::block_prepared("signal", deadline);
     }
 }
 

@@ -13,7 +13,7 @@
 //! The handler is entered as `handler(signal, &info, &ucontext)` with its
 //! stack 16-byte aligned plus the return address, as after a `call`.
 
-use hal::user::{FpuState, UserRegisters, FPU_STATE_BYTES};
+use hal::registers::{FpuState, UserRegisters, FPU_STATE_BYTES};
 use linux_abi::{
     sigaction::SignalStack,
     signal::{SA_ONSTACK, SA_RESTORER, SS_DISABLE, SS_ONSTACK},

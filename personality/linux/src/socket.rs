@@ -29,6 +29,7 @@ use sockets::{Kind, Readiness as SocketReadiness, Shutdown, Socket, SocketError,
 use vfs::{flags, Device, Errno, Inode, NewNode, NodeKind, OpenFile, Readiness};
 
 use crate::{
+    machine::{Blocking, Clock, Machine},
     user,
     wait::{wait_on, FileWaitQueue},
     LinuxProcess,
@@ -101,7 +102,7 @@ fn wait_for_socket<T>(socket: &Socket, mut attempt: impl FnMut() -> Option<T>) -
     loop {
         let deadline = socket
             .timer_delay_ms()
-            .map(|ms| hal::timer::uptime_ns().saturating_add(ms.max(1) * 1_000_000));
+            .map(|ms| Machine::uptime_ns().saturating_add(ms.max(1) * 1_000_000));
         if let Some(answer) = wait_on(&SOCKET_EVENTS, "socket", deadline, &mut attempt)? {
             return Ok(answer);
         }
@@ -127,14 +128,14 @@ pub fn wait_for_the_network(round: &mut u32) -> Result<(), Errno> {
     if crate::pipe::interrupted() {
         return Err(Errno::EINTR);
     }
-    let me = sched::current();
-    sched::prepare_to_wait();
-    SOCKET_EVENTS.register(me);
-    sched::block_prepared(
+    let me = Machine::current_thread();
+    Machine::prepare_to_wait();
+    vfs::WaitQueue::register(&SOCKET_EVENTS, me);
+    Machine::block_prepared(
         "network",
-        Some(hal::timer::uptime_ns().saturating_add(KERNEL_WAIT_NS)),
+        Some(Machine::uptime_ns().saturating_add(KERNEL_WAIT_NS)),
     );
-    SOCKET_EVENTS.unregister(me);
+    vfs::WaitQueue::unregister(&SOCKET_EVENTS, me);
     Ok(())
 }
 

@@ -1,20 +1,23 @@
 //! User memory as the personality reaches it: every pointer a program
-//! passes is an allegation, checked by `hal::user`'s fallible copies; a
-//! bad one is `EFAULT`, never a kernel fault.
+//! passes is an allegation, checked by the machine's fallible copies
+//! ([`crate::machine::UserMemory`]: `hal::user` in the kernel); a bad one
+//! is `EFAULT`, never a kernel fault.
 
 use alloc::vec::Vec;
 
 use linux_abi::uio::Iovec;
 use vfs::{Errno, PATH_MAX};
 
+use crate::machine::{Machine, UserMemory};
+
 /// Copies `out.len()` bytes from user address `address`.
 pub fn read(address: u64, out: &mut [u8]) -> Result<(), Errno> {
-    hal::user::copy_from_user(out, address).map_err(|_| Errno::EFAULT)
+    Machine::read(address, out).map_err(|_| Errno::EFAULT)
 }
 
 /// Copies `bytes` to user address `address`.
 pub fn write(address: u64, bytes: &[u8]) -> Result<(), Errno> {
-    hal::user::copy_to_user(address, bytes).map_err(|_| Errno::EFAULT)
+    Machine::write(address, bytes).map_err(|_| Errno::EFAULT)
 }
 
 /// Reads a little-endian `u64` at `address`.

@@ -7,44 +7,54 @@
 //! Signals need no queue of their own: their senders wake every thread
 //! of the target process (the kernel's `process::interrupt`), and a
 //! thread that was just preparing to block then does not block
-//! (`sched::prepare_to_wait`).
+//! (`Blocking::prepare_to_wait`).
 
 use core::ops::Deref;
 
 use vfs::Errno;
 
-use crate::pipe::interrupted;
+use crate::{
+    machine::{self, Blocking, Clock, Machine},
+    pipe::interrupted,
+};
 
 /// Times a waiter yields to ready threads before it blocks.
 pub(crate) const YIELDS_BEFORE_BLOCKING: u32 = 16;
 
 /// A scheduler wait queue that an open file's device exposes to `poll`
-/// (`vfs::Device::wait_queue`).
+/// (`vfs::Device::wait_queue`). It dereferences to the machine's queue
+/// (`sched::WaitQueue` in the kernel, whose interrupt handlers wake it
+/// with `wake_all_from_interrupt`).
 #[derive(Default)]
-pub struct FileWaitQueue(sched::WaitQueue);
+pub struct FileWaitQueue(machine::WaitQueue);
 
 impl FileWaitQueue {
     /// A queue nobody waits on.
     pub const fn new() -> FileWaitQueue {
-        FileWaitQueue(sched::WaitQueue::new())
+        FileWaitQueue(machine::WaitQueue::new())
+    }
+
+    /// Wakes every thread waiting on it.
+    pub fn wake_all(&self) {
+        Machine::wake_all(&self.0);
     }
 }
 
 impl Deref for FileWaitQueue {
-    type Target = sched::WaitQueue;
+    type Target = machine::WaitQueue;
 
-    fn deref(&self) -> &sched::WaitQueue {
+    fn deref(&self) -> &machine::WaitQueue {
         &self.0
     }
 }
 
 impl vfs::WaitQueue for FileWaitQueue {
     fn register(&self, thread: u64) {
-        self.0.register(sched::ThreadId(thread));
+        Machine::register(&self.0, thread);
     }
 
     fn unregister(&self, thread: u64) {
-        self.0.unregister(sched::ThreadId(thread));
+        Machine::unregister(&self.0, thread);
     }
 }
 
@@ -55,7 +65,7 @@ impl vfs::WaitQueue for FileWaitQueue {
 /// that does not wait costs nothing more; `waiting_on` names the wait
 /// for the lockup watchdog.
 pub(crate) fn wait_on<T>(
-    queue: &sched::WaitQueue,
+    queue: &FileWaitQueue,
     waiting_on: &'static str,
     deadline: Option<u64>,
     mut attempt: impl FnMut() -> Option<T>,
@@ -71,30 +81,30 @@ pub(crate) fn wait_on<T>(
         if interrupted() {
             return Err(Errno::EINTR);
         }
-        if !sched::yield_to_ready() {
+        if !Machine::yield_to_ready() {
             break;
         }
         if let Some(answer) = attempt() {
             return Ok(Some(answer));
         }
     }
-    let me = sched::current();
-    queue.register(me);
+    let me = Machine::current_thread();
+    vfs::WaitQueue::register(queue, me);
     let result = loop {
         // Prepared before the look: a wake-up between the look and the
         // block makes the block return at once.
-        sched::prepare_to_wait();
+        Machine::prepare_to_wait();
         if let Some(answer) = attempt() {
             break Ok(Some(answer));
         }
         if interrupted() {
             break Err(Errno::EINTR);
         }
-        if deadline.is_some_and(|deadline| hal::timer::uptime_ns() >= deadline) {
+        if deadline.is_some_and(|deadline| Machine::uptime_ns() >= deadline) {
             break Ok(None);
         }
-        sched::block_prepared(waiting_on, deadline);
+        Machine::block_prepared(waiting_on, deadline);
     };
-    queue.unregister(me);
+    vfs::WaitQueue::unregister(queue, me);
     result
 }

@@ -1,0 +1,569 @@
+//! The process family's arguments, decoded and checked: every flag word,
+//! option set and number a program passes to `mmap` and `mprotect`,
+//! `clone`, `wait4` and `waitid`, `kill` and `tgkill`, `futex`, the
+//! clocks, and the first line of a script `execve` runs. The calls
+//! themselves act on processes, threads and address spaces, so they live
+//! in `personality/linux-process`, which runs only in the kernel; what
+//! they accept and refuse is decided here, as plain functions from
+//! numbers to a typed request or an [`Errno`], so it is host-tested.
+
+use alloc::vec::Vec;
+
+use linux_abi::{signal, Errno};
+
+/// `PROT_READ`, `PROT_WRITE`, `PROT_EXEC`.
+const PROT_READ: u64 = 1;
+const PROT_WRITE: u64 = 2;
+const PROT_EXEC: u64 = 4;
+
+/// `mmap` flags.
+mod map_flag {
+    /// Changes are shared with other mappings of the object.
+    pub const SHARED: u64 = 0x01;
+    /// Changes are private to the mapping.
+    pub const PRIVATE: u64 = 0x02;
+    /// Shared, and unknown flags are an error (both type bits).
+    pub const SHARED_VALIDATE: u64 = 0x03;
+    /// The bits that say shared or private.
+    pub const TYPE: u64 = 0x03;
+    /// Place exactly at the address given, replacing what was there.
+    pub const FIXED: u64 = 0x10;
+    /// Not backed by a file: zero-filled.
+    pub const ANONYMOUS: u64 = 0x20;
+    /// Like `MAP_FIXED`, but fail rather than replace.
+    pub const FIXED_NOREPLACE: u64 = 0x10_0000;
+}
+
+/// What a mapping lets the program do with its pages. Writable and
+/// executable at once is never granted (W^X).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protection {
+    /// No access (`PROT_NONE`).
+    None,
+    /// Read only.
+    Read,
+    /// Read and write.
+    ReadWrite,
+    /// Read and execute.
+    ReadExecute,
+}
+
+/// The protection `prot` asks for: `EINVAL` for unknown bits, `EACCES`
+/// for writable and executable at once.
+pub fn protection(prot: u64) -> Result<Protection, Errno> {
+    if prot & !(PROT_READ | PROT_WRITE | PROT_EXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(
+        match (
+            prot & PROT_WRITE != 0,
+            prot & PROT_EXEC != 0,
+            prot & PROT_READ != 0,
+        ) {
+            (true, true, _) => return Err(Errno::EACCES),
+            (true, false, _) => Protection::ReadWrite,
+            (false, true, _) => Protection::ReadExecute,
+            (false, false, true) => Protection::Read,
+            (false, false, false) => Protection::None,
+        },
+    )
+}
+
+/// An `mmap` request, checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MapRequest {
+    /// `MAP_SHARED` (or `MAP_SHARED_VALIDATE`) rather than `MAP_PRIVATE`.
+    pub shared: bool,
+    /// What the pages allow.
+    pub protection: Protection,
+    /// The address is where it must go (`MAP_FIXED` or
+    /// `MAP_FIXED_NOREPLACE`), not a hint.
+    pub fixed: bool,
+    /// Fail rather than replace what is there (`MAP_FIXED_NOREPLACE`).
+    pub no_replace: bool,
+    /// Zero-filled memory rather than a file's (`MAP_ANONYMOUS`).
+    pub anonymous: bool,
+}
+
+/// Checks `mmap(_, len, prot, flags, ...)`'s numbers in Linux's order:
+/// neither or both type bits wrong (`EINVAL`), the protection, then a
+/// zero length (`EINVAL`).
+pub fn map_request(len: u64, prot: u64, flags: u64) -> Result<MapRequest, Errno> {
+    let shared = match flags & map_flag::TYPE {
+        map_flag::PRIVATE => false,
+        map_flag::SHARED | map_flag::SHARED_VALIDATE => true,
+        _ => return Err(Errno::EINVAL),
+    };
+    let protection = protection(prot)?;
+    if len == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let no_replace = flags & map_flag::FIXED_NOREPLACE != 0;
+    Ok(MapRequest {
+        shared,
+        protection,
+        fixed: flags & map_flag::FIXED != 0 || no_replace,
+        no_replace,
+        anonymous: flags & map_flag::ANONYMOUS != 0,
+    })
+}
+
+/// `clone` flags.
+pub mod clone_flag {
+    /// Share the address space (a thread).
+    pub const VM: u64 = 0x100;
+    /// The parent waits until the child calls `execve` or exits.
+    pub const VFORK: u64 = 0x4000;
+    /// Be a thread of the caller's process.
+    pub const THREAD: u64 = 0x1_0000;
+    /// Set the new thread's FS base (TLS) to the fifth argument.
+    pub const SETTLS: u64 = 0x8_0000;
+    /// Write the new thread's id to the third argument (in the parent).
+    pub const PARENT_SETTID: u64 = 0x10_0000;
+    /// Clear and wake the fourth argument when the thread ends.
+    pub const CHILD_CLEARTID: u64 = 0x20_0000;
+    /// Write the new thread's id to the fourth argument (in the child).
+    pub const CHILD_SETTID: u64 = 0x100_0000;
+}
+
+/// What a `clone` makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CloneKind {
+    /// A new process with a copy of the caller's memory, with these flags
+    /// (`CLONE_VM | CLONE_VFORK` without `CLONE_THREAD`, what
+    /// `posix_spawn` uses, is a fork too: the child only prepares and
+    /// calls `execve`, and cannot tell the copy from sharing).
+    Fork {
+        /// The flags the fork keeps (`CLONE_VM` taken out).
+        flags: u64,
+    },
+    /// Another thread of the caller's process.
+    Thread,
+}
+
+/// What `clone(flags, ...)` makes: `ENOSYS` for another process sharing
+/// the caller's memory without `CLONE_VFORK` (not supported).
+pub fn clone_kind(flags: u64) -> Result<CloneKind, Errno> {
+    if flags & clone_flag::VM == 0 {
+        return Ok(CloneKind::Fork { flags });
+    }
+    if flags & clone_flag::THREAD != 0 {
+        return Ok(CloneKind::Thread);
+    }
+    if flags & clone_flag::VFORK != 0 {
+        return Ok(CloneKind::Fork {
+            flags: flags & !clone_flag::VM,
+        });
+    }
+    Err(Errno::ENOSYS)
+}
+
+/// `wait4`'s and `waitid`'s options.
+mod wait_flag {
+    /// Return at once if no child has changed.
+    pub const WNOHANG: u64 = 1;
+    /// Report stopped children (`WUNTRACED`, `waitid`'s `WSTOPPED`).
+    pub const WUNTRACED: u64 = 2;
+    /// `waitid`: report children that ended.
+    pub const WEXITED: u64 = 4;
+    /// Report continued children.
+    pub const WCONTINUED: u64 = 8;
+    /// `waitid`: leave the change to be waited for again.
+    pub const WNOWAIT: u64 = 0x0100_0000;
+    /// Wait for threads' ends too (accepted, meaningless here).
+    pub const WALL: u64 = 0x4000_0000;
+    /// Wait for clone children only (accepted, meaningless here).
+    pub const WCLONE: u64 = 0x8000_0000;
+}
+
+/// Which children a wait is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitTarget {
+    /// Any child.
+    Any,
+    /// This child.
+    Process(u64),
+    /// The children in this process group.
+    Group(u64),
+    /// The children in the caller's own process group.
+    CallersGroup,
+}
+
+/// A wait, checked: for which children, which changes, and how.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitRequest {
+    /// Which children.
+    pub target: WaitTarget,
+    /// Report children that ended.
+    pub ended: bool,
+    /// Report children that stopped.
+    pub stopped: bool,
+    /// Report children that were continued.
+    pub continued: bool,
+    /// Leave the change to be waited for again (`WNOWAIT`).
+    pub keep: bool,
+    /// Wait for a change rather than return at once (no `WNOHANG`).
+    pub block: bool,
+}
+
+/// Checks `wait4(pid, _, options, _)`: `EINVAL` for unknown options. The
+/// pid is a C `int` (glibc passes -1 zero-extended): -1 any child, 0 the
+/// caller's group, above 0 that child, below -1 the group `-pid`.
+pub fn wait4_request(pid: u64, options: u64) -> Result<WaitRequest, Errno> {
+    use wait_flag::*;
+    if options & !(WNOHANG | WUNTRACED | WCONTINUED | WALL | WCLONE) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let target = match pid as i32 {
+        -1 => WaitTarget::Any,
+        0 => WaitTarget::CallersGroup,
+        pid if pid > 0 => WaitTarget::Process(pid as u64),
+        pid => WaitTarget::Group(u64::from(pid.unsigned_abs())),
+    };
+    Ok(WaitRequest {
+        target,
+        ended: true,
+        stopped: options & WUNTRACED != 0,
+        continued: options & WCONTINUED != 0,
+        keep: false,
+        block: options & WNOHANG == 0,
+    })
+}
+
+/// Checks `waitid(idtype, id, _, options, _)`: `EINVAL` for unknown
+/// options, for none of `WEXITED`, `WSTOPPED`, `WCONTINUED`, and for an
+/// unknown `idtype` or a `P_PID` of 0. `P_PGID` with 0 is the caller's
+/// group.
+pub fn waitid_request(idtype: u64, id: u64, options: u64) -> Result<WaitRequest, Errno> {
+    use wait_flag::*;
+    const P_ALL: u64 = 0;
+    const P_PID: u64 = 1;
+    const P_PGID: u64 = 2;
+    let known = WNOHANG | WUNTRACED | WEXITED | WCONTINUED | WNOWAIT | WALL | WCLONE;
+    if options & !known != 0 || options & (WEXITED | WUNTRACED | WCONTINUED) == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let id = u64::from(id as u32);
+    let target = match u64::from(idtype as u32) {
+        P_ALL => WaitTarget::Any,
+        P_PID if id > 0 => WaitTarget::Process(id),
+        P_PGID if id > 0 => WaitTarget::Group(id),
+        P_PGID => WaitTarget::CallersGroup,
+        _ => return Err(Errno::EINVAL),
+    };
+    Ok(WaitRequest {
+        target,
+        ended: options & WEXITED != 0,
+        stopped: options & WUNTRACED != 0,
+        continued: options & WCONTINUED != 0,
+        keep: options & WNOWAIT != 0,
+        block: options & WNOHANG == 0,
+    })
+}
+
+/// A signal number argument: 0 (only check the target) to
+/// `MAX_SIGNAL`; `EINVAL` otherwise.
+pub fn signal_argument(signal: u64) -> Result<u8, Errno> {
+    u8::try_from(signal)
+        .ok()
+        .filter(|&signal| signal <= signal::MAX_SIGNAL)
+        .ok_or(Errno::EINVAL)
+}
+
+/// Checks `tgkill(tgid, tid, _)` (or `tkill(tid, _)`, `tgid` `None`):
+/// both are C `int`s and must be positive (`EINVAL`). Returns them.
+pub fn thread_target(tgid: Option<u64>, tid: u64) -> Result<(Option<u64>, u64), Errno> {
+    let (tid, tgid) = (tid as i32, tgid.map(|tgid| tgid as i32));
+    if tid <= 0 || tgid.is_some_and(|tgid| tgid <= 0) {
+        return Err(Errno::EINVAL);
+    }
+    Ok((tgid.map(|tgid| tgid as u64), tid as u64))
+}
+
+/// `futex` operations.
+mod futex_op {
+    pub const WAIT: u64 = 0;
+    pub const WAKE: u64 = 1;
+    pub const REQUEUE: u64 = 3;
+    pub const CMP_REQUEUE: u64 = 4;
+    pub const WAIT_BITSET: u64 = 9;
+    pub const WAKE_BITSET: u64 = 10;
+    pub const PRIVATE: u64 = 128;
+    pub const CLOCK_REALTIME: u64 = 256;
+}
+
+/// A `futex` operation, decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FutexOperation {
+    /// `FUTEX_WAIT`: the timeout is relative.
+    Wait,
+    /// `FUTEX_WAIT_BITSET`: the timeout is an absolute time.
+    WaitAbsolute,
+    /// `FUTEX_WAKE`, `FUTEX_WAKE_BITSET`.
+    Wake,
+    /// `FUTEX_REQUEUE`.
+    Requeue,
+    /// `FUTEX_CMP_REQUEUE`: requeue only if the word still holds a value.
+    CompareRequeue,
+}
+
+/// Decodes `futex(address, operation, ...)`: `EINVAL` for an address
+/// that is not 4-byte aligned, `ENOSYS` for an operation not offered
+/// (priority inheritance, `FUTEX_WAKE_OP`). `FUTEX_PRIVATE_FLAG` and
+/// `FUTEX_CLOCK_REALTIME` are accepted: processes share no futex words,
+/// and every clock reads the same time.
+pub fn futex_operation(address: u64, operation: u64) -> Result<FutexOperation, Errno> {
+    if !address.is_multiple_of(4) {
+        return Err(Errno::EINVAL);
+    }
+    match operation & !(futex_op::PRIVATE | futex_op::CLOCK_REALTIME) {
+        futex_op::WAIT => Ok(FutexOperation::Wait),
+        futex_op::WAIT_BITSET => Ok(FutexOperation::WaitAbsolute),
+        futex_op::WAKE | futex_op::WAKE_BITSET => Ok(FutexOperation::Wake),
+        futex_op::REQUEUE => Ok(FutexOperation::Requeue),
+        futex_op::CMP_REQUEUE => Ok(FutexOperation::CompareRequeue),
+        _ => Err(Errno::ENOSYS),
+    }
+}
+
+/// The highest clock id `clock_gettime` and `clock_nanosleep` accept
+/// (`CLOCK_REALTIME` 0 to `CLOCK_BOOTTIME` 7; every one reads the time
+/// since boot).
+pub const MAX_CLOCK: u64 = 7;
+
+/// Checks a clock id: `EINVAL` past [`MAX_CLOCK`].
+pub fn clock(clock: u64) -> Result<(), Errno> {
+    if clock > MAX_CLOCK {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
+/// Checks `clock_nanosleep(clock, flags, ...)`: the clock, and no flag
+/// but `TIMER_ABSTIME` (`EINVAL`). Returns whether the time is absolute.
+pub fn sleep_is_absolute(clock: u64, flags: u64) -> Result<bool, Errno> {
+    const TIMER_ABSTIME: u64 = 1;
+    self::clock(clock)?;
+    if flags & !TIMER_ABSTIME != 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(flags & TIMER_ABSTIME != 0)
+}
+
+/// How many scripts may name each other's interpreter in a row (Linux's
+/// limit, after which `ELOOP`).
+pub const MAX_SCRIPT_DEPTH: usize = 4;
+/// The longest first line of a script the kernel reads (Linux's
+/// `BINPRM_BUF_SIZE`).
+pub const SCRIPT_LINE_BYTES: usize = 256;
+
+/// The interpreter a script names on its first line (`#!/bin/sh -e`):
+/// its path and the one optional argument (the rest of the line, blanks
+/// trimmed, as Linux takes it). `None` for a file that is not a script,
+/// or whose first line names no interpreter. Only the first
+/// [`SCRIPT_LINE_BYTES`] bytes are read.
+pub fn script_interpreter(bytes: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
+    let line = bytes.strip_prefix(b"#!")?;
+    let line = &line[..line.len().min(SCRIPT_LINE_BYTES - 2)];
+    let line = line.split(|&byte| byte == b'\n').next().unwrap_or(line);
+    let blank = |byte: &u8| *byte == b' ' || *byte == b'\t' || *byte == b'\r';
+    let start = line.iter().position(|byte| !blank(byte))?;
+    let line = &line[start..];
+    let end = line.iter().position(blank).unwrap_or(line.len());
+    let (interpreter, rest) = line.split_at(end);
+    let rest_start = rest.iter().position(|byte| !blank(byte));
+    let argument = rest_start.map(|at| {
+        let rest = &rest[at..];
+        let end = rest
+            .iter()
+            .rposition(|byte| !blank(byte))
+            .map_or(0, |last| last + 1);
+        rest[..end].to_vec()
+    });
+    Some((
+        interpreter.to_vec(),
+        argument.filter(|argument| !argument.is_empty()),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protection_refuses_unknown_bits_and_write_with_execute() {
+        assert_eq!(protection(0), Ok(Protection::None));
+        assert_eq!(protection(PROT_READ), Ok(Protection::Read));
+        assert_eq!(
+            protection(PROT_READ | PROT_WRITE),
+            Ok(Protection::ReadWrite)
+        );
+        assert_eq!(protection(PROT_WRITE), Ok(Protection::ReadWrite));
+        assert_eq!(
+            protection(PROT_READ | PROT_EXEC),
+            Ok(Protection::ReadExecute)
+        );
+        assert_eq!(protection(PROT_WRITE | PROT_EXEC), Err(Errno::EACCES));
+        assert_eq!(protection(8), Err(Errno::EINVAL));
+        assert_eq!(protection(u64::MAX), Err(Errno::EINVAL));
+    }
+
+    #[test]
+    fn map_requests_check_the_type_then_the_protection_then_the_length() {
+        // Neither type bit: EINVAL even with a bad protection.
+        assert_eq!(
+            map_request(4096, 8, map_flag::ANONYMOUS),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(
+            map_request(0, PROT_WRITE | PROT_EXEC, map_flag::PRIVATE),
+            Err(Errno::EACCES)
+        );
+        assert_eq!(
+            map_request(0, PROT_READ, map_flag::PRIVATE),
+            Err(Errno::EINVAL)
+        );
+        let request = map_request(
+            1,
+            PROT_READ | PROT_WRITE,
+            map_flag::SHARED_VALIDATE | map_flag::ANONYMOUS | map_flag::FIXED_NOREPLACE,
+        )
+        .unwrap();
+        assert!(request.shared && request.anonymous && request.fixed && request.no_replace);
+        assert_eq!(request.protection, Protection::ReadWrite);
+        let request = map_request(u64::MAX, PROT_READ, map_flag::PRIVATE).unwrap();
+        assert!(!request.shared && !request.fixed && !request.anonymous);
+    }
+
+    #[test]
+    fn clone_makes_forks_threads_or_refuses_shared_processes() {
+        assert_eq!(clone_kind(17), Ok(CloneKind::Fork { flags: 17 }));
+        assert_eq!(
+            clone_kind(clone_flag::VM | clone_flag::VFORK | 17),
+            Ok(CloneKind::Fork {
+                flags: clone_flag::VFORK | 17
+            })
+        );
+        assert_eq!(
+            clone_kind(clone_flag::VM | clone_flag::THREAD | clone_flag::SETTLS),
+            Ok(CloneKind::Thread)
+        );
+        assert_eq!(clone_kind(clone_flag::VM), Err(Errno::ENOSYS));
+    }
+
+    #[test]
+    fn wait4_reads_the_pid_as_an_int_and_refuses_unknown_options() {
+        let any = wait4_request(u64::from(u32::MAX), 0).unwrap();
+        assert_eq!(any.target, WaitTarget::Any);
+        assert!(any.ended && any.block && !any.stopped && !any.keep);
+        assert_eq!(
+            wait4_request(0, 0).unwrap().target,
+            WaitTarget::CallersGroup
+        );
+        assert_eq!(
+            wait4_request(42, 0).unwrap().target,
+            WaitTarget::Process(42)
+        );
+        assert_eq!(
+            wait4_request(-7i64 as u64, 0).unwrap().target,
+            WaitTarget::Group(7)
+        );
+        let nohang = wait4_request(42, wait_flag::WNOHANG | wait_flag::WUNTRACED).unwrap();
+        assert!(!nohang.block && nohang.stopped);
+        assert_eq!(wait4_request(42, 0x10), Err(Errno::EINVAL));
+        assert_eq!(wait4_request(42, wait_flag::WNOWAIT), Err(Errno::EINVAL));
+    }
+
+    #[test]
+    fn waitid_needs_a_change_to_report_and_a_known_id_type() {
+        assert_eq!(waitid_request(0, 0, wait_flag::WNOHANG), Err(Errno::EINVAL));
+        assert_eq!(waitid_request(3, 1, wait_flag::WEXITED), Err(Errno::EINVAL));
+        assert_eq!(waitid_request(1, 0, wait_flag::WEXITED), Err(Errno::EINVAL));
+        assert_eq!(
+            waitid_request(0, 0, wait_flag::WEXITED | 0x10),
+            Err(Errno::EINVAL)
+        );
+        let request = waitid_request(1, 9, wait_flag::WEXITED | wait_flag::WNOWAIT).unwrap();
+        assert_eq!(request.target, WaitTarget::Process(9));
+        assert!(request.ended && request.keep && !request.stopped);
+        assert_eq!(
+            waitid_request(2, 0, wait_flag::WCONTINUED).unwrap().target,
+            WaitTarget::CallersGroup
+        );
+        // The id is an int: the high half is ignored.
+        assert_eq!(
+            waitid_request(2, (1 << 32) | 5, wait_flag::WEXITED)
+                .unwrap()
+                .target,
+            WaitTarget::Group(5)
+        );
+    }
+
+    #[test]
+    fn signals_and_thread_ids_are_checked() {
+        assert_eq!(signal_argument(0), Ok(0));
+        assert_eq!(
+            signal_argument(u64::from(signal::MAX_SIGNAL)),
+            Ok(signal::MAX_SIGNAL)
+        );
+        assert_eq!(
+            signal_argument(u64::from(signal::MAX_SIGNAL) + 1),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(signal_argument(256 + 9), Err(Errno::EINVAL));
+        assert_eq!(thread_target(Some(3), 4), Ok((Some(3), 4)));
+        assert_eq!(thread_target(None, 4), Ok((None, 4)));
+        assert_eq!(thread_target(Some(0), 4), Err(Errno::EINVAL));
+        assert_eq!(thread_target(None, u64::MAX), Err(Errno::EINVAL));
+    }
+
+    #[test]
+    fn futex_operations_need_an_aligned_word_and_a_known_operation() {
+        assert_eq!(futex_operation(2, 0), Err(Errno::EINVAL));
+        assert_eq!(futex_operation(8, 0), Ok(FutexOperation::Wait));
+        assert_eq!(
+            futex_operation(8, 9 | futex_op::PRIVATE | futex_op::CLOCK_REALTIME),
+            Ok(FutexOperation::WaitAbsolute)
+        );
+        assert_eq!(futex_operation(8, 10), Ok(FutexOperation::Wake));
+        assert_eq!(
+            futex_operation(8, 4 | 128),
+            Ok(FutexOperation::CompareRequeue)
+        );
+        // FUTEX_WAKE_OP, FUTEX_LOCK_PI: not offered.
+        assert_eq!(futex_operation(8, 5), Err(Errno::ENOSYS));
+        assert_eq!(futex_operation(8, 6), Err(Errno::ENOSYS));
+    }
+
+    #[test]
+    fn clocks_past_boottime_are_refused() {
+        assert_eq!(clock(0), Ok(()));
+        assert_eq!(clock(MAX_CLOCK), Ok(()));
+        assert_eq!(clock(MAX_CLOCK + 1), Err(Errno::EINVAL));
+        assert_eq!(clock(u64::MAX), Err(Errno::EINVAL));
+        assert_eq!(sleep_is_absolute(1, 0), Ok(false));
+        assert_eq!(sleep_is_absolute(1, 1), Ok(true));
+        assert_eq!(sleep_is_absolute(1, 2), Err(Errno::EINVAL));
+        assert_eq!(sleep_is_absolute(MAX_CLOCK + 1, 0), Err(Errno::EINVAL));
+    }
+
+    #[test]
+    fn script_lines_give_an_interpreter_and_one_argument() {
+        assert_eq!(
+            script_interpreter(b"#!/bin/sh\necho"),
+            Some((b"/bin/sh".to_vec(), None))
+        );
+        assert_eq!(
+            script_interpreter(b"#! /usr/bin/env  python3 -u \r\nx"),
+            Some((b"/usr/bin/env".to_vec(), Some(b"python3 -u".to_vec())))
+        );
+        assert_eq!(script_interpreter(b"#!   \n/bin/sh"), None);
+        assert_eq!(script_interpreter(b"\x7fELF"), None);
+        assert_eq!(script_interpreter(b"#!"), None);
+        // A first line past the limit is cut where Linux cuts it.
+        let mut long = b"#!/bin/".to_vec();
+        long.extend(core::iter::repeat_n(b'x', 1000));
+        let (interpreter, _) = script_interpreter(&long).unwrap();
+        assert_eq!(interpreter.len(), SCRIPT_LINE_BYTES - 2);
+    }
+}

@@ -1,0 +1,383 @@
+//! `fs`: the calls on paths.
+
+use linux_abi::{fcntl::*, syscall::*};
+use vfs::{flags::*, Errno};
+
+use super::*;
+
+const CLOSED_FD: u64 = 42;
+
+#[test]
+fn a_path_in_an_unmapped_page_is_efault() {
+    let fixture = Fixture::new();
+    let buffer = at(0);
+    for path in [UNMAPPED, 0, KERNEL_ADDRESS, u64::MAX] {
+        for (number, args) in [
+            (OPEN, [path, 0, 0, 0, 0]),
+            (OPENAT, [AT_FDCWD, path, 0, 0, 0]),
+            (STAT, [path, buffer, 0, 0, 0]),
+            (LSTAT, [path, buffer, 0, 0, 0]),
+            (NEWFSTATAT, [AT_FDCWD, path, buffer, 0, 0]),
+            (STATX, [AT_FDCWD, path, 0, 0, buffer]),
+            (ACCESS, [path, 0, 0, 0, 0]),
+            (MKDIR, [path, 0o755, 0, 0, 0]),
+            (RMDIR, [path, 0, 0, 0, 0]),
+            (UNLINK, [path, 0, 0, 0, 0]),
+            (RENAME, [path, path, 0, 0, 0]),
+            (LINK, [path, path, 0, 0, 0]),
+            (SYMLINK, [path, path, 0, 0, 0]),
+            (READLINK, [path, buffer, 64, 0, 0]),
+            (TRUNCATE, [path, 0, 0, 0, 0]),
+            (CHMOD, [path, 0o644, 0, 0, 0]),
+            (CHOWN, [path, 0, 0, 0, 0]),
+            (UTIMES, [path, 0, 0, 0, 0]),
+            (CHDIR, [path, 0, 0, 0, 0]),
+        ] {
+            assert_eq!(
+                fixture.call(number, &args),
+                err(Errno::EFAULT),
+                "{} with path {path:#x}",
+                linux_abi::syscall::name(number).unwrap_or("?"),
+            );
+        }
+    }
+}
+
+#[test]
+fn a_path_running_into_an_unmapped_page_is_efault_and_one_ending_before_it_is_read() {
+    let fixture = Fixture::new();
+    fixture.make_file(b"/tmp/x", b"");
+    // "/tmp/x" with no NUL in the last bytes of the mapped memory.
+    let unterminated = UNMAPPED - 6;
+    fake::poke(unterminated, b"/tmp/x");
+    assert_eq!(fixture.call(OPEN, &[unterminated, 0]), err(Errno::EFAULT));
+    // With its NUL as the very last mapped byte, the unmapped page after
+    // it is never touched.
+    let terminated = UNMAPPED - 7;
+    fake::poke(terminated, b"/tmp/x\0");
+    assert!(fixture.call(OPEN, &[terminated, 0]) >= 0);
+}
+
+#[test]
+fn an_empty_path_is_enoent_unless_at_empty_path() {
+    let fixture = Fixture::new();
+    let empty = put_string(0, b"");
+    assert_eq!(fixture.call(OPEN, &[empty, 0]), err(Errno::ENOENT));
+    assert_eq!(fixture.call(STAT, &[empty, at(64)]), err(Errno::ENOENT));
+    fixture.make_file(b"/tmp/data", b"12345");
+    let fd = fixture.open(b"/tmp/data", O_RDONLY);
+    assert_eq!(
+        fixture.call(NEWFSTATAT, &[fd, empty, at(64), AT_EMPTY_PATH]),
+        0
+    );
+    assert_eq!(peek_u64(at(64 + 48)), 5, "st_size of the descriptor's file");
+}
+
+#[test]
+fn a_path_longer_than_path_max_is_enametoolong() {
+    let fixture = Fixture::new();
+    // "/a/a/.../a": short names, PATH_MAX bytes without the NUL.
+    let long: Vec<u8> = b"/a".repeat(vfs::PATH_MAX / 2);
+    let path = put_string(0, &long);
+    assert_eq!(fixture.call(OPEN, &[path, 0]), err(Errno::ENAMETOOLONG));
+    assert_eq!(
+        fixture.call(MKDIR, &[path, 0o755]),
+        err(Errno::ENAMETOOLONG)
+    );
+    // One byte shorter fits with its NUL: looked up, just not there.
+    let path = put_string(0, &long[1..]);
+    assert_eq!(fixture.call(OPEN, &[path, 0]), err(Errno::ENOENT));
+}
+
+#[test]
+fn a_relative_path_needs_an_open_directory_descriptor() {
+    let fixture = Fixture::new();
+    fixture.make_file(b"/tmp/data", b"");
+    let relative = put_string(0, b"data");
+    let absolute = put_string(64, b"/tmp/data");
+    assert_eq!(
+        fixture.call(OPENAT, &[CLOSED_FD, relative, 0]),
+        err(Errno::EBADF)
+    );
+    let file = fixture.open(b"/tmp/data", O_RDONLY);
+    assert_eq!(
+        fixture.call(OPENAT, &[file, relative, 0]),
+        err(Errno::ENOTDIR)
+    );
+    // An absolute path ignores the descriptor, however bad.
+    assert!(fixture.call(OPENAT, &[CLOSED_FD, absolute, 0]) >= 0);
+    let directory = fixture.open(b"/tmp", O_RDONLY | O_DIRECTORY);
+    assert!(fixture.call(OPENAT, &[directory, relative, 0]) >= 0);
+    // `AT_FDCWD` is an int: only its low 32 bits count.
+    let at_cwd = AT_FDCWD & 0xffff_ffff;
+    let cwd_relative = put_string(128, b"tmp/data");
+    assert!(fixture.call(OPENAT, &[at_cwd, cwd_relative, 0]) >= 0);
+}
+
+#[test]
+fn open_flags_reach_the_tree() {
+    let fixture = Fixture::new();
+    let path = put_string(0, b"/tmp/new");
+    let flags = u64::from(O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC);
+    let fd = fixture.call(OPEN, &[path, flags, 0o600]);
+    assert!(fd >= 0);
+    assert_eq!(fixture.call(FCNTL, &[fd as u64, 1]), 1, "close-on-exec");
+    assert_eq!(
+        fixture.call(OPEN, &[path, flags, 0o600]),
+        err(Errno::EEXIST)
+    );
+    assert_eq!(fixture.call(CREAT, &[path, 0o600]), 4);
+}
+
+#[test]
+fn stat_calls_refuse_unknown_flags_and_a_bad_buffer() {
+    let fixture = Fixture::new();
+    fixture.make_file(b"/tmp/data", b"");
+    let path = put_string(0, b"/tmp/data");
+    assert_eq!(
+        fixture.call(NEWFSTATAT, &[AT_FDCWD, path, at(64), 0x1]),
+        err(Errno::EINVAL)
+    );
+    assert_eq!(
+        fixture.call(NEWFSTATAT, &[AT_FDCWD, path, UNMAPPED, 0]),
+        err(Errno::EFAULT)
+    );
+    assert_eq!(
+        fixture.call(STATX, &[AT_FDCWD, path, 0, 0x7ff, UNMAPPED]),
+        err(Errno::EFAULT)
+    );
+    assert_eq!(fixture.call(STATX, &[AT_FDCWD, path, 0, 0x7ff, at(64)]), 0);
+    let missing = put_string(512, b"/tmp/missing");
+    assert_eq!(fixture.call(STAT, &[missing, at(64)]), err(Errno::ENOENT));
+}
+
+#[test]
+fn access_checks_its_mode_and_flags() {
+    let fixture = Fixture::new();
+    fixture.make_file(b"/tmp/data", b"");
+    let path = put_string(0, b"/tmp/data");
+    assert_eq!(fixture.call(ACCESS, &[path, 8]), err(Errno::EINVAL));
+    assert_eq!(
+        fixture.call(FACCESSAT2, &[AT_FDCWD, path, 0, 0x1]),
+        err(Errno::EINVAL)
+    );
+    assert_eq!(
+        fixture.call(FACCESSAT2, &[AT_FDCWD, path, 4, AT_EACCESS]),
+        0
+    );
+    assert_eq!(fixture.call(ACCESS, &[path, 0]), 0);
+}
+
+#[test]
+fn unlink_rename_and_link_refuse_unknown_flags() {
+    let fixture = Fixture::new();
+    fixture.make_file(b"/tmp/a", b"a");
+    fixture.make_file(b"/tmp/b", b"b");
+    let a = put_string(0, b"/tmp/a");
+    let b = put_string(64, b"/tmp/b");
+    let c = put_string(128, b"/tmp/c");
+    assert_eq!(
+        fixture.call(UNLINKAT, &[AT_FDCWD, a, 0x1]),
+        err(Errno::EINVAL)
+    );
+    // `RENAME_EXCHANGE` (2) is not supported; `RENAME_NOREPLACE` is.
+    assert_eq!(
+        fixture.call(RENAMEAT2, &[AT_FDCWD, a, AT_FDCWD, b, 2]),
+        err(Errno::EINVAL)
+    );
+    assert_eq!(
+        fixture.call(RENAMEAT2, &[AT_FDCWD, a, AT_FDCWD, b, 1]),
+        err(Errno::EEXIST)
+    );
+    assert_eq!(
+        fixture.call(LINKAT, &[AT_FDCWD, a, AT_FDCWD, c, 0x1]),
+        err(Errno::EINVAL)
+    );
+    assert_eq!(fixture.call(LINKAT, &[AT_FDCWD, a, AT_FDCWD, c, 0]), 0);
+    assert_eq!(fixture.file_contents(b"/tmp/c"), b"a");
+    assert_eq!(fixture.call(RENAMEAT2, &[AT_FDCWD, a, AT_FDCWD, b, 0]), 0);
+    assert_eq!(fixture.file_contents(b"/tmp/b"), b"a");
+    assert_eq!(fixture.call(UNLINK, &[c]), 0);
+    assert_eq!(fixture.call(UNLINK, &[c]), err(Errno::ENOENT));
+    assert_eq!(fixture.call(RMDIR, &[b]), err(Errno::ENOTDIR));
+}
+
+#[test]
+fn rename_between_directories_resolves_the_second_path_in_its_own() {
+    let fixture = Fixture::new();
+    fixture.make_file(b"/tmp/a", b"a");
+    let dir = put_string(0, b"/tmp/sub");
+    assert_eq!(fixture.call(MKDIR, &[dir, 0o755]), 0);
+    let tmp = fixture.open(b"/tmp", O_RDONLY | O_DIRECTORY);
+    let sub = fixture.open(b"/tmp/sub", O_RDONLY | O_DIRECTORY);
+    let name = put_string(64, b"a");
+    assert_eq!(fixture.call(RENAMEAT, &[tmp, name, sub, name]), 0);
+    assert_eq!(fixture.file_contents(b"/tmp/sub/a"), b"a");
+}
+
+#[test]
+fn readlink_checks_its_size_and_cuts_the_target() {
+    let fixture = Fixture::new();
+    let target = put_string(0, b"/tmp/target");
+    let link = put_string(64, b"/tmp/link");
+    assert_eq!(fixture.call(SYMLINK, &[target, link]), 0);
+    for size in [0, u64::MAX, 1 << 63] {
+        assert_eq!(
+            fixture.call(READLINK, &[link, at(256), size]),
+            err(Errno::EINVAL)
+        );
+    }
+    assert_eq!(
+        fixture.call(READLINK, &[link, UNMAPPED, 64]),
+        err(Errno::EFAULT)
+    );
+    assert_eq!(fixture.call(READLINK, &[link, at(256), 4]), 4);
+    assert_eq!(fake::peek(at(256), 4), b"/tmp");
+    assert_eq!(fixture.call(READLINK, &[link, at(256), 4096]), 11);
+    assert_eq!(fake::peek(at(256), 11), b"/tmp/target");
+}
+
+#[test]
+fn truncate_refuses_a_negative_length() {
+    let fixture = Fixture::new();
+    fixture.make_file(b"/tmp/data", b"0123456789");
+    let path = put_string(0, b"/tmp/data");
+    assert_eq!(
+        fixture.call(TRUNCATE, &[path, (-1i64) as u64]),
+        err(Errno::EINVAL)
+    );
+    assert_eq!(fixture.call(TRUNCATE, &[path, 3]), 0);
+    assert_eq!(fixture.file_contents(b"/tmp/data"), b"012");
+}
+
+#[test]
+fn chown_refuses_unknown_flags_and_keeps_minus_one() {
+    let fixture = Fixture::new();
+    fixture.make_file(b"/tmp/data", b"");
+    let path = put_string(0, b"/tmp/data");
+    assert_eq!(
+        fixture.call(FCHOWNAT, &[AT_FDCWD, path, 1, 1, 0x1]),
+        err(Errno::EINVAL)
+    );
+    assert_eq!(fixture.call(CHOWN, &[path, 5, 6]), 0);
+    assert_eq!(fixture.call(LCHOWN, &[path, 0xffff_ffff, 9]), 0);
+    assert_eq!(fixture.call(STAT, &[path, at(64)]), 0);
+    assert_eq!(peek_u32(at(64 + 28)), 5, "uid kept by -1");
+    assert_eq!(peek_u32(at(64 + 32)), 9);
+}
+
+#[test]
+fn utimensat_checks_its_times() {
+    let fixture = Fixture::new();
+    fixture.make_file(b"/tmp/data", b"");
+    let path = put_string(0, b"/tmp/data");
+    let missing = put_string(64, b"/tmp/missing");
+    let timespecs = |offset: u64, times: [(i64, i64); 2]| {
+        let bytes: Vec<u8> = times
+            .iter()
+            .flat_map(|&(sec, nsec)| linux_abi::time::Timespec { sec, nsec }.to_bytes())
+            .collect();
+        put(offset, &bytes)
+    };
+    let bad = timespecs(256, [(1, 1_000_000_000), (1, 0)]);
+    assert_eq!(
+        fixture.call(UTIMENSAT, &[AT_FDCWD, path, bad, 0]),
+        err(Errno::EINVAL)
+    );
+    let negative = timespecs(256, [(1, -5), (1, 0)]);
+    assert_eq!(
+        fixture.call(UTIMENSAT, &[AT_FDCWD, path, negative, 0]),
+        err(Errno::EINVAL)
+    );
+    assert_eq!(
+        fixture.call(UTIMENSAT, &[AT_FDCWD, path, UNMAPPED - 16, 0]),
+        err(Errno::EFAULT)
+    );
+    assert_eq!(
+        fixture.call(UTIMENSAT, &[AT_FDCWD, path, 0, 0x1]),
+        err(Errno::EINVAL)
+    );
+    // Both `UTIME_OMIT`: nothing to do, the path is not even looked up.
+    const UTIME_OMIT: i64 = (1 << 30) - 2;
+    let omit = timespecs(256, [(0, UTIME_OMIT), (0, UTIME_OMIT)]);
+    assert_eq!(fixture.call(UTIMENSAT, &[AT_FDCWD, missing, omit, 0]), 0);
+    let valid = timespecs(256, [(77, 5), (88, 6)]);
+    assert_eq!(fixture.call(UTIMENSAT, &[AT_FDCWD, path, valid, 0]), 0);
+    assert_eq!(fixture.call(STAT, &[path, at(512)]), 0);
+    // `st_atime` at 72, `st_mtime` at 88.
+    assert_eq!(peek_u64(at(512 + 72)), 77);
+    assert_eq!(peek_u64(at(512 + 88)), 88);
+    // A null path with a descriptor is `futimens`; with AT_FDCWD, EFAULT.
+    let fd = fixture.open(b"/tmp/data", O_RDONLY);
+    assert_eq!(fixture.call(UTIMENSAT, &[fd, 0, valid, 0]), 0);
+    assert_eq!(
+        fixture.call(UTIMENSAT, &[CLOSED_FD, 0, valid, 0]),
+        err(Errno::EBADF)
+    );
+    assert_eq!(
+        fixture.call(UTIMENSAT, &[AT_FDCWD, 0, valid, 0]),
+        err(Errno::EFAULT)
+    );
+}
+
+#[test]
+fn utimes_checks_its_microseconds() {
+    let fixture = Fixture::new();
+    fixture.make_file(b"/tmp/data", b"");
+    let path = put_string(0, b"/tmp/data");
+    let timevals = |times: [(i64, i64); 2]| {
+        let bytes: Vec<u8> = times
+            .iter()
+            .flat_map(|&(sec, usec)| linux_abi::time::Timeval { sec, usec }.to_bytes())
+            .collect();
+        put(256, &bytes)
+    };
+    let bad = timevals([(1, 1_000_000), (1, 0)]);
+    assert_eq!(fixture.call(UTIMES, &[path, bad]), err(Errno::EINVAL));
+    assert_eq!(
+        fixture.call(UTIMES, &[path, UNMAPPED - 8]),
+        err(Errno::EFAULT)
+    );
+    assert_eq!(
+        fixture.call(UTIME, &[path, UNMAPPED - 8]),
+        err(Errno::EFAULT)
+    );
+    let valid = timevals([(10, 999_999), (20, 0)]);
+    assert_eq!(fixture.call(UTIMES, &[path, valid]), 0);
+    assert_eq!(fixture.call(UTIME, &[path, 0]), 0);
+}
+
+#[test]
+fn getcwd_needs_room_for_the_path_and_its_nul() {
+    let fixture = Fixture::new();
+    let path = put_string(0, b"/tmp");
+    assert_eq!(fixture.call(CHDIR, &[path]), 0);
+    assert_eq!(fixture.call(GETCWD, &[at(64), 4]), err(Errno::ERANGE));
+    assert_eq!(fixture.call(GETCWD, &[at(64), 0]), err(Errno::ERANGE));
+    assert_eq!(fixture.call(GETCWD, &[UNMAPPED, 4096]), err(Errno::EFAULT));
+    assert_eq!(fixture.call(GETCWD, &[at(64), 5]), 5);
+    assert_eq!(fake::peek(at(64), 5), b"/tmp\0");
+}
+
+#[test]
+fn chdir_and_fchdir_need_a_directory() {
+    let fixture = Fixture::new();
+    fixture.make_file(b"/tmp/data", b"");
+    let file_path = put_string(0, b"/tmp/data");
+    assert_eq!(fixture.call(CHDIR, &[file_path]), err(Errno::ENOTDIR));
+    let file = fixture.open(b"/tmp/data", O_RDONLY);
+    assert_eq!(fixture.call(FCHDIR, &[file]), err(Errno::ENOTDIR));
+    assert_eq!(fixture.call(FCHDIR, &[CLOSED_FD]), err(Errno::EBADF));
+    let directory = fixture.open(b"/tmp", O_RDONLY | O_DIRECTORY);
+    assert_eq!(fixture.call(FCHDIR, &[directory]), 0);
+    let relative = put_string(64, b"data");
+    assert!(fixture.call(OPEN, &[relative, 0]) >= 0);
+}
+
+#[test]
+fn umask_keeps_only_permission_bits() {
+    let fixture = Fixture::new();
+    let previous = fixture.call(UMASK, &[0o7777]);
+    assert_eq!(fixture.call(UMASK, &[0o022]), 0o777);
+    assert_eq!(fixture.call(UMASK, &[previous as u64]), 0o022);
+}

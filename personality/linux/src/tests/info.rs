@@ -1,0 +1,41 @@
+//! `info`: `uname` and `sysinfo`.
+
+use linux_abi::syscall::*;
+use vfs::Errno;
+
+use super::*;
+
+/// Bytes of a `struct utsname` (six fields of 65).
+const UTSNAME_BYTES: usize = 6 * 65;
+
+#[test]
+fn uname_answers_as_linux_or_faults() {
+    let fixture = Fixture::new();
+    assert_eq!(fixture.call(UNAME, &[UNMAPPED]), err(Errno::EFAULT));
+    assert_eq!(fixture.call(UNAME, &[UNMAPPED - 100]), err(Errno::EFAULT));
+    fake::map_read_only(at(4096), UTSNAME_BYTES);
+    assert_eq!(fixture.call(UNAME, &[at(4096)]), err(Errno::EFAULT));
+    assert_eq!(fixture.call(UNAME, &[at(0)]), 0);
+    let record = fake::peek(at(0), UTSNAME_BYTES);
+    let field = |index: usize| {
+        let bytes = &record[index * 65..(index + 1) * 65];
+        let end = bytes.iter().position(|&byte| byte == 0).expect("a NUL");
+        bytes[..end].to_vec()
+    };
+    assert_eq!(field(0), b"Linux");
+    assert_eq!(field(2), crate::RELEASE);
+    assert_eq!(field(3), crate::VERSION);
+    assert_eq!(field(4), b"x86_64");
+}
+
+#[test]
+fn sysinfo_reports_the_systems_figures_or_faults() {
+    let fixture = Fixture::new();
+    assert_eq!(fixture.call(SYSINFO, &[UNMAPPED]), err(Errno::EFAULT));
+    assert_eq!(fixture.call(SYSINFO, &[0]), err(Errno::EFAULT));
+    assert_eq!(fixture.call(SYSINFO, &[at(0)]), 0);
+    // Uptime rounded up to whole seconds; RAM in bytes (`mem_unit` 1).
+    assert_eq!(peek_u64(at(0)), SYSTEM_UPTIME_NS.div_ceil(1_000_000_000));
+    assert_eq!(peek_u64(at(32)), 64 << 20, "totalram");
+    assert_eq!(peek_u64(at(40)), 48 << 20, "freeram");
+}
