@@ -23,12 +23,11 @@
 extern crate alloc;
 
 pub mod sync;
-mod table;
 mod wait_queue;
 
 pub use wait_queue::WaitQueue;
 
-use table::Table;
+use id_table::Table;
 
 use alloc::{
     boxed::Box,
