@@ -13,8 +13,7 @@ use linux_abi::{time::Timespec, Errno};
 
 use ::process::{self, Process};
 
-/// `futex` operations (the low bits of `op`).
-
+/// A futex: the waiting process and the address of its word.
 type Key = (u64, u64);
 
 /// Threads waiting, by (process, address), oldest first. A plain spin
