@@ -600,43 +600,58 @@ struct Batch {
 /// Splits `runnables` (in order) into batches of at most [`BATCH_CASES`]
 /// cases and about [`BATCH_BYTES`] of programs.
 fn batches(runnables: Vec<Runnable>) -> Result<Vec<Batch>> {
-    let mut batches: Vec<Batch> = Vec::new();
-    let mut current: Vec<Runnable> = Vec::new();
+    let mut sizes = Vec::new();
+    for runnable in &runnables {
+        let mut files = Vec::new();
+        for (name, path) in &runnable.files {
+            files.push((name.clone(), fs::metadata(path)?.len()));
+        }
+        sizes.push(files);
+    }
+    let mut runnables = runnables.into_iter();
+    Ok(batch_lengths(&sizes, BATCH_CASES, BATCH_BYTES)
+        .into_iter()
+        .enumerate()
+        .map(|(index, length)| Batch {
+            number: index + 1,
+            boot: 1,
+            cases: runnables.by_ref().take(length).collect(),
+        })
+        .collect())
+}
+
+/// How many consecutive cases go in each batch, given each case's files
+/// (name in the guest, bytes): a batch ends before the case that would
+/// make it more than `most_cases` cases or more than `most_bytes` of
+/// files (a file two of its cases need counts once). A case alone over
+/// `most_bytes` still gets a batch.
+fn batch_lengths(files: &[Vec<(String, u64)>], most_cases: usize, most_bytes: u64) -> Vec<usize> {
+    let mut lengths = Vec::new();
+    let mut length = 0;
     let mut names = BTreeSet::new();
     let mut bytes = 0u64;
-    for runnable in runnables {
-        let mut added = 0u64;
-        for (name, path) in &runnable.files {
-            if !names.contains(name) {
-                added += fs::metadata(path)?.len();
-            }
-        }
-        if !current.is_empty() && (current.len() >= BATCH_CASES || bytes + added > BATCH_BYTES) {
-            batches.push(Batch {
-                number: batches.len() + 1,
-                boot: 1,
-                cases: std::mem::take(&mut current),
-            });
+    for case_files in files {
+        let added = |names: &BTreeSet<&str>| -> u64 {
+            case_files
+                .iter()
+                .filter(|(name, _)| !names.contains(name.as_str()))
+                .map(|(_, size)| size)
+                .sum()
+        };
+        if length > 0 && (length >= most_cases || bytes + added(&names) > most_bytes) {
+            lengths.push(length);
+            length = 0;
             names.clear();
             bytes = 0;
-            added = runnable
-                .files
-                .iter()
-                .map(|(_, path)| fs::metadata(path).map_or(0, |metadata| metadata.len()))
-                .sum();
         }
-        names.extend(runnable.files.iter().map(|(name, _)| name.clone()));
-        bytes += added;
-        current.push(runnable);
+        bytes += added(&names);
+        names.extend(case_files.iter().map(|(name, _)| name.as_str()));
+        length += 1;
     }
-    if !current.is_empty() {
-        batches.push(Batch {
-            number: batches.len() + 1,
-            boot: 1,
-            cases: current,
-        });
+    if length > 0 {
+        lengths.push(length);
     }
-    Ok(batches)
+    lengths
 }
 
 /// What `./x ltp` was asked for.
@@ -1086,6 +1101,22 @@ mod tests {
         assert!(script.contains("ltp_case 'fork06' 'fork_procs -n 1000'\n"));
         assert!(script.contains(r"ltp_case 'odd' 'it'\''s'"));
         assert!(script.ends_with("echo ltp-done\n"));
+    }
+
+    #[test]
+    fn batches_end_at_the_case_or_byte_limit_counting_shared_helpers_once() {
+        let case = |program: &str, size: u64| {
+            vec![(program.to_string(), size), ("helper".to_string(), 10)]
+        };
+        // Three cases of 10 + 10 bytes, the helper shared: 20, 30, 40.
+        let files = vec![case("a", 10), case("b", 10), case("c", 10)];
+        assert_eq!(batch_lengths(&files, 40, 40), vec![3]);
+        assert_eq!(batch_lengths(&files, 40, 39), vec![2, 1]);
+        assert_eq!(batch_lengths(&files, 2, 1000), vec![2, 1]);
+        // A case bigger than the limit still runs, alone.
+        let files = vec![case("a", 10), case("big", 500), case("c", 10)];
+        assert_eq!(batch_lengths(&files, 40, 100), vec![1, 1, 1]);
+        assert!(batch_lengths(&[], 40, 100).is_empty());
     }
 
     #[test]
