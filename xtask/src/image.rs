@@ -205,6 +205,38 @@ pub fn build_archive_with(extra: Vec<ArchiveFile>, destination: &Path) -> Result
     Ok(destination.to_path_buf())
 }
 
+/// The usual files of the boot archive, gathered once for writing many
+/// archives that add to them (`./x ltp` writes one per batch; gathering
+/// builds the user programs and the extensions, which takes seconds).
+pub struct BaseArchive {
+    files: Vec<ArchiveFile>,
+    links: Vec<ArchiveLink>,
+}
+
+impl BaseArchive {
+    /// Builds the extensions and user programs and gathers every file.
+    pub fn gather() -> Result<Self> {
+        let (files, links) = boot_files()?;
+        Ok(Self { files, links })
+    }
+
+    /// Writes at `destination` an archive of the usual files plus `extra`
+    /// files and `extra_links` (path inside, target); returns its path.
+    pub fn write_with(
+        &self,
+        extra: Vec<ArchiveFile>,
+        extra_links: Vec<ArchiveLink>,
+        destination: &Path,
+    ) -> Result<PathBuf> {
+        let mut files = self.files.clone();
+        files.extend(extra);
+        let mut links = self.links.clone();
+        links.extend(extra_links);
+        write_archive(destination, files, links)?;
+        Ok(destination.to_path_buf())
+    }
+}
+
 /// Writes `files` alone as a cpio archive at `destination` (for another
 /// kernel's initramfs: `./x bench linux` adds a program to the Linux
 /// baseline's, `./x stress` stress-ng), with an entry for each folder

@@ -27,6 +27,7 @@ mod extensions;
 mod fuzz;
 mod image;
 mod kernel_shape;
+mod ltp;
 mod netbench;
 mod netpeer;
 mod parse;
@@ -173,6 +174,25 @@ commands! {
     ///
     /// usage: ./x help [SUBCOMMAND]   (or: ./x SUBCOMMAND --help)
     "help" => help_command,
+    /// Builds the Linux Test Project's system-call tests and runs them on Spindle.
+    ///
+    /// usage: ./x ltp [--cases PATTERN] [--all] [--jobs N] [--accel tcg|kvm] [--debug]
+    ///
+    ///   --cases PATTERN  only the cases whose name matches: a glob over the
+    ///                    whole name (`fork*`, `*_64`) or else a substring
+    ///   --all            every case of runtest/syscalls, not only
+    ///                    ../shared/ltp/selection.txt's
+    ///   --jobs N         QEMU boots at a time (default 1)
+    ///
+    /// Builds LTP from ../shared/ltp/ltp-*.tar.xz in target/ltp/ (static,
+    /// only the folders the cases need, once), runs the cases in batches,
+    /// one boot each, as ../shared/ltp/README.md ran them on Linux, and
+    /// prints `ltp NAME pass|conf|fail` for each, the counts, and the cases
+    /// of linux-pass.txt that do not pass. Verdicts go to
+    /// target/ltp/results.txt, the end of each failure's output to
+    /// target/ltp/failures.txt. Exits non-zero if a case that passes on
+    /// Linux does not pass, or one crashed or hung the kernel.
+    "ltp" => ltp_command,
     /// Runs Debian's stress-ng, one stressor at a time, on Spindle and on
     /// the Linux baseline in the same QEMU, and compares.
     ///
@@ -465,6 +485,34 @@ fn stress_command(mut args: Args) -> Result<ExitCode> {
             ExitCode::FAILURE
         },
     )
+}
+
+fn ltp_command(mut args: Args) -> Result<ExitCode> {
+    let accel = args.accel()?;
+    let profile = args.boot_profile();
+    let pattern = args.value("--cases")?;
+    let is_all = args.flag("--all");
+    let jobs = match args.value("--jobs")? {
+        None => 1,
+        Some(text) => match text.parse::<usize>() {
+            Ok(jobs) if jobs >= 1 => jobs,
+            _ => return Err(format!("--jobs needs a count of 1 or more, not `{text}`").into()),
+        },
+    };
+    args.finish()?;
+    let kernel = toolchain::build_kernel(profile, Image::Production)?;
+    let outcome = ltp::run(&ltp::Options {
+        pattern,
+        is_all,
+        jobs,
+        kernel,
+        accel,
+    })?;
+    Ok(if ltp::print_summary(&outcome)? {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn test_command(mut args: Args) -> Result<ExitCode> {
