@@ -2,9 +2,9 @@
 //! address space of its own.
 //!
 //! A program is code loaded at [`CODE_BASE`] (or an ELF image) with a
-//! stack below [`STACK_TOP`], in a process of its own (`::process`);
-//! it enters the kernel only through system calls (`crate::syscalls`) and
-//! traps. It ends by `exit`, by a fault (which the exception handler turns
+//! stack below [`STACK_TOP`], in a process of its own (`services/process`);
+//! it enters the kernel only through system calls (the kernel's entry
+//! raises `MachineTrap.Syscall`) and traps. It ends by `exit`, by a fault (which the exception handler turns
 //! into the end of that process alone) or by a kill. Its memory and kernel
 //! stack go when it ends; how it ended is kept for [`UserThread::join`]
 //! (or the parent's `wait4`).
