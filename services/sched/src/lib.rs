@@ -573,20 +573,7 @@ fn thread_returned() -> ! {
 
 /// Gives up the CPU to the next ready thread, if any.
 pub fn yield_now() {
-    let were_enabled = cpu::are_interrupts_enabled();
-    cpu::disable_interrupts();
-    let next = with_scheduler(|scheduler| {
-        if scheduler.ready.is_empty() {
-            return None;
-        }
-        let now = timer::uptime_ns();
-        scheduler.requeue_current(now);
-        scheduler.pick_next_at(now)
-    });
-    switch_if(next);
-    if were_enabled {
-        cpu::enable_interrupts();
-    }
+    yield_to_ready();
 }
 
 /// Gives up the CPU if another thread is ready, and says whether it did.
