@@ -40,6 +40,7 @@ pub mod linear_memory;
 pub mod native_code;
 pub mod paging;
 pub mod registers;
+pub mod rtc;
 #[cfg(target_os = "none")]
 mod slots;
 

@@ -38,9 +38,9 @@ pub fn personality() -> Option<&'static Personality> {
     PERSONALITY.get()
 }
 
-/// The file tree's clock: the time since boot (no real-time clock yet).
+/// The file tree's clock: the wall clock (files carry dates).
 fn now() -> Timespec {
-    let ns = hal::timer::uptime_ns();
+    let ns = hal::rtc::realtime_ns();
     Timespec {
         sec: (ns / 1_000_000_000) as i64,
         nsec: (ns % 1_000_000_000) as u32,

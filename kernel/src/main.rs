@@ -87,6 +87,10 @@ fn kernel_main(boot_info: &'static BootInfo) -> ! {
         );
     }
     hal::timer::init();
+    match hal::rtc::init() {
+        Some(seconds) => log::info!("wall clock: {seconds} s since the epoch, from the CMOS clock"),
+        None => log::warn!("wall clock: the CMOS clock reads no valid date; starting at the epoch"),
+    }
     if let Err(error) = hal::console::enable_input_interrupt() {
         log::warn!("console: input stays polled: {error}");
     }

@@ -172,6 +172,7 @@ impl TreeDirectory {
             cwd: root,
             uid: NOBODY,
             gid: NOBODY,
+            groups: Arc::from(Vec::new()),
             umask: 0o022,
         };
         Ok(TreeDirectory {

@@ -95,15 +95,18 @@ impl Source for KernelFacts {
         let linux = linux_process::personality().and_then(|personality| personality.files(pid));
         // A zombie's personality state is gone: its group is the one the
         // process table kept, its session unknown (its own id).
-        let (process_group, session, groups, umask, command_name) = match &linux {
+        let credentials = linux
+            .as_ref()
+            .map(|files| files.credentials())
+            .unwrap_or_default();
+        let (process_group, session, umask, command_name) = match &linux {
             Some(files) => (
                 files.process_group(),
                 files.session(),
-                files.supplementary_groups(),
                 Some(files.context().umask),
                 files.command_name(),
             ),
-            None => (process.group().unwrap_or(pid), pid, Vec::new(), None, None),
+            None => (process.group().unwrap_or(pid), pid, None, None),
         };
         Some(ProcessInfo {
             pid,
@@ -115,10 +118,9 @@ impl Source for KernelFacts {
             arguments: program.arguments,
             environment: program.environment,
             executable: program.executable,
-            // Every process is root (see the personality's identity.rs).
-            uid: 0,
-            gid: 0,
-            groups,
+            uid: credentials.users.real,
+            gid: credentials.groups.real,
+            groups: credentials.supplementary.to_vec(),
             umask,
             threads: process.threads() as u64,
             virtual_bytes,

@@ -23,6 +23,9 @@ pub const BOOT_ARCHIVE: &str = "target/initrd.cpio";
 
 /// Modules that once broke the kernel, relative to the repository root.
 pub const REGRESSIONS_DIRECTORY: &str = "wasm/fuzz/regressions";
+/// The image's `/etc`: users, groups, host names and glibc's name
+/// services, as a Debian system has them.
+pub const ETC_DIRECTORY: &str = "user/etc";
 
 /// A file of an archive: its path inside and its bytes.
 type ArchiveFile = (String, Vec<u8>);
@@ -80,6 +83,11 @@ fn boot_files() -> Result<(Vec<ArchiveFile>, Vec<ArchiveLink>)> {
             crate::debian::ImageFile::Regular(path, bytes) => files.push((path, bytes)),
             crate::debian::ImageFile::Link(path, target) => links.push((path, target)),
         }
+    }
+    // The files glibc and busybox read to name users, groups and hosts.
+    for entry in fs::read_dir(repo_root().join(ETC_DIRECTORY))? {
+        let path = entry?.path();
+        files.push((format!("etc/{}", file_name(&path)?), fs::read(&path)?));
     }
     for wasm in extensions::build_extensions()? {
         files.push((format!("ext/{}", file_name(&wasm)?), fs::read(&wasm)?));

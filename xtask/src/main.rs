@@ -179,7 +179,8 @@ commands! {
     /// usage: ./x ltp [--cases PATTERN] [--all] [--jobs N] [--accel tcg|kvm] [--debug]
     ///
     ///   --cases PATTERN  only the cases whose name matches: a glob over the
-    ///                    whole name (`fork*`, `*_64`) or else a substring
+    ///                    whole name (`fork*`, `*_64`) or else a substring;
+    ///                    several separated by commas (`set*id*,cap*`)
     ///   --all            every case of runtest/syscalls, not only
     ///                    ../shared/ltp/selection.txt's
     ///   --jobs N         QEMU boots at a time (default 1)

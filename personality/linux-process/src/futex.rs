@@ -2,10 +2,14 @@
 //! musl's mutexes, condition variables, `pthread_join` and thread exit
 //! (`CLONE_CHILD_CLEARTID`) are built on.
 //!
-//! Waiters are kept by (process, address): processes share no memory yet,
-//! so private and shared futexes are the same. The check of the word and
-//! the queueing happen under one lock, which every waker takes, so no
-//! wake-up is lost.
+//! Waiters are kept by which word they wait on. A word in private memory,
+//! or any word of a `FUTEX_PRIVATE_FLAG` call, is named by its process
+//! and address; a word in shared memory (`MAP_SHARED`, which a forked
+//! child keeps) by the shared object and its offset there, so that
+//! processes mapping it find each other's waiters, as on Linux (LTP's
+//! checkpoints between a test and its children are such words). The
+//! check of the word and the queueing happen under one lock, which every
+//! waker takes, so no wake-up is lost.
 
 use alloc::collections::{BTreeMap, VecDeque};
 use linux::process_args::{self, FutexOperation};
@@ -13,8 +17,44 @@ use linux_abi::{time::Timespec, Errno};
 
 use ::process::{self, Process};
 
-/// Which futex word: the process and the address.
-type Key = (u64, u64);
+/// Which futex word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Key {
+    /// A word of one process's own memory: the process and the address.
+    Private { process: u64, address: u64 },
+    /// A word of shared memory: the object
+    /// ([`vm::AddressMap::shared_page_at`]), its page, the offset in it.
+    Shared {
+        object: usize,
+        page: u64,
+        offset: u64,
+    },
+}
+
+impl Key {
+    /// The key of the word at `address` in `process`, for a call that
+    /// may (`shared`) or may not reach other processes.
+    fn of(process: &Process, address: u64, shared: bool) -> Key {
+        let private = Key::Private {
+            process: process.id(),
+            address,
+        };
+        if !shared {
+            return private;
+        }
+        match process
+            .with_memory(|memory| memory.shared_page_at(address))
+            .flatten()
+        {
+            Some((object, page)) => Key::Shared {
+                object,
+                page,
+                offset: address % hal::paging::PAGE_SIZE,
+            },
+            None => private,
+        }
+    }
+}
 
 /// Threads waiting, by (process, address), oldest first. A plain spin
 /// lock, not an `IrqMutex`: `wait` releases it inside the scheduler's
@@ -26,7 +66,7 @@ static WAITERS: spin::Mutex<BTreeMap<Key, VecDeque<u64>>> = spin::Mutex::new(BTr
 pub(crate) fn futex(
     strand: u64,
     address: u64,
-    operation: u64,
+    operation_word: u64,
     value: u64,
     timeout: u64,
     address2: u64,
@@ -35,29 +75,31 @@ pub(crate) fn futex(
     let Some(process) = process::of_strand(strand) else {
         return Errno::ESRCH.as_negative();
     };
-    let operation = match process_args::futex_operation(address, operation) {
+    let operation = match process_args::futex_operation(address, operation_word) {
         Ok(operation) => operation,
         Err(error) => return error.as_negative(),
     };
-    let key = (process.id(), address);
+    let shared = process_args::futex_is_shared(operation_word);
+    let key = Key::of(&process, address, shared);
+    // An absolute timeout is an uptime, or a wall-clock time to turn
+    // into one.
+    let absolute = Some(if process_args::futex_uses_wall_clock(operation_word) {
+        hal::rtc::epoch_offset_ns()
+    } else {
+        0
+    });
     match operation {
-        FutexOperation::Wait => wait(strand, key, value as u32, timeout, false),
-        FutexOperation::WaitAbsolute => wait(strand, key, value as u32, timeout, true),
+        FutexOperation::Wait => wait(strand, key, address, value as u32, timeout, None),
+        FutexOperation::WaitAbsolute => wait(strand, key, address, value as u32, timeout, absolute),
         FutexOperation::Wake => wake(key, value as u32) as i64,
-        FutexOperation::Requeue => requeue(
-            key,
-            (process.id(), address2),
-            value as u32,
-            timeout as u32,
-            None,
-        ),
-        FutexOperation::CompareRequeue => requeue(
-            key,
-            (process.id(), address2),
-            value as u32,
-            timeout as u32,
-            Some(value3 as u32),
-        ),
+        FutexOperation::Requeue | FutexOperation::CompareRequeue => {
+            if !address2.is_multiple_of(4) {
+                return Errno::EINVAL.as_negative();
+            }
+            let expected = (operation == FutexOperation::CompareRequeue).then_some(value3 as u32);
+            let to = Key::of(&process, address2, shared);
+            requeue(key, address, to, value as u32, timeout as u32, expected)
+        }
     }
 }
 
@@ -68,10 +110,19 @@ fn read_word(address: u64) -> Option<u32> {
     Some(u32::from_le_bytes(word))
 }
 
-/// `FUTEX_WAIT`: sleeps while the word at the key's address is `expected`,
+/// `FUTEX_WAIT`: sleeps while the word at `address` (named by `key`) is
+/// `expected` (`absolute`: the timeout is a time, less this offset to
+/// make it an uptime),
 /// until woken (0), or `EAGAIN` at once if it is not. A timeout is polled
 /// every tick (relative, or absolute for `FUTEX_WAIT_BITSET`).
-fn wait(strand: u64, key: Key, expected: u32, timeout: u64, absolute: bool) -> i64 {
+fn wait(
+    strand: u64,
+    key: Key,
+    address: u64,
+    expected: u32,
+    timeout: u64,
+    absolute: Option<u64>,
+) -> i64 {
     let deadline = if timeout == 0 {
         None
     } else {
@@ -83,14 +134,13 @@ fn wait(strand: u64, key: Key, expected: u32, timeout: u64, absolute: bool) -> i
         let Some(span) = Timespec::from_bytes(&timespec).to_nanoseconds() else {
             return Errno::EINVAL.as_negative();
         };
-        Some(if absolute {
-            span
-        } else {
-            hal::timer::uptime_ns().saturating_add(span)
+        Some(match absolute {
+            Some(offset) => span.saturating_sub(offset),
+            None => hal::timer::uptime_ns().saturating_add(span),
         })
     };
     let mut waiters = Some(WAITERS.lock());
-    match read_word(key.1) {
+    match read_word(address) {
         None => return Errno::EFAULT.as_negative(),
         Some(word) if word != expected => return Errno::EAGAIN.as_negative(),
         Some(_) => {}
@@ -182,15 +232,20 @@ fn wake(key: Key, count: u32) -> u32 {
 }
 
 /// `FUTEX_REQUEUE` and `FUTEX_CMP_REQUEUE`: wakes up to `wake_count`
-/// waiters of `from` and moves up to `move_count` others to `to` (after
-/// checking that the word is `expected`, for the compare form).
-fn requeue(from: Key, to: Key, wake_count: u32, move_count: u32, expected: Option<u32>) -> i64 {
-    if !to.1.is_multiple_of(4) {
-        return Errno::EINVAL.as_negative();
-    }
+/// waiters of `from` (the word at `address`) and moves up to `move_count`
+/// others to `to` (after checking that the word is `expected`, for the
+/// compare form).
+fn requeue(
+    from: Key,
+    address: u64,
+    to: Key,
+    wake_count: u32,
+    move_count: u32,
+    expected: Option<u32>,
+) -> i64 {
     let mut table = WAITERS.lock();
     if let Some(expected) = expected {
-        match read_word(from.1) {
+        match read_word(address) {
             None => return Errno::EFAULT.as_negative(),
             Some(word) if word != expected => return Errno::EAGAIN.as_negative(),
             Some(_) => {}
@@ -217,5 +272,6 @@ fn requeue(from: Key, to: Key, wake_count: u32, move_count: u32, expected: Optio
 /// Wakes up to `count` threads of `process` waiting on `address` (a
 /// thread's end with `CLONE_CHILD_CLEARTID`).
 pub fn wake_address(process: &Process, address: u64, count: u32) {
-    wake((process.id(), address), count);
+    // Linux wakes this word with a shared futex call.
+    wake(Key::of(process, address, true), count);
 }

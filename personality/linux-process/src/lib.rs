@@ -11,7 +11,9 @@
 //! - `memory`: `brk`, `mmap`, `munmap`, `mprotect`, `mremap`, `mincore`,
 //!   `madvise`, `msync`;
 //! - `futex`: `futex`;
-//! - `time`: clocks, sleeps, `alarm` and interval timers (`itimer`).
+//! - `time`: clocks, sleeps, `alarm` and interval timers (`itimer`);
+//! - `scheduling`: policies, priorities, `nice`, `getcpu`, I/O
+//!   priorities.
 //!
 //! Beside the table: [`threads`] starts programs and their threads and
 //! ends them, [`programs`] records what a process runs, [`signals`] sends
@@ -32,6 +34,7 @@ pub mod itimer;
 mod lifecycle;
 mod memory;
 pub mod programs;
+mod scheduling;
 pub mod signals;
 pub mod threads;
 mod time;
@@ -181,6 +184,9 @@ pub fn handle(args: &(u64, u64, u64, u64, u64, u64, u64, u64)) -> Option<i64> {
         syscall::TGKILL => lifecycle::tgkill(strand, Some(a0), a1, a2),
         syscall::ARCH_PRCTL => lifecycle::arch_prctl(a0, a1),
         syscall::CLOCK_GETTIME => time::clock_gettime(a0, a1),
+        syscall::CLOCK_GETRES => time::clock_getres(a0, a1),
+        syscall::CLOCK_SETTIME => time::clock_settime(strand, a0, a1),
+        syscall::SETTIMEOFDAY => time::settimeofday(strand, a0, a1),
         syscall::TIME => time::time(a0),
         syscall::ALARM => time::alarm(strand, a0),
         syscall::GETITIMER => time::getitimer(strand, a0, a1),
@@ -188,6 +194,20 @@ pub fn handle(args: &(u64, u64, u64, u64, u64, u64, u64, u64)) -> Option<i64> {
         syscall::GETTIMEOFDAY => time::gettimeofday(a0, a1),
         syscall::NANOSLEEP => time::nanosleep(a0, a1),
         syscall::CLOCK_NANOSLEEP => time::clock_nanosleep(a0, a1, a2, a3),
+        syscall::SCHED_SETSCHEDULER
+        | syscall::SCHED_GETSCHEDULER
+        | syscall::SCHED_SETPARAM
+        | syscall::SCHED_GETPARAM
+        | syscall::SCHED_GET_PRIORITY_MAX
+        | syscall::SCHED_GET_PRIORITY_MIN
+        | syscall::SCHED_RR_GET_INTERVAL
+        | syscall::GETPRIORITY
+        | syscall::SETPRIORITY
+        | syscall::GETCPU
+        | syscall::IOPRIO_GET
+        | syscall::IOPRIO_SET => {
+            return scheduling::handle(strand, number, [a0, a1, a2, a3, a4, a5])
+        }
         // Restartable sequences are not offered; glibc asks at start and
         // goes on without them, so this is not reported as missing.
         syscall::RSEQ => Errno::ENOSYS.as_negative(),

@@ -122,6 +122,7 @@ pub(crate) fn fork(
     };
     let id = process::reserve_id();
     let child = process::create(id, parent.id(), memory);
+    crate::scheduling::process_forked(parent.id(), id);
     registers.rax = 0;
     if child_stack != 0 {
         registers.rsp = child_stack;
@@ -276,6 +277,7 @@ fn kill_errno(error: KillError) -> i64 {
     match error {
         KillError::NoProcess => Errno::ESRCH.as_negative(),
         KillError::BadSignal => Errno::EINVAL.as_negative(),
+        KillError::NotPermitted => Errno::EPERM.as_negative(),
     }
 }
 

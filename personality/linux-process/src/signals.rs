@@ -107,10 +107,16 @@ pub fn kill(sender: u64, pid: i32, signal: u8) -> Result<(), KillError> {
             thread: false,
         },
     };
+    let personality = crate::personality().ok_or(KillError::NoProcess)?;
     if pid > 0 {
+        if process::get(pid as u64).is_none() {
+            return Err(KillError::NoProcess);
+        }
+        if !may_signal(personality, sender, pid as u64, signal) {
+            return Err(KillError::NotPermitted);
+        }
         return send(pid as u64, info);
     }
-    let personality = crate::personality().ok_or(KillError::NoProcess)?;
     let targets = match pid {
         0 => {
             let group = personality
@@ -129,14 +135,33 @@ pub fn kill(sender: u64, pid: i32, signal: u8) -> Result<(), KillError> {
         return Err(KillError::BadSignal);
     }
     let mut reached = false;
+    let mut refused = false;
     for target in targets {
-        reached |= send(target, info).is_ok();
+        if may_signal(personality, sender, target, signal) {
+            reached |= send(target, info).is_ok();
+        } else {
+            refused = true;
+        }
     }
     if reached {
         Ok(())
+    } else if refused {
+        Err(KillError::NotPermitted)
     } else {
         Err(KillError::NoProcess)
     }
+}
+
+/// Whether process `sender` may send `signal` to process `target`: by
+/// the users' rule ([`linux::identity::may_signal`]), or `SIGCONT` within
+/// a session, as on Linux. A process the personality does not know (a
+/// kernel test program) is not checked.
+fn may_signal(personality: &linux::Personality, sender: u64, target: u64, signal: u8) -> bool {
+    let (Some(from), Some(to)) = (personality.files(sender), personality.files(target)) else {
+        return true;
+    };
+    linux::identity::may_signal(&from.credentials(), &to.credentials())
+        || (signal == SIGCONT && from.session() == to.session())
 }
 
 /// Whether the calling thread must stop waiting in the kernel: its
@@ -208,6 +233,11 @@ pub fn kill_thread(sender: u64, tgid: Option<u64>, tid: u64, signal: u8) -> Resu
         return Err(KillError::BadSignal);
     }
     let target = process::get(pid).ok_or(KillError::NoProcess)?;
+    if let Some(personality) = crate::personality() {
+        if !may_signal(personality, sender, pid, signal) {
+            return Err(KillError::NotPermitted);
+        }
+    }
     let files = crate::personality().and_then(|personality| personality.files(pid));
     let Some(files) = files else {
         return send(pid, info);

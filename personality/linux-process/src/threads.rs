@@ -383,10 +383,11 @@ pub fn start(
         return Err(String::from("the process has ended"));
     }
     let counted = process.clone();
+    let creator = sched::current().0;
     // The thread's entry returns when the program has ended (by `exit`, a
     // fault or a kill, through `hal::user::end`), so what it holds is
     // dropped: the address space, and the entry itself.
-    sched::spawn_with_stack(name, KERNEL_STACK_BYTES, move || {
+    let started = sched::spawn_with_stack(name, KERNEL_STACK_BYTES, move || {
         let strand = sched::current().0;
         process::attach(strand, &process, tid, clear_child_tid);
         hal::context::set_address_space(Some(space));
@@ -409,11 +410,17 @@ pub fn start(
             crate::futex::wake_address(&process, clear, 1);
         }
         hal::context::set_address_space(None);
+        crate::scheduling::thread_ended(strand);
         if process::thread_ended(strand, &process) {
+            crate::scheduling::process_ended(process.id());
             crate::hooks().program_replaced(process.id());
         }
-    })
-    .map_err(|_| {
+    });
+    if let Ok(thread) = &started {
+        // Its creator's policy and nice value, as Linux's children get.
+        crate::scheduling::thread_created(creator, thread.id().0);
+    }
+    started.map_err(|_| {
         process::thread_not_started(&counted);
         String::from("no memory for the thread's kernel stack")
     })

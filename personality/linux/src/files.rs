@@ -308,6 +308,81 @@ pub fn writev(files: &LinuxProcess, fd: u64, address: u64, count: u64) -> Result
     })
 }
 
+/// `preadv2`/`pwritev2` flags Linux knows (`RWF_HIPRI`, `RWF_DSYNC`,
+/// `RWF_SYNC`, `RWF_NOWAIT`, `RWF_APPEND`): accepted, since every
+/// transfer here is already synchronous and none waits for a device.
+const RWF_KNOWN: u64 = 0x1f;
+
+/// The position a `preadv`-family call names (its `pos_l`: Linux joins
+/// `pos_l` and `pos_h` as `pos_h << 32 << 32 | pos_l`, so on a 64-bit
+/// machine the high word never counts), `None` for -1 in the `*v2`
+/// forms (the file's own position), `EINVAL` for another negative one.
+fn vector_position(position: u64, current_allowed: bool) -> Result<Option<i64>, Errno> {
+    if position as i64 == -1 && current_allowed {
+        return Ok(None);
+    }
+    offset(position).map(Some)
+}
+
+/// `preadv(fd, iov, iovcnt, pos_l, pos_h)` and `preadv2(..., flags)`
+/// (`flags` `None` for the first): `readv` at a position, leaving the
+/// file's own alone; `EOPNOTSUPP` for unknown flags.
+pub fn preadv(
+    files: &LinuxProcess,
+    fd: u64,
+    address: u64,
+    count: u64,
+    [low, _high]: [u64; 2],
+    flags: Option<u64>,
+) -> Result<i64, Errno> {
+    // Checked in Linux's order: the position, the descriptor, the flags.
+    let position = vector_position(low, flags.is_some())?;
+    let file = files.fds.get(fd as i64)?;
+    if flags.is_some_and(|flags| flags & !RWF_KNOWN != 0) {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let Some(at) = position else {
+        return readv(files, fd, address, count);
+    };
+    let mut done = 0i64;
+    each_vector(address, count, |base, len| {
+        let moved = read_into(&files.transfer, base, len, |chunk, so_far| {
+            file.pread(chunk, at + done + so_far as i64)
+        })?;
+        done += moved;
+        Ok(moved)
+    })
+}
+
+/// `pwritev(fd, iov, iovcnt, pos_l, pos_h)` and `pwritev2(..., flags)`:
+/// `writev` at a position.
+pub fn pwritev(
+    files: &LinuxProcess,
+    fd: u64,
+    address: u64,
+    count: u64,
+    [low, _high]: [u64; 2],
+    flags: Option<u64>,
+) -> Result<i64, Errno> {
+    // Checked in Linux's order: the position, the descriptor, the flags.
+    let position = vector_position(low, flags.is_some())?;
+    let file = files.fds.get(fd as i64)?;
+    if flags.is_some_and(|flags| flags & !RWF_KNOWN != 0) {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let Some(at) = position else {
+        return writev(files, fd, address, count);
+    };
+    let mut done = 0i64;
+    each_vector(address, count, |base, len| {
+        let moved = write_from(&files.transfer, base, len, |chunk, so_far| {
+            file.pwrite(chunk, at + done + so_far as i64)
+        })?;
+        done += moved;
+        Ok(moved)
+    })
+}
+
 /// `lseek(fd, offset, whence)`.
 pub fn lseek(files: &LinuxProcess, fd: u64, to: u64, whence: u64) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;

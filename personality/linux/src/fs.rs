@@ -167,6 +167,25 @@ pub fn mkdirat(
     vfs.mkdir(&context, &path, mode as u32).map(|_| 0)
 }
 
+/// `mknodat(dirfd, path, mode, dev)` (and `mknod`): a regular file,
+/// FIFO, socket or (for root) device node. `dev` is the kernel's 32-bit
+/// encoding (`new_decode_dev`), which for every device number Spindle
+/// has is the C library's `makedev` value cut to 32 bits.
+pub fn mknodat(
+    vfs: &Vfs,
+    files: &LinuxProcess,
+    dirfd: u64,
+    path: u64,
+    mode: u64,
+    dev: u64,
+) -> Result<i64, Errno> {
+    let path = user::read_path(path)?;
+    let context = context_at(files, dirfd, &path)?;
+    let dev = u64::from(dev as u32);
+    let rdev = linux_abi::stat::makedev(linux_abi::stat::major(dev), linux_abi::stat::minor(dev));
+    vfs.mknod(&context, &path, mode as u32, rdev).map(|_| 0)
+}
+
 /// `unlinkat(dirfd, path, flags)` (and `unlink`, `rmdir`).
 pub fn unlinkat(
     vfs: &Vfs,

@@ -1,10 +1,13 @@
-//! Calls that describe the system: `uname`, `sysinfo`.
+//! Calls that describe the system: `uname`, `sysinfo`, and the names a
+//! system administrator sets (`sethostname`, `setdomainname`).
 
 use linux_abi::sysinfo::Sysinfo;
 use procfs::Source;
 use vfs::Errno;
 
-use crate::user;
+use alloc::vec::Vec;
+
+use crate::{credentials::CAP_SYS_ADMIN, user, LinuxProcess};
 
 /// Bytes of each `struct utsname` field.
 const FIELD: usize = 65;
@@ -15,17 +18,67 @@ pub const RELEASE: &[u8] = b"6.1.0-spindle";
 /// The version as `uname` gives it, naming Spindle.
 pub const VERSION: &[u8] = b"#1 SMP Spindle (the Linux personality of an extensible kernel)";
 
+/// Longest host or domain name (`__NEW_UTS_LEN`): the field less its
+/// NUL.
+pub const MAX_NAME: usize = FIELD - 1;
+
+/// The names of the system that root may change (Linux's UTS namespace):
+/// the host name and the NIS domain name.
+pub struct SystemNames {
+    names: spin::Mutex<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Default for SystemNames {
+    /// Host `spindle`, no domain (`(none)`, as Linux prints it).
+    fn default() -> Self {
+        SystemNames {
+            names: spin::Mutex::new((b"spindle".to_vec(), b"(none)".to_vec())),
+        }
+    }
+}
+
+/// Which name `sethostname` or `setdomainname` sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Name {
+    /// The host name (`uname`'s `nodename`).
+    Host,
+    /// The domain name (`uname`'s `domainname`).
+    Domain,
+}
+
+/// `sethostname(name, len)` or `setdomainname`: `EPERM` without
+/// `CAP_SYS_ADMIN`, `EINVAL` for a length below 0 or above 64 (an
+/// `int`), `EFAULT` for a bad name.
+pub fn set_name(
+    names: &SystemNames,
+    process: &LinuxProcess,
+    which: Name,
+    name: u64,
+    length: u64,
+) -> Result<i64, Errno> {
+    if !process.credentials().capable(CAP_SYS_ADMIN) {
+        return Err(Errno::EPERM);
+    }
+    let length = usize::try_from(length as i32).map_err(|_| Errno::EINVAL)?;
+    if length > MAX_NAME {
+        return Err(Errno::EINVAL);
+    }
+    let mut bytes = alloc::vec![0u8; length];
+    user::read(name, &mut bytes)?;
+    let mut names = names.names.lock();
+    match which {
+        Name::Host => names.0 = bytes,
+        Name::Domain => names.1 = bytes,
+    }
+    Ok(0)
+}
+
 /// `uname(buf)`: the personality answers as Linux (programs test
-/// `sysname` and parse `release`), naming Spindle in `version`.
-pub fn uname(buffer: u64) -> Result<i64, Errno> {
-    let fields: [&[u8]; 6] = [
-        SYSTEM_NAME,
-        b"spindle",
-        RELEASE,
-        VERSION,
-        b"x86_64",
-        b"(none)",
-    ];
+/// `sysname` and parse `release`), naming Spindle in `version`; the host
+/// and domain names are the system's.
+pub fn uname(names: &SystemNames, buffer: u64) -> Result<i64, Errno> {
+    let (host, domain) = names.names.lock().clone();
+    let fields: [&[u8]; 6] = [SYSTEM_NAME, &host, RELEASE, VERSION, b"x86_64", &domain];
     let mut record = [0u8; FIELD * 6];
     for (index, field) in fields.iter().enumerate() {
         record[index * FIELD..index * FIELD + field.len()].copy_from_slice(field);

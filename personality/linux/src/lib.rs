@@ -35,10 +35,11 @@ extern crate alloc;
 #[cfg(not(target_os = "none"))]
 extern crate std;
 
+pub mod credentials;
 mod fdtable;
 mod files;
 mod fs;
-mod identity;
+pub mod identity;
 mod info;
 pub mod machine;
 mod mapping;
@@ -47,6 +48,7 @@ mod poll;
 pub mod process_args;
 mod resource;
 mod sched;
+pub mod scheduling;
 pub mod signal;
 pub mod signal_frame;
 mod socket;
@@ -60,6 +62,7 @@ mod tests;
 
 use alloc::{collections::BTreeMap, sync::Arc};
 
+use credentials::Credentials;
 use dispatch::Principal;
 use vfs::{Errno, Inode, OpenFile, PathContext, Vfs};
 
@@ -92,8 +95,11 @@ pub struct LinuxProcess {
     /// changed by `prctl(PR_SET_NAME)` (busybox names itself after the
     /// applet it runs), inherited by `fork`.
     name: spin::Mutex<[u8; 16]>,
-    /// Supplementary groups (`setgroups`), sorted as Linux keeps them.
-    supplementary: spin::Mutex<alloc::vec::Vec<u32>>,
+    /// Who it is and what it may do: ids, supplementary groups,
+    /// capabilities. The file-system view (`paths`) carries a copy of the
+    /// ids permission checks use, kept in step by
+    /// [`LinuxProcess::change_credentials`].
+    credentials: spin::Mutex<Credentials>,
     /// The buffer its `read`s and `write`s move data through.
     transfer: files::TransferBuffer,
 }
@@ -122,9 +128,38 @@ impl LinuxProcess {
         self.groups.lock().1
     }
 
-    /// Its supplementary groups.
-    pub fn supplementary_groups(&self) -> alloc::vec::Vec<u32> {
-        self.supplementary.lock().clone()
+    /// Its credentials (a copy).
+    pub fn credentials(&self) -> Credentials {
+        self.credentials.lock().clone()
+    }
+
+    /// Changes its credentials by `change`, which may refuse (then
+    /// nothing changes), and gives path lookups the new file-system ids
+    /// and groups.
+    pub fn change_credentials(
+        &self,
+        change: impl FnOnce(&mut Credentials) -> Result<(), Errno>,
+    ) -> Result<(), Errno> {
+        let mut credentials = self.credentials.lock();
+        let mut new = credentials.clone();
+        change(&mut new)?;
+        let mut paths = self.paths.lock();
+        paths.uid = new.users.file_system;
+        paths.gid = new.groups.file_system;
+        paths.groups = new.supplementary.clone();
+        *credentials = new;
+        Ok(())
+    }
+
+    /// `execve` keeps the ids but saves the effective ones (Linux's
+    /// `cap_bprm_creds_from_file` without set-id files): a program may
+    /// switch back to who ran it.
+    fn program_replaced(&self) {
+        let _ = self.change_credentials(|credentials| {
+            credentials.users.saved = credentials.users.effective;
+            credentials.groups.saved = credentials.groups.effective;
+            Ok(())
+        });
     }
 
     /// Its command name (Linux's `comm`), if it has one.
@@ -224,6 +259,8 @@ pub struct Personality {
     /// What the kernel says of processes, memory and time (`sysinfo`,
     /// `times`, `getrusage`; the same source `/proc` reads).
     system: Arc<dyn procfs::Source>,
+    /// The host and domain names (`uname`, `sethostname`).
+    names: info::SystemNames,
 }
 
 impl Personality {
@@ -256,6 +293,7 @@ impl Personality {
             processes: spin::Mutex::new(BTreeMap::new()),
             start_directory: spin::Mutex::new(None),
             system,
+            names: info::SystemNames::default(),
         }
     }
 
@@ -302,7 +340,7 @@ impl Personality {
             groups: spin::Mutex::new((pid, pid)),
             robust_list: spin::Mutex::new(0),
             name: spin::Mutex::new([0; 16]),
-            supplementary: spin::Mutex::new(alloc::vec::Vec::new()),
+            credentials: spin::Mutex::new(Credentials::root()),
             transfer: files::TransferBuffer::default(),
         };
         self.processes.lock().insert(pid, Arc::new(files));
@@ -336,7 +374,7 @@ impl Personality {
             groups: spin::Mutex::new(*parent_files.groups.lock()),
             robust_list: spin::Mutex::new(0),
             name: spin::Mutex::new(*parent_files.name.lock()),
-            supplementary: spin::Mutex::new(parent_files.supplementary.lock().clone()),
+            credentials: spin::Mutex::new(parent_files.credentials()),
             transfer: files::TransferBuffer::default(),
         };
         self.processes.lock().insert(child, Arc::new(files));
@@ -406,10 +444,11 @@ impl Personality {
     }
 
     /// Process `pid` replaced its program (`execve`): descriptors marked
-    /// close-on-exec are closed.
+    /// close-on-exec are closed, the effective ids are saved.
     pub fn process_executed(&self, pid: u64) {
         if let Some(files) = self.files(pid) {
             files.signals.lock().reset_for_exec();
+            files.program_replaced();
             for fd in files.fds.descriptors() {
                 if files.fds.close_on_exec(i64::from(fd)) == Ok(true) {
                     let _ = files.fds.close(i64::from(fd));
@@ -519,6 +558,7 @@ pub fn owns(number: u64) -> bool {
 /// The system-call table: one line per call of the personality's own
 /// families; `None` for the calls left to the kernel's core.
 fn table(number: u64) -> Option<Implementation> {
+    use identity::IdChange;
     use linux_abi::{fcntl::*, syscall::*};
     Some(match number {
         READ => |c, [fd, buf, count, ..]| files::read(c.files, fd, buf, count),
@@ -527,6 +567,18 @@ fn table(number: u64) -> Option<Implementation> {
         WRITEV => |c, [fd, iov, count, ..]| files::writev(c.files, fd, iov, count),
         PREAD64 => |c, [fd, buf, count, at, ..]| files::pread(c.files, fd, buf, count, at),
         PWRITE64 => |c, [fd, buf, count, at, ..]| files::pwrite(c.files, fd, buf, count, at),
+        PREADV => |c, [fd, iov, count, low, high, _]| {
+            files::preadv(c.files, fd, iov, count, [low, high], None)
+        },
+        PWRITEV => |c, [fd, iov, count, low, high, _]| {
+            files::pwritev(c.files, fd, iov, count, [low, high], None)
+        },
+        PREADV2 => |c, [fd, iov, count, low, high, flags]| {
+            files::preadv(c.files, fd, iov, count, [low, high], Some(flags))
+        },
+        PWRITEV2 => |c, [fd, iov, count, low, high, flags]| {
+            files::pwritev(c.files, fd, iov, count, [low, high], Some(flags))
+        },
         LSEEK => |c, [fd, to, whence, ..]| files::lseek(c.files, fd, to, whence),
         CLOSE => |c, [fd, ..]| files::close(c.files, fd),
         DUP => |c, [fd, ..]| files::dup(c.files, fd),
@@ -568,6 +620,10 @@ fn table(number: u64) -> Option<Implementation> {
         }
         MKDIR => |c, [path, mode, ..]| fs::mkdirat(c.vfs, c.files, AT_FDCWD, path, mode),
         MKDIRAT => |c, [dir, path, mode, ..]| fs::mkdirat(c.vfs, c.files, dir, path, mode),
+        MKNOD => |c, [path, mode, dev, ..]| fs::mknodat(c.vfs, c.files, AT_FDCWD, path, mode, dev),
+        MKNODAT => {
+            |c, [dir, path, mode, dev, ..]| fs::mknodat(c.vfs, c.files, dir, path, mode, dev)
+        }
         RMDIR => |c, [path, ..]| fs::unlinkat(c.vfs, c.files, AT_FDCWD, path, AT_REMOVEDIR),
         UNLINK => |c, [path, ..]| fs::unlinkat(c.vfs, c.files, AT_FDCWD, path, 0),
         UNLINKAT => |c, [dir, path, flags, ..]| fs::unlinkat(c.vfs, c.files, dir, path, flags),
@@ -618,7 +674,25 @@ fn table(number: u64) -> Option<Implementation> {
         CHDIR => |c, [path, ..]| fs::chdir(c.vfs, c.files, path),
         FCHDIR => |c, [fd, ..]| fs::fchdir(c.files, fd),
         UMASK => |c, [mask, ..]| Ok(i64::from(c.files.set_umask(mask as u32))),
-        UNAME => |_, [buf, ..]| info::uname(buf),
+        UNAME => |c, [buf, ..]| info::uname(&c.personality.names, buf),
+        SETHOSTNAME => |c, [name, length, ..]| {
+            info::set_name(
+                &c.personality.names,
+                c.files,
+                info::Name::Host,
+                name,
+                length,
+            )
+        },
+        SETDOMAINNAME => |c, [name, length, ..]| {
+            info::set_name(
+                &c.personality.names,
+                c.files,
+                info::Name::Domain,
+                name,
+                length,
+            )
+        },
         SYSINFO => |c, [buf, ..]| info::sysinfo(&*c.personality.system, buf),
         POLL => |c, [fds, count, timeout, ..]| {
             poll::poll(c.files, fds, count, poll::timeout_argument(timeout))
@@ -647,9 +721,22 @@ fn table(number: u64) -> Option<Implementation> {
             signal::rt_sigtimedwait(c.files, set, info, timeout, size)
         },
         PAUSE => |c, _| signal::pause(c.files),
-        GETUID | GETEUID | GETGID | GETEGID => |_, _| identity::root_id(),
-        SETUID | SETGID => |_, [id, ..]| identity::set_id(id),
-        GETRESUID | GETRESGID => |_, [r, e, s, ..]| identity::getres_ids(r, e, s),
+        GETUID => |c, _| identity::get_id(c.files, identity::Which::RealUser),
+        GETEUID => |c, _| identity::get_id(c.files, identity::Which::EffectiveUser),
+        GETGID => |c, _| identity::get_id(c.files, identity::Which::RealGroup),
+        GETEGID => |c, _| identity::get_id(c.files, identity::Which::EffectiveGroup),
+        SETUID => |c, [id, ..]| identity::set_ids(c.files, IdChange::User(id)),
+        SETGID => |c, [id, ..]| identity::set_ids(c.files, IdChange::Group(id)),
+        SETREUID => |c, [r, e, ..]| identity::set_ids(c.files, IdChange::RealEffectiveUser(r, e)),
+        SETREGID => |c, [r, e, ..]| identity::set_ids(c.files, IdChange::RealEffectiveGroup(r, e)),
+        SETRESUID => |c, [r, e, s, ..]| identity::set_ids(c.files, IdChange::AllUsers(r, e, s)),
+        SETRESGID => |c, [r, e, s, ..]| identity::set_ids(c.files, IdChange::AllGroups(r, e, s)),
+        SETFSUID => |c, [id, ..]| identity::set_file_system_id(c.files, id, false),
+        SETFSGID => |c, [id, ..]| identity::set_file_system_id(c.files, id, true),
+        GETRESUID => |c, [r, e, s, ..]| identity::getres_ids(c.files, [r, e, s], false),
+        GETRESGID => |c, [r, e, s, ..]| identity::getres_ids(c.files, [r, e, s], true),
+        CAPGET => |c, [header, data, ..]| identity::capget(header, data, |pid| c.process(pid).ok()),
+        CAPSET => |c, [header, data, ..]| identity::capset(c.files, c.pid, header, data),
         GETGROUPS => |c, [size, list, ..]| identity::getgroups(c.files, size, list),
         SETGROUPS => |c, [size, list, ..]| identity::setgroups(c.files, size, list),
         GETPGRP => |c, _| Ok(c.files.process_group() as i64),

@@ -307,11 +307,24 @@ pub enum FutexOperation {
     CompareRequeue,
 }
 
+/// Whether a `futex` operation may reach other processes' waiters: true
+/// unless `FUTEX_PRIVATE_FLAG` is set, as on Linux, where such a word in
+/// shared memory is found by the memory, not the address.
+pub fn futex_is_shared(operation: u64) -> bool {
+    operation & futex_op::PRIVATE == 0
+}
+
+/// Whether a `futex` wait's absolute timeout is a wall-clock time
+/// (`FUTEX_CLOCK_REALTIME`) rather than an uptime (`CLOCK_MONOTONIC`).
+pub fn futex_uses_wall_clock(operation: u64) -> bool {
+    operation & futex_op::CLOCK_REALTIME != 0
+}
+
 /// Decodes `futex(address, operation, ...)`: `EINVAL` for an address
 /// that is not 4-byte aligned, `ENOSYS` for an operation not offered
-/// (priority inheritance, `FUTEX_WAKE_OP`). `FUTEX_PRIVATE_FLAG` and
-/// `FUTEX_CLOCK_REALTIME` are accepted: processes share no futex words,
-/// and every clock reads the same time.
+/// (priority inheritance, `FUTEX_WAKE_OP`). `FUTEX_PRIVATE_FLAG` is
+/// read by [`futex_is_shared`], `FUTEX_CLOCK_REALTIME` by
+/// [`futex_uses_wall_clock`].
 pub fn futex_operation(address: u64, operation: u64) -> Result<FutexOperation, Errno> {
     if !address.is_multiple_of(4) {
         return Err(Errno::EINVAL);
@@ -326,28 +339,58 @@ pub fn futex_operation(address: u64, operation: u64) -> Result<FutexOperation, E
     }
 }
 
-/// The highest clock id `clock_gettime` and `clock_nanosleep` accept
-/// (`CLOCK_REALTIME` 0 to `CLOCK_BOOTTIME` 7; every one reads the time
-/// since boot).
-pub const MAX_CLOCK: u64 = 7;
+/// What a clock id reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    /// The wall clock, which root may set: `CLOCK_REALTIME`, its coarse
+    /// and alarm forms, `CLOCK_TAI`.
+    Wall,
+    /// The time since boot, which only moves forward: `CLOCK_MONOTONIC`
+    /// and its raw and coarse forms, `CLOCK_BOOTTIME` (nothing suspends),
+    /// and the CPU-time clocks, which read it too.
+    Uptime,
+}
 
-/// Checks a clock id: `EINVAL` past [`MAX_CLOCK`].
-pub fn clock(clock: u64) -> Result<(), Errno> {
-    if clock > MAX_CLOCK {
-        return Err(Errno::EINVAL);
+/// `CLOCK_REALTIME`: the only clock `clock_settime` sets.
+pub const CLOCK_REALTIME: u64 = 0;
+/// The clocks whose resolution is a tick (`CLOCK_REALTIME_COARSE` 5,
+/// `CLOCK_MONOTONIC_COARSE` 6).
+const COARSE_CLOCKS: [u64; 2] = [5, 6];
+/// A coarse clock's resolution: one tick of Linux's usual 250 Hz.
+const COARSE_RESOLUTION_NS: u64 = 4_000_000;
+
+/// Decodes a clock id: `EINVAL` for one Linux does not have (above
+/// `CLOCK_TAI` 11, the retired `CLOCK_SGI_CYCLE` 10, and the negative
+/// ids of other processes' CPU clocks, not offered).
+pub fn clock(clock: u64) -> Result<Clock, Errno> {
+    match clock {
+        0 | 5 | 8 | 11 => Ok(Clock::Wall),
+        1..=4 | 6 | 7 | 9 => Ok(Clock::Uptime),
+        _ => Err(Errno::EINVAL),
     }
-    Ok(())
+}
+
+/// `clock_getres`: the clock's resolution in nanoseconds (1 for the
+/// precise clocks, a tick for the coarse ones).
+pub fn clock_resolution(clock: u64) -> Result<u64, Errno> {
+    self::clock(clock)?;
+    Ok(if COARSE_CLOCKS.contains(&clock) {
+        COARSE_RESOLUTION_NS
+    } else {
+        1
+    })
 }
 
 /// Checks `clock_nanosleep(clock, flags, ...)`: the clock, and no flag
-/// but `TIMER_ABSTIME` (`EINVAL`). Returns whether the time is absolute.
-pub fn sleep_is_absolute(clock: u64, flags: u64) -> Result<bool, Errno> {
+/// but `TIMER_ABSTIME` (`EINVAL`). Returns the clock and whether the
+/// time is absolute.
+pub fn sleep_clock(clock: u64, flags: u64) -> Result<(Clock, bool), Errno> {
     const TIMER_ABSTIME: u64 = 1;
-    self::clock(clock)?;
+    let kind = self::clock(clock)?;
     if flags & !TIMER_ABSTIME != 0 {
         return Err(Errno::EINVAL);
     }
-    Ok(flags & TIMER_ABSTIME != 0)
+    Ok((kind, flags & TIMER_ABSTIME != 0))
 }
 
 /// How many scripts may name each other's interpreter in a row (Linux's
@@ -536,15 +579,31 @@ mod tests {
     }
 
     #[test]
-    fn clocks_past_boottime_are_refused() {
-        assert_eq!(clock(0), Ok(()));
-        assert_eq!(clock(MAX_CLOCK), Ok(()));
-        assert_eq!(clock(MAX_CLOCK + 1), Err(Errno::EINVAL));
+    fn futexes_are_shared_unless_marked_private() {
+        assert!(futex_is_shared(0));
+        assert!(futex_is_shared(9 | futex_op::CLOCK_REALTIME));
+        assert!(!futex_is_shared(futex_op::PRIVATE));
+        assert!(!futex_is_shared(1 | futex_op::PRIVATE));
+        assert!(futex_uses_wall_clock(9 | futex_op::CLOCK_REALTIME));
+        assert!(!futex_uses_wall_clock(9 | futex_op::PRIVATE));
+    }
+
+    #[test]
+    fn clocks_are_the_wall_clock_or_the_uptime() {
+        assert_eq!(clock(0), Ok(Clock::Wall));
+        assert_eq!(clock(1), Ok(Clock::Uptime));
+        assert_eq!(clock(7), Ok(Clock::Uptime), "CLOCK_BOOTTIME");
+        assert_eq!(clock(11), Ok(Clock::Wall), "CLOCK_TAI");
+        assert_eq!(clock(10), Err(Errno::EINVAL), "CLOCK_SGI_CYCLE");
+        assert_eq!(clock(12), Err(Errno::EINVAL));
         assert_eq!(clock(u64::MAX), Err(Errno::EINVAL));
-        assert_eq!(sleep_is_absolute(1, 0), Ok(false));
-        assert_eq!(sleep_is_absolute(1, 1), Ok(true));
-        assert_eq!(sleep_is_absolute(1, 2), Err(Errno::EINVAL));
-        assert_eq!(sleep_is_absolute(MAX_CLOCK + 1, 0), Err(Errno::EINVAL));
+        assert_eq!(clock_resolution(1), Ok(1));
+        assert_eq!(clock_resolution(5), Ok(4_000_000));
+        assert_eq!(clock_resolution(10), Err(Errno::EINVAL));
+        assert_eq!(sleep_clock(1, 0), Ok((Clock::Uptime, false)));
+        assert_eq!(sleep_clock(0, 1), Ok((Clock::Wall, true)));
+        assert_eq!(sleep_clock(1, 2), Err(Errno::EINVAL));
+        assert_eq!(sleep_clock(12, 0), Err(Errno::EINVAL));
     }
 
     #[test]

@@ -577,6 +577,20 @@ pub fn process_of_thread(tid: u64) -> Option<u64> {
         .map(|record| record.process.id)
 }
 
+/// The strand running thread `tid`, if it is running.
+pub fn strand_of_thread(tid: u64) -> Option<u64> {
+    BY_STRAND
+        .lock()
+        .iter()
+        .find(|(_, record)| record.tid == tid)
+        .map(|(&strand, _)| strand)
+}
+
+/// The strands running the threads of process `id`.
+pub fn strands_of_process(id: u64) -> Vec<u64> {
+    strands_of(id)
+}
+
 /// The process the running thread runs a program of, if any.
 pub fn current() -> Option<Arc<Process>> {
     of_strand(sched::current().0)
@@ -928,6 +942,9 @@ pub enum KillError {
     NoProcess,
     /// Not a signal number (`EINVAL`).
     BadSignal,
+    /// The sender may not signal the target (`EPERM`): a personality's
+    /// rule, such as Linux's user-id check.
+    NotPermitted,
 }
 
 /// Sends `signal` to process `id`: with no handlers yet (signals come with

@@ -1,8 +1,15 @@
 //! Kernel threads ("strands" in SPIN) and the global scheduler.
 //!
-//! Policy: preemptive round robin. Every ready thread runs for at most
-//! [`TIME_SLICE_TICKS`] timer ticks before the next ready thread takes over;
-//! the idle thread runs only when nothing else is ready. Threads block on
+//! Policy: preemptive round robin within strict ranks. A thread's
+//! [`Scheduling`] gives its rank and its time slice: a ready thread of a
+//! higher rank always runs before any of a lower one (within one tick of
+//! becoming ready), and threads of one rank take turns, each running for
+//! at most its slice ([`TIME_SLICE_TICKS`] unless set otherwise; a thread
+//! with no slice runs until it parks or a higher rank preempts it). Every
+//! thread starts at rank 0 with the usual slice. The idle thread runs
+//! only when nothing else is ready. Personalities map their priorities
+//! onto ranks and slices (Linux's real-time policies onto ranks, `nice`
+//! onto slices). Threads block on
 //! [`sync::Mutex`], [`sync::Condvar`], [`sleep_ms`] and [`JoinHandle::join`].
 //!
 //! Strands of an application-scheduled group (the kernel's `strands`) are
@@ -53,6 +60,29 @@ use hal::{
 pub const TIME_SLICE_TICKS: u32 = 10;
 /// Stack size of a kernel thread.
 pub const STACK_BYTES: u64 = 64 * 1024;
+
+/// How the scheduler treats a thread ([`set_scheduling`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scheduling {
+    /// Its rank: ready threads of a higher rank run first.
+    pub rank: u8,
+    /// Timer ticks it may run before the next ready thread of its rank
+    /// takes over (at least 1); `None` runs it until it parks or yields.
+    pub slice_ticks: Option<u32>,
+}
+
+impl Scheduling {
+    /// What every thread starts with: rank 0, [`TIME_SLICE_TICKS`].
+    pub const DEFAULT: Scheduling = Scheduling {
+        rank: 0,
+        slice_ticks: Some(TIME_SLICE_TICKS),
+    };
+
+    /// Its slice as the tick countdown takes it.
+    fn countdown(&self) -> u32 {
+        self.slice_ticks.map_or(u32::MAX, |ticks| ticks.max(1))
+    }
+}
 
 /// Identifies a thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -180,6 +210,8 @@ struct Thread {
     /// voluntary context switches. The other times it was scheduled
     /// ended with it still runnable (preempted, yielded).
     voluntary_switches: u64,
+    /// Its rank and slice.
+    scheduling: Scheduling,
 }
 
 impl Thread {
@@ -313,16 +345,47 @@ impl Scheduler {
                 wake_at: None,
                 times_scheduled: 0,
                 voluntary_switches: 0,
+                scheduling: Scheduling::DEFAULT,
             },
         );
         (id, completion)
+    }
+
+    /// Queues ready thread `id` of rank `rank` behind every ready thread
+    /// of its rank or higher. Rank 0, every thread's unless a personality
+    /// raised it, goes to the back without looking at the queue.
+    fn enqueue(&mut self, id: ThreadId, rank: u8) {
+        if rank == 0 {
+            self.ready.push_back(id);
+            return;
+        }
+        let threads = &self.threads;
+        let behind = self
+            .ready
+            .iter()
+            .position(|other| {
+                threads
+                    .get(other.0)
+                    .is_some_and(|other| other.scheduling.rank < rank)
+            })
+            .unwrap_or(self.ready.len());
+        self.ready.insert(behind, id);
+        // The running thread of a lower rank gives way at the next tick.
+        if self
+            .threads
+            .get(self.current.0)
+            .is_some_and(|current| current.scheduling.rank < rank)
+        {
+            self.slice_left = 0;
+        }
     }
 
     fn make_ready(&mut self, id: ThreadId) {
         if let Some(thread) = self.threads.get_mut(id.0) {
             if matches!(thread.state, ThreadState::Blocked | ThreadState::Sleeping) {
                 thread.enter(ThreadState::Ready, "");
-                self.ready.push_back(id);
+                let rank = thread.scheduling.rank;
+                self.enqueue(id, rank);
             }
         }
     }
@@ -337,7 +400,8 @@ impl Scheduler {
                     return true;
                 }
                 thread.enter(ThreadState::Ready, "");
-                self.ready.push_back(id);
+                let rank = thread.scheduling.rank;
+                self.enqueue(id, rank);
             } else {
                 // Running or ready: it may be between registering as a
                 // waiter and parking (see `block_prepared`).
@@ -358,9 +422,9 @@ impl Scheduler {
     /// up to is the one the next starts at (one clock read per switch).
     fn pick_next_at(&mut self, now: u64) -> Option<Arc<Context>> {
         let next = self.ready.pop_front().unwrap_or(self.idle);
-        self.slice_left = TIME_SLICE_TICKS;
         if next == self.current {
             if let Some(thread) = self.threads.get_mut(next.0) {
+                self.slice_left = thread.scheduling.countdown();
                 if thread.state != ThreadState::Running {
                     thread.enter_at(ThreadState::Running, "", now);
                 }
@@ -371,6 +435,7 @@ impl Scheduler {
         CURRENT.store(next.0, Ordering::Relaxed);
         self.context_switches += 1;
         let thread = self.threads.get_mut(next.0).expect("ready thread vanished");
+        self.slice_left = thread.scheduling.countdown();
         thread.enter_at(ThreadState::Running, "", now);
         // Counted here and where a thread parks, where the thread is at
         // hand already: a switch costs no extra lookup.
@@ -398,8 +463,9 @@ impl Scheduler {
         if let Some(thread) = self.threads.get_mut(current.0) {
             if thread.state == ThreadState::Running {
                 thread.enter_at(ThreadState::Ready, "", now);
+                let rank = thread.scheduling.rank;
                 if current != self.idle {
-                    self.ready.push_back(current);
+                    self.enqueue(current, rank);
                 }
             }
         }
@@ -983,6 +1049,33 @@ impl Drop for PreemptionOff {
 /// Sections with preemption off now ([`preemption_off`]).
 pub fn preemption_off_depth() -> u64 {
     PREEMPT_OFF.load(Ordering::Relaxed)
+}
+
+/// Sets how the scheduler treats thread `id` from now on (its next turn
+/// on the processor, or its next place in the ready queue); false if it
+/// does not exist.
+pub fn set_scheduling(id: ThreadId, scheduling: Scheduling) -> bool {
+    with_scheduler(|scheduler| {
+        let Some(thread) = scheduler.threads.get_mut(id.0) else {
+            return false;
+        };
+        let was = core::mem::replace(&mut thread.scheduling, scheduling);
+        let state = thread.state;
+        if state == ThreadState::Ready && was.rank != scheduling.rank {
+            // Requeued at its new rank's place.
+            scheduler.ready.retain(|&ready| ready != id);
+            scheduler.enqueue(id, scheduling.rank);
+        }
+        if id == scheduler.current {
+            scheduler.slice_left = scheduler.slice_left.min(scheduling.countdown());
+        }
+        true
+    })
+}
+
+/// How the scheduler treats thread `id`, if it exists.
+pub fn scheduling(id: ThreadId) -> Option<Scheduling> {
+    with_scheduler(|scheduler| scheduler.threads.get(id.0).map(|thread| thread.scheduling))
 }
 
 /// Thread `id`'s state and the timer ticks it has run, if it exists (the

@@ -48,15 +48,8 @@ impl Vfs {
         let target = self.resolve_parent(context, path)?;
         let is_directory = kind == NodeKind::Directory;
         let name = self.prepare_create(context, &target, is_directory)?;
-        target.parent.create(
-            &name,
-            NewNode {
-                kind,
-                permissions: permissions & !context.umask & MODE_PERMISSION_BITS,
-                uid: context.uid,
-                gid: context.gid,
-            },
-        )
+        let node = new_node(context, &*target.parent, kind, permissions);
+        target.parent.create(&name, node)
     }
 
     /// `mkdir(path, mode)`.
@@ -88,6 +81,8 @@ impl Vfs {
             Some(FileType::BlockDevice) => NodeKind::BlockDevice(rdev),
             Some(FileType::Fifo) => NodeKind::Fifo,
             Some(FileType::Socket) => NodeKind::Socket,
+            // Directories are made by mkdir, as Linux's `may_mknod` says.
+            Some(FileType::Directory) => return Err(Errno::EPERM),
             _ => return Err(Errno::EINVAL),
         };
         if matches!(kind, NodeKind::CharDevice(_) | NodeKind::BlockDevice(_)) && context.uid != 0 {
@@ -286,7 +281,7 @@ impl Vfs {
         let changes_owner = changes.uid.is_some_and(|uid| uid != metadata.uid);
         let changes_group = changes
             .gid
-            .is_some_and(|gid| gid != metadata.gid && gid != context.gid);
+            .is_some_and(|gid| gid != metadata.gid && !context.in_group(gid));
         if context.uid != 0 && (changes_owner || changes_group) {
             return Err(Errno::EPERM);
         }
@@ -319,5 +314,45 @@ impl Vfs {
         }
         Vfs::check_access(context, &*inode, MAY_EXEC)?;
         Ok(inode)
+    }
+}
+
+/// The set-group-id bit of a mode.
+const S_ISGID: u32 = 0o2000;
+
+/// A node to make in `parent` for `context` (Linux's `inode_init_owner`):
+/// owned by the asker's user, and by its group unless the directory is
+/// set-group-id, whose group it then takes (a directory also the bit).
+/// A set-group-id, group-executable file made in another group by a
+/// non-root asker loses the bit. The umask applies.
+pub(crate) fn new_node<'a>(
+    context: &PathContext,
+    parent: &dyn Inode,
+    kind: NodeKind<'a>,
+    permissions: u32,
+) -> NewNode<'a> {
+    let mut permissions = permissions & !context.umask & MODE_PERMISSION_BITS;
+    let directory = parent.metadata();
+    let gid = if directory.mode & S_ISGID != 0 {
+        if kind == NodeKind::Directory {
+            permissions |= S_ISGID;
+        }
+        directory.gid
+    } else {
+        context.gid
+    };
+    if kind != NodeKind::Directory
+        && permissions & S_ISGID != 0
+        && permissions & 0o010 != 0
+        && context.uid != 0
+        && !context.in_group(gid)
+    {
+        permissions &= !S_ISGID;
+    }
+    NewNode {
+        kind,
+        permissions,
+        uid: context.uid,
+        gid,
     }
 }

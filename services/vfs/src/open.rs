@@ -10,8 +10,8 @@ use crate::{
         O_ACCMODE, O_CREAT, O_DIRECTORY, O_EXCL, O_NOFOLLOW, O_PATH, O_RDONLY, O_TMPFILE, O_TRUNC,
         O_WRONLY,
     },
-    inode::{Inode, NewNode, NodeKind},
-    metadata::{FileType, MODE_PERMISSION_BITS},
+    inode::{Inode, NodeKind},
+    metadata::FileType,
     path::LastComponent,
     vfs::{PathContext, Vfs, MAY_READ, MAY_WRITE},
     Errno,
@@ -145,12 +145,12 @@ impl Vfs {
                 }
                 Err(Errno::ENOENT) => {
                     self.check_modify(context, &*target.parent)?;
-                    let node = NewNode {
-                        kind: NodeKind::Regular,
-                        permissions: mode & !context.umask & MODE_PERMISSION_BITS,
-                        uid: context.uid,
-                        gid: context.gid,
-                    };
+                    let node = crate::namespace::new_node(
+                        context,
+                        &*target.parent,
+                        NodeKind::Regular,
+                        mode,
+                    );
                     return match target.parent.create(&name, node) {
                         Ok(inode) => Ok((inode, true, Some((target.parent.clone(), name)))),
                         // Made by someone else meanwhile: open theirs.

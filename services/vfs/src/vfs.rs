@@ -26,8 +26,19 @@ pub struct PathContext {
     pub uid: u32,
     /// Effective group id.
     pub gid: u32,
+    /// Supplementary groups, sorted: group permission bits apply to
+    /// their files too.
+    pub groups: Arc<[u32]>,
     /// Permission bits cleared from new files and directories.
     pub umask: u32,
+}
+
+impl PathContext {
+    /// Whether the asker is in group `gid`: its effective group or one of
+    /// its supplementary groups.
+    pub fn in_group(&self, gid: u32) -> bool {
+        gid == self.gid || self.groups.binary_search(&gid).is_ok()
+    }
 }
 
 /// Permission to ask for in [`Vfs::permitted`].
@@ -80,6 +91,7 @@ impl Vfs {
             cwd: self.root(),
             uid,
             gid,
+            groups: Arc::from(Vec::new()),
             umask: 0o022,
         }
     }
@@ -183,7 +195,8 @@ impl Vfs {
     /// Whether `context` may access a file with `metadata` as `want` (a
     /// mix of [`MAY_READ`], [`MAY_WRITE`], [`MAY_EXEC`]): the owner, group
     /// or other bits, with root passing all but executing a file with no
-    /// execute bit at all. Supplementary groups are not consulted yet.
+    /// execute bit at all. The group bits apply to the effective group
+    /// and the supplementary groups.
     pub fn permitted(context: &PathContext, metadata: &Metadata, want: u32) -> bool {
         if context.uid == 0 {
             let executable = metadata.is_dir() || metadata.mode & 0o111 != 0;
@@ -191,7 +204,7 @@ impl Vfs {
         }
         let bits = if context.uid == metadata.uid {
             metadata.mode >> 6
-        } else if context.gid == metadata.gid {
+        } else if context.in_group(metadata.gid) {
             metadata.mode >> 3
         } else {
             metadata.mode

@@ -295,6 +295,20 @@ impl<P: PageTables> AddressMap<P> {
             .filter(|region| address < region.end)
     }
 
+    /// Which shared memory the word at `address` is in, if a shared
+    /// region holds it: the object (a number that stays the object's
+    /// while any region maps it, the same in every address map that
+    /// shares it) and the object's page. Shared futexes are keyed by it,
+    /// so processes that map one object find each other's waiters
+    /// whatever addresses they map it at.
+    pub fn shared_page_at(&self, address: u64) -> Option<(usize, u64)> {
+        let (object, page) = self.region_at(address)?.object_page(address)?;
+        let object = self.objects.get(&object)?;
+        // The allocation's address names the object: every map holds
+        // the same `Arc`, and it cannot move or be reused while mapped.
+        Some((Arc::as_ptr(object) as *const () as usize, page))
+    }
+
     /// Whether any region overlaps `[start, end)`.
     fn overlaps(&self, start: u64, end: u64) -> bool {
         self.regions

@@ -440,3 +440,41 @@ fn dup2_and_dup3_compare_and_answer_descriptors_as_ints() {
     );
     assert_eq!(fixture.call(DUP3, &[(1 << 32) | 1, 5, 0]), 5);
 }
+
+#[test]
+fn preadv_and_pwritev_move_vectors_at_a_position_and_leave_the_offset() {
+    let fixture = Fixture::new();
+    fixture.make_file(b"/tmp/v", b"0123456789");
+    let fd = fixture.open(b"/tmp/v", flags::O_RDWR);
+    put(4096, b"ab");
+    put(8192, b"cd");
+    let vectors = put_iovecs(0, &[(at(4096), 2), (at(8192), 2)]);
+    assert_eq!(fixture.call(PWRITEV, &[fd, vectors, 2, 3, 0]), 4);
+    assert_eq!(fixture.file_contents(b"/tmp/v"), b"012abcd789");
+    assert_eq!(fixture.call(LSEEK, &[fd, 0, 1]), 0, "the offset stayed");
+    let into = put_iovecs(64, &[(at(12288), 3), (at(16384), 20)]);
+    assert_eq!(fixture.call(PREADV, &[fd, into, 2, 4, 0]), 6);
+    assert_eq!(fake::peek(at(12288), 3), b"bcd");
+    assert_eq!(fake::peek(at(16384), 3), b"789");
+    // The *v2 forms: -1 is the file's own position, which then moves.
+    assert_eq!(fixture.call(PREADV2, &[fd, into, 1, u64::MAX, 0, 0]), 3);
+    assert_eq!(fake::peek(at(12288), 3), b"012");
+    assert_eq!(fixture.call(LSEEK, &[fd, 0, 1]), 3);
+    // Errors in Linux's order: position, descriptor, flags.
+    assert_eq!(
+        fixture.call(PREADV, &[fd, into, 1, u64::MAX, 0]),
+        err(Errno::EINVAL)
+    );
+    assert_eq!(
+        fixture.call(PREADV, &[99, into, 1, u64::MAX, 0]),
+        err(Errno::EINVAL)
+    );
+    assert_eq!(
+        fixture.call(PREADV2, &[99, into, 1, 0, 0, 0]),
+        err(Errno::EBADF)
+    );
+    assert_eq!(
+        fixture.call(PWRITEV2, &[fd, vectors, 1, 0, 0, 1 << 8]),
+        err(Errno::EOPNOTSUPP)
+    );
+}

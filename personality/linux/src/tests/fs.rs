@@ -381,3 +381,67 @@ fn umask_keeps_only_permission_bits() {
     assert_eq!(fixture.call(UMASK, &[0o022]), 0o777);
     assert_eq!(fixture.call(UMASK, &[previous as u64]), 0o022);
 }
+
+#[test]
+fn mknod_makes_fifos_files_and_root_s_devices() {
+    let fixture = Fixture::new();
+    let stat = at(4096);
+    assert_eq!(fixture.call_path(MKNOD, b"/tmp/fifo", &[0o10644, 0]), 0);
+    assert_eq!(fixture.call_path(STAT, b"/tmp/fifo", &[stat]), 0);
+    let mode = u32::from_le_bytes(fake::peek(stat + 24, 4).try_into().unwrap());
+    assert_eq!(mode, 0o10644 & !0o022, "a FIFO, with the umask applied");
+    assert_eq!(
+        fixture.call_path(MKNOD, b"/tmp/plain", &[0o600, 0]),
+        0,
+        "0: a regular file"
+    );
+    assert_eq!(
+        fixture.call_path(MKNOD, b"/tmp/plain", &[0o600, 0]),
+        err(Errno::EEXIST)
+    );
+    assert_eq!(
+        fixture.call_path(MKNOD, b"/tmp/dir", &[0o40755, 0]),
+        err(Errno::EPERM)
+    );
+    assert_eq!(
+        fixture.call_path(MKNOD, b"/tmp/odd", &[0o170755, 0]),
+        err(Errno::EINVAL)
+    );
+    // /dev/null's number (1, 3), encoded as the kernel takes it.
+    assert_eq!(
+        fixture.call_path(MKNOD, b"/tmp/null", &[0o20666, (1 << 8) | 3]),
+        0
+    );
+    assert_eq!(fixture.call_path(STAT, b"/tmp/null", &[stat]), 0);
+    let rdev = u64::from_le_bytes(fake::peek(stat + 40, 8).try_into().unwrap());
+    assert_eq!(
+        (linux_abi::stat::major(rdev), linux_abi::stat::minor(rdev)),
+        (1, 3)
+    );
+    assert_eq!(fixture.call(SETRESUID, &[1, 1, 1]), 0);
+    assert_eq!(
+        fixture.call_path(MKNOD, b"/tmp/null2", &[0o20666, 0x103]),
+        err(Errno::EPERM)
+    );
+}
+
+#[test]
+fn a_set_group_id_directory_gives_its_group_to_what_is_made_in_it() {
+    let fixture = Fixture::new();
+    let stat = at(4096);
+    assert_eq!(fixture.call_path(MKDIR, b"/tmp/shared", &[0o777]), 0);
+    assert_eq!(fixture.call_path(CHOWN, b"/tmp/shared", &[0, 50]), 0);
+    assert_eq!(fixture.call_path(CHMOD, b"/tmp/shared", &[0o2777]), 0);
+    assert_eq!(
+        fixture.call_path(MKNOD, b"/tmp/shared/file", &[0o10644, 0]),
+        0
+    );
+    assert_eq!(fixture.call_path(MKDIR, b"/tmp/shared/sub", &[0o755]), 0);
+    for path in [&b"/tmp/shared/file"[..], b"/tmp/shared/sub"] {
+        assert_eq!(fixture.call_path(STAT, path, &[stat]), 0);
+        let gid = u32::from_le_bytes(fake::peek(stat + 32, 4).try_into().unwrap());
+        assert_eq!(gid, 50);
+    }
+    let mode = u32::from_le_bytes(fake::peek(stat + 24, 4).try_into().unwrap());
+    assert_eq!(mode & 0o2000, 0o2000, "a directory keeps the bit going");
+}

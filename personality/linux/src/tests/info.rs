@@ -39,3 +39,31 @@ fn sysinfo_reports_the_systems_figures_or_faults() {
     assert_eq!(peek_u64(at(32)), 64 << 20, "totalram");
     assert_eq!(peek_u64(at(40)), 48 << 20, "freeram");
 }
+
+#[test]
+fn root_names_the_host_and_domain_and_uname_shows_them() {
+    let fixture = Fixture::new();
+    let name = put(0, b"box.example");
+    assert_eq!(fixture.call(SETHOSTNAME, &[name, 3]), 0);
+    assert_eq!(fixture.call(SETDOMAINNAME, &[name + 4, 7]), 0);
+    assert_eq!(fixture.call(UNAME, &[at(128)]), 0);
+    let field = |index: u64| fake::peek(at(128) + index * 65, 65);
+    assert_eq!(&field(1)[..4], b"box\0");
+    assert_eq!(&field(5)[..8], b"example\0");
+    assert_eq!(fixture.call(SETHOSTNAME, &[name, 65]), err(Errno::EINVAL));
+    assert_eq!(
+        fixture.call(SETHOSTNAME, &[name, u64::MAX]),
+        err(Errno::EINVAL),
+        "-1"
+    );
+    assert_eq!(
+        fixture.call(SETHOSTNAME, &[UNMAPPED, 4]),
+        err(Errno::EFAULT)
+    );
+    // Without CAP_SYS_ADMIN (here: no longer root), EPERM before anything.
+    assert_eq!(fixture.call(SETRESUID, &[1, 1, 1]), 0);
+    assert_eq!(
+        fixture.call(SETHOSTNAME, &[UNMAPPED, 99]),
+        err(Errno::EPERM)
+    );
+}

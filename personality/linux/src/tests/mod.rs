@@ -16,6 +16,7 @@ use vfs::{flags, Errno, PathContext, RamFs, Timespec, Vfs};
 
 use crate::{machine::fake, LinuxProcess, Personality};
 
+mod credentials;
 mod fdtable;
 mod files;
 mod fs;
@@ -26,6 +27,7 @@ mod pipe;
 mod poll;
 mod resource;
 mod sched;
+mod scheduling;
 mod signal;
 mod signal_frame;
 mod socket;
@@ -174,6 +176,14 @@ impl Fixture {
         self.personality
             .handle(PID, number, all)
             .expect("a call of the personality's own")
+    }
+
+    /// System call `number` with the path `path` (placed in user memory)
+    /// as its first argument, then `rest`.
+    fn call_path(&self, number: u64, path: &[u8], rest: &[u64]) -> i64 {
+        let mut args = alloc::vec![put_string(0xf000, path)];
+        args.extend_from_slice(rest);
+        self.call(number, &args)
     }
 
     /// The calling process's state.
