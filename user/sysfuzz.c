@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 static uint64_t state;
@@ -79,7 +80,8 @@ int main(int argc, char **argv) {
         if (choice < 7)
             number = known[next() % (sizeof known / sizeof known[0])];
         else if (choice < 9)
-            number = (long)(next() % 400);
+            /* Every number Linux 6.1 has (to 450) and some beyond. */
+            number = (long)(next() % 460);
         else
             number = (long)next();
         long a[6];
@@ -131,8 +133,29 @@ int main(int argc, char **argv) {
             a[4] = (long)&short_timeout;
             break;
         case SYS_pause: case SYS_rt_sigsuspend:
-        case SYS_epoll_wait: case SYS_epoll_pwait:
+        case SYS_epoll_wait: case SYS_epoll_pwait: case 441 /* epoll_pwait2 */:
             continue;
+        /* Descriptors whose reads wait for an event that may never come
+           (a counter at zero, a disarmed timer, a signal) are made
+           non-blocking, as pipes are. */
+        case SYS_eventfd:
+            number = SYS_eventfd2;
+            a[1] = O_NONBLOCK;
+            break;
+        case SYS_eventfd2: case SYS_timerfd_create:
+            a[1] |= O_NONBLOCK;
+            break;
+        case SYS_signalfd:
+            number = SYS_signalfd4;
+            a[3] = O_NONBLOCK;
+            break;
+        case SYS_signalfd4:
+            a[3] |= O_NONBLOCK;
+            break;
+        /* Locks never wait: another fuzzing process may hold one. */
+        case SYS_flock:
+            a[1] |= LOCK_NB;
+            break;
         /* Pipes never block (a read of its own pipe would wait for good),
            and stay so; reads of the terminal (1 and 2) read /dev/null. */
         case SYS_pipe:
@@ -144,6 +167,9 @@ int main(int argc, char **argv) {
             break;
         case SYS_fcntl:
             if (a[1] == F_SETFL) a[2] |= O_NONBLOCK;
+            /* F_SETLKW, F_OFD_SETLKW: the forms that do not wait. */
+            if (a[1] == F_SETLKW) a[1] = F_SETLK;
+            if (a[1] == 38) a[1] = 37;
             break;
         case SYS_read: case SYS_readv: case SYS_pread64: case SYS_preadv: case SYS_preadv2:
             if (a[0] == 1 || a[0] == 2) a[0] = 0;

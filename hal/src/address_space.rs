@@ -40,7 +40,11 @@ impl UserProtection {
         if !flags.contains(PageTableFlags::PRESENT) {
             UserProtection::None
         } else if flags.contains(PageTableFlags::WRITABLE) {
-            UserProtection::ReadWrite
+            if flags.contains(PageTableFlags::NO_EXECUTE) {
+                UserProtection::ReadWrite
+            } else {
+                UserProtection::ReadWriteExecute
+            }
         } else if flags.contains(PageTableFlags::NO_EXECUTE) {
             UserProtection::Read
         } else {
@@ -57,6 +61,7 @@ impl UserProtection {
                 base | PageTableFlags::WRITABLE | PageTableFlags::NO_EXECUTE
             }
             UserProtection::ReadExecute => base,
+            UserProtection::ReadWriteExecute => base | PageTableFlags::WRITABLE,
         }
     }
 }

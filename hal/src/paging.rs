@@ -27,6 +27,39 @@ pub enum UserProtection {
     ReadWrite,
     /// Read and execute (code).
     ReadExecute,
+    /// Read, write and execute: what a user program may ask for (Linux
+    /// allows `PROT_WRITE | PROT_EXEC`, and code generators such as
+    /// `tcc -run` and executable stacks use it). The kernel's own memory
+    /// is never mapped so (`native_code` keeps W^X).
+    ReadWriteExecute,
+}
+
+impl UserProtection {
+    /// Whether user code may write the page.
+    pub fn is_writable(self) -> bool {
+        matches!(
+            self,
+            UserProtection::ReadWrite | UserProtection::ReadWriteExecute
+        )
+    }
+
+    /// Whether user code may execute the page.
+    pub fn is_executable(self) -> bool {
+        matches!(
+            self,
+            UserProtection::ReadExecute | UserProtection::ReadWriteExecute
+        )
+    }
+
+    /// The same without write access: what a page shared copy-on-write
+    /// is mapped as until its first write.
+    pub fn without_write(self) -> UserProtection {
+        match self {
+            UserProtection::ReadWrite => UserProtection::Read,
+            UserProtection::ReadWriteExecute => UserProtection::ReadExecute,
+            other => other,
+        }
+    }
 }
 
 /// Why a page-table operation failed.

@@ -151,8 +151,8 @@ impl Source for KernelFacts {
                         start: region.start,
                         end: region.end,
                         read: region.protection != UserProtection::None,
-                        write: region.protection == UserProtection::ReadWrite,
-                        execute: region.protection == UserProtection::ReadExecute,
+                        write: region.protection.is_writable(),
+                        execute: region.protection.is_executable(),
                         shared: region.shared.is_some(),
                         offset: if label.is_some_and(|label| label.ino != 0) {
                             region.file_page * PAGE_BYTES

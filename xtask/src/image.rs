@@ -58,7 +58,8 @@ pub fn build_user_programs() -> Result<Vec<PathBuf>> {
         command
             .args(["-static", "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
             .arg(&destination)
-            .arg(&source);
+            .arg(&source)
+            .args(extra_flags(&fs::read_to_string(&source)?));
         crate::toolchain::run_checked(
             &mut command,
             &format!("building user/{name}.c with musl-gcc"),
@@ -66,6 +67,25 @@ pub fn build_user_programs() -> Result<Vec<PathBuf>> {
         built.push(destination);
     }
     Ok(built)
+}
+
+/// The extra compiler words a user program's source asks for on a line
+/// `musl-gcc: WORDS` in its first comment (`wxmemory.c` asks for an
+/// executable stack).
+fn extra_flags(source: &str) -> Vec<String> {
+    source
+        .lines()
+        .take_while(|line| !line.contains("*/") || line.contains("musl-gcc:"))
+        .find_map(|line| line.split_once("musl-gcc:"))
+        .map(|(_, words)| {
+            words
+                .trim()
+                .trim_end_matches("*/")
+                .split_whitespace()
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The extensions and user programs (built now), the regression

@@ -652,10 +652,55 @@ fn batch_lengths(files: &[Vec<(String, u64)>], most_cases: usize, most_bytes: u6
     lengths
 }
 
+/// The cases `./x test` runs and requires to pass: every case of
+/// `linux-pass.txt` that has passed on Spindle, kept by
+/// `./x ltp --keep-passing` (which only adds; a case leaves by hand).
+pub const KEPT_LIST: &str = "xtask/ltp-passing.txt";
+
+/// The names in [`KEPT_LIST`].
+pub fn kept_cases() -> Result<Vec<String>> {
+    let path = repo_root().join(KEPT_LIST);
+    let text = fs::read_to_string(&path)
+        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    Ok(parse_names(&text))
+}
+
+/// Adds to [`KEPT_LIST`] every case of `outcome` that passed and passes
+/// on Linux, keeping the file's order (`runtest/syscalls`'s, new names
+/// where the run had them); returns the names added.
+pub fn keep_passing(outcome: &Outcome) -> Result<Vec<String>> {
+    let linux_pass: BTreeSet<String> = shared_list("linux-pass.txt")?.into_iter().collect();
+    let kept = kept_cases()?;
+    let kept_set: BTreeSet<&str> = kept.iter().map(String::as_str).collect();
+    let added: Vec<String> = outcome
+        .verdicts
+        .iter()
+        .filter(|(name, verdict)| {
+            *verdict == Verdict::Pass
+                && linux_pass.contains(name)
+                && !kept_set.contains(name.as_str())
+        })
+        .map(|(name, _)| name.clone())
+        .collect();
+    if !added.is_empty() {
+        let path = repo_root().join(KEPT_LIST);
+        let mut text = fs::read_to_string(&path)?;
+        for name in &added {
+            text.push_str(name);
+            text.push('\n');
+        }
+        fs::write(&path, text)?;
+    }
+    Ok(added)
+}
+
 /// What `./x ltp` was asked for.
 pub struct Options {
     /// Only cases matching this ([`matches_pattern`]).
     pub pattern: Option<String>,
+    /// These cases instead of the selection (`./x test` runs
+    /// [`KEPT_LIST`]'s).
+    pub cases: Option<Vec<String>>,
     /// Every case of `runtest/syscalls`, not only `selection.txt`'s.
     pub is_all: bool,
     /// Boots at a time.
@@ -678,7 +723,9 @@ pub struct Outcome {
 pub fn run(options: &Options) -> Result<Outcome> {
     let tree = Tree::prepare()?;
     let runtest = tree.runtest()?;
-    let wanted: Vec<String> = if options.is_all {
+    let wanted: Vec<String> = if let Some(cases) = &options.cases {
+        cases.clone()
+    } else if options.is_all {
         runtest.iter().map(|case| case.name.clone()).collect()
     } else {
         shared_list("selection.txt")?

@@ -32,6 +32,7 @@ mod netbench;
 mod netpeer;
 mod parse;
 mod policy;
+mod programs;
 mod qemu;
 mod scenarios;
 mod stress;
@@ -176,11 +177,16 @@ commands! {
     "help" => help_command,
     /// Builds the Linux Test Project's system-call tests and runs them on Spindle.
     ///
-    /// usage: ./x ltp [--cases PATTERN] [--all] [--jobs N] [--accel tcg|kvm] [--debug]
+    /// usage: ./x ltp [--cases PATTERN] [--all|--kept] [--keep-passing] [--jobs N]
+    ///                [--accel tcg|kvm] [--debug]
     ///
     ///   --cases PATTERN  only the cases whose name matches: a glob over the
     ///                    whole name (`fork*`, `*_64`) or else a substring;
     ///                    several separated by commas (`set*id*,cap*`)
+    ///   --kept           the cases of xtask/ltp-passing.txt (what `./x test`
+    ///                    runs) instead of the selection
+    ///   --keep-passing   add the cases that passed here and pass on Linux
+    ///                    to xtask/ltp-passing.txt
     ///   --all            every case of runtest/syscalls, not only
     ///                    ../shared/ltp/selection.txt's
     ///   --jobs N         QEMU boots at a time (default 1)
@@ -493,6 +499,8 @@ fn ltp_command(mut args: Args) -> Result<ExitCode> {
     let profile = args.boot_profile();
     let pattern = args.value("--cases")?;
     let is_all = args.flag("--all");
+    let is_kept = args.flag("--kept");
+    let keep_passing = args.flag("--keep-passing");
     let jobs = match args.value("--jobs")? {
         None => 1,
         Some(text) => match text.parse::<usize>() {
@@ -504,11 +512,26 @@ fn ltp_command(mut args: Args) -> Result<ExitCode> {
     let kernel = toolchain::build_kernel(profile, Image::Production)?;
     let outcome = ltp::run(&ltp::Options {
         pattern,
+        cases: if is_kept {
+            Some(ltp::kept_cases()?)
+        } else {
+            None
+        },
         is_all,
         jobs,
         kernel,
         accel,
     })?;
+    if keep_passing {
+        let added = ltp::keep_passing(&outcome)?;
+        println!(
+            "ltp: {} case(s) added to {}{}{}",
+            added.len(),
+            ltp::KEPT_LIST,
+            if added.is_empty() { "" } else { ": " },
+            added.join(" ")
+        );
+    }
     Ok(if ltp::print_summary(&outcome)? {
         ExitCode::SUCCESS
     } else {
@@ -564,18 +587,27 @@ fn test_command(mut args: Args) -> Result<ExitCode> {
         return Err(format!("no QEMU scenario matches {filter:?}").into());
     }
     let mut failed_names = Vec::new();
+    // LTP's kept cases, after the scenarios: a pseudo-scenario the filter
+    // selects by its name.
+    let runs_ltp = !is_host_only
+        && filter
+            .as_deref()
+            .is_none_or(|filter| LTP_SCENARIO.contains(filter));
     if !selected.is_empty() {
-        let needs_production = selected
-            .iter()
-            .any(|scenario| scenario.image == Image::Production);
-        let built = toolchain::build_kernel(profile, Image::Testing).and_then(|kernel| {
-            let production = if needs_production {
+        let needs = |image: Image| selected.iter().any(|scenario| scenario.image == image);
+        let built = (|| -> Result<(Option<PathBuf>, Option<PathBuf>)> {
+            let testing = if needs(Image::Testing) {
+                Some(toolchain::build_kernel(profile, Image::Testing)?)
+            } else {
+                None
+            };
+            let production = if needs(Image::Production) {
                 Some(toolchain::build_kernel(profile, Image::Production)?)
             } else {
                 None
             };
-            Ok((kernel, production))
-        });
+            Ok((testing, production))
+        })();
         match built {
             Ok((kernel, production_kernel)) => {
                 println!(
@@ -602,6 +634,10 @@ fn test_command(mut args: Args) -> Result<ExitCode> {
         }
     }
 
+    if runs_ltp && !kept_ltp_cases_pass(accel, profile) {
+        failed_names.push(LTP_SCENARIO);
+    }
+
     println!();
     println!(
         "x test: finished in {:.1} s",
@@ -617,10 +653,11 @@ fn test_command(mut args: Args) -> Result<ExitCode> {
     for name in &failed_names {
         println!("failed scenario: {name}");
     }
-    if !selected.is_empty() {
+    let scenarios_run = selected.len() + usize::from(runs_ltp);
+    if scenarios_run > 0 {
         println!(
             "qemu: {} passed, {} failed",
-            selected.len() - failed_names.len(),
+            scenarios_run - failed_names.len(),
             failed_names.len()
         );
     }
@@ -630,6 +667,77 @@ fn test_command(mut args: Args) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The name `./x test` gives its run of LTP's kept cases.
+const LTP_SCENARIO: &str = "ltp_cases_that_passed_still_pass";
+
+/// Runs the LTP cases of `xtask/ltp-passing.txt` on the production image,
+/// two boots at a time; those that fail run once more, alone, in new
+/// boots (a case that fails twice is a regression, one that passes the
+/// second time is named as flaky). Prints the verdict line; whether every
+/// case passed.
+fn kept_ltp_cases_pass(accel: Accel, profile: Profile) -> bool {
+    let started_at = Instant::now();
+    let run = || -> Result<(usize, Vec<String>, Vec<String>)> {
+        let kernel = toolchain::build_kernel(profile, Image::Production)?;
+        let kept = ltp::kept_cases()?;
+        let options = |cases: Vec<String>, jobs: usize| ltp::Options {
+            pattern: None,
+            cases: Some(cases),
+            is_all: false,
+            jobs,
+            kernel: kernel.clone(),
+            accel,
+        };
+        let failed = |outcome: &ltp::Outcome| -> Vec<String> {
+            outcome
+                .verdicts
+                .iter()
+                .filter(|(_, verdict)| *verdict != ltp::Verdict::Pass)
+                .map(|(name, _)| name.clone())
+                .collect()
+        };
+        let first = failed(&ltp::run(&options(kept.clone(), 2))?);
+        if first.is_empty() {
+            return Ok((kept.len(), Vec::new(), Vec::new()));
+        }
+        println!("ltp: failed once, running again: {}", first.join(" "));
+        let second = failed(&ltp::run(&options(first.clone(), 1))?);
+        let flaky = first
+            .into_iter()
+            .filter(|name| !second.contains(name))
+            .collect();
+        Ok((kept.len(), second, flaky))
+    };
+    let elapsed = || started_at.elapsed().as_secs_f64();
+    match run() {
+        Ok((count, regressed, flaky)) => {
+            if !flaky.is_empty() {
+                println!(
+                    "ltp: passed only the second time (flaky): {}",
+                    flaky.join(" ")
+                );
+            }
+            if regressed.is_empty() {
+                println!("PASS {LTP_SCENARIO} ({count} cases, {:.1} s)", elapsed());
+                true
+            } else {
+                println!(
+                    "FAIL {LTP_SCENARIO} ({:.1} s): {} of {count} kept cases fail: {} \
+                     (their output: target/ltp/failures.txt)",
+                    elapsed(),
+                    regressed.len(),
+                    regressed.join(" ")
+                );
+                false
+            }
+        }
+        Err(error) => {
+            println!("FAIL {LTP_SCENARIO} ({:.1} s): {error}", elapsed());
+            false
+        }
+    }
 }
 
 fn check_command(args: Args) -> Result<ExitCode> {

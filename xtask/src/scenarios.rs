@@ -84,6 +84,9 @@ pub enum Archive {
     /// The usual one plus Debian's `stress-ng` and the script of
     /// [`stress_ng_runs_without_freezing_the_kernel`] (`stress.rs`).
     Stress,
+    /// The usual one plus the Debian programs of `programs.rs` and their
+    /// script.
+    Programs,
     /// The usual one plus `/etc/spindle-exec`: the command `exec` mode
     /// runs, as `./x run --exec` gives it.
     Exec(&'static str),
@@ -316,6 +319,16 @@ pub const SCENARIOS: &[Scenario] = &[
         image: Image::Testing,
     },
     Scenario {
+        name: "debian_programs_do_real_work",
+        mode: "exec",
+        check: debian_programs_do_real_work,
+        archive: Archive::Programs,
+        forwards: &[],
+        raw_link: false,
+        nic_behind_bridge: false,
+        image: Image::Production,
+    },
+    Scenario {
         name: "boot_stack_overflow_is_a_reported_double_fault",
         mode: "boot-overflow",
         check: kernel_stack_overflow_is_a_reported_double_fault,
@@ -473,10 +486,62 @@ fn stress_ng_runs_without_freezing_the_kernel(guest: &mut Guest) -> Result<()> {
     Ok(())
 }
 
+/// How long the Debian programs' scenario may take under TCG (Python
+/// and tcc start slowly; sqlite3 writes a thousand rows).
+const PROGRAMS_DEADLINE: Duration = Duration::from_secs(600);
+
+/// The boot archive of [`debian_programs_do_real_work`].
+fn programs_archive() -> Result<PathBuf> {
+    let mut files = crate::programs::program_files()?;
+    files.push((
+        "etc/spindle-exec".to_string(),
+        crate::programs::guest_script().into_bytes(),
+    ));
+    crate::image::build_archive_with(
+        files,
+        &crate::repo_root().join("target/initrd-programs.cpio"),
+    )
+}
+
+/// Debian's `sqlite3`, GNU `make` and `tar` (with gzip and xz),
+/// `python3`, `perl` and `tcc` do real work on the production image
+/// (`programs.rs` says what), and each prints the known answer.
+fn debian_programs_do_real_work(guest: &mut Guest) -> Result<()> {
+    guest
+        .wait_for("programs done", 0, None)
+        .map_err(|error| format!("the script did not finish: {error}"))?;
+    let log = guest.serial_log();
+    let mut from = 0;
+    let mut missing = Vec::new();
+    for expected in crate::programs::EXPECTED {
+        match log[from..].find(expected) {
+            Some(at) => from += at + expected.len(),
+            None => missing.push(*expected),
+        }
+    }
+    if !missing.is_empty() {
+        let failed: Vec<&str> = log
+            .lines()
+            .filter(|line| line.starts_with("program failed") || line.starts_with("  | "))
+            .collect();
+        return Err(format!(
+            "missing answers: {}; what failed: {}",
+            missing.join(" / "),
+            failed.join(" | ")
+        )
+        .into());
+    }
+    let exit = guest.wait_exit(None)?;
+    if exit.program_status() != Some(0) {
+        return Err(format!("the script did not end with status 0: {exit}").into());
+    }
+    Ok(())
+}
+
 /// Options shared by every scenario of one `./x test`.
 pub struct ScenarioOptions {
-    /// The testing kernel image's ELF.
-    pub kernel: PathBuf,
+    /// The testing kernel image's ELF, if a selected scenario boots it.
+    pub kernel: Option<PathBuf>,
     /// The production image's ELF, if a selected scenario boots it.
     pub production_kernel: Option<PathBuf>,
     /// Accelerator.
@@ -489,12 +554,12 @@ pub struct ScenarioOptions {
 pub fn run_scenario(scenario: &Scenario, options: &ScenarioOptions) -> bool {
     let started_at = Instant::now();
     let kernel = match scenario.image {
-        Image::Testing => Some(&options.kernel),
+        Image::Testing => options.kernel.as_ref(),
         Image::Production => options.production_kernel.as_ref(),
     };
     let Some(kernel) = kernel else {
         println!(
-            "scenario {} ... FAILED (0.0 s)\n  reason: the production kernel image was not built",
+            "scenario {} ... FAILED (0.0 s)\n  reason: its kernel image was not built",
             scenario.name
         );
         return false;
@@ -518,6 +583,11 @@ pub fn run_scenario(scenario: &Scenario, options: &ScenarioOptions) -> bool {
         .map(|archive| {
             config.initrd = Some(archive);
             config.append.push_str(" spindle.quiet");
+        }),
+        Archive::Programs => programs_archive().map(|archive| {
+            config.initrd = Some(archive);
+            config.append.push_str(" spindle.quiet");
+            timeout = timeout.max(PROGRAMS_DEADLINE);
         }),
         Archive::Stress => stress_archive().map(|archive| {
             config.initrd = Some(archive);

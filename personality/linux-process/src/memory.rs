@@ -41,6 +41,7 @@ fn user_protection(protection: Protection) -> UserProtection {
         Protection::Read => UserProtection::Read,
         Protection::ReadWrite => UserProtection::ReadWrite,
         Protection::ReadExecute => UserProtection::ReadExecute,
+        Protection::ReadWriteExecute => UserProtection::ReadWriteExecute,
     }
 }
 

@@ -136,7 +136,12 @@ pub fn program_memory(
             memory.label(start, segment.end, label.clone(), segment.file_page);
         }
     }
-    map_stack(&mut memory)?;
+    let stack = if layout.executable_stack {
+        UserProtection::ReadWriteExecute
+    } else {
+        UserProtection::ReadWrite
+    };
+    map_stack(&mut memory, stack)?;
     let start = loader::StartInfo {
         path,
         random: random_bytes(),
@@ -205,15 +210,12 @@ fn random_bytes() -> [u8; 16] {
     bytes
 }
 
-/// Adds the stack region below [`STACK_TOP`] and maps its top
+/// Adds the stack region below [`STACK_TOP`], with `protection`
+/// (executable if the program's `PT_GNU_STACK` asks), and maps its top
 /// [`STACK_PAGES`] (what the loader writes the arguments into).
-fn map_stack(memory: &mut UserAddressMap) -> Result<(), String> {
+fn map_stack(memory: &mut UserAddressMap, protection: UserProtection) -> Result<(), String> {
     memory
-        .add_region(
-            STACK_TOP - STACK_LIMIT,
-            STACK_TOP,
-            UserProtection::ReadWrite,
-        )
+        .add_region(STACK_TOP - STACK_LIMIT, STACK_TOP, protection)
         .map_err(|error| alloc::format!("cannot make the stack: {error}"))?;
     let stack = vm::Label {
         name: b"[stack]".to_vec(),
@@ -224,7 +226,7 @@ fn map_stack(memory: &mut UserAddressMap) -> Result<(), String> {
     for page in 1..=STACK_PAGES {
         memory
             .space()
-            .map(STACK_TOP - page * PAGE_SIZE, UserProtection::ReadWrite)
+            .map(STACK_TOP - page * PAGE_SIZE, protection)
             .map_err(|_| String::from("no memory for the user stack"))?;
     }
     Ok(())
@@ -248,7 +250,7 @@ fn memory_for(code: &[u8]) -> Result<UserAddressMap, String> {
     memory
         .add_region(CODE_BASE, code_end, UserProtection::ReadExecute)
         .map_err(|error| alloc::format!("cannot place the program: {error}"))?;
-    map_stack(&mut memory)?;
+    map_stack(&mut memory, UserProtection::ReadWrite)?;
     Ok(memory)
 }
 

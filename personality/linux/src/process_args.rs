@@ -46,10 +46,12 @@ pub enum Protection {
     ReadWrite,
     /// Read and execute.
     ReadExecute,
+    /// Read, write and execute.
+    ReadWriteExecute,
 }
 
-/// The protection `prot` asks for: `EINVAL` for unknown bits, `EACCES`
-/// for writable and executable at once.
+/// The protection `prot` asks for: `EINVAL` for unknown bits. Writable
+/// and executable at once is allowed, as on Linux.
 pub fn protection(prot: u64) -> Result<Protection, Errno> {
     if prot & !(PROT_READ | PROT_WRITE | PROT_EXEC) != 0 {
         return Err(Errno::EINVAL);
@@ -60,7 +62,7 @@ pub fn protection(prot: u64) -> Result<Protection, Errno> {
             prot & PROT_EXEC != 0,
             prot & PROT_READ != 0,
         ) {
-            (true, true, _) => return Err(Errno::EACCES),
+            (true, true, _) => Protection::ReadWriteExecute,
             (true, false, _) => Protection::ReadWrite,
             (false, true, _) => Protection::ReadExecute,
             (false, false, true) => Protection::Read,
@@ -446,7 +448,11 @@ mod tests {
             protection(PROT_READ | PROT_EXEC),
             Ok(Protection::ReadExecute)
         );
-        assert_eq!(protection(PROT_WRITE | PROT_EXEC), Err(Errno::EACCES));
+        assert_eq!(
+            protection(PROT_WRITE | PROT_EXEC),
+            Ok(Protection::ReadWriteExecute),
+            "Linux allows it: code generators and executable stacks"
+        );
         assert_eq!(protection(8), Err(Errno::EINVAL));
         assert_eq!(protection(u64::MAX), Err(Errno::EINVAL));
     }
@@ -459,8 +465,9 @@ mod tests {
             Err(Errno::EINVAL)
         );
         assert_eq!(
-            map_request(0, PROT_WRITE | PROT_EXEC, map_flag::PRIVATE),
-            Err(Errno::EACCES)
+            map_request(0, 8, map_flag::PRIVATE),
+            Err(Errno::EINVAL),
+            "an unknown protection bit"
         );
         assert_eq!(
             map_request(0, PROT_READ, map_flag::PRIVATE),

@@ -17,8 +17,10 @@
 //!   finds the program through the auxiliary vector ([`initial_stack`])
 //!   and maps its libraries itself, with `mmap` on their files.
 //!
-//! Each `PT_LOAD` segment is mapped with its own permissions (W^X: a
-//! segment both writable and executable is refused). Neither base is
+//! Each `PT_LOAD` segment is mapped with its own permissions, writable
+//! and executable together if the file asks, as Linux maps it; the
+//! program's `PT_GNU_STACK` says whether its stack is executable
+//! ([`Layout::executable_stack`]). Neither base is
 //! randomized; there is no vDSO. Segments of files the boot archive lends
 //! are mapped through the page cache (`services/pagecache`), so every
 //! process running a program shares its read-only pages.
@@ -141,6 +143,9 @@ pub struct Layout {
     pub program_header_count: u64,
     /// Where the interpreter was placed (`AT_BASE`); 0 without one.
     pub interpreter_base: u64,
+    /// Whether the program's `PT_GNU_STACK` asks for an executable stack
+    /// (without one, an x86-64 stack is not executable, as on Linux).
+    pub executable_stack: bool,
 }
 
 /// A file's bytes, as the loader is given them.
@@ -330,7 +335,18 @@ pub fn load(
             program_headers: main.program_headers,
             program_header_count: u64::from(parsed.header.e_phnum(parsed.endian)),
             interpreter_base,
+            executable_stack: asks_for_executable_stack(&parsed),
         },
+    })
+}
+
+/// Whether the file's `PT_GNU_STACK` header has `PF_X`.
+fn asks_for_executable_stack(parsed: &Parsed<'_>) -> bool {
+    parsed.segments().is_ok_and(|headers| {
+        headers
+            .iter()
+            .find(|header| header.p_type(parsed.endian) == elf::PT_GNU_STACK)
+            .is_some_and(|header| header.p_flags(parsed.endian) & elf::PF_X != 0)
     })
 }
 
@@ -426,11 +442,7 @@ fn place(
         }
         let (writable, executable) = (flags & elf::PF_W != 0, flags & elf::PF_X != 0);
         let protection = match (writable, executable) {
-            (true, true) => {
-                return Err(not_executable(format!(
-                    "segment at {address:#x} is both writable and executable"
-                )))
-            }
+            (true, true) => UserProtection::ReadWriteExecute,
             (true, false) => UserProtection::ReadWrite,
             (false, true) => UserProtection::ReadExecute,
             (false, false) => UserProtection::Read,

@@ -125,7 +125,7 @@ impl PageCache {
         count: usize,
         protection: UserProtection,
     ) -> Result<(), CacheError> {
-        if protection == UserProtection::ReadWrite {
+        if protection.is_writable() {
             return Err(CacheError::Writable);
         }
         let pages = page_count(file);

@@ -9,7 +9,10 @@
 //! thread starts at rank 0 with the usual slice. The idle thread runs
 //! only when nothing else is ready. Personalities map their priorities
 //! onto ranks and slices (Linux's real-time policies onto ranks, `nice`
-//! onto slices). Threads block on
+//! onto slices). Ranked threads may use at most 95% of each second (as
+//! Linux's real-time throttling allows): past that, until the second
+//! ends, every thread is rank 0, so a ranked thread that never blocks
+//! cannot starve the rest. Threads block on
 //! [`sync::Mutex`], [`sync::Condvar`], [`sleep_ms`] and [`JoinHandle::join`].
 //!
 //! Strands of an application-scheduled group (the kernel's `strands`) are
@@ -303,7 +306,24 @@ struct Scheduler {
     slice_left: u32,
     next_id: u64,
     context_switches: u64,
+    /// Ticks threads of a rank above 0 ran in the current period of
+    /// [`RANKED_PERIOD_TICKS`].
+    ranked_ticks: u32,
+    /// Ticks left in the current period.
+    period_left: u32,
+    /// Whether ranked threads used up their share of this period: until
+    /// it ends, every thread is treated as rank 0 with the usual slice.
+    throttled: bool,
 }
+
+/// The period over which ranked threads' share of the processor is
+/// measured: one second of ticks.
+const RANKED_PERIOD_TICKS: u32 = timer::TICK_HZ as u32;
+/// The ticks of each period ranked threads may have (95%, Linux's
+/// `sched_rt_runtime_us` default): a real-time thread that never blocks
+/// still leaves the kernel's own threads and everyone else a twentieth
+/// of the processor, so no program can freeze the system.
+const RANKED_BUDGET_TICKS: u32 = RANKED_PERIOD_TICKS / 20 * 19;
 
 /// Nanoseconds in one timer tick: the unit the `cpu_ticks` figures are in.
 const NS_PER_TICK: u64 = 1_000_000_000 / timer::TICK_HZ;
@@ -355,7 +375,7 @@ impl Scheduler {
     /// of its rank or higher. Rank 0, every thread's unless a personality
     /// raised it, goes to the back without looking at the queue.
     fn enqueue(&mut self, id: ThreadId, rank: u8) {
-        if rank == 0 {
+        if rank == 0 || self.throttled {
             self.ready.push_back(id);
             return;
         }
@@ -377,6 +397,30 @@ impl Scheduler {
             .is_some_and(|current| current.scheduling.rank < rank)
         {
             self.slice_left = 0;
+        }
+    }
+
+    /// Counts a tick of `current` against ranked threads' share of the
+    /// period, throttling them when it is used up and lifting that when
+    /// the period ends.
+    fn charge_rank(&mut self, current: ThreadId) {
+        let ranked = self
+            .threads
+            .get(current.0)
+            .is_some_and(|thread| thread.scheduling.rank > 0);
+        if ranked {
+            self.ranked_ticks += 1;
+            if self.ranked_ticks >= RANKED_BUDGET_TICKS && !self.throttled {
+                self.throttled = true;
+                // The running ranked thread gives way now.
+                self.slice_left = 0;
+            }
+        }
+        self.period_left = self.period_left.saturating_sub(1);
+        if self.period_left == 0 {
+            self.period_left = RANKED_PERIOD_TICKS;
+            self.ranked_ticks = 0;
+            self.throttled = false;
         }
     }
 
@@ -424,7 +468,11 @@ impl Scheduler {
         let next = self.ready.pop_front().unwrap_or(self.idle);
         if next == self.current {
             if let Some(thread) = self.threads.get_mut(next.0) {
-                self.slice_left = thread.scheduling.countdown();
+                self.slice_left = if self.throttled {
+                    TIME_SLICE_TICKS
+                } else {
+                    thread.scheduling.countdown()
+                };
                 if thread.state != ThreadState::Running {
                     thread.enter_at(ThreadState::Running, "", now);
                 }
@@ -435,7 +483,11 @@ impl Scheduler {
         CURRENT.store(next.0, Ordering::Relaxed);
         self.context_switches += 1;
         let thread = self.threads.get_mut(next.0).expect("ready thread vanished");
-        self.slice_left = thread.scheduling.countdown();
+        self.slice_left = if self.throttled {
+            TIME_SLICE_TICKS
+        } else {
+            thread.scheduling.countdown()
+        };
         thread.enter_at(ThreadState::Running, "", now);
         // Counted here and where a thread parks, where the thread is at
         // hand already: a switch costs no extra lookup.
@@ -490,6 +542,9 @@ pub fn init(name: &str) {
         slice_left: TIME_SLICE_TICKS,
         next_id: 0,
         context_switches: 0,
+        ranked_ticks: 0,
+        period_left: RANKED_PERIOD_TICKS,
+        throttled: false,
     };
     let (boot, _) = scheduler.add(name, boot_context, true);
     let (idle, _) = scheduler.add("idle", idle_context, true);
@@ -957,6 +1012,7 @@ pub fn on_tick() {
             }
         }
         scheduler.slice_left = scheduler.slice_left.saturating_sub(1);
+        scheduler.charge_rank(current);
         let is_idle = current == scheduler.idle;
         let may_preempt = PREEMPT_OFF.load(Ordering::Relaxed) == 0;
         if may_preempt && !scheduler.ready.is_empty() && (is_idle || scheduler.slice_left == 0) {

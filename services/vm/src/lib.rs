@@ -154,6 +154,7 @@ impl Region {
             UserProtection::Read => error_code & (FAULT_WRITE | FAULT_FETCH) == 0,
             UserProtection::ReadExecute => error_code & FAULT_WRITE == 0,
             UserProtection::ReadWrite => error_code & FAULT_FETCH == 0,
+            UserProtection::ReadWriteExecute => true,
         }
     }
 }
@@ -471,8 +472,7 @@ impl<P: PageTables> AddressMap<P> {
     pub fn fork(&self) -> Result<AddressMap<P>, VmError> {
         let child = Arc::new(P::new_empty()?);
         for region in self.regions.values() {
-            let copy_on_write =
-                region.protection == UserProtection::ReadWrite && region.shared.is_none();
+            let copy_on_write = region.protection.is_writable() && region.shared.is_none();
             self.space
                 .share_range_with(&child, region.start, region.end, copy_on_write)?;
         }
@@ -666,10 +666,7 @@ impl<P: PageTables> AddressMap<P> {
             return Err(VmError::BadRange);
         }
         let (start, size) = self.place_region(hint, len, protection, fixed, may_write, None)?;
-        let page_protection = match protection {
-            UserProtection::ReadWrite => UserProtection::Read,
-            other => other,
-        };
+        let page_protection = protection.without_write();
         for (index, frame) in pages.iter().enumerate() {
             let page = start + index as u64 * PAGE_SIZE;
             if let Err(error) = self.space.map_frame(page, frame, page_protection) {
@@ -924,7 +921,7 @@ impl<P: PageTables> AddressMap<P> {
             .and_then(|len| start.checked_add(len))
             .filter(|&end| end <= USER_END)
             .ok_or(VmError::NoMemory)?;
-        if protection == UserProtection::ReadWrite
+        if protection.is_writable()
             && self
                 .regions
                 .range(..end)

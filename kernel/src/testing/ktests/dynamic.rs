@@ -38,6 +38,10 @@ pub const TESTS: &[KernelTest] = &[
         run: file_mappings,
     },
     KernelTest {
+        name: "user_programs_run_code_they_wrote_and_on_an_executable_stack",
+        run: written_code_runs,
+    },
+    KernelTest {
         name: "bad_interpreters_and_corrupt_programs_fail_with_enoent_or_enoexec",
         run: bad_interpreters_and_corrupt_programs,
     },
@@ -322,6 +326,18 @@ fn file_mappings() -> TestResult {
     Ok(())
 }
 
+/// `user/wxmemory.c`: writable-and-executable mappings, code made
+/// executable after it was written, and an executable stack
+/// (`PT_GNU_STACK`), as Linux allows user programs (see its comment).
+fn written_code_runs() -> TestResult {
+    let (end, output) = run("/bin/wxmemory", &["wxmemory"], &[])?;
+    ensure!(
+        end == UserExit::Exited(0) && output.contains("wxmemory: ok"),
+        "wxmemory {end}; it printed: {output}"
+    );
+    Ok(())
+}
+
 /// The interpreter path every Debian program names.
 const INTERPRETER: &[u8] = b"/lib64/ld-linux-x86-64.so.2\0";
 
@@ -507,6 +523,7 @@ fn dynamic_programs_give_every_frame_back() -> TestResult {
     dash_runs_pipelines()?;
     bash_runs_a_script()?;
     file_mappings()?;
+    written_code_runs()?;
     let frames_after = crate::page_cache::frames_free_or_cached();
     let heap_after = hal::heap::stats().allocated_bytes;
     ensure!(

@@ -24,6 +24,10 @@ pub const TESTS: &[KernelTest] = &[
         run: busy_threads_both_progress,
     },
     KernelTest {
+        name: "a_ranked_thread_runs_first_but_cannot_starve_the_rest",
+        run: a_ranked_thread_runs_first_but_cannot_starve_the_rest,
+    },
+    KernelTest {
         name: "mutex_excludes_and_condvar_hands_off",
         run: mutex_and_condvar_handoff,
     },
@@ -97,6 +101,57 @@ fn busy_threads_both_progress() -> TestResult {
     );
     let switches = sched::context_switches() - switches_before;
     ensure!(switches >= 4, "only {switches} context switches in 100 ms");
+    Ok(())
+}
+
+/// A thread of rank 5 with no time slice (Linux's `SCHED_FIFO`) that
+/// spins without blocking keeps a rank-0 thread that is ready from running
+/// (this thread's 50 ms sleep ends long after 50 ms), but only for its
+/// share of the second: throttling lets this thread run again, stop it,
+/// and see that the rank-0 spinner beside it ran too.
+fn a_ranked_thread_runs_first_but_cannot_starve_the_rest() -> TestResult {
+    let stop = Arc::new(AtomicBool::new(false));
+    let counters: Vec<Arc<AtomicU64>> = (0..2).map(|_| Arc::new(AtomicU64::new(0))).collect();
+    let spin = |counter: &Arc<AtomicU64>| {
+        let (counter, stop) = (counter.clone(), stop.clone());
+        sched::spawn("spinner", move || {
+            while !stop.load(Ordering::Relaxed) {
+                counter.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+        .map_err(|error| alloc::format!("{error:?}"))
+    };
+    let plain = spin(&counters[0])?;
+    let ranked = spin(&counters[1])?;
+    let first_in_line = sched::Scheduling {
+        rank: 5,
+        slice_ticks: None,
+    };
+    ensure!(
+        sched::set_scheduling(ranked.id(), first_in_line),
+        "the spinner vanished"
+    );
+    let start = hal::timer::uptime_ns();
+    sched::sleep_ms(50);
+    let held_back_ns = hal::timer::uptime_ns() - start;
+    stop.store(true, Ordering::Relaxed);
+    sched::set_scheduling(ranked.id(), sched::Scheduling::DEFAULT);
+    for handle in [plain, ranked] {
+        ensure!(
+            handle.join() == ExitReason::Finished,
+            "a spinner did not finish"
+        );
+    }
+    let counts: Vec<u64> = counters.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+    ensure!(
+        counts.iter().all(|&count| count > 0),
+        "a spinner never ran: {counts:?}"
+    );
+    // Waking 50 ms later would mean the ranked spinner did not come first.
+    ensure!(
+        held_back_ns >= 500_000_000,
+        "a rank-0 thread woke after {held_back_ns} ns beside a ranked spinner"
+    );
     Ok(())
 }
 

@@ -142,8 +142,8 @@ fn must_stay_read_only(number: usize) -> bool {
 /// `protection` as a page of frame `number` may have it: without write
 /// access while the frame must stay read-only.
 fn effective(protection: UserProtection, number: usize) -> UserProtection {
-    if protection == UserProtection::ReadWrite && must_stay_read_only(number) {
-        UserProtection::Read
+    if protection.is_writable() && must_stay_read_only(number) {
+        protection.without_write()
     } else {
         protection
     }
@@ -201,7 +201,7 @@ impl FakeTables {
     /// user write the entry allows would.
     pub fn store(&self, virt: u64, value: u64) {
         let entry = self.entry(virt).expect("a store to an unmapped page");
-        assert_eq!(entry.protection, UserProtection::ReadWrite);
+        assert!(entry.protection.is_writable());
         MEMORY.with(|memory| memory.borrow_mut().frames[entry.frame].contents = value);
     }
 }
@@ -362,8 +362,8 @@ impl PageTables for FakeTables {
                 // The child's page tables could not grow.
                 return Err(MapError::OutOfFrames);
             }
-            if copy_on_write && entry.protection == UserProtection::ReadWrite {
-                entry.protection = UserProtection::Read;
+            if copy_on_write {
+                entry.protection = entry.protection.without_write();
             }
             share(entry.frame);
             child.entries.lock().unwrap().insert(page, *entry);

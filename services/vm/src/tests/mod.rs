@@ -50,6 +50,7 @@ fn fault(entry: Option<UserProtection>, access: Access) -> Option<u64> {
         Some(UserProtection::Read) => access == Access::Read,
         Some(UserProtection::ReadWrite) => access != Access::Execute,
         Some(UserProtection::ReadExecute) => !matches!(access, Access::Write(_)),
+        Some(UserProtection::ReadWriteExecute) => true,
     };
     (!allowed).then_some(PRESENT | kind)
 }

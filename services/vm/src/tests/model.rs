@@ -203,6 +203,7 @@ fn protection() -> impl Strategy<Value = UserProtection> {
         1 => Just(UserProtection::Read),
         3 => Just(UserProtection::ReadWrite),
         1 => Just(UserProtection::ReadExecute),
+        1 => Just(UserProtection::ReadWriteExecute),
     ]
 }
 
@@ -305,6 +306,7 @@ impl Model {
             UserProtection::Read => access == Access::Read,
             UserProtection::ReadWrite => access != Access::Execute,
             UserProtection::ReadExecute => !matches!(access, Access::Write(_)),
+            UserProtection::ReadWriteExecute => true,
         };
         if !allowed {
             return Err(Segv);
@@ -742,8 +744,8 @@ fn check(
                 "{page:#x} is mapped outside every region"
             )));
         };
-        let copy_on_write_pending = model_page.protection == UserProtection::ReadWrite
-            && entry.protection == UserProtection::Read;
+        let copy_on_write_pending = model_page.protection.is_writable()
+            && entry.protection == model_page.protection.without_write();
         prop_assert!(
             entry.protection == model_page.protection || copy_on_write_pending,
             "{:#x}: entry {:?}, region {:?}",
@@ -753,7 +755,7 @@ fn check(
         );
         let frame = fake::frame(entry.frame);
         prop_assert!(frame.owners > 0, "{:#x} maps a freed frame", page);
-        if entry.protection == UserProtection::ReadWrite {
+        if entry.protection.is_writable() {
             prop_assert!(
                 frame.owners == 1 || frame.shared_memory,
                 "{:#x} is writable with its frame shared ({} owners)",
