@@ -427,8 +427,9 @@ fn with_our_programs(
 
 /// Spindle's own programs in `./x bench linux` (from `user/bench/`, built
 /// like the baseline's and run on both kernels): SPIN's Unix-server
-/// figure `ls -l`; `poll_wake`, the latency of a wake-up out of `poll`.
-pub const LINUX_SUITE_OURS: &[&str] = &["ls_l", "poll_wake"];
+/// figure `ls -l`; `poll_wake`, the latency of a wake-up out of `poll`;
+/// `fcntl_lock` and `flock`, an uncontended lock and unlock of a file.
+pub const LINUX_SUITE_OURS: &[&str] = &["ls_l", "poll_wake", "fcntl_lock", "flock"];
 
 /// SPIN's Unix-server figures (paper 002, table 2) as `./x bench linux`
 /// names them, and the program figure each is: `getpid` is the

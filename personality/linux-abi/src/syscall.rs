@@ -82,6 +82,7 @@ syscalls! {
     KILL kill = 62,
     UNAME uname = 63,
     FCNTL fcntl = 72,
+    FLOCK flock = 73,
     FSYNC fsync = 74,
     FDATASYNC fdatasync = 75,
     TRUNCATE truncate = 76,

@@ -260,12 +260,25 @@ pub fn kill_thread(sender: u64, tgid: Option<u64>, tid: u64, signal: u8) -> Resu
 /// System calls an interrupting signal restarts when its handler asks
 /// (`SA_RESTART`) or no handler ran; the others fail with `EINTR`
 /// (signal(7): `nanosleep`, `poll`, `select`, `sigsuspend`, ... are never
-/// restarted).
+/// restarted). `fcntl` and `flock` are interrupted only while waiting for
+/// a lock (`F_SETLKW`, `flock` without `LOCK_NB`), which signal(7) lists
+/// as restartable.
 fn is_restartable(number: u64) -> bool {
     use syscall::*;
     matches!(
         number,
-        READ | WRITE | READV | WRITEV | PREAD64 | PWRITE64 | IOCTL | OPEN | OPENAT | WAIT4 | WAITID
+        READ | WRITE
+            | READV
+            | WRITEV
+            | PREAD64
+            | PWRITE64
+            | IOCTL
+            | OPEN
+            | OPENAT
+            | WAIT4
+            | WAITID
+            | FCNTL
+            | FLOCK
     )
 }
 

@@ -148,6 +148,17 @@ impl FdTable {
         fd: i64,
         close_on_exec: bool,
     ) -> Result<i32, Errno> {
+        self.replace_at(file, fd, close_on_exec).map(|(fd, _)| fd)
+    }
+
+    /// [`FdTable::install_at`], answering also the open file closed
+    /// there, if any (whose closing has more to release).
+    pub fn replace_at(
+        &self,
+        file: Arc<OpenFile>,
+        fd: i64,
+        close_on_exec: bool,
+    ) -> Result<(i32, Option<Arc<OpenFile>>), Errno> {
         let fd = descriptor(fd)?;
         if fd >= MAX_DESCRIPTORS {
             return Err(Errno::EBADF);
@@ -164,20 +175,22 @@ impl FdTable {
                 file,
             },
         );
-        if let Some(old) = old {
+        let replaced = old.map(|old| {
             let _ = self.capabilities.close(old.handle);
-        }
-        Ok(fd)
+            old.file
+        });
+        Ok((fd, replaced))
     }
 
-    /// Closes `fd`: `EBADF` if it is not open.
-    pub fn close(&self, fd: i64) -> Result<(), Errno> {
+    /// Closes `fd`: the open file it named (`EBADF` if it is not open).
+    pub fn close(&self, fd: i64) -> Result<Arc<OpenFile>, Errno> {
         let fd = descriptor(fd)?;
         let descriptor = self.descriptors.lock().remove(fd).ok_or(Errno::EBADF)?;
         // The open file is dropped outside our lock.
         self.capabilities
             .close(descriptor.handle)
-            .map_err(|_| Errno::EBADF)
+            .map_err(|_| Errno::EBADF)?;
+        Ok(descriptor.file)
     }
 
     /// The descriptor's `FD_CLOEXEC`.

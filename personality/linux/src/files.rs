@@ -393,7 +393,7 @@ pub fn lseek(files: &LinuxProcess, fd: u64, to: u64, whence: u64) -> Result<i64,
 
 /// `close(fd)`.
 pub fn close(files: &LinuxProcess, fd: u64) -> Result<i64, Errno> {
-    files.fds.close(fd as i64).map(|()| 0)
+    files.close(fd as i64).map(|()| 0)
 }
 
 /// `dup(fd)`: the lowest free descriptor, without `FD_CLOEXEC`.
@@ -412,7 +412,7 @@ pub fn dup2(files: &LinuxProcess, old: u64, new: u64) -> Result<i64, Errno> {
     if old == new {
         return Ok(old as i64);
     }
-    files.fds.install_at(file, new as i64, false).map(i64::from)
+    files.install_at(file, new as i64, false).map(i64::from)
 }
 
 /// `dup3(old, new, flags)`: as `dup2` with `O_CLOEXEC` allowed, and
@@ -424,14 +424,12 @@ pub fn dup3(files: &LinuxProcess, old: u64, new: u64, dup_flags: u64) -> Result<
     }
     let file = files.fds.get(old as i64)?;
     let cloexec = dup_flags != 0;
-    files
-        .fds
-        .install_at(file, new as i64, cloexec)
-        .map(i64::from)
+    files.install_at(file, new as i64, cloexec).map(i64::from)
 }
 
 /// `fcntl(fd, cmd, arg)`: duplication, the descriptor flag, the status
-/// flags; other commands are `EINVAL` (as Linux answers unknown ones).
+/// flags, record locks (`crate::locks`); other commands are `EINVAL` (as
+/// Linux answers unknown ones).
 pub fn fcntl(files: &LinuxProcess, fd: u64, command: u64, argument: u64) -> Result<i64, Errno> {
     let file = files.fds.get(fd as i64)?;
     match command {
@@ -454,6 +452,9 @@ pub fn fcntl(files: &LinuxProcess, fd: u64, command: u64, argument: u64) -> Resu
         F_SETFL => {
             file.set_status_flags(argument as u32);
             Ok(0)
+        }
+        _ if crate::locks::is_lock_command(command) => {
+            crate::locks::fcntl_lock(files, &file, command, argument)
         }
         _ => Err(Errno::EINVAL),
     }

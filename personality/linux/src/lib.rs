@@ -21,6 +21,7 @@
 //!   it);
 //! - `statfs`, `xattr`, `sched`: what dynamically linked programs and
 //!   bash ask of file systems, extended attributes and CPUs;
+//! - `locks`: file locks, `fcntl`'s record locks and `flock`;
 //! - `socket`: `AF_INET` sockets (UDP and TCP over loopback) as open
 //!   files, on the `sockets` service (`services/sockets`); other families
 //!   are `EAFNOSUPPORT`.
@@ -41,6 +42,7 @@ mod files;
 mod fs;
 pub mod identity;
 mod info;
+mod locks;
 pub mod machine;
 mod mapping;
 mod pipe;
@@ -81,8 +83,14 @@ pub use wait::FileWaitQueue;
 /// directory and umask, signal state, process group and session. Threads
 /// of a process share it.
 pub struct LinuxProcess {
-    /// The descriptor table.
+    /// Its process id: whose record locks its calls take and release.
+    pid: u64,
+    /// The descriptor table. Close descriptors through
+    /// [`LinuxProcess::close`], which also releases the process's record
+    /// locks on the file.
     pub fds: FdTable,
+    /// Every file's locks (the personality's registry).
+    locks: Arc<locks::Registry>,
     paths: spin::Mutex<PathContext>,
     /// Signal dispositions, mask and pending signals.
     pub signals: spin::Mutex<SignalState>,
@@ -105,6 +113,24 @@ pub struct LinuxProcess {
 }
 
 impl LinuxProcess {
+    /// Closes descriptor `fd` (`EBADF` if it is not open); the process's
+    /// record locks on its file go with it.
+    pub fn close(&self, fd: i64) -> Result<(), Errno> {
+        let file = self.fds.close(fd)?;
+        self.locks.descriptor_closed(self.pid, &file);
+        Ok(())
+    }
+
+    /// Installs `file` at exactly `fd` (`dup2`), closing what was there
+    /// as [`LinuxProcess::close`] does.
+    fn install_at(&self, file: Arc<OpenFile>, fd: i64, close_on_exec: bool) -> Result<i32, Errno> {
+        let (fd, replaced) = self.fds.replace_at(file, fd, close_on_exec)?;
+        if let Some(replaced) = replaced {
+            self.locks.descriptor_closed(self.pid, &replaced);
+        }
+        Ok(fd)
+    }
+
     /// The process's view of the tree (root, current directory, umask).
     pub fn context(&self) -> PathContext {
         self.paths.lock().clone()
@@ -261,6 +287,8 @@ pub struct Personality {
     system: Arc<dyn procfs::Source>,
     /// The host and domain names (`uname`, `sethostname`).
     names: info::SystemNames,
+    /// Every file's locks.
+    locks: Arc<locks::Registry>,
 }
 
 impl Personality {
@@ -294,6 +322,7 @@ impl Personality {
             start_directory: spin::Mutex::new(None),
             system,
             names: info::SystemNames::default(),
+            locks: Arc::default(),
         }
     }
 
@@ -334,7 +363,9 @@ impl Personality {
             paths.cwd = directory;
         }
         let files = LinuxProcess {
+            pid,
             fds,
+            locks: self.locks.clone(),
             paths: spin::Mutex::new(paths),
             signals: spin::Mutex::new(SignalState::default()),
             groups: spin::Mutex::new((pid, pid)),
@@ -362,8 +393,12 @@ impl Personality {
             self.process_started(child);
             return;
         };
+        // The child shares the parent's open files (and so their
+        // description locks) but owns none of its record locks.
         let files = LinuxProcess {
+            pid: child,
             fds: parent_files.fds.fork(process_principal(child)),
+            locks: self.locks.clone(),
             paths: spin::Mutex::new(parent_files.context()),
             signals: spin::Mutex::new(
                 parent_files
@@ -451,7 +486,7 @@ impl Personality {
             files.program_replaced();
             for fd in files.fds.descriptors() {
                 if files.fds.close_on_exec(i64::from(fd)) == Ok(true) {
-                    let _ = files.fds.close(i64::from(fd));
+                    let _ = files.close(i64::from(fd));
                 }
             }
         }
@@ -473,12 +508,14 @@ impl Personality {
         }
     }
 
-    /// The process ended: its descriptors are closed.
+    /// The process ended: its descriptors are closed and its record
+    /// locks released.
     pub fn process_ended(&self, pid: u64) {
         let files = self.processes.lock().remove(&pid);
         if let Some(files) = files {
             files.fds.clear();
         }
+        self.locks.process_ended(pid);
     }
 
     /// The files of process `pid`.
@@ -585,6 +622,7 @@ fn table(number: u64) -> Option<Implementation> {
         DUP2 => |c, [old, new, ..]| files::dup2(c.files, old, new),
         DUP3 => |c, [old, new, flags, ..]| files::dup3(c.files, old, new, flags),
         FCNTL => |c, [fd, command, argument, ..]| files::fcntl(c.files, fd, command, argument),
+        FLOCK => |c, [fd, operation, ..]| locks::flock(c.files, fd, operation),
         IOCTL => |c, [fd, request, argument, ..]| files::ioctl(c.files, fd, request, argument),
         FSTAT => |c, [fd, buf, ..]| files::fstat(c.files, fd, buf),
         GETDENTS64 => |c, [fd, buf, count, ..]| files::getdents64(c.files, fd, buf, count),

@@ -259,7 +259,7 @@ pub fn pipe2(
     let write_fd = match files.fds.install(writer, 0, cloexec) {
         Ok(fd) => fd,
         Err(error) => {
-            let _ = files.fds.close(i64::from(read_fd));
+            let _ = files.close(i64::from(read_fd));
             return Err(error);
         }
     };
@@ -267,8 +267,8 @@ pub fn pipe2(
     pair[..4].copy_from_slice(&read_fd.to_le_bytes());
     pair[4..].copy_from_slice(&write_fd.to_le_bytes());
     if let Err(error) = user::write(fds, &pair) {
-        let _ = files.fds.close(i64::from(read_fd));
-        let _ = files.fds.close(i64::from(write_fd));
+        let _ = files.close(i64::from(read_fd));
+        let _ = files.close(i64::from(write_fd));
         return Err(error);
     }
     Ok(0)

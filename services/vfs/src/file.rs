@@ -19,6 +19,15 @@ use crate::{
     Errno,
 };
 
+/// Told when an open file description goes away (its last descriptor
+/// closed, its last mapping gone): Linux's `locks_remove_file` in
+/// `__fput`, as an extension point of the file layer.
+pub trait ReleaseObserver: Send + Sync {
+    /// `file` is going away; its [`OpenFile::id`] may name another
+    /// description after this returns.
+    fn released(&self, file: &OpenFile);
+}
+
 /// An open file description.
 pub struct OpenFile {
     inode: Arc<dyn Inode>,
@@ -36,6 +45,18 @@ pub struct OpenFile {
     /// opened by name (what `/proc/PID/fd` links say; Linux keeps the
     /// dentry). A directory needs none: its own ".." leads to its path.
     opened_as: Option<(Arc<dyn Inode>, Vec<u8>)>,
+    /// Who must hear of the description's end, once something it owns
+    /// needs releasing then (set at most once: one observer, the lock
+    /// registry, owns everything a description can hold).
+    release_observer: spin::Once<Arc<dyn ReleaseObserver>>,
+}
+
+impl Drop for OpenFile {
+    fn drop(&mut self) {
+        if let Some(observer) = self.release_observer.get() {
+            observer.released(self);
+        }
+    }
 }
 
 impl OpenFile {
@@ -52,7 +73,28 @@ impl OpenFile {
             status: AtomicU32::new(flags & !O_ACCMODE),
             offset: Mutex::new(0),
             opened_as: None,
+            release_observer: spin::Once::new(),
         }
+    }
+
+    /// A number naming this description among the live ones (its
+    /// address): what owns a lock that belongs to the description rather
+    /// than to a process.
+    pub fn id(&self) -> usize {
+        self as *const OpenFile as usize
+    }
+
+    /// Makes `observer` (made by `make` the first time only) hear of the
+    /// description's end; later calls keep the first observer.
+    pub fn observe_release(&self, make: impl FnOnce() -> Arc<dyn ReleaseObserver>) {
+        self.release_observer.call_once(make);
+    }
+
+    /// The file offset (Linux's `f_pos`), whatever the file: 0 for one
+    /// whose offset never moves (a pipe, a device). What a lock's
+    /// `SEEK_CUR` counts from.
+    pub fn offset(&self) -> u64 {
+        *self.offset.lock()
     }
 
     /// The description, remembering that it was opened as `name` in

@@ -58,7 +58,7 @@ pub use device::{Device, DeviceRegistry, Readiness, WaitQueue};
 pub use dirent::{
     decode_dirents64, dirent64_length, encode_dirent64, Dirent64, DIRENT64_HEADER_BYTES,
 };
-pub use file::OpenFile;
+pub use file::{OpenFile, ReleaseObserver};
 pub use inode::{same_inode, DirEntry, FileSystem, Inode, NewNode, NodeKind};
 pub use linux_abi::Errno;
 pub use mapped::{set_mapped_pages, MappedPages};

@@ -23,6 +23,7 @@ fn numbers_are_linux_x86_64_numbers() {
         (WAIT4, 61),
         (KILL, 62),
         (FCNTL, 72),
+        (FLOCK, 73),
         (GETCWD, 79),
         (GETTIMEOFDAY, 96),
         (GETUID, 102),

@@ -22,6 +22,7 @@ mod files;
 mod fs;
 mod identity;
 mod info;
+mod locks;
 mod mapping;
 mod pipe;
 mod poll;
