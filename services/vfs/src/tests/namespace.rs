@@ -89,8 +89,14 @@ fn mknod_makes_fifos_and_devices_and_rejects_directories() {
         .mknod(&context, b"/null", S_IFCHR | 0o666, crate::makedev(1, 3))
         .unwrap();
     assert_eq!(null.metadata().rdev, crate::makedev(1, 3));
+    // Linux's `may_mknod`: a directory is EPERM (mkdir makes those),
+    // an unknown type EINVAL.
     assert_eq!(
         vfs.mknod(&context, b"/d", S_IFDIR | 0o755, 0).err(),
+        Some(Errno::EPERM)
+    );
+    assert_eq!(
+        vfs.mknod(&context, b"/odd", 0o170_755, 0).err(),
         Some(Errno::EINVAL)
     );
     assert_eq!(
