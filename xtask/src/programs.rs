@@ -130,7 +130,16 @@ pub fn program_files() -> Result<Vec<(String, Vec<u8>)>> {
         placed.insert(guest.to_string());
         files.push((guest.to_string(), fs::read(&path)?));
     }
+    // Libraries the image has already, by file name.
+    let in_image: BTreeSet<String> = placed
+        .iter()
+        .filter_map(|path| Path::new(path).file_name())
+        .map(|name| name.to_string_lossy().into_owned())
+        .collect();
     while let Some(name) = wanted.pop() {
+        if in_image.contains(&name) {
+            continue;
+        }
         let (path, guest) = libraries
             .get(&name)
             .ok_or_else(|| format!("a program needs {name}, which none of its packages holds"))?;

@@ -142,7 +142,7 @@ fn remove(path: &str) -> TestResult {
 }
 
 /// A directory whose listing is known: sizes, modes, a link, a
-/// subdirectory, and dates set with `touch` (the clock starts at boot).
+/// subdirectory, and dates set with `touch`.
 const LS_SETUP: &str = "set -e; d=/tmp/dynamic-ls; rm -rf $d; mkdir -p $d/sub
 printf 'hello\\n' > $d/a.txt; printf 0123456789 > $d/b.bin; chmod 755 $d/b.bin
 ln -s a.txt $d/link
@@ -150,15 +150,15 @@ touch -h -d '2001-02-03 04:05:06' $d/a.txt $d/b.bin $d/link $d/sub $d";
 
 /// What `ls -l` prints of it.
 const LS_EXPECTED: &str = "total 8
--rw-r--r-- 1 0 0  6 Feb  3  2001 a.txt
--rwxr-xr-x 1 0 0 10 Feb  3  2001 b.bin
-lrwxrwxrwx 1 0 0  5 Feb  3  2001 link -> a.txt
-drwxr-xr-x 2 0 0 40 Feb  3  2001 sub
+-rw-r--r-- 1 root root  6 Feb  3  2001 a.txt
+-rwxr-xr-x 1 root root 10 Feb  3  2001 b.bin
+lrwxrwxrwx 1 root root  5 Feb  3  2001 link -> a.txt
+drwxr-xr-x 2 root root 40 Feb  3  2001 sub
 ";
 
 /// Coreutils' `ls` (which needs `libselinux.so.1` and, through it,
-/// `libpcre2-8.so.0`) lists a directory made for it. Owners are numbers:
-/// the image has no `/etc/passwd`.
+/// `libpcre2-8.so.0`) lists a directory made for it. Owners are names:
+/// glibc finds them in the image's `/etc/passwd` and `/etc/group`.
 fn dynamic_ls_lists_a_known_directory() -> TestResult {
     expect("the setup", sh(LS_SETUP)?, UserExit::Exited(0), "")?;
     let ls = format!("{DEBIAN_BIN}/ls");

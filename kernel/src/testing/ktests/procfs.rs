@@ -280,10 +280,10 @@ fn proc_self_names_the_caller() -> TestResult {
         })
         .collect();
     let expected_listing = "total 0\n\
-        lrwx------ 1 0 0 64 0 -> /dev/console\n\
-        l-wx------ 1 0 0 64 1 -> /tmp/fd.txt\n\
-        l-wx------ 1 0 0 64 2 -> /dev/null\n\
-        lr-x------ 1 0 0 64 3\n";
+        lrwx------ 1 root root 64 0 -> /dev/console\n\
+        l-wx------ 1 root root 64 1 -> /tmp/fd.txt\n\
+        l-wx------ 1 root root 64 2 -> /dev/null\n\
+        lr-x------ 1 root root 64 3\n";
     ensure!(
         listing == expected_listing,
         "ls -l /proc/self/fd printed (dates removed):\n{listing}\ninstead of:\n{expected_listing}"
