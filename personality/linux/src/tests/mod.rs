@@ -16,6 +16,8 @@ use vfs::{flags, Errno, PathContext, RamFs, Timespec, Vfs};
 
 use crate::{machine::fake, LinuxProcess, Personality};
 
+mod epoll;
+mod eventfd;
 mod fdtable;
 mod files;
 mod fs;
@@ -28,9 +30,11 @@ mod resource;
 mod sched;
 mod signal;
 mod signal_frame;
+mod signalfd;
 mod socket;
 mod statfs;
 mod table;
+mod timerfd;
 mod user;
 mod xattr;
 
