@@ -71,6 +71,7 @@ syscalls! {
     LISTEN listen = 50,
     GETSOCKNAME getsockname = 51,
     GETPEERNAME getpeername = 52,
+    SOCKETPAIR socketpair = 53,
     SETSOCKOPT setsockopt = 54,
     GETSOCKOPT getsockopt = 55,
     CLONE clone = 56,

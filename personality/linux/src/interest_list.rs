@@ -185,7 +185,7 @@ impl<F> InterestList<F> {
 
     /// The reports of a wait, at most `max`: each entry that reports
     /// (see the module) in order, one-shot entries disabled once
-    /// reported. Entries whose file is gone (`observe` says `None`) are
+    /// reported, the reported ones then last in the order. Entries whose file is gone (`observe` says `None`) are
     /// dropped, as Linux drops an entry when its file's last descriptor
     /// is closed.
     pub fn collect(
@@ -194,10 +194,10 @@ impl<F> InterestList<F> {
         mut observe: impl FnMut(&F) -> Option<Observation>,
     ) -> Vec<Report> {
         let mut reports = Vec::new();
-        let mut gone = Vec::new();
-        for (at, entry) in self.entries.iter_mut().enumerate() {
+        let mut kept = Vec::with_capacity(self.entries.len());
+        let mut reported = Vec::new();
+        for mut entry in self.entries.drain(..) {
             let Some(observation) = observe(&entry.file) else {
-                gone.push(at);
                 continue;
             };
             match entry.report(observation) {
@@ -210,15 +210,21 @@ impl<F> InterestList<F> {
                         entry.is_disabled = true;
                     }
                     entry.looked(observation);
+                    reported.push(entry);
                 }
                 // No room: the report waits for the next call.
-                Some(_) => {}
-                None => entry.looked(observation),
+                Some(_) => kept.push(entry),
+                None => {
+                    entry.looked(observation);
+                    kept.push(entry);
+                }
             }
         }
-        for at in gone.into_iter().rev() {
-            self.entries.remove(at);
-        }
+        // Reported entries go to the back, as Linux puts a level-triggered
+        // file back at the tail of its ready list: with more ready than
+        // room, each is reported in turn and none is starved.
+        kept.append(&mut reported);
+        self.entries = kept;
         reports
     }
 }

@@ -28,7 +28,8 @@
 //!   signals as files (`anonymous`: the nameless files they are);
 //! - `socket`: `AF_INET` sockets (UDP and TCP over loopback) as open
 //!   files, on the `sockets` service (`services/sockets`); other families
-//!   are `EAFNOSUPPORT`.
+//!   are `EAFNOSUPPORT`, but for `AF_UNIX` stream pairs (`socketpair`,
+//!   `unix_socket`).
 //!
 //! Each process has a [`LinuxProcess`]: its descriptor table (open files
 //! are capabilities in the process's `domain::HandleTable`), its current
@@ -62,6 +63,7 @@ mod signalfd;
 mod socket;
 mod statfs;
 mod timerfd;
+mod unix_socket;
 pub mod user;
 mod wait;
 mod xattr;
@@ -761,6 +763,9 @@ fn table(number: u64) -> Option<Implementation> {
                 kind,
                 protocol,
             )
+        },
+        SOCKETPAIR => |c, [domain, kind, protocol, pair, ..]| {
+            unix_socket::socketpair(&c.personality.pipes, c.files, domain, kind, protocol, pair)
         },
         BIND => |c, [fd, address, length, ..]| socket::bind(c.files, fd, address, length),
         CONNECT => |c, [fd, address, length, ..]| socket::connect(c.files, fd, address, length),

@@ -471,3 +471,22 @@ fn entries_of_closed_files_are_dropped_and_delete_returns_the_file() {
     assert_eq!(list.delete(4, 2), Ok(2));
     assert_eq!(list.modify(4, 2, event), Err(Errno::ENOENT));
 }
+
+#[test]
+fn with_more_ready_than_room_each_is_reported_in_turn() {
+    let mut list = InterestList::<Made>::default();
+    for fd in 0..4 {
+        let event = EpollEvent {
+            events: EPOLLIN,
+            data: u64::from(fd as u32),
+        };
+        assert_eq!(list.add(fd, fd as usize, fd as u32, event, false), Ok(()));
+    }
+    let mut counts = [0; 4];
+    for _ in 0..6 {
+        for report in list.collect(2, |_| seen(EPOLLIN, 0)) {
+            counts[report.data as usize] += 1;
+        }
+    }
+    assert_eq!(counts, [3, 3, 3, 3]);
+}

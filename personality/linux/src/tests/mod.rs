@@ -35,6 +35,7 @@ mod socket;
 mod statfs;
 mod table;
 mod timerfd;
+mod unix_socket;
 mod user;
 mod xattr;
 
