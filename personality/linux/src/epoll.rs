@@ -114,6 +114,9 @@ fn ready_events(readiness: Readiness) -> u32 {
     if readiness.hung_up {
         events |= EPOLLHUP;
     }
+    if readiness.error {
+        events |= EPOLLERR;
+    }
     events
 }
 
@@ -172,6 +175,7 @@ impl vfs::Device for Epoll {
             readable: self.interests.lock().any_ready(observe),
             writable: false,
             hung_up: false,
+            error: false,
         }
     }
 

@@ -67,6 +67,7 @@ impl EventCounter {
             readable: self.value > 0,
             writable: self.value < EVENTFD_MAX,
             hung_up: false,
+            error: false,
         }
     }
 }

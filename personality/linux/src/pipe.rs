@@ -127,6 +127,7 @@ impl Device for ReadEnd {
                 || self.0.writers.load(Ordering::Acquire) == 0,
             writable: false,
             hung_up: self.0.writers.load(Ordering::Acquire) == 0,
+            error: false,
         }
     }
 
@@ -196,12 +197,16 @@ impl Device for WriteEnd {
         }
     }
 
+    /// Writable while there is room; with no reader left, an error
+    /// rather than a hang-up, as Linux's `pipe_poll` reports it (a write
+    /// would fail at once with `EPIPE`).
     fn readiness(&self) -> Readiness {
         let readers = self.0.readers.load(Ordering::Acquire);
         Readiness {
             readable: false,
-            writable: readers == 0 || self.0.bytes.lock().len() < PIPE_CAPACITY,
-            hung_up: readers == 0,
+            writable: self.0.bytes.lock().len() < PIPE_CAPACITY,
+            hung_up: false,
+            error: readers == 0,
         }
     }
 

@@ -66,6 +66,9 @@ fn ready(process: &LinuxProcess, fd: i32, wanted: u16) -> u16 {
     if readiness.hung_up {
         events |= POLLHUP;
     }
+    if readiness.error {
+        events |= POLLERR;
+    }
     events & (wanted | POLLERR | POLLHUP) & !POLLPRI
 }
 

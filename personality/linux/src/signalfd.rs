@@ -122,6 +122,7 @@ impl vfs::Device for SignalFd {
             readable,
             writable: false,
             hung_up: false,
+            error: false,
         }
     }
 

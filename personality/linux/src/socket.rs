@@ -186,6 +186,7 @@ impl Device for SocketFile {
             readable,
             writable,
             hung_up,
+            error: false,
         }
     }
 

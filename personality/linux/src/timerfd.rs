@@ -174,6 +174,7 @@ impl vfs::Device for TimerFd {
             readable: self.timer.lock().is_ready(Machine::uptime_ns()),
             writable: false,
             hung_up: false,
+            error: false,
         }
     }
 

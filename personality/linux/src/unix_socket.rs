@@ -48,6 +48,7 @@ impl Device for ConnectedEnd {
             writable: outgoing.writable,
             // The peer closed: nothing more will come, and nothing can go.
             hung_up: incoming.hung_up,
+            error: false,
         }
     }
 
@@ -106,6 +107,7 @@ impl Device for UnconnectedEnd {
             readable: false,
             writable: true,
             hung_up: true,
+            error: false,
         }
     }
 

@@ -21,6 +21,9 @@ pub struct Readiness {
     pub writable: bool,
     /// The other end is gone (`POLLHUP`).
     pub hung_up: bool,
+    /// An error is pending (`POLLERR`): a pipe's write end whose last
+    /// reader is gone.
+    pub error: bool,
 }
 
 /// Where a thread waits for a device to become ready: `poll` and
@@ -55,6 +58,7 @@ pub trait Device: Send + Sync {
             readable: true,
             writable: true,
             hung_up: false,
+            error: false,
         }
     }
     /// The queue on which a thread waits for `readiness` to change;

@@ -357,6 +357,7 @@ impl OpenFile {
                 readable: true,
                 writable: true,
                 hung_up: false,
+                error: false,
             },
         }
     }

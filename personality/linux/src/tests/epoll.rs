@@ -490,3 +490,15 @@ fn with_more_ready_than_room_each_is_reported_in_turn() {
     }
     assert_eq!(counts, [3, 3, 3, 3]);
 }
+
+#[test]
+fn a_write_end_without_readers_reports_an_error_not_a_hang_up() {
+    let fixture = Fixture::new();
+    let epfd = epoll(&fixture);
+    let (read_end, write_end) = pipe(&fixture);
+    assert_eq!(ctl(&fixture, epfd, EPOLL_CTL_ADD, write_end, EPOLLOUT), 0);
+    assert_eq!(fixture.call(CLOSE, &[read_end]), 0);
+    let events = at(0x1000);
+    assert_eq!(fixture.call(EPOLL_WAIT, &[epfd, events, 1, 0]), 1);
+    assert_eq!(events_at(events, 1)[0].events, EPOLLOUT | EPOLLERR);
+}
