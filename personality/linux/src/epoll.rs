@@ -236,6 +236,7 @@ pub fn epoll_ctl(
     fd: u64,
     event: u64,
 ) -> Result<i64, Errno> {
+    // `op` is an int: -1 arrives with the upper half clear.
     let op = op as i32 as i64 as u64;
     let event = if op == EPOLL_CTL_DEL {
         EpollEvent::default()

@@ -19,7 +19,7 @@ use linux_abi::{
     time::{Itimerspec, Timespec},
     timerfd::*,
 };
-use vfs::{Errno, Inode, OpenFile, Readiness};
+use vfs::{Errno, Inode, Readiness};
 
 use crate::{
     anonymous,
@@ -191,18 +191,20 @@ impl vfs::Device for TimerFd {
     }
 }
 
-/// The timer open as `fd`: `EBADF` for no descriptor, `EINVAL` for
-/// another kind of file.
-fn timer_of(process: &LinuxProcess, fd: u64) -> Result<Arc<OpenFile>, Errno> {
+/// Runs `f` on the timer open as `fd`: `EBADF` for no descriptor,
+/// `EINVAL` for another kind of file.
+fn with_timer<T>(
+    process: &LinuxProcess,
+    fd: u64,
+    f: impl FnOnce(&TimerFd) -> T,
+) -> Result<T, Errno> {
     let file = process.fds.get(i64::from(fd as i32))?;
-    if as_timer(&file).is_none() {
-        return Err(Errno::EINVAL);
-    }
-    Ok(file)
-}
-
-fn as_timer(file: &OpenFile) -> Option<&TimerFd> {
-    file.device()?.as_any()?.downcast_ref::<TimerFd>()
+    let timer = file
+        .device()
+        .and_then(|device| device.as_any())
+        .and_then(|device| device.downcast_ref::<TimerFd>())
+        .ok_or(Errno::EINVAL)?;
+    Ok(f(timer))
 }
 
 /// `timerfd_create(clockid, flags)`: `CLOCK_REALTIME`,
@@ -261,18 +263,17 @@ pub fn timerfd_settime(
     }
     let value_ns = setting.value.to_nanoseconds().ok_or(Errno::EINVAL)?;
     let interval_ns = setting.interval.to_nanoseconds().ok_or(Errno::EINVAL)?;
-    let file = timer_of(process, fd)?;
-    let Some(device) = as_timer(&file) else {
-        return Err(Errno::EINVAL);
-    };
-    let previous = device.timer.lock().set(
-        Machine::uptime_ns(),
-        value_ns,
-        interval_ns,
-        flags & TFD_TIMER_ABSTIME != 0,
-    );
-    // Waiters ask again when the timer expires.
-    device.changed.wake_all();
+    let previous = with_timer(process, fd, |device| {
+        let previous = device.timer.lock().set(
+            Machine::uptime_ns(),
+            value_ns,
+            interval_ns,
+            flags & TFD_TIMER_ABSTIME != 0,
+        );
+        // Waiters ask again when the timer expires.
+        device.changed.wake_all();
+        previous
+    })?;
     if old != 0 {
         user::write(old, &previous.to_itimerspec().to_bytes())?;
     }
@@ -282,11 +283,9 @@ pub fn timerfd_settime(
 /// `timerfd_gettime(fd, curr)`: the time to the next expiry and the
 /// period.
 pub fn timerfd_gettime(process: &LinuxProcess, fd: u64, current: u64) -> Result<i64, Errno> {
-    let file = timer_of(process, fd)?;
-    let Some(device) = as_timer(&file) else {
-        return Err(Errno::EINVAL);
-    };
-    let setting = device.timer.lock().setting(Machine::uptime_ns());
+    let setting = with_timer(process, fd, |device| {
+        device.timer.lock().setting(Machine::uptime_ns())
+    })?;
     user::write(current, &setting.to_itimerspec().to_bytes())?;
     Ok(0)
 }

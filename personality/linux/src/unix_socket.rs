@@ -14,9 +14,7 @@
 
 use alloc::sync::Arc;
 
-use linux_abi::socket::{
-    AF_UNIX, SOCK_CLOEXEC, SOCK_DGRAM, SOCK_NONBLOCK, SOCK_STREAM, SOCK_TYPE_MASK,
-};
+use linux_abi::socket::{AF_UNIX, SOCK_CLOEXEC, SOCK_NONBLOCK, SOCK_STREAM, SOCK_TYPE_MASK};
 use vfs::{flags, Device, Errno, Inode, NewNode, NodeKind, OpenFile, Readiness};
 
 use crate::{
@@ -123,10 +121,8 @@ fn stream_flags(kind: u64, protocol: u64) -> Result<(bool, bool), Errno> {
     if kind & !(SOCK_TYPE_MASK | SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
         return Err(Errno::EINVAL);
     }
-    match kind & SOCK_TYPE_MASK {
-        SOCK_STREAM => {}
-        SOCK_DGRAM => return Err(Errno::ESOCKTNOSUPPORT),
-        _ => return Err(Errno::ESOCKTNOSUPPORT),
+    if kind & SOCK_TYPE_MASK != SOCK_STREAM {
+        return Err(Errno::ESOCKTNOSUPPORT);
     }
     if protocol != 0 {
         return Err(Errno::EPROTONOSUPPORT);
