@@ -85,10 +85,13 @@ impl Epoll {
         self.interests.lock().collect(max, observe)
     }
 
-    /// The earliest uptime at which a watched file turns ready by itself.
+    /// The earliest uptime at which a watched file turns ready by itself
+    /// (asked before every block: no list is made for it).
     fn ready_at(&self) -> Option<u64> {
-        self.files()
-            .iter()
+        self.interests
+            .lock()
+            .files()
+            .filter_map(Weak::upgrade)
             .fold(None, |at, file| earliest(at, file.ready_at()))
     }
 }
