@@ -97,6 +97,7 @@ pub fn init(archive: &'static [u8]) {
             });
         linux::set_interrupted_check(linux_process::signals::interrupted);
         linux::set_current_thread(linux_process::signals::current_thread);
+        linux::set_current_process(linux_process::signals::current_process);
         Personality::new(vfs, console, Arc::new(now), crate::system::facts())
     });
     linux_process::set_personality(personality);

@@ -427,9 +427,18 @@ fn with_our_programs(
 
 /// Spindle's own programs in `./x bench linux` (from `user/bench/`, built
 /// like the baseline's and run on both kernels): SPIN's Unix-server
-/// figure `ls -l`; `poll_wake`, the latency of a wake-up out of `poll`;
-/// `fcntl_lock` and `flock`, an uncontended lock and unlock of a file.
-pub const LINUX_SUITE_OURS: &[&str] = &["ls_l", "poll_wake", "fcntl_lock", "flock"];
+/// figure `ls -l`; `poll_wake` and `epoll_wake`, the latency of a wake-up
+/// out of `poll` and `epoll_wait`; `eventfd_pingpong`, the round trip of
+/// an event between two processes over eventfd counters; `fcntl_lock`
+/// and `flock`, an uncontended lock and unlock of a file.
+pub const LINUX_SUITE_OURS: &[&str] = &[
+    "ls_l",
+    "poll_wake",
+    "epoll_wake",
+    "eventfd_pingpong",
+    "fcntl_lock",
+    "flock",
+];
 
 /// SPIN's Unix-server figures (paper 002, table 2) as `./x bench linux`
 /// names them, and the program figure each is: `getpid` is the

@@ -13,13 +13,16 @@
 #![forbid(unsafe_code)]
 
 mod bytes;
+pub mod epoll;
 pub mod errno;
+pub mod eventfd;
 pub mod fcntl;
 pub mod lock;
 pub mod resource;
 pub mod sigaction;
 pub mod siginfo;
 pub mod signal;
+pub mod signalfd;
 pub mod socket;
 pub mod stat;
 pub mod statfs;
@@ -27,6 +30,7 @@ pub mod syscall;
 pub mod sysinfo;
 pub mod termios;
 pub mod time;
+pub mod timerfd;
 pub mod ucontext;
 pub mod uio;
 

@@ -3,8 +3,22 @@
 
 use crate::bytes::{get, put};
 
+/// `AF_UNIX`: sockets local to the machine.
+pub const AF_UNIX: u16 = 1;
 /// `AF_INET`: IPv4.
 pub const AF_INET: u16 = 2;
+
+/// `SOCK_STREAM`: a connected byte stream.
+pub const SOCK_STREAM: u64 = 1;
+/// `SOCK_DGRAM`: datagrams.
+pub const SOCK_DGRAM: u64 = 2;
+/// The bits of `socket`'s `type` that name the type; the others are
+/// flags.
+pub const SOCK_TYPE_MASK: u64 = 0xf;
+/// `socket` flag: the new descriptors are `O_NONBLOCK`.
+pub const SOCK_NONBLOCK: u64 = 0o4000;
+/// `socket` flag: the new descriptors are close-on-exec.
+pub const SOCK_CLOEXEC: u64 = 0o2000000;
 
 /// `struct sockaddr_in`: an IPv4 address and port (16 bytes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

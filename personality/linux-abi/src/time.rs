@@ -1,5 +1,5 @@
 //! Times as system calls exchange them: `struct timespec`, `struct
-//! timeval`, `struct itimerval`, and the special nanosecond values of
+//! timeval`, `struct itimerval`, `struct itimerspec`, and the special nanosecond values of
 //! `utimensat`.
 
 use crate::bytes::{get_i64, put};
@@ -141,6 +141,45 @@ impl Itimerval {
             value: Timeval {
                 sec: get_i64(bytes, 16),
                 usec: get_i64(bytes, 24),
+            },
+        }
+    }
+}
+
+/// `struct itimerspec` (`timerfd_settime`, `timerfd_gettime`,
+/// `timer_settime`): the period and the time left, in nanoseconds (32
+/// bytes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Itimerspec {
+    /// `it_interval`: the period; zero for a one-shot timer.
+    pub interval: Timespec,
+    /// `it_value`: the time left (or, set absolute, the time of the
+    /// expiry); zero for a disarmed timer.
+    pub value: Timespec,
+}
+
+impl Itimerspec {
+    /// Bytes of a `struct itimerspec`.
+    pub const BYTES: usize = 32;
+
+    /// The record as user space reads it: `it_interval`@0, `it_value`@16.
+    pub fn to_bytes(self) -> [u8; Self::BYTES] {
+        let mut bytes = [0; Self::BYTES];
+        put(&mut bytes, 0, self.interval.to_bytes());
+        put(&mut bytes, 16, self.value.to_bytes());
+        bytes
+    }
+
+    /// The record user space wrote.
+    pub fn from_bytes(bytes: &[u8; Self::BYTES]) -> Itimerspec {
+        Itimerspec {
+            interval: Timespec {
+                sec: get_i64(bytes, 0),
+                nsec: get_i64(bytes, 8),
+            },
+            value: Timespec {
+                sec: get_i64(bytes, 16),
+                nsec: get_i64(bytes, 24),
             },
         }
     }

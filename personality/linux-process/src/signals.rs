@@ -67,6 +67,12 @@ fn current_linux() -> Option<(u64, Arc<LinuxProcess>)> {
     Some((pid, files))
 }
 
+/// The calling thread's process's Linux state (whose signals a signal
+/// descriptor reads: `linux::set_current_process`).
+pub fn current_process() -> Option<Arc<LinuxProcess>> {
+    current_linux().map(|(_, files)| files)
+}
+
 /// Sends `info` to process `pid`. Signal 0 only checks that it exists.
 /// `SIGKILL` (and any signal to a process of no personality) ends it;
 /// others are posted to it, and its threads woken so that one blocked in

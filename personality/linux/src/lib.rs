@@ -22,9 +22,15 @@
 //! - `statfs`, `xattr`, `sched`: what dynamically linked programs and
 //!   bash ask of file systems, extended attributes and CPUs;
 //! - `locks`: file locks, `fcntl`'s record locks and `flock`;
+//! - `epoll`: `epoll_create`, `epoll_ctl`, `epoll_wait` and the
+//!   `pwait`s, on `interest_list` (the `epoll_ctl` rules and which
+//!   entries a wait reports);
+//! - `eventfd`, `timerfd`, `signalfd`: event counters, timers and
+//!   signals as files (`anonymous`: the nameless files they are);
 //! - `socket`: `AF_INET` sockets (UDP and TCP over loopback) as open
 //!   files, on the `sockets` service (`services/sockets`); other families
-//!   are `EAFNOSUPPORT`.
+//!   are `EAFNOSUPPORT`, but for `AF_UNIX` stream pairs (`socketpair`,
+//!   `unix_socket`).
 //!
 //! Each process has a [`LinuxProcess`]: its descriptor table (open files
 //! are capabilities in the process's `domain::HandleTable`), its current
@@ -37,12 +43,16 @@ extern crate alloc;
 extern crate std;
 
 pub mod credentials;
+mod anonymous;
+mod epoll;
+mod eventfd;
 mod fdtable;
 mod files;
 mod fs;
 pub mod identity;
 mod info;
 mod locks;
+mod interest_list;
 pub mod machine;
 mod mapping;
 mod pipe;
@@ -53,8 +63,11 @@ mod sched;
 pub mod scheduling;
 pub mod signal;
 pub mod signal_frame;
+mod signalfd;
 mod socket;
 mod statfs;
+mod timerfd;
+mod unix_socket;
 pub mod user;
 mod wait;
 mod xattr;
@@ -76,6 +89,7 @@ pub use signal::{
     current_thread, set_current_thread, signals_may_be_pending, Disposition, SignalInfo,
     SignalState, Source,
 };
+pub use signalfd::set_current_process;
 pub use socket::{wait_for_the_network, wake_network_waiters};
 pub use wait::FileWaitQueue;
 
@@ -744,6 +758,37 @@ fn table(number: u64) -> Option<Implementation> {
         PSELECT6 => |c, [count, read, write, except, timeout, mask]| {
             poll::pselect6(c.files, count, [read, write, except], timeout, mask)
         },
+        EPOLL_CREATE => |c, [size, ..]| epoll::epoll_create(&c.personality.pipes, c.files, size),
+        EPOLL_CREATE1 => {
+            |c, [flags, ..]| epoll::epoll_create1(&c.personality.pipes, c.files, flags)
+        }
+        EPOLL_CTL => |c, [epfd, op, fd, event, ..]| epoll::epoll_ctl(c.files, epfd, op, fd, event),
+        EPOLL_WAIT => |c, [epfd, events, max, timeout, ..]| {
+            epoll::epoll_wait(c.files, epfd, events, max, timeout)
+        },
+        EPOLL_PWAIT => |c, [epfd, events, max, timeout, mask, size]| {
+            epoll::epoll_pwait(c.files, epfd, events, max, timeout, (mask, size))
+        },
+        EPOLL_PWAIT2 => |c, [epfd, events, max, timeout, mask, size]| {
+            epoll::epoll_pwait2(c.files, epfd, events, max, timeout, (mask, size))
+        },
+        EVENTFD => |c, [initial, ..]| eventfd::eventfd(&c.personality.pipes, c.files, initial),
+        EVENTFD2 => |c, [initial, flags, ..]| {
+            eventfd::eventfd2(&c.personality.pipes, c.files, initial, flags)
+        },
+        TIMERFD_CREATE => |c, [clock, flags, ..]| {
+            timerfd::timerfd_create(&c.personality.pipes, c.files, clock, flags)
+        },
+        TIMERFD_SETTIME => {
+            |c, [fd, flags, new, old, ..]| timerfd::timerfd_settime(c.files, fd, flags, new, old)
+        }
+        TIMERFD_GETTIME => |c, [fd, current, ..]| timerfd::timerfd_gettime(c.files, fd, current),
+        SIGNALFD => |c, [fd, mask, size, ..]| {
+            signalfd::signalfd(&c.personality.pipes, &c.process(0)?, fd, mask, size)
+        },
+        SIGNALFD4 => |c, [fd, mask, size, flags, ..]| {
+            signalfd::signalfd4(&c.personality.pipes, &c.process(0)?, fd, mask, size, flags)
+        },
         PIPE => |c, [fds, ..]| pipe::pipe2(&c.personality.pipes, c.files, fds, 0),
         PIPE2 => |c, [fds, flags, ..]| pipe::pipe2(&c.personality.pipes, c.files, fds, flags),
         RT_SIGACTION => {
@@ -843,6 +888,9 @@ fn table(number: u64) -> Option<Implementation> {
                 kind,
                 protocol,
             )
+        },
+        SOCKETPAIR => |c, [domain, kind, protocol, pair, ..]| {
+            unix_socket::socketpair(&c.personality.pipes, c.files, domain, kind, protocol, pair)
         },
         BIND => |c, [fd, address, length, ..]| socket::bind(c.files, fd, address, length),
         CONNECT => |c, [fd, address, length, ..]| socket::connect(c.files, fd, address, length),

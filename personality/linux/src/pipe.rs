@@ -39,9 +39,23 @@ struct Pipe {
 }
 
 /// The read end.
-struct ReadEnd(Arc<Pipe>);
+pub(crate) struct ReadEnd(Arc<Pipe>);
 /// The write end.
-struct WriteEnd(Arc<Pipe>);
+pub(crate) struct WriteEnd(Arc<Pipe>);
+
+/// The two ends of a new pipe's queue, as devices (a pipe's open files
+/// have one each; a Unix stream socket reads one pipe and writes
+/// another).
+pub(crate) fn ends() -> (ReadEnd, WriteEnd) {
+    let pipe = Arc::new(Pipe {
+        bytes: spin::Mutex::new(VecDeque::new()),
+        readers: AtomicUsize::new(1),
+        writers: AtomicUsize::new(1),
+        readable: FileWaitQueue::new(),
+        writable: FileWaitQueue::new(),
+    });
+    (ReadEnd(pipe.clone()), WriteEnd(pipe))
+}
 
 impl Drop for ReadEnd {
     fn drop(&mut self) {
@@ -113,6 +127,7 @@ impl Device for ReadEnd {
                 || self.0.writers.load(Ordering::Acquire) == 0,
             writable: false,
             hung_up: self.0.writers.load(Ordering::Acquire) == 0,
+            error: false,
         }
     }
 
@@ -182,12 +197,16 @@ impl Device for WriteEnd {
         }
     }
 
+    /// Writable while there is room; with no reader left, an error
+    /// rather than a hang-up, as Linux's `pipe_poll` reports it (a write
+    /// would fail at once with `EPIPE`).
     fn readiness(&self) -> Readiness {
         let readers = self.0.readers.load(Ordering::Acquire);
         Readiness {
             readable: false,
-            writable: readers == 0 || self.0.bytes.lock().len() < PIPE_CAPACITY,
-            hung_up: readers == 0,
+            writable: self.0.bytes.lock().len() < PIPE_CAPACITY,
+            hung_up: false,
+            error: readers == 0,
         }
     }
 
@@ -221,23 +240,17 @@ pub fn make_pipe(
         },
     )?;
     let _ = directory.unlink(name.as_bytes());
-    let pipe = Arc::new(Pipe {
-        bytes: spin::Mutex::new(VecDeque::new()),
-        readers: AtomicUsize::new(1),
-        writers: AtomicUsize::new(1),
-        readable: FileWaitQueue::new(),
-        writable: FileWaitQueue::new(),
-    });
+    let (read_end, write_end) = ends();
     let nonblocking = status_flags & flags::O_NONBLOCK;
     let reader = OpenFile::new(
         inode.clone(),
         flags::O_RDONLY | nonblocking,
-        Some(Arc::new(ReadEnd(pipe.clone()))),
+        Some(Arc::new(read_end)),
     );
     let writer = OpenFile::new(
         inode,
         flags::O_WRONLY | nonblocking,
-        Some(Arc::new(WriteEnd(pipe))),
+        Some(Arc::new(write_end)),
     );
     Ok((Arc::new(reader), Arc::new(writer)))
 }

@@ -66,6 +66,9 @@ fn ready(process: &LinuxProcess, fd: i32, wanted: u16) -> u16 {
     if readiness.hung_up {
         events |= POLLHUP;
     }
+    if readiness.error {
+        events |= POLLERR;
+    }
     events & (wanted | POLLERR | POLLHUP) & !POLLPRI
 }
 
@@ -137,15 +140,18 @@ fn wait_for(
         }
     }
     let block_until = || {
-        if blocks_forever {
-            deadline
-        } else {
-            Some(
-                deadline
-                    .unwrap_or(u64::MAX)
-                    .min(Machine::uptime_ns().saturating_add(UNWAITABLE_LOOK_NS)),
-            )
+        let mut until = deadline;
+        if !blocks_forever {
+            until = earliest(
+                until,
+                Some(Machine::uptime_ns().saturating_add(UNWAITABLE_LOOK_NS)),
+            );
         }
+        // A file that turns ready by itself (a timer) wakes nobody: the
+        // wait ends by then to look at it.
+        files
+            .iter()
+            .fold(until, |until, file| earliest(until, file.ready_at()))
     };
     let result = loop {
         // Prepared before the look: a wake-up between the look and the
@@ -166,6 +172,14 @@ fn wait_for(
         }
     }
     result
+}
+
+/// The earlier of two optional uptimes (`None`: never).
+pub(crate) fn earliest(first: Option<u64>, second: Option<u64>) -> Option<u64> {
+    match (first, second) {
+        (Some(first), Some(second)) => Some(first.min(second)),
+        (first, second) => first.or(second),
+    }
 }
 
 /// How often a wait looks again at a file that has no wait queue.
@@ -337,11 +351,12 @@ pub fn pselect6(
     })
 }
 
-/// Runs a wait with signal mask `mask` in force (`pselect6`, `ppoll`).
+/// Runs a wait with signal mask `mask` in force (`pselect6`, `ppoll`,
+/// `epoll_pwait`).
 /// Interrupted (`EINTR`), the mask stays until the handler the kernel is
 /// about to enter returns (it restores the caller's); otherwise the
 /// caller's comes back at once.
-fn with_mask(
+pub(crate) fn with_mask(
     process: &LinuxProcess,
     mask: Option<u64>,
     wait: impl FnOnce() -> Result<i64, Errno>,

@@ -4,9 +4,9 @@
 //! personality's hidden file system, so `read`, `write`, `close`, `poll`,
 //! `select`, `dup` and `fork` work on it as on any descriptor.
 //!
-//! Other families are `EAFNOSUPPORT` (glibc asks for an `AF_UNIX` socket
-//! to reach `nscd` when it looks a user up, and goes on without), and the
-//! socket calls on a descriptor that is not a socket are `ENOTSOCK`.
+//! `AF_UNIX` stream sockets are `unix_socket`'s (connected pairs from
+//! `socketpair`); other families are `EAFNOSUPPORT`, and the socket calls
+//! on a descriptor that is not an `AF_INET` socket are `ENOTSOCK`.
 //!
 //! Blocking calls block on [`SOCKET_EVENTS`], one wait queue for every
 //! socket: the stack wakes it whenever an operation moved packets or
@@ -24,7 +24,10 @@
 use alloc::sync::Arc;
 use core::net::{Ipv4Addr, SocketAddrV4};
 
-use linux_abi::socket::{SockaddrIn, AF_INET};
+use linux_abi::socket::{
+    SockaddrIn, AF_INET, AF_UNIX, SOCK_CLOEXEC, SOCK_DGRAM, SOCK_NONBLOCK, SOCK_STREAM,
+    SOCK_TYPE_MASK,
+};
 use sockets::{Kind, Readiness as SocketReadiness, Shutdown, Socket, SocketError, Stack};
 use vfs::{flags, Device, Errno, Inode, NewNode, NodeKind, OpenFile, Readiness};
 
@@ -35,12 +38,6 @@ use crate::{
     LinuxProcess,
 };
 
-/// `SOCK_STREAM`, `SOCK_DGRAM`, and the flags `socket` takes with them.
-const SOCK_STREAM: u64 = 1;
-const SOCK_DGRAM: u64 = 2;
-const SOCK_TYPE_MASK: u64 = 0xf;
-const SOCK_NONBLOCK: u64 = 0o4000;
-const SOCK_CLOEXEC: u64 = 0o2000000;
 /// `IPPROTO_TCP`, `IPPROTO_UDP`.
 const IPPROTO_TCP: u64 = 6;
 const IPPROTO_UDP: u64 = 17;
@@ -189,6 +186,7 @@ impl Device for SocketFile {
             readable,
             writable,
             hung_up,
+            error: false,
         }
     }
 
@@ -360,6 +358,9 @@ pub fn socket(
     kind: u64,
     protocol: u64,
 ) -> Result<i64, Errno> {
+    if domain == u64::from(AF_UNIX) {
+        return crate::unix_socket::socket(directory, files, kind, protocol);
+    }
     if domain != u64::from(AF_INET) {
         return Err(Errno::EAFNOSUPPORT);
     }

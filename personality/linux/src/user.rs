@@ -20,6 +20,15 @@ pub fn write(address: u64, bytes: &[u8]) -> Result<(), Errno> {
     Machine::write(address, bytes).map_err(|_| Errno::EFAULT)
 }
 
+/// Whether `length` bytes from `address` lie in the user half (Linux's
+/// `access_ok`: what a call checks of an array before it waits, mapping
+/// aside, which the copy itself finds out).
+pub fn is_user_range(address: u64, length: u64) -> bool {
+    address
+        .checked_add(length)
+        .is_some_and(|end| end <= hal::paging::USER_END)
+}
+
 /// Reads a little-endian `u64` at `address`.
 pub fn read_u64(address: u64) -> Result<u64, Errno> {
     let mut bytes = [0u8; 8];

@@ -9,13 +9,17 @@
 //! thread that was just preparing to block then does not block
 //! (`Blocking::prepare_to_wait`).
 
-use core::ops::Deref;
+use core::{
+    ops::Deref,
+    sync::atomic::{AtomicU64, Ordering},
+};
 
 use vfs::Errno;
 
 use crate::{
     machine::{self, Blocking, Clock, Machine},
     pipe::interrupted,
+    poll::earliest,
 };
 
 /// Times a waiter yields to ready threads before it blocks.
@@ -26,17 +30,35 @@ pub(crate) const YIELDS_BEFORE_BLOCKING: u32 = 16;
 /// (`sched::WaitQueue` in the kernel, whose interrupt handlers wake it
 /// with `wake_all_from_interrupt`).
 #[derive(Default)]
-pub struct FileWaitQueue(machine::WaitQueue);
+pub struct FileWaitQueue {
+    queue: machine::WaitQueue,
+    /// Wake-ups so far (`vfs::WaitQueue::wake_count`: what an
+    /// edge-triggered `epoll` compares).
+    wakes: AtomicU64,
+}
 
 impl FileWaitQueue {
     /// A queue nobody waits on.
     pub const fn new() -> FileWaitQueue {
-        FileWaitQueue(machine::WaitQueue::new())
+        FileWaitQueue {
+            queue: machine::WaitQueue::new(),
+            wakes: AtomicU64::new(0),
+        }
     }
 
     /// Wakes every thread waiting on it.
     pub fn wake_all(&self) {
-        Machine::wake_all(&self.0);
+        // Counted before the wake, so a woken waiter sees the new count.
+        self.wakes.fetch_add(1, Ordering::SeqCst);
+        Machine::wake_all(&self.queue);
+    }
+
+    /// Wakes every thread waiting on it from an interrupt handler (the
+    /// terminal's input): never waits for a lock.
+    #[cfg(target_os = "none")]
+    pub fn wake_all_from_interrupt(&self) {
+        self.wakes.fetch_add(1, Ordering::SeqCst);
+        self.queue.wake_all_from_interrupt();
     }
 }
 
@@ -44,17 +66,21 @@ impl Deref for FileWaitQueue {
     type Target = machine::WaitQueue;
 
     fn deref(&self) -> &machine::WaitQueue {
-        &self.0
+        &self.queue
     }
 }
 
 impl vfs::WaitQueue for FileWaitQueue {
     fn register(&self, thread: u64) {
-        Machine::register(&self.0, thread);
+        Machine::register(&self.queue, thread);
     }
 
     fn unregister(&self, thread: u64) {
-        Machine::unregister(&self.0, thread);
+        Machine::unregister(&self.queue, thread);
+    }
+
+    fn wake_count(&self) -> u64 {
+        self.wakes.load(Ordering::SeqCst)
     }
 }
 
@@ -68,6 +94,20 @@ pub(crate) fn wait_on<T>(
     queue: &FileWaitQueue,
     waiting_on: &'static str,
     deadline: Option<u64>,
+    attempt: impl FnMut() -> Option<T>,
+) -> Result<Option<T>, Errno> {
+    wait_on_any(queue, waiting_on, deadline, || None, attempt)
+}
+
+/// [`wait_on`] on any file's queue (an `epoll` instance's stands for all
+/// the files it watches), also looking again by uptime `look_again_at`
+/// (asked before each block): when what is awaited turns ready by itself
+/// (a timer's expiry), nobody wakes the queue.
+pub(crate) fn wait_on_any<T>(
+    queue: &dyn vfs::WaitQueue,
+    waiting_on: &'static str,
+    deadline: Option<u64>,
+    look_again_at: impl Fn() -> Option<u64>,
     mut attempt: impl FnMut() -> Option<T>,
 ) -> Result<Option<T>, Errno> {
     if let Some(answer) = attempt() {
@@ -89,7 +129,7 @@ pub(crate) fn wait_on<T>(
         }
     }
     let me = Machine::current_thread();
-    vfs::WaitQueue::register(queue, me);
+    queue.register(me);
     let result = loop {
         // Prepared before the look: a wake-up between the look and the
         // block makes the block return at once.
@@ -103,8 +143,8 @@ pub(crate) fn wait_on<T>(
         if deadline.is_some_and(|deadline| Machine::uptime_ns() >= deadline) {
             break Ok(None);
         }
-        Machine::block_prepared(waiting_on, deadline);
+        Machine::block_prepared(waiting_on, earliest(deadline, look_again_at()));
     };
-    vfs::WaitQueue::unregister(queue, me);
+    queue.unregister(me);
     result
 }

@@ -214,6 +214,7 @@ impl<H: Host> Device for Terminal<H> {
             readable: self.discipline.lock().has_input(),
             writable: true,
             hung_up: false,
+            error: false,
         }
     }
 

@@ -21,6 +21,9 @@ pub struct Readiness {
     pub writable: bool,
     /// The other end is gone (`POLLHUP`).
     pub hung_up: bool,
+    /// An error is pending (`POLLERR`): a pipe's write end whose last
+    /// reader is gone.
+    pub error: bool,
 }
 
 /// Where a thread waits for a device to become ready: `poll` and
@@ -35,6 +38,10 @@ pub trait WaitQueue: Send + Sync {
     fn register(&self, thread: u64);
     /// Takes thread `thread` off the queue.
     fn unregister(&self, thread: u64);
+    /// How many times the queue has been woken since it was made: an
+    /// edge-triggered `epoll` reports a ready file again only after a
+    /// wake-up, as Linux reports one per wake-up callback.
+    fn wake_count(&self) -> u64;
 }
 
 /// A character device driver (the kernel implements the console/tty; the
@@ -51,12 +58,20 @@ pub trait Device: Send + Sync {
             readable: true,
             writable: true,
             hung_up: false,
+            error: false,
         }
     }
     /// The queue on which a thread waits for `readiness` to change;
     /// `None` for a device that never blocks (always ready), which a
     /// waiting `poll` then need not watch.
     fn wait_queue(&self) -> Option<&dyn WaitQueue> {
+        None
+    }
+    /// The uptime (ns) at which the device turns ready by itself, with
+    /// nobody waking its queue (a timer's expiry): a waiting `poll`
+    /// blocks no longer than that. `None` for devices that only turn
+    /// ready when something wakes their queue.
+    fn ready_at(&self) -> Option<u64> {
         None
     }
     /// A device-specific request. `argument` is passed through untouched

@@ -383,6 +383,13 @@ impl OpenFile {
         self.device.as_ref().and_then(|device| device.wait_queue())
     }
 
+    /// The uptime (ns) at which the device turns ready by itself (a
+    /// timer's expiry; [`crate::Device::ready_at`]); `None` for anything
+    /// else.
+    pub fn ready_at(&self) -> Option<u64> {
+        self.device.as_ref().and_then(|device| device.ready_at())
+    }
+
     /// What `poll` would report: regular files and directories are always
     /// ready, devices say for themselves.
     pub fn readiness(&self) -> Readiness {
@@ -392,6 +399,7 @@ impl OpenFile {
                 readable: true,
                 writable: true,
                 hung_up: false,
+                error: false,
             },
         }
     }

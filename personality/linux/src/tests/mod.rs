@@ -17,6 +17,8 @@ use vfs::{flags, Errno, PathContext, RamFs, Timespec, Vfs};
 use crate::{machine::fake, LinuxProcess, Personality};
 
 mod credentials;
+mod epoll;
+mod eventfd;
 mod fdtable;
 mod files;
 mod fs;
@@ -31,9 +33,12 @@ mod sched;
 mod scheduling;
 mod signal;
 mod signal_frame;
+mod signalfd;
 mod socket;
 mod statfs;
 mod table;
+mod timerfd;
+mod unix_socket;
 mod user;
 mod xattr;
 

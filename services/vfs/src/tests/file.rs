@@ -411,6 +411,9 @@ fn poll_finds_a_devices_wait_queue_and_none_elsewhere() {
         fn unregister(&self, _thread: u64) {
             self.0.store(0, Ordering::Relaxed);
         }
+        fn wake_count(&self) -> u64 {
+            0
+        }
     }
     /// A device that can block, so has a queue.
     struct Blocking(Queue);
