@@ -31,5 +31,10 @@ pub mod uio;
 
 pub use errno::Errno;
 
+/// The highest `pid_max` Linux allows on 64-bit machines
+/// (`PID_MAX_LIMIT`, `include/linux/threads.h`): process and thread ids
+/// stay below it.
+pub const PID_MAX_LIMIT: u64 = 4 * 1024 * 1024;
+
 #[cfg(test)]
 mod tests;

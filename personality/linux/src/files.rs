@@ -398,7 +398,7 @@ pub fn close(files: &LinuxProcess, fd: u64) -> Result<i64, Errno> {
 
 /// `dup(fd)`: the lowest free descriptor, without `FD_CLOEXEC`.
 pub fn dup(files: &LinuxProcess, fd: u64) -> Result<i64, Errno> {
-    let file = files.fds.get(fd as i64)?;
+    let file = files.fds.get_raw(fd as i64)?;
     files.fds.install(file, 0, false).map(i64::from)
 }
 
@@ -408,7 +408,7 @@ pub fn dup(files: &LinuxProcess, fd: u64) -> Result<i64, Errno> {
 /// answer too.
 pub fn dup2(files: &LinuxProcess, old: u64, new: u64) -> Result<i64, Errno> {
     let (old, new) = (u64::from(old as u32), u64::from(new as u32));
-    let file = files.fds.get(old as i64)?;
+    let file = files.fds.get_raw(old as i64)?;
     if old == new {
         return Ok(old as i64);
     }
@@ -422,7 +422,7 @@ pub fn dup3(files: &LinuxProcess, old: u64, new: u64, dup_flags: u64) -> Result<
     if dup_flags & !u64::from(flags::O_CLOEXEC) != 0 || old == new {
         return Err(Errno::EINVAL);
     }
-    let file = files.fds.get(old as i64)?;
+    let file = files.fds.get_raw(old as i64)?;
     let cloexec = dup_flags != 0;
     files
         .fds
@@ -432,8 +432,18 @@ pub fn dup3(files: &LinuxProcess, old: u64, new: u64, dup_flags: u64) -> Result<
 
 /// `fcntl(fd, cmd, arg)`: duplication, the descriptor flag, the status
 /// flags; other commands are `EINVAL` (as Linux answers unknown ones).
+/// A descriptor that only names a file (`O_PATH`) takes only
+/// duplication, the descriptor flag and `F_GETFL` (Linux's
+/// `check_fcntl_cmd`); anything else on it is `EBADF`.
 pub fn fcntl(files: &LinuxProcess, fd: u64, command: u64, argument: u64) -> Result<i64, Errno> {
-    let file = files.fds.get(fd as i64)?;
+    let file = files.fds.get_raw(fd as i64)?;
+    let allowed_on_path_only = matches!(
+        command,
+        F_DUPFD | F_DUPFD_CLOEXEC | F_GETFD | F_SETFD | F_GETFL
+    );
+    if file.is_path_only() && !allowed_on_path_only {
+        return Err(Errno::EBADF);
+    }
     match command {
         F_DUPFD | F_DUPFD_CLOEXEC => {
             let lowest = i32::try_from(argument as i64)
@@ -468,7 +478,7 @@ pub fn ioctl(files: &LinuxProcess, fd: u64, request: u64, argument: u64) -> Resu
 
 /// `fstat(fd, statbuf)`.
 pub fn fstat(files: &LinuxProcess, fd: u64, buffer: u64) -> Result<i64, Errno> {
-    let file = files.fds.get(fd as i64)?;
+    let file = files.fds.get_raw(fd as i64)?;
     user::write(buffer, &Stat::from(&file.metadata()).to_bytes())?;
     Ok(0)
 }

@@ -39,7 +39,7 @@ fn context_at(files: &LinuxProcess, dirfd: u64, path: &[u8]) -> Result<PathConte
     if path.first() == Some(&b'/') || is_cwd(dirfd) {
         return Ok(context);
     }
-    let directory = files.fds.get(dirfd as i64)?.inode().clone();
+    let directory = files.fds.get_raw(dirfd as i64)?.inode().clone();
     if directory.file_type() != FileType::Directory {
         return Err(Errno::ENOTDIR);
     }
@@ -53,7 +53,7 @@ fn empty_path_inode(files: &LinuxProcess, dirfd: u64) -> Result<Arc<dyn Inode>, 
     if is_cwd(dirfd) {
         return Ok(files.context().cwd);
     }
-    Ok(files.fds.get(dirfd as i64)?.inode().clone())
+    Ok(files.fds.get_raw(dirfd as i64)?.inode().clone())
 }
 
 /// Reads the path argument, allowing an empty one with `AT_EMPTY_PATH`.
@@ -538,7 +538,7 @@ pub fn chdir(vfs: &Vfs, files: &LinuxProcess, path: u64) -> Result<i64, Errno> {
 
 /// `fchdir(fd)`.
 pub fn fchdir(files: &LinuxProcess, fd: u64) -> Result<i64, Errno> {
-    let directory = files.fds.get(fd as i64)?.inode().clone();
+    let directory = files.fds.get_raw(fd as i64)?.inode().clone();
     if directory.file_type() != FileType::Directory {
         return Err(Errno::ENOTDIR);
     }

@@ -67,7 +67,7 @@ use dispatch::Principal;
 use vfs::{Errno, Inode, OpenFile, PathContext, Vfs};
 
 pub use fdtable::{FdTable, MAX_DESCRIPTORS};
-pub use info::{RELEASE, VERSION};
+pub use info::{RELEASE, SYSTEM_NAME, VERSION};
 pub use mapping::MapSource;
 pub use pipe::set_interrupted_check;
 pub use signal::{
@@ -303,6 +303,12 @@ impl Personality {
         &self.sockets
     }
 
+    /// The host name and the domain name (`sethostname`,
+    /// `setdomainname`), for `/proc/sys/kernel/`.
+    pub fn host_and_domain_names(&self) -> (alloc::vec::Vec<u8>, alloc::vec::Vec<u8>) {
+        self.names.host_and_domain()
+    }
+
     /// The file tree.
     pub fn vfs(&self) -> &Arc<Vfs> {
         &self.vfs
@@ -423,7 +429,7 @@ impl Personality {
     /// [`Self::file_identity`] tells it.
     pub fn descriptor_identity(&self, pid: u64, fd: u64) -> Option<FileIdentity> {
         let files = self.files(pid)?;
-        let file = files.fds.get(fd as i64).ok()?;
+        let file = files.fds.get_raw(fd as i64).ok()?;
         let metadata = file.metadata();
         Some(FileIdentity {
             path: self.vfs.open_file_path(&files.context(), &file),

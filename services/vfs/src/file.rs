@@ -11,8 +11,8 @@ use crate::{
     device::{Device, Readiness, WaitQueue},
     dirent::encode_dirent64,
     flags::{
-        O_ACCMODE, O_APPEND, O_NONBLOCK, O_RDONLY, O_RDWR, O_WRONLY, SEEK_CUR, SEEK_DATA, SEEK_END,
-        SEEK_HOLE, SEEK_SET, SETTABLE_STATUS_FLAGS,
+        O_ACCMODE, O_APPEND, O_NONBLOCK, O_PATH, O_RDONLY, O_RDWR, O_WRONLY, SEEK_CUR, SEEK_DATA,
+        SEEK_END, SEEK_HOLE, SEEK_SET, SETTABLE_STATUS_FLAGS,
     },
     inode::Inode,
     metadata::{FileType, Metadata},
@@ -101,9 +101,15 @@ impl OpenFile {
             });
     }
 
+    /// Whether the description only names its file (`O_PATH`): it can
+    /// be neither read nor written, and most calls on it give `EBADF`.
+    pub fn is_path_only(&self) -> bool {
+        self.status.load(Ordering::Relaxed) & O_PATH != 0
+    }
+
     /// Whether the description was opened for reading.
     pub fn is_readable(&self) -> bool {
-        self.access == O_RDONLY || self.access == O_RDWR
+        (self.access == O_RDONLY || self.access == O_RDWR) && !self.is_path_only()
     }
 
     /// Whether the description was opened for writing.

@@ -445,3 +445,37 @@ fn a_set_group_id_directory_gives_its_group_to_what_is_made_in_it() {
     let mode = u32::from_le_bytes(fake::peek(stat + 24, 4).try_into().unwrap());
     assert_eq!(mode & 0o2000, 0o2000, "a directory keeps the bit going");
 }
+
+#[test]
+fn an_o_path_descriptor_names_a_file_for_fstat_fchdir_and_at_calls_only() {
+    // fcntl's commands (Linux's numbers).
+    const F_GETFL: u64 = 3;
+    const F_SETFL: u64 = 4;
+    let fixture = Fixture::new();
+    fixture.make_file(b"/tmp/data", b"12345");
+    let file = fixture.open(b"/tmp/data", O_PATH);
+    let directory = fixture.open(b"/tmp", O_PATH | O_DIRECTORY);
+    let buffer = at(0x100);
+    assert_eq!(fixture.call(READ, &[file, buffer, 4]), err(Errno::EBADF));
+    assert_eq!(fixture.call(WRITE, &[file, buffer, 4]), err(Errno::EBADF));
+    assert_eq!(fixture.call(LSEEK, &[file, 0, 0]), err(Errno::EBADF));
+    assert_eq!(fixture.call(FCHMOD, &[file, 0o600]), err(Errno::EBADF));
+    assert_eq!(fixture.call(FTRUNCATE, &[file, 0]), err(Errno::EBADF));
+    assert_eq!(
+        fixture.call(GETDENTS64, &[directory, buffer, 256]),
+        err(Errno::EBADF)
+    );
+    assert_eq!(fixture.call(FSTAT, &[file, buffer]), 0);
+    assert_eq!(peek_u64(buffer + 48), 5, "st_size");
+    assert_eq!(fixture.call(FCNTL, &[file, F_GETFL]), i64::from(O_PATH));
+    assert_eq!(
+        fixture.call(FCNTL, &[file, F_SETFL, u64::from(O_NONBLOCK)]),
+        err(Errno::EBADF)
+    );
+    assert!(fixture.call(DUP, &[file]) >= 0);
+    let name = put_string(0xf000, b"data");
+    assert_eq!(fixture.call(NEWFSTATAT, &[directory, name, buffer, 0]), 0);
+    assert_eq!(fixture.call(FCHDIR, &[directory]), 0);
+    assert!(fixture.call_path(OPEN, b"data", &[u64::from(O_RDONLY)]) >= 0);
+    assert_eq!(fixture.call(CLOSE, &[file]), 0);
+}

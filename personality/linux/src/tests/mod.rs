@@ -101,6 +101,12 @@ impl procfs::Source for FakeSystem {
     fn current_directory(&self, _pid: u64) -> Option<Vec<u8>> {
         Some(b"/".to_vec())
     }
+    fn threads(&self, _pid: u64) -> Vec<procfs::ThreadInfo> {
+        Vec::new()
+    }
+    fn kernel_settings(&self) -> procfs::KernelSettings {
+        procfs::KernelSettings::default()
+    }
     fn mappings(&self, _pid: u64) -> Option<Vec<procfs::Mapping>> {
         Some(Vec::new())
     }
