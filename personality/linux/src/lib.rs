@@ -23,7 +23,9 @@
 //!   bash ask of file systems, extended attributes and CPUs;
 //! - `socket`: `AF_INET` sockets (UDP and TCP over loopback) as open
 //!   files, on the `sockets` service (`services/sockets`); other families
-//!   are `EAFNOSUPPORT`.
+//!   are `EAFNOSUPPORT`;
+//! - `unix_pair`: `socketpair(AF_UNIX, ...)`, two connected local
+//!   sockets.
 //!
 //! Each process has a [`LinuxProcess`]: its descriptor table (open files
 //! are capabilities in the process's `domain::HandleTable`), its current
@@ -53,6 +55,7 @@ pub mod signal;
 pub mod signal_frame;
 mod socket;
 mod statfs;
+mod unix_pair;
 pub mod user;
 mod wait;
 mod xattr;
@@ -811,6 +814,9 @@ fn table(number: u64) -> Option<Implementation> {
                 kind,
                 protocol,
             )
+        },
+        SOCKETPAIR => |c, [domain, kind, protocol, fds, ..]| {
+            unix_pair::socketpair(&c.personality.pipes, c.files, domain, kind, protocol, fds)
         },
         BIND => |c, [fd, address, length, ..]| socket::bind(c.files, fd, address, length),
         CONNECT => |c, [fd, address, length, ..]| socket::connect(c.files, fd, address, length),

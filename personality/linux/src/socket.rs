@@ -24,7 +24,10 @@
 use alloc::sync::Arc;
 use core::net::{Ipv4Addr, SocketAddrV4};
 
-use linux_abi::socket::{SockaddrIn, AF_INET};
+use linux_abi::socket::{
+    SockaddrIn, AF_INET, IPPROTO_TCP, IPPROTO_UDP, SOCK_CLOEXEC, SOCK_DGRAM, SOCK_NONBLOCK,
+    SOCK_STREAM, SOCK_TYPE_MASK,
+};
 use sockets::{Kind, Readiness as SocketReadiness, Shutdown, Socket, SocketError, Stack};
 use vfs::{flags, Device, Errno, Inode, NewNode, NodeKind, OpenFile, Readiness};
 
@@ -35,15 +38,6 @@ use crate::{
     LinuxProcess,
 };
 
-/// `SOCK_STREAM`, `SOCK_DGRAM`, and the flags `socket` takes with them.
-const SOCK_STREAM: u64 = 1;
-const SOCK_DGRAM: u64 = 2;
-const SOCK_TYPE_MASK: u64 = 0xf;
-const SOCK_NONBLOCK: u64 = 0o4000;
-const SOCK_CLOEXEC: u64 = 0o2000000;
-/// `IPPROTO_TCP`, `IPPROTO_UDP`.
-const IPPROTO_TCP: u64 = 6;
-const IPPROTO_UDP: u64 = 17;
 /// `MSG_PEEK`, `MSG_TRUNC`, `MSG_DONTWAIT`.
 const MSG_PEEK: u64 = 0x2;
 const MSG_TRUNC: u64 = 0x20;

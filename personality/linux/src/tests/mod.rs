@@ -33,6 +33,7 @@ mod signal_frame;
 mod socket;
 mod statfs;
 mod table;
+mod unix_pair;
 mod user;
 mod xattr;
 
