@@ -523,7 +523,12 @@ pub fn getdents64(files: &LinuxProcess, fd: u64, buffer: u64, count: u64) -> Res
 /// `sendfile(out_fd, in_fd, offset, count)`: copies up to `count` bytes
 /// from `in_fd` (at `*offset`, which is then advanced, or at its own
 /// offset if `offset` is null) to `out_fd`, through a kernel buffer.
-/// Returns the bytes written; a short write ends the copy.
+/// Returns the bytes written; a short write ends the copy. Linux's
+/// checks, in `do_sendfile`'s order: `EFAULT` for a bad `offset`,
+/// `EBADF` for an input not open for reading, `ESPIPE` for an offset on
+/// an input without one, `EINVAL` for a negative offset, `EBADF` for an
+/// output not open for writing, `EINVAL` for an output in append mode.
+/// A seekable input's own offset moves only by what was written.
 pub fn sendfile(
     files: &LinuxProcess,
     out: u64,
@@ -531,20 +536,36 @@ pub fn sendfile(
     offset: u64,
     count: u64,
 ) -> Result<i64, Errno> {
-    let source = files.fds.get(input as i64)?;
-    let sink = files.fds.get(out as i64)?;
-    let mut at = if offset == 0 {
+    let given = if offset == 0 {
         None
     } else {
-        let value = user::read_u64(offset)? as i64;
-        if value < 0 {
-            return Err(Errno::EINVAL);
-        }
-        Some(value)
+        Some(user::read_u64(offset)? as i64)
     };
+    let source = files.fds.get(input as i64)?;
+    if !source.is_readable() {
+        return Err(Errno::EBADF);
+    }
+    // The input's own offset, where it has one (a pipe or socket has
+    // none: its reads take what comes).
+    let own = source.seek(0, flags::SEEK_CUR).ok();
+    if given.is_some() && own.is_none() {
+        return Err(Errno::ESPIPE);
+    }
+    if given.is_some_and(|value| value < 0) {
+        return Err(Errno::EINVAL);
+    }
+    let sink = files.fds.get(out as i64)?;
+    if !sink.is_writable() {
+        return Err(Errno::EBADF);
+    }
+    if sink.flags() & flags::O_APPEND != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let mut at = given.or(own.map(|position| position as i64));
     let count = usize::try_from(count).map_err(|_| Errno::EINVAL)?;
     let mut buffer = vec![0u8; count.min(CHUNK)];
     let mut done = 0usize;
+    let mut failure = None;
     while done < count {
         let want = (count - done).min(buffer.len());
         let got = match at {
@@ -554,11 +575,17 @@ pub fn sendfile(
         let got = match got {
             Ok(0) => break,
             Ok(got) => got,
-            Err(error) => return partial(done, error),
+            Err(error) => {
+                failure = Some(error);
+                break;
+            }
         };
         let wrote = match sink.write(&buffer[..got]) {
             Ok(wrote) => wrote,
-            Err(error) => return partial(done, error),
+            Err(error) => {
+                failure = Some(error);
+                break;
+            }
         };
         done += wrote;
         if let Some(position) = at.as_mut() {
@@ -568,10 +595,17 @@ pub fn sendfile(
             break;
         }
     }
-    if let Some(position) = at {
-        user::write(offset, &position.to_le_bytes())?;
+    match (given, at) {
+        (Some(_), Some(position)) => user::write(offset, &position.to_le_bytes())?,
+        (None, Some(position)) => {
+            source.seek(position, flags::SEEK_SET)?;
+        }
+        _ => {}
     }
-    Ok(done as i64)
+    match failure {
+        Some(error) => partial(done, error),
+        None => Ok(done as i64),
+    }
 }
 
 /// `fadvise64(fd, offset, len, advice)`: advice is taken and ignored

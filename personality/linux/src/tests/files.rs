@@ -392,6 +392,60 @@ fn sendfile_checks_its_descriptors_and_offset() {
 }
 
 #[test]
+fn sendfile_checks_each_descriptors_mode_before_copying() {
+    let fixture = Fixture::new();
+    fixture.make_file(b"/tmp/source", b"0123456789");
+    let source = fixture.open(b"/tmp/source", O_RDONLY);
+    let sink = fixture.open(b"/tmp/sink", O_WRONLY | O_CREAT);
+    let appending = fixture.open(b"/tmp/sink", O_WRONLY | O_APPEND);
+    assert_eq!(
+        fixture.call(SENDFILE, &[source, source, 0, 1]),
+        err(Errno::EBADF),
+        "an output open only for reading"
+    );
+    assert_eq!(
+        fixture.call(SENDFILE, &[sink, sink, 0, 1]),
+        err(Errno::EBADF),
+        "an input open only for writing"
+    );
+    assert_eq!(
+        fixture.call(SENDFILE, &[appending, source, 0, 1]),
+        err(Errno::EINVAL)
+    );
+    assert_eq!(fixture.call(PIPE2, &[at(0), 0]), 0);
+    let (read_end, write_end) = (u64::from(peek_u32(at(0))), u64::from(peek_u32(at(4))));
+    let offset = put(16, &0i64.to_le_bytes());
+    assert_eq!(
+        fixture.call(SENDFILE, &[sink, read_end, offset, 1]),
+        err(Errno::ESPIPE)
+    );
+    // Into a pipe, from the input's own offset, which moves.
+    assert_eq!(fixture.call(SENDFILE, &[write_end, source, 0, 4]), 4);
+    assert_eq!(fixture.call(LSEEK, &[source, 0, 1]), 4);
+}
+
+#[test]
+fn sendfile_into_a_full_nonblocking_socket_is_eagain_and_reads_nothing() {
+    const AF_UNIX: u64 = 1;
+    const SOCK_DGRAM_NONBLOCK: u64 = 2 | 0o4000;
+    let fixture = Fixture::new();
+    fixture.make_file(b"/tmp/source", b"0123456789");
+    let source = fixture.open(b"/tmp/source", O_RDONLY);
+    assert_eq!(
+        fixture.call(SOCKETPAIR, &[AF_UNIX, SOCK_DGRAM_NONBLOCK, 0, at(0)]),
+        0
+    );
+    let out = u64::from(peek_u32(at(4)));
+    let byte = put(16, b"a");
+    while fixture.call(WRITE, &[out, byte, 1]) == 1 {}
+    assert_eq!(
+        fixture.call(SENDFILE, &[out, source, 0, 1]),
+        err(Errno::EAGAIN)
+    );
+    assert_eq!(fixture.call(LSEEK, &[source, 0, 1]), 0, "nothing was taken");
+}
+
+#[test]
 fn fadvise_and_fsync_refuse_pipes_and_unknown_advice() {
     let fixture = Fixture::new();
     let fd = fixture.open(b"/tmp/data", O_RDWR | O_CREAT);
