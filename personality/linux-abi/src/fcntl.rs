@@ -17,3 +17,10 @@ pub const AT_SYMLINK_FOLLOW: u64 = 0x400;
 pub const AT_NO_AUTOMOUNT: u64 = 0x800;
 /// `AT_EMPTY_PATH`: the descriptor itself when the path is empty.
 pub const AT_EMPTY_PATH: u64 = 0x1000;
+
+/// `renameat2`: fail with `EEXIST` rather than replace the new name.
+pub const RENAME_NOREPLACE: u64 = 1;
+/// `renameat2`: swap the two names.
+pub const RENAME_EXCHANGE: u64 = 2;
+/// `renameat2`: leave a whiteout at the old name (overlay file systems).
+pub const RENAME_WHITEOUT: u64 = 4;

@@ -22,8 +22,6 @@ use vfs::{
 
 use crate::{user, LinuxProcess};
 
-/// `renameat2` flags.
-const RENAME_NOREPLACE: u64 = 1;
 /// `faccessat` modes: existence only, or read/write/execute bits.
 const F_OK: u64 = 0;
 
@@ -242,11 +240,18 @@ pub fn renameat(
     new: u64,
     rename_flags: u64,
 ) -> Result<i64, Errno> {
-    if rename_flags & !RENAME_NOREPLACE != 0 {
+    // RENAME_WHITEOUT needs whiteout nodes (overlay file systems) that
+    // no file system here has: EINVAL, as Linux says for such a one.
+    let exchanges = rename_flags & RENAME_EXCHANGE != 0;
+    let no_replace = rename_flags & RENAME_NOREPLACE != 0;
+    if rename_flags & !(RENAME_NOREPLACE | RENAME_EXCHANGE) != 0 || (exchanges && no_replace) {
         return Err(Errno::EINVAL);
     }
     let (context, old, new) = two_paths(vfs, files, old_dirfd, old, new_dirfd, new)?;
-    if rename_flags & RENAME_NOREPLACE != 0 && vfs.resolve(&context, &new, false).is_ok() {
+    if exchanges {
+        return vfs.exchange(&context, &old, &new).map(|()| 0);
+    }
+    if no_replace && vfs.resolve(&context, &new, false).is_ok() {
         return Err(Errno::EEXIST);
     }
     vfs.rename(&context, &old, &new).map(|()| 0)

@@ -153,6 +153,20 @@ pub trait Inode: Send + Sync + Any {
     ) -> Result<(), Errno> {
         Err(Errno::ENOTDIR)
     }
+    /// Swaps `name` here and `other_name` in `other_parent` (a directory
+    /// of this file system) in one step (`renameat2`'s
+    /// `RENAME_EXCHANGE`): both must exist (`ENOENT`). `EINVAL` where the
+    /// file system cannot (Linux's answer for one without the
+    /// operation). The VFS has ruled out a directory into its own
+    /// subtree.
+    fn exchange(
+        &self,
+        _name: &[u8],
+        _other_parent: &Arc<dyn Inode>,
+        _other_name: &[u8],
+    ) -> Result<(), Errno> {
+        Err(Errno::EINVAL)
+    }
     /// Calls `sink(entry, next_offset)` for the entries from position
     /// `offset` on ("." is 0, ".." 1), until it returns `false` or the
     /// entries run out. `next_offset` is where a later call resumes.

@@ -609,6 +609,65 @@ impl Inode for RamInode {
         Ok(())
     }
 
+    fn exchange(
+        &self,
+        name: &[u8],
+        other_parent: &Arc<dyn Inode>,
+        other_name: &[u8],
+    ) -> Result<(), Errno> {
+        check_name(name)?;
+        check_name(other_name)?;
+        let other_parent = self.ours(other_parent)?;
+        let _tree = self.shared.tree.lock();
+        let first = self.child(name)?;
+        let second = other_parent.child(other_name)?;
+        if Arc::ptr_eq(&first, &second) {
+            return Ok(());
+        }
+        let now = self.shared.now();
+        let same_parent = core::ptr::eq(self, other_parent);
+        let is_directory = |inode: &RamInode| inode.file_type == FileType::Directory;
+        // Each parent's link count follows the directories it holds
+        // (their ".." entries); swapped within one parent nothing moves.
+        let links_gained = |gained: &RamInode, lost: &RamInode| {
+            i64::from(is_directory(gained)) - i64::from(is_directory(lost))
+        };
+        {
+            let mut state = self.state.write();
+            state
+                .directory_mut()?
+                .entries
+                .insert(name.to_vec(), second.clone());
+            if !same_parent {
+                state.nlink = state
+                    .nlink
+                    .saturating_add_signed(links_gained(&second, &first));
+            }
+            state.touch_contents(now);
+        }
+        {
+            let mut state = other_parent.state.write();
+            state
+                .directory_mut()?
+                .entries
+                .insert(other_name.to_vec(), first.clone());
+            if !same_parent {
+                state.nlink = state
+                    .nlink
+                    .saturating_add_signed(links_gained(&first, &second));
+            }
+            state.touch_contents(now);
+        }
+        for (moved, parent) in [(&first, other_parent), (&second, self)] {
+            let mut state = moved.state.write();
+            if let Body::Directory(directory) = &mut state.body {
+                directory.parent = parent.me.clone();
+            }
+            state.ctime = now;
+        }
+        Ok(())
+    }
+
     fn readdir(
         &self,
         offset: u64,

@@ -180,11 +180,13 @@ fn unlink_rename_and_link_refuse_unknown_flags() {
         fixture.call(UNLINKAT, &[AT_FDCWD, a, 0x1]),
         err(Errno::EINVAL)
     );
-    // `RENAME_EXCHANGE` (2) is not supported; `RENAME_NOREPLACE` is.
-    assert_eq!(
-        fixture.call(RENAMEAT2, &[AT_FDCWD, a, AT_FDCWD, b, 2]),
-        err(Errno::EINVAL)
-    );
+    // Whiteouts, unknown flags, and both of exchange and no-replace.
+    for flags in [RENAME_WHITEOUT, 8, RENAME_EXCHANGE | RENAME_NOREPLACE] {
+        assert_eq!(
+            fixture.call(RENAMEAT2, &[AT_FDCWD, a, AT_FDCWD, b, flags]),
+            err(Errno::EINVAL)
+        );
+    }
     assert_eq!(
         fixture.call(RENAMEAT2, &[AT_FDCWD, a, AT_FDCWD, b, 1]),
         err(Errno::EEXIST)
@@ -478,4 +480,61 @@ fn an_o_path_descriptor_names_a_file_for_fstat_fchdir_and_at_calls_only() {
     assert_eq!(fixture.call(FCHDIR, &[directory]), 0);
     assert!(fixture.call_path(OPEN, b"data", &[u64::from(O_RDONLY)]) >= 0);
     assert_eq!(fixture.call(CLOSE, &[file]), 0);
+}
+
+#[test]
+fn rename_exchange_swaps_two_names_that_both_exist() {
+    let fixture = Fixture::new();
+    fixture.make_file(b"/tmp/a", b"a");
+    let dir = put_string(0, b"/tmp/sub");
+    assert_eq!(fixture.call(MKDIR, &[dir, 0o755]), 0);
+    fixture.make_file(b"/tmp/sub/b", b"b");
+    let tmp = fixture.open(b"/tmp", O_RDONLY | O_DIRECTORY);
+    let sub = fixture.open(b"/tmp/sub", O_RDONLY | O_DIRECTORY);
+    let (a, b, missing) = (
+        put_string(64, b"a"),
+        put_string(128, b"b"),
+        put_string(192, b"missing"),
+    );
+    assert_eq!(
+        fixture.call(RENAMEAT2, &[tmp, a, sub, missing, RENAME_EXCHANGE]),
+        err(Errno::ENOENT)
+    );
+    assert_eq!(
+        fixture.call(RENAMEAT2, &[tmp, a, sub, b, RENAME_EXCHANGE]),
+        0
+    );
+    assert_eq!(fixture.file_contents(b"/tmp/a"), b"b");
+    assert_eq!(fixture.file_contents(b"/tmp/sub/b"), b"a");
+    // A directory swapped with a file: the link counts and ".." follow.
+    let tmp_links = |fixture: &Fixture| {
+        assert_eq!(fixture.call_path(STAT, b"/tmp", &[at(0x400)]), 0);
+        peek_u64(at(0x400 + 16))
+    };
+    let before = tmp_links(&fixture);
+    fixture.make_file(b"/c", b"c");
+    let (sub_path, c_path) = (put_string(256, b"/tmp/sub"), put_string(320, b"/c"));
+    assert_eq!(
+        fixture.call(
+            RENAMEAT2,
+            &[AT_FDCWD, sub_path, AT_FDCWD, c_path, RENAME_EXCHANGE]
+        ),
+        0
+    );
+    assert_eq!(tmp_links(&fixture), before - 1);
+    assert_eq!(fixture.file_contents(b"/tmp/sub"), b"c");
+    assert_eq!(fixture.file_contents(b"/c/b"), b"a");
+    assert_eq!(fixture.call_path(STAT, b"/c/..", &[at(0x400)]), 0);
+    let root_ino = peek_u64(at(0x400 + 8));
+    assert_eq!(fixture.call_path(STAT, b"/", &[at(0x400)]), 0);
+    assert_eq!(peek_u64(at(0x400 + 8)), root_ino);
+    // A directory cannot trade places with something inside it.
+    let (c_dir, inner) = (put_string(256, b"/c"), put_string(320, b"/c/b"));
+    assert_eq!(
+        fixture.call(
+            RENAMEAT2,
+            &[AT_FDCWD, c_dir, AT_FDCWD, inner, RENAME_EXCHANGE]
+        ),
+        err(Errno::EINVAL)
+    );
 }
