@@ -15,6 +15,7 @@
 mod bytes;
 pub mod errno;
 pub mod fcntl;
+pub mod persona;
 pub mod resource;
 pub mod sigaction;
 pub mod siginfo;

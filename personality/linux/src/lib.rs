@@ -13,7 +13,7 @@
 //!   `fcntl`, `fstat`, `getdents64`, ...);
 //! - `fs`: calls on paths (`openat`, `stat`, `mkdir`, `rename`,
 //!   `getcwd`, `chdir`, ...);
-//! - `info`: `uname`, `sysinfo`;
+//! - `info`: `uname`, `sysinfo`; `persona`: `personality`;
 //! - `poll`: `poll`, `ppoll`, `select`, `pselect6`;
 //! - `identity`: ids, groups, sessions; `resource`: limits and usage
 //!   (`times`, `getrusage`), `getrandom`, `prctl`;
@@ -45,6 +45,7 @@ pub mod identity;
 mod info;
 pub mod machine;
 mod mapping;
+mod persona;
 mod pipe;
 mod poll;
 pub mod process_args;
@@ -105,6 +106,9 @@ pub struct LinuxProcess {
     credentials: spin::Mutex<Credentials>,
     /// The buffer its `read`s and `write`s move data through.
     transfer: files::TransferBuffer,
+    /// Its execution domain (`personality(2)`), inherited by `fork` and
+    /// kept across `execve`.
+    persona: core::sync::atomic::AtomicU32,
 }
 
 impl LinuxProcess {
@@ -351,6 +355,7 @@ impl Personality {
             name: spin::Mutex::new([0; 16]),
             credentials: spin::Mutex::new(Credentials::root()),
             transfer: files::TransferBuffer::default(),
+            persona: core::sync::atomic::AtomicU32::new(persona::PER_LINUX),
         };
         self.processes.lock().insert(pid, Arc::new(files));
     }
@@ -385,6 +390,7 @@ impl Personality {
             name: spin::Mutex::new(*parent_files.name.lock()),
             credentials: spin::Mutex::new(parent_files.credentials()),
             transfer: files::TransferBuffer::default(),
+            persona: core::sync::atomic::AtomicU32::new(parent_files.persona()),
         };
         self.processes.lock().insert(child, Arc::new(files));
     }
@@ -683,7 +689,8 @@ fn table(number: u64) -> Option<Implementation> {
         CHDIR => |c, [path, ..]| fs::chdir(c.vfs, c.files, path),
         FCHDIR => |c, [fd, ..]| fs::fchdir(c.files, fd),
         UMASK => |c, [mask, ..]| Ok(i64::from(c.files.set_umask(mask as u32))),
-        UNAME => |c, [buf, ..]| info::uname(&c.personality.names, buf),
+        UNAME => |c, [buf, ..]| info::uname(&c.personality.names, c.files.persona(), buf),
+        PERSONALITY => |c, [persona, ..]| persona::personality(c.files, persona),
         SETHOSTNAME => |c, [name, length, ..]| {
             info::set_name(
                 &c.personality.names,
