@@ -2,7 +2,7 @@
 //! and `statx`, `faccessat`, `mkdirat`, `unlinkat` (`unlink`, `rmdir`),
 //! `renameat2`, `linkat`, `symlinkat`, `readlinkat`, `truncate`,
 //! `fchmodat`, `fchownat` (`chown`, `lchown`), `utimensat` (`utimes`,
-//! `futimesat`, `utime`), `getcwd`, `chdir`, `fchdir`.
+//! `futimesat`, `utime`), `getcwd`, `chdir`, `fchdir`, `chroot`.
 //!
 //! A relative path starts at the directory a descriptor names (`dirfd`),
 //! or at the current directory for `AT_FDCWD`; an absolute one ignores
@@ -538,6 +538,23 @@ pub fn chdir(vfs: &Vfs, files: &LinuxProcess, path: u64) -> Result<i64, Errno> {
     let path = user::read_path(path)?;
     let directory = vfs.directory(&files.context(), &path)?;
     files.set_cwd(directory);
+    Ok(0)
+}
+
+/// `chroot(path)`: the calling process's "/" becomes the directory
+/// `path` names (its current directory stays). Linux's order: the
+/// lookup's errors (`ENOENT`, `ENOTDIR`, ...), `EACCES` without search
+/// permission on it, then `EPERM` without `CAP_SYS_CHROOT`.
+pub fn chroot(vfs: &Vfs, files: &LinuxProcess, path: u64) -> Result<i64, Errno> {
+    let path = user::read_path(path)?;
+    let directory = vfs.directory(&files.context(), &path)?;
+    if !files
+        .credentials()
+        .capable(crate::credentials::CAP_SYS_CHROOT)
+    {
+        return Err(Errno::EPERM);
+    }
+    files.paths.lock().root = directory;
     Ok(0)
 }
 

@@ -688,6 +688,7 @@ fn table(number: u64) -> Option<Implementation> {
         GETCWD => |c, [buf, size, ..]| fs::getcwd(c.vfs, c.files, buf, size),
         CHDIR => |c, [path, ..]| fs::chdir(c.vfs, c.files, path),
         FCHDIR => |c, [fd, ..]| fs::fchdir(c.files, fd),
+        CHROOT => |c, [path, ..]| fs::chroot(c.vfs, c.files, path),
         UMASK => |c, [mask, ..]| Ok(i64::from(c.files.set_umask(mask as u32))),
         UNAME => |c, [buf, ..]| info::uname(&c.personality.names, c.files.persona(), buf),
         PERSONALITY => |c, [persona, ..]| persona::personality(c.files, persona),

@@ -538,3 +538,37 @@ fn rename_exchange_swaps_two_names_that_both_exist() {
         err(Errno::EINVAL)
     );
 }
+
+#[test]
+fn chroot_moves_root_for_root_only_after_the_lookups_errors() {
+    let fixture = Fixture::new();
+    assert_eq!(fixture.call_path(MKDIR, b"/tmp/jail", &[0o711]), 0);
+    assert_eq!(fixture.call_path(MKDIR, b"/tmp/jail/closed", &[0o700]), 0);
+    fixture.make_file(b"/tmp/jail/inside", b"in");
+    let buffer = at(0x400);
+    assert_eq!(
+        fixture.call_path(CHROOT, b"/tmp/missing", &[]),
+        err(Errno::ENOENT)
+    );
+    assert_eq!(
+        fixture.call_path(CHROOT, b"/tmp/jail/inside", &[]),
+        err(Errno::ENOTDIR)
+    );
+    assert_eq!(fixture.call(CHROOT, &[UNMAPPED]), err(Errno::EFAULT));
+    assert_eq!(fixture.call_path(CHROOT, b"/tmp/jail", &[]), 0);
+    // "/" is the jail now, and ".." stops at it.
+    assert_eq!(fixture.call_path(STAT, b"/inside", &[buffer]), 0);
+    assert_eq!(fixture.call_path(STAT, b"/../inside", &[buffer]), 0);
+    assert_eq!(
+        fixture.call_path(STAT, b"/tmp", &[buffer]),
+        err(Errno::ENOENT)
+    );
+    // An unprivileged process: EACCES for a directory it may not
+    // search, else EPERM.
+    assert_eq!(fixture.call(SETRESUID, &[1, 1, 1]), 0);
+    assert_eq!(
+        fixture.call_path(CHROOT, b"/closed", &[]),
+        err(Errno::EACCES)
+    );
+    assert_eq!(fixture.call_path(CHROOT, b"/", &[]), err(Errno::EPERM));
+}
