@@ -608,6 +608,55 @@ pub fn sendfile(
     }
 }
 
+/// `fallocate(fd, mode, offset, len)`, in Linux's `vfs_fallocate`
+/// order: `EINVAL` for a negative offset or a length not above 0;
+/// `EOPNOTSUPP` for unknown mode bits, a hole punched with zeroing or
+/// without `FALLOC_FL_KEEP_SIZE`; `EINVAL` for collapse, insert or
+/// unshare mixed with other bits; then the file's checks
+/// ([`vfs::OpenFile::allocate`]). The RAM file system does what tmpfs
+/// does: mode 0, `FALLOC_FL_KEEP_SIZE`, and punching holes;
+/// `EOPNOTSUPP` for the rest.
+pub fn fallocate(
+    files: &LinuxProcess,
+    fd: u64,
+    mode: u64,
+    offset: u64,
+    length: u64,
+) -> Result<i64, Errno> {
+    use linux_abi::fcntl::*;
+    let file = files.fds.get(fd as i64)?;
+    // The mode is an `int`; offset and length are `loff_t`.
+    let mode = u64::from(mode as u32);
+    let (offset, length) = (offset as i64, length as i64);
+    if offset < 0 || length <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    let is_only = |bits: u64, allowed: u64| mode & bits == 0 || mode & !allowed == 0;
+    let punch_and_zero = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE;
+    if mode & !FALLOC_FL_SUPPORTED_MASK != 0
+        || mode & punch_and_zero == punch_and_zero
+        || (mode & FALLOC_FL_PUNCH_HOLE != 0 && mode & FALLOC_FL_KEEP_SIZE == 0)
+    {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    if !is_only(FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_COLLAPSE_RANGE)
+        || !is_only(FALLOC_FL_INSERT_RANGE, FALLOC_FL_INSERT_RANGE)
+        || !is_only(
+            FALLOC_FL_UNSHARE_RANGE,
+            FALLOC_FL_UNSHARE_RANGE | FALLOC_FL_KEEP_SIZE,
+        )
+    {
+        return Err(Errno::EINVAL);
+    }
+    let how = match mode {
+        0 => vfs::Allocation::Extend,
+        FALLOC_FL_KEEP_SIZE => vfs::Allocation::KeepSize,
+        _ if mode == FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE => vfs::Allocation::PunchHole,
+        _ => vfs::Allocation::Other,
+    };
+    file.allocate(how, offset as u64, length as u64).map(|()| 0)
+}
+
 /// `fadvise64(fd, offset, len, advice)`: advice is taken and ignored
 /// (every file is in memory already), after Linux's checks: `EBADF`,
 /// `ESPIPE` for a pipe, `EINVAL` for unknown advice.

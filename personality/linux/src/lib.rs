@@ -607,6 +607,9 @@ fn table(number: u64) -> Option<Implementation> {
         SENDFILE => {
             |c, [out, input, offset, count, ..]| files::sendfile(c.files, out, input, offset, count)
         }
+        FALLOCATE => {
+            |c, [fd, mode, offset, length, ..]| files::fallocate(c.files, fd, mode, offset, length)
+        }
         FCHMOD => |c, [fd, mode, ..]| files::fchmod(c.vfs, c.files, fd, mode),
         FCHOWN => |c, [fd, uid, gid, ..]| files::fchown(c.vfs, c.files, fd, uid, gid),
         OPEN => {

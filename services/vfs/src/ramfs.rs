@@ -24,7 +24,7 @@ use core::{
 use spin::{Mutex, RwLock};
 
 use crate::{
-    inode::{DirEntry, FileSystem, Inode, NewNode, NodeKind},
+    inode::{Allocation, DirEntry, FileSystem, Inode, NewNode, NodeKind},
     metadata::{FileType, Metadata, SetAttributes, TimeChange, Timespec, MODE_PERMISSION_BITS},
     Errno,
 };
@@ -743,6 +743,42 @@ impl Inode for RamInode {
 
     fn append(&self, buf: &[u8]) -> Result<(usize, u64), Errno> {
         self.write_locked(None, buf)
+    }
+
+    /// Memory is not reserved ahead here (nothing to allocate): growing
+    /// the file is all mode 0 does, and a hole is zeros written over.
+    fn allocate(&self, how: Allocation, offset: u64, length: u64) -> Result<(), Errno> {
+        let end = offset.checked_add(length).ok_or(Errno::EFBIG)?;
+        if end > self.shared.max_file_size {
+            return Err(Errno::EFBIG);
+        }
+        let end = usize::try_from(end).map_err(|_| Errno::EFBIG)?;
+        let now = self.shared.now();
+        let mut state = self.state.write();
+        let Body::Regular(data) = &mut state.body else {
+            return Err(self.data_error());
+        };
+        match how {
+            Allocation::Other => return Err(Errno::EOPNOTSUPP),
+            Allocation::KeepSize => return Ok(()),
+            Allocation::Extend => {
+                if end <= data.bytes().len() {
+                    return Ok(());
+                }
+                data.owned(end)?.resize(end, 0);
+            }
+            Allocation::PunchHole => {
+                let start = usize::try_from(offset).unwrap_or(usize::MAX);
+                let length = data.bytes().len();
+                let end = end.min(length);
+                if start >= end {
+                    return Ok(());
+                }
+                data.owned(length)?[start..end].fill(0);
+            }
+        }
+        state.touch_contents(now);
+        Ok(())
     }
 
     fn truncate(&self, size: u64) -> Result<(), Errno> {

@@ -532,3 +532,53 @@ fn preadv_and_pwritev_move_vectors_at_a_position_and_leave_the_offset() {
         err(Errno::EOPNOTSUPP)
     );
 }
+
+#[test]
+fn fallocate_checks_in_linuxs_order_then_extends_keeps_or_punches() {
+    use linux_abi::fcntl::{FALLOC_FL_KEEP_SIZE as KEEP, FALLOC_FL_PUNCH_HOLE as PUNCH};
+    let fixture = Fixture::new();
+    fixture.make_file(b"/tmp/data", b"0123456789");
+    let fd = fixture.open(b"/tmp/data", O_RDWR);
+    let read_only = fixture.open(b"/tmp/data", O_RDONLY);
+    let directory = fixture.open(b"/tmp", O_RDONLY | O_DIRECTORY);
+    assert_eq!(fixture.call(PIPE2, &[at(0), 0]), 0);
+    let write_end = u64::from(peek_u32(at(4)));
+    let null = fixture.open(b"/dev/null", O_RDWR);
+    for (fd, mode, offset, length, expected) in [
+        (CLOSED_FD, 0, 0, 1, Errno::EBADF),
+        (fd, 0, u64::MAX, 1, Errno::EINVAL),
+        (fd, 0, 0, 0, Errno::EINVAL),
+        (fd, 0x80, 0, 1, Errno::EOPNOTSUPP),
+        (fd, PUNCH, 0, 1, Errno::EOPNOTSUPP),
+        (fd, 0x08 | KEEP, 0, 1, Errno::EINVAL),
+        (read_only, 0, 0, 1, Errno::EBADF),
+        (write_end, 0, 0, 1, Errno::ESPIPE),
+        (null, 0, 0, 1, Errno::ENODEV),
+        (fd, 0, i64::MAX as u64, 1, Errno::EFBIG),
+        (fd, 0x10, 0, 1, Errno::EOPNOTSUPP),
+    ] {
+        assert_eq!(
+            fixture.call(FALLOCATE, &[fd, mode, offset, length]),
+            err(expected),
+            "fallocate({fd}, {mode:#x}, {offset}, {length})"
+        );
+    }
+    // A directory opened for reading is EBADF before EISDIR.
+    assert_eq!(
+        fixture.call(FALLOCATE, &[directory, 0, 0, 1]),
+        err(Errno::EBADF)
+    );
+    assert_eq!(fixture.call(FALLOCATE, &[fd, KEEP, 8, 100]), 0);
+    assert_eq!(fixture.file_contents(b"/tmp/data"), b"0123456789");
+    assert_eq!(fixture.call(FALLOCATE, &[fd, PUNCH | KEEP, 2, 3]), 0);
+    assert_eq!(fixture.file_contents(b"/tmp/data"), b"01\0\0\056789");
+    assert_eq!(fixture.call(FALLOCATE, &[fd, PUNCH | KEEP, 8, 100]), 0);
+    assert_eq!(fixture.file_contents(b"/tmp/data"), b"01\0\0\0567\0\0");
+    assert_eq!(
+        fixture.call(FALLOCATE, &[fd, 0, 4, 2]),
+        0,
+        "within: unchanged"
+    );
+    assert_eq!(fixture.call(FALLOCATE, &[fd, 0, 10, 4]), 0);
+    assert_eq!(fixture.file_contents(b"/tmp/data").len(), 14);
+}
