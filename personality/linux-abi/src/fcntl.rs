@@ -47,3 +47,11 @@ pub const FALLOC_FL_SUPPORTED_MASK: u64 = FALLOC_FL_KEEP_SIZE
     | FALLOC_FL_ZERO_RANGE
     | FALLOC_FL_INSERT_RANGE
     | FALLOC_FL_UNSHARE_RANGE;
+
+/// `statx`: the bits that say how to sync with a remote file system
+/// (`AT_STATX_FORCE_SYNC | AT_STATX_DONT_SYNC`; both at once is
+/// `EINVAL`).
+pub const AT_STATX_SYNC_TYPE: u64 = 0x6000;
+/// `statx`'s mask bit kept for a future extension (`STATX__RESERVED`):
+/// `EINVAL`.
+pub const STATX_RESERVED: u64 = 0x8000_0000;

@@ -114,14 +114,27 @@ pub fn fstatat(
 
 /// `statx(dirfd, path, flags, mask, statxbuf)`: every basic field is
 /// filled whatever the mask asks (Linux may return more than asked).
+/// As Linux's `do_statx`, before the path is looked at: `EINVAL` for
+/// unknown flags, for both sync types at once, and for a mask with
+/// `STATX__RESERVED`. Flags and mask are `unsigned int`s.
 pub fn statx(
     vfs: &Vfs,
     files: &LinuxProcess,
     dirfd: u64,
     path: u64,
     at_flags: u64,
+    mask: u64,
     buffer: u64,
 ) -> Result<i64, Errno> {
+    let at_flags = u64::from(at_flags as u32);
+    let known = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_EMPTY_PATH | AT_STATX_SYNC_TYPE;
+    if at_flags & !known != 0
+        || at_flags & AT_STATX_SYNC_TYPE == AT_STATX_SYNC_TYPE
+        || u64::from(mask as u32) & STATX_RESERVED != 0
+    {
+        return Err(Errno::EINVAL);
+    }
+    let at_flags = at_flags & (AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH);
     let inode = inode_at(vfs, files, dirfd, path, at_flags)?;
     let stat = Stat::from(&inode.metadata());
     user::write(buffer, &vfs::Statx::from(&stat).to_bytes())?;

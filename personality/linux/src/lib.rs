@@ -628,9 +628,9 @@ fn table(number: u64) -> Option<Implementation> {
         NEWFSTATAT => {
             |c, [dir, path, buf, flags, ..]| fs::fstatat(c.vfs, c.files, dir, path, buf, flags)
         }
-        STATX => {
-            |c, [dir, path, flags, _mask, buf, _]| fs::statx(c.vfs, c.files, dir, path, flags, buf)
-        }
+        STATX => |c, [dir, path, flags, mask, buf, _]| {
+            fs::statx(c.vfs, c.files, dir, path, flags, mask, buf)
+        },
         ACCESS => |c, [path, mode, ..]| fs::faccessat(c.vfs, c.files, AT_FDCWD, path, mode, 0),
         FACCESSAT => |c, [dir, path, mode, ..]| fs::faccessat(c.vfs, c.files, dir, path, mode, 0),
         FACCESSAT2 => {

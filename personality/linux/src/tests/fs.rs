@@ -572,3 +572,30 @@ fn chroot_moves_root_for_root_only_after_the_lookups_errors() {
     );
     assert_eq!(fixture.call_path(CHROOT, b"/", &[]), err(Errno::EPERM));
 }
+
+#[test]
+fn statx_refuses_unknown_flags_both_sync_types_and_the_reserved_mask_bit() {
+    let fixture = Fixture::new();
+    fixture.make_file(b"/tmp/data", b"1");
+    let path = put_string(0, b"/tmp/data");
+    let buffer = at(0x400);
+    for (flags, mask) in [
+        (u64::from(u32::MAX), 0),
+        (0x6000, 0),
+        (0, u64::from(u32::MAX)),
+        (0, 0x8000_0000),
+    ] {
+        assert_eq!(
+            fixture.call(STATX, &[AT_FDCWD, path, flags, mask, buffer]),
+            err(Errno::EINVAL),
+            "flags {flags:#x}, mask {mask:#x}"
+        );
+    }
+    assert_eq!(
+        fixture.call(
+            STATX,
+            &[AT_FDCWD, path, 0x2000 | AT_NO_AUTOMOUNT, 0xfff, buffer]
+        ),
+        0
+    );
+}
