@@ -571,9 +571,12 @@ fn fallocate_checks_in_linuxs_order_then_extends_keeps_or_punches() {
     assert_eq!(fixture.call(FALLOCATE, &[fd, KEEP, 8, 100]), 0);
     assert_eq!(fixture.file_contents(b"/tmp/data"), b"0123456789");
     assert_eq!(fixture.call(FALLOCATE, &[fd, PUNCH | KEEP, 2, 3]), 0);
-    assert_eq!(fixture.file_contents(b"/tmp/data"), b"01\0\0\056789");
+    assert_eq!(fixture.file_contents(b"/tmp/data"), b"01\x00\x00\x0056789");
     assert_eq!(fixture.call(FALLOCATE, &[fd, PUNCH | KEEP, 8, 100]), 0);
-    assert_eq!(fixture.file_contents(b"/tmp/data"), b"01\0\0\0567\0\0");
+    assert_eq!(
+        fixture.file_contents(b"/tmp/data"),
+        b"01\x00\x00\x00567\x00\x00"
+    );
     assert_eq!(
         fixture.call(FALLOCATE, &[fd, 0, 4, 2]),
         0,
