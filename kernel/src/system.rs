@@ -15,8 +15,8 @@ use alloc::{sync::Arc, vec::Vec};
 
 use hal::{address_space::UserProtection, memory::PAGE_SIZE as PAGE_BYTES};
 use procfs::{
-    Access, Counters, Cpu, Descriptor, Mapping, MemoryInfo, Mount, ProcessInfo, ProcessState,
-    Source,
+    Access, Counters, Cpu, Descriptor, KernelSettings, Mapping, MemoryInfo, Mount, ProcessInfo,
+    ProcessState, Source, ThreadInfo,
 };
 use vfs::Vfs;
 
@@ -141,6 +141,42 @@ impl Source for KernelFacts {
         personality.vfs().path_of(&context, &context.cwd).ok()
     }
 
+    fn threads(&self, pid: u64) -> Vec<ThreadInfo> {
+        process::threads_of_process(pid)
+            .into_iter()
+            .filter_map(|(tid, strand)| {
+                let (state, ticks) = sched::thread_usage(sched::ThreadId(strand))?;
+                let state = match state {
+                    sched::ThreadState::Running | sched::ThreadState::Ready => {
+                        ProcessState::Running
+                    }
+                    _ => ProcessState::Sleeping,
+                };
+                Some(ThreadInfo {
+                    tid,
+                    state,
+                    cpu_ns: ticks * NS_PER_TICK,
+                })
+            })
+            .collect()
+    }
+
+    fn kernel_settings(&self) -> KernelSettings {
+        let (host_name, domain_name) = linux_process::personality()
+            .map(|personality| personality.host_and_domain_names())
+            .unwrap_or_default();
+        KernelSettings {
+            os_type: linux::SYSTEM_NAME.to_vec(),
+            os_release: linux::RELEASE.to_vec(),
+            version: linux::VERSION.to_vec(),
+            host_name,
+            domain_name,
+            // Ids are never reused, but none reaches Linux's limit in a
+            // run: it is one no process has.
+            pid_max: linux_abi::PID_MAX_LIMIT,
+        }
+    }
+
     fn mappings(&self, pid: u64) -> Option<Vec<Mapping>> {
         let process = process::get(pid)?;
         let mappings = process
@@ -177,7 +213,7 @@ impl Source for KernelFacts {
             .descriptors()
             .into_iter()
             .filter_map(|fd| {
-                let file = files.fds.get(i64::from(fd)).ok()?;
+                let file = files.fds.get_raw(i64::from(fd)).ok()?;
                 Some(Descriptor {
                     fd: fd as u32,
                     access: access_of(file.flags()),
@@ -190,7 +226,7 @@ impl Source for KernelFacts {
     fn descriptor_path(&self, pid: u64, fd: u32) -> Option<Vec<u8>> {
         let personality = linux_process::personality()?;
         let files = personality.files(pid)?;
-        let file = files.fds.get(i64::from(fd)).ok()?;
+        let file = files.fds.get_raw(i64::from(fd)).ok()?;
         Some(personality.vfs().open_file_path(&files.context(), &file))
     }
 

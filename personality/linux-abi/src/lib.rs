@@ -18,6 +18,7 @@ pub mod errno;
 pub mod eventfd;
 pub mod fcntl;
 pub mod lock;
+pub mod persona;
 pub mod resource;
 pub mod sigaction;
 pub mod siginfo;
@@ -35,6 +36,11 @@ pub mod ucontext;
 pub mod uio;
 
 pub use errno::Errno;
+
+/// The highest `pid_max` Linux allows on 64-bit machines
+/// (`PID_MAX_LIMIT`, `include/linux/threads.h`): process and thread ids
+/// stay below it.
+pub const PID_MAX_LIMIT: u64 = 4 * 1024 * 1024;
 
 #[cfg(test)]
 mod tests;

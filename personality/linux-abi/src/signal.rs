@@ -102,6 +102,11 @@ pub const SA_RESETHAND: u64 = 0x8000_0000;
 pub const SS_ONSTACK: u32 = 1;
 /// `ss_flags`: no alternate stack.
 pub const SS_DISABLE: u32 = 2;
+/// `ss_flags`: the alternate stack is disarmed while a handler runs on
+/// it (a flag beside the mode).
+pub const SS_AUTODISARM: u32 = 1 << 31;
+/// The smallest alternate stack `sigaltstack` takes (`MINSIGSTKSZ`).
+pub const MINSIGSTKSZ: u64 = 2048;
 
 /// `si_code`: sent by `kill`.
 pub const SI_USER: i32 = 0;

@@ -3,22 +3,37 @@
 
 use crate::bytes::{get, put};
 
-/// `AF_UNIX`: sockets local to the machine.
+/// `AF_UNIX`: local sockets (also `PF_UNIX`, the protocol `socket`
+/// takes with it).
 pub const AF_UNIX: u16 = 1;
 /// `AF_INET`: IPv4.
 pub const AF_INET: u16 = 2;
+/// One past the highest address family (`NPROTO`): a family outside
+/// `0..AF_MAX` is `EAFNOSUPPORT` before the type is looked at.
+pub const AF_MAX: u32 = 46;
 
-/// `SOCK_STREAM`: a connected byte stream.
+/// `SOCK_STREAM`: a byte stream.
 pub const SOCK_STREAM: u64 = 1;
 /// `SOCK_DGRAM`: datagrams.
 pub const SOCK_DGRAM: u64 = 2;
-/// The bits of `socket`'s `type` that name the type; the others are
-/// flags.
+/// `SOCK_RAW`: raw packets (an `AF_UNIX` socket takes it as
+/// `SOCK_DGRAM`).
+pub const SOCK_RAW: u64 = 3;
+/// `SOCK_SEQPACKET`: a connection that keeps message boundaries.
+pub const SOCK_SEQPACKET: u64 = 5;
+/// One past the highest socket type (`SOCK_MAX`): a type at or above it
+/// is `EINVAL`.
+pub const SOCK_MAX: u64 = 10;
+/// The bits of `socket`'s `type` argument that say the type.
 pub const SOCK_TYPE_MASK: u64 = 0xf;
-/// `socket` flag: the new descriptors are `O_NONBLOCK`.
+/// `SOCK_NONBLOCK`: the new descriptors are non-blocking.
 pub const SOCK_NONBLOCK: u64 = 0o4000;
-/// `socket` flag: the new descriptors are close-on-exec.
+/// `SOCK_CLOEXEC`: the new descriptors are closed on `execve`.
 pub const SOCK_CLOEXEC: u64 = 0o2000000;
+/// `IPPROTO_TCP`.
+pub const IPPROTO_TCP: u64 = 6;
+/// `IPPROTO_UDP`.
+pub const IPPROTO_UDP: u64 = 17;
 
 /// `struct sockaddr_in`: an IPv4 address and port (16 bytes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

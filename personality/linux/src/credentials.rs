@@ -34,6 +34,8 @@ pub const CAP_SETUID: u32 = 7;
 pub const CAP_SETPCAP: u32 = 8;
 /// `CAP_LINUX_IMMUTABLE`: set immutable and append-only flags.
 pub const CAP_LINUX_IMMUTABLE: u32 = 9;
+/// `CAP_SYS_CHROOT`: `chroot`.
+pub const CAP_SYS_CHROOT: u32 = 18;
 /// `CAP_SYS_NICE`: raise priorities, set real-time policies.
 pub const CAP_SYS_NICE: u32 = 23;
 /// `CAP_SYS_ADMIN`: the catch-all (host and domain names among it).

@@ -104,8 +104,22 @@ impl FdTable {
         }
     }
 
-    /// The open file behind `fd`: `EBADF` if there is none.
+    /// The open file behind `fd` for a call that uses the file (Linux's
+    /// `fdget`): `EBADF` if there is none or it only names a file
+    /// (`O_PATH`).
     pub fn get(&self, fd: i64) -> Result<Arc<OpenFile>, Errno> {
+        let file = self.get_raw(fd)?;
+        if file.is_path_only() {
+            return Err(Errno::EBADF);
+        }
+        Ok(file)
+    }
+
+    /// The open file behind `fd`, even one that only names a file
+    /// (`O_PATH`), for the calls Linux lets such a descriptor make
+    /// (`fdget_raw`: `fstat`, `fchdir`, a `*at` call's directory, `dup`,
+    /// some of `fcntl`, `fstatfs`): `EBADF` if there is none.
+    pub fn get_raw(&self, fd: i64) -> Result<Arc<OpenFile>, Errno> {
         let fd = descriptor(fd)?;
         self.descriptors
             .lock()

@@ -398,7 +398,7 @@ pub fn close(files: &LinuxProcess, fd: u64) -> Result<i64, Errno> {
 
 /// `dup(fd)`: the lowest free descriptor, without `FD_CLOEXEC`.
 pub fn dup(files: &LinuxProcess, fd: u64) -> Result<i64, Errno> {
-    let file = files.fds.get(fd as i64)?;
+    let file = files.fds.get_raw(fd as i64)?;
     files.fds.install(file, 0, false).map(i64::from)
 }
 
@@ -408,7 +408,7 @@ pub fn dup(files: &LinuxProcess, fd: u64) -> Result<i64, Errno> {
 /// answer too.
 pub fn dup2(files: &LinuxProcess, old: u64, new: u64) -> Result<i64, Errno> {
     let (old, new) = (u64::from(old as u32), u64::from(new as u32));
-    let file = files.fds.get(old as i64)?;
+    let file = files.fds.get_raw(old as i64)?;
     if old == new {
         return Ok(old as i64);
     }
@@ -422,16 +422,25 @@ pub fn dup3(files: &LinuxProcess, old: u64, new: u64, dup_flags: u64) -> Result<
     if dup_flags & !u64::from(flags::O_CLOEXEC) != 0 || old == new {
         return Err(Errno::EINVAL);
     }
-    let file = files.fds.get(old as i64)?;
+    let file = files.fds.get_raw(old as i64)?;
     let cloexec = dup_flags != 0;
     files.install_at(file, new as i64, cloexec).map(i64::from)
 }
 
 /// `fcntl(fd, cmd, arg)`: duplication, the descriptor flag, the status
 /// flags, record locks (`crate::locks`); other commands are `EINVAL` (as
-/// Linux answers unknown ones).
+/// Linux answers unknown ones). A descriptor that only names a file
+/// (`O_PATH`) takes only duplication, the descriptor flag and `F_GETFL`
+/// (Linux's `check_fcntl_cmd`); anything else on it is `EBADF`.
 pub fn fcntl(files: &LinuxProcess, fd: u64, command: u64, argument: u64) -> Result<i64, Errno> {
-    let file = files.fds.get(fd as i64)?;
+    let file = files.fds.get_raw(fd as i64)?;
+    let allowed_on_path_only = matches!(
+        command,
+        F_DUPFD | F_DUPFD_CLOEXEC | F_GETFD | F_SETFD | F_GETFL
+    );
+    if file.is_path_only() && !allowed_on_path_only {
+        return Err(Errno::EBADF);
+    }
     match command {
         F_DUPFD | F_DUPFD_CLOEXEC => {
             let lowest = i32::try_from(argument as i64)
@@ -469,7 +478,7 @@ pub fn ioctl(files: &LinuxProcess, fd: u64, request: u64, argument: u64) -> Resu
 
 /// `fstat(fd, statbuf)`.
 pub fn fstat(files: &LinuxProcess, fd: u64, buffer: u64) -> Result<i64, Errno> {
-    let file = files.fds.get(fd as i64)?;
+    let file = files.fds.get_raw(fd as i64)?;
     user::write(buffer, &Stat::from(&file.metadata()).to_bytes())?;
     Ok(0)
 }
@@ -514,7 +523,12 @@ pub fn getdents64(files: &LinuxProcess, fd: u64, buffer: u64, count: u64) -> Res
 /// `sendfile(out_fd, in_fd, offset, count)`: copies up to `count` bytes
 /// from `in_fd` (at `*offset`, which is then advanced, or at its own
 /// offset if `offset` is null) to `out_fd`, through a kernel buffer.
-/// Returns the bytes written; a short write ends the copy.
+/// Returns the bytes written; a short write ends the copy. Linux's
+/// checks, in `do_sendfile`'s order: `EFAULT` for a bad `offset`,
+/// `EBADF` for an input not open for reading, `ESPIPE` for an offset on
+/// an input without one, `EINVAL` for a negative offset, `EBADF` for an
+/// output not open for writing, `EINVAL` for an output in append mode.
+/// A seekable input's own offset moves only by what was written.
 pub fn sendfile(
     files: &LinuxProcess,
     out: u64,
@@ -522,20 +536,36 @@ pub fn sendfile(
     offset: u64,
     count: u64,
 ) -> Result<i64, Errno> {
-    let source = files.fds.get(input as i64)?;
-    let sink = files.fds.get(out as i64)?;
-    let mut at = if offset == 0 {
+    let given = if offset == 0 {
         None
     } else {
-        let value = user::read_u64(offset)? as i64;
-        if value < 0 {
-            return Err(Errno::EINVAL);
-        }
-        Some(value)
+        Some(user::read_u64(offset)? as i64)
     };
+    let source = files.fds.get(input as i64)?;
+    if !source.is_readable() {
+        return Err(Errno::EBADF);
+    }
+    // The input's own offset, where it has one (a pipe or socket has
+    // none: its reads take what comes).
+    let own = source.seek(0, flags::SEEK_CUR).ok();
+    if given.is_some() && own.is_none() {
+        return Err(Errno::ESPIPE);
+    }
+    if given.is_some_and(|value| value < 0) {
+        return Err(Errno::EINVAL);
+    }
+    let sink = files.fds.get(out as i64)?;
+    if !sink.is_writable() {
+        return Err(Errno::EBADF);
+    }
+    if sink.flags() & flags::O_APPEND != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let mut at = given.or(own.map(|position| position as i64));
     let count = usize::try_from(count).map_err(|_| Errno::EINVAL)?;
     let mut buffer = vec![0u8; count.min(CHUNK)];
     let mut done = 0usize;
+    let mut failure = None;
     while done < count {
         let want = (count - done).min(buffer.len());
         let got = match at {
@@ -545,11 +575,17 @@ pub fn sendfile(
         let got = match got {
             Ok(0) => break,
             Ok(got) => got,
-            Err(error) => return partial(done, error),
+            Err(error) => {
+                failure = Some(error);
+                break;
+            }
         };
         let wrote = match sink.write(&buffer[..got]) {
             Ok(wrote) => wrote,
-            Err(error) => return partial(done, error),
+            Err(error) => {
+                failure = Some(error);
+                break;
+            }
         };
         done += wrote;
         if let Some(position) = at.as_mut() {
@@ -559,10 +595,66 @@ pub fn sendfile(
             break;
         }
     }
-    if let Some(position) = at {
-        user::write(offset, &position.to_le_bytes())?;
+    match (given, at) {
+        (Some(_), Some(position)) => user::write(offset, &position.to_le_bytes())?,
+        (None, Some(position)) => {
+            source.seek(position, flags::SEEK_SET)?;
+        }
+        _ => {}
     }
-    Ok(done as i64)
+    match failure {
+        Some(error) => partial(done, error),
+        None => Ok(done as i64),
+    }
+}
+
+/// `fallocate(fd, mode, offset, len)`, in Linux's `vfs_fallocate`
+/// order: `EINVAL` for a negative offset or a length not above 0;
+/// `EOPNOTSUPP` for unknown mode bits, a hole punched with zeroing or
+/// without `FALLOC_FL_KEEP_SIZE`; `EINVAL` for collapse, insert or
+/// unshare mixed with other bits; then the file's checks
+/// ([`vfs::OpenFile::allocate`]). The RAM file system does what tmpfs
+/// does: mode 0, `FALLOC_FL_KEEP_SIZE`, and punching holes;
+/// `EOPNOTSUPP` for the rest.
+pub fn fallocate(
+    files: &LinuxProcess,
+    fd: u64,
+    mode: u64,
+    offset: u64,
+    length: u64,
+) -> Result<i64, Errno> {
+    use linux_abi::fcntl::*;
+    let file = files.fds.get(fd as i64)?;
+    // The mode is an `int`; offset and length are `loff_t`.
+    let mode = u64::from(mode as u32);
+    let (offset, length) = (offset as i64, length as i64);
+    if offset < 0 || length <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    let is_only = |bits: u64, allowed: u64| mode & bits == 0 || mode & !allowed == 0;
+    let punch_and_zero = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE;
+    if mode & !FALLOC_FL_SUPPORTED_MASK != 0
+        || mode & punch_and_zero == punch_and_zero
+        || (mode & FALLOC_FL_PUNCH_HOLE != 0 && mode & FALLOC_FL_KEEP_SIZE == 0)
+    {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    if !is_only(FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_COLLAPSE_RANGE)
+        || !is_only(FALLOC_FL_INSERT_RANGE, FALLOC_FL_INSERT_RANGE)
+        || !is_only(
+            FALLOC_FL_UNSHARE_RANGE,
+            FALLOC_FL_UNSHARE_RANGE | FALLOC_FL_KEEP_SIZE,
+        )
+    {
+        return Err(Errno::EINVAL);
+    }
+    let how = match mode {
+        0 => vfs::Allocation::Extend,
+        FALLOC_FL_KEEP_SIZE => vfs::Allocation::KeepSize,
+        _ if mode == FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE => vfs::Allocation::PunchHole,
+        _ => vfs::Allocation::Other,
+    };
+    file.allocate(how, offset as u64, length as u64).map(|()| 0)
 }
 
 /// `fadvise64(fd, offset, len, advice)`: advice is taken and ignored

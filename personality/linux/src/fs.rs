@@ -2,7 +2,7 @@
 //! and `statx`, `faccessat`, `mkdirat`, `unlinkat` (`unlink`, `rmdir`),
 //! `renameat2`, `linkat`, `symlinkat`, `readlinkat`, `truncate`,
 //! `fchmodat`, `fchownat` (`chown`, `lchown`), `utimensat` (`utimes`,
-//! `futimesat`, `utime`), `getcwd`, `chdir`, `fchdir`.
+//! `futimesat`, `utime`), `getcwd`, `chdir`, `fchdir`, `chroot`.
 //!
 //! A relative path starts at the directory a descriptor names (`dirfd`),
 //! or at the current directory for `AT_FDCWD`; an absolute one ignores
@@ -22,8 +22,6 @@ use vfs::{
 
 use crate::{user, LinuxProcess};
 
-/// `renameat2` flags.
-const RENAME_NOREPLACE: u64 = 1;
 /// `faccessat` modes: existence only, or read/write/execute bits.
 const F_OK: u64 = 0;
 
@@ -39,7 +37,7 @@ fn context_at(files: &LinuxProcess, dirfd: u64, path: &[u8]) -> Result<PathConte
     if path.first() == Some(&b'/') || is_cwd(dirfd) {
         return Ok(context);
     }
-    let directory = files.fds.get(dirfd as i64)?.inode().clone();
+    let directory = files.fds.get_raw(dirfd as i64)?.inode().clone();
     if directory.file_type() != FileType::Directory {
         return Err(Errno::ENOTDIR);
     }
@@ -53,7 +51,7 @@ fn empty_path_inode(files: &LinuxProcess, dirfd: u64) -> Result<Arc<dyn Inode>, 
     if is_cwd(dirfd) {
         return Ok(files.context().cwd);
     }
-    Ok(files.fds.get(dirfd as i64)?.inode().clone())
+    Ok(files.fds.get_raw(dirfd as i64)?.inode().clone())
 }
 
 /// Reads the path argument, allowing an empty one with `AT_EMPTY_PATH`.
@@ -116,14 +114,27 @@ pub fn fstatat(
 
 /// `statx(dirfd, path, flags, mask, statxbuf)`: every basic field is
 /// filled whatever the mask asks (Linux may return more than asked).
+/// As Linux's `do_statx`, before the path is looked at: `EINVAL` for
+/// unknown flags, for both sync types at once, and for a mask with
+/// `STATX__RESERVED`. Flags and mask are `unsigned int`s.
 pub fn statx(
     vfs: &Vfs,
     files: &LinuxProcess,
     dirfd: u64,
     path: u64,
     at_flags: u64,
+    mask: u64,
     buffer: u64,
 ) -> Result<i64, Errno> {
+    let at_flags = u64::from(at_flags as u32);
+    let known = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_EMPTY_PATH | AT_STATX_SYNC_TYPE;
+    if at_flags & !known != 0
+        || at_flags & AT_STATX_SYNC_TYPE == AT_STATX_SYNC_TYPE
+        || u64::from(mask as u32) & STATX_RESERVED != 0
+    {
+        return Err(Errno::EINVAL);
+    }
+    let at_flags = at_flags & (AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH);
     let inode = inode_at(vfs, files, dirfd, path, at_flags)?;
     let stat = Stat::from(&inode.metadata());
     user::write(buffer, &vfs::Statx::from(&stat).to_bytes())?;
@@ -242,11 +253,18 @@ pub fn renameat(
     new: u64,
     rename_flags: u64,
 ) -> Result<i64, Errno> {
-    if rename_flags & !RENAME_NOREPLACE != 0 {
+    // RENAME_WHITEOUT needs whiteout nodes (overlay file systems) that
+    // no file system here has: EINVAL, as Linux says for such a one.
+    let exchanges = rename_flags & RENAME_EXCHANGE != 0;
+    let no_replace = rename_flags & RENAME_NOREPLACE != 0;
+    if rename_flags & !(RENAME_NOREPLACE | RENAME_EXCHANGE) != 0 || (exchanges && no_replace) {
         return Err(Errno::EINVAL);
     }
     let (context, old, new) = two_paths(vfs, files, old_dirfd, old, new_dirfd, new)?;
-    if rename_flags & RENAME_NOREPLACE != 0 && vfs.resolve(&context, &new, false).is_ok() {
+    if exchanges {
+        return vfs.exchange(&context, &old, &new).map(|()| 0);
+    }
+    if no_replace && vfs.resolve(&context, &new, false).is_ok() {
         return Err(Errno::EEXIST);
     }
     vfs.rename(&context, &old, &new).map(|()| 0)
@@ -536,9 +554,26 @@ pub fn chdir(vfs: &Vfs, files: &LinuxProcess, path: u64) -> Result<i64, Errno> {
     Ok(0)
 }
 
+/// `chroot(path)`: the calling process's "/" becomes the directory
+/// `path` names (its current directory stays). Linux's order: the
+/// lookup's errors (`ENOENT`, `ENOTDIR`, ...), `EACCES` without search
+/// permission on it, then `EPERM` without `CAP_SYS_CHROOT`.
+pub fn chroot(vfs: &Vfs, files: &LinuxProcess, path: u64) -> Result<i64, Errno> {
+    let path = user::read_path(path)?;
+    let directory = vfs.directory(&files.context(), &path)?;
+    if !files
+        .credentials()
+        .capable(crate::credentials::CAP_SYS_CHROOT)
+    {
+        return Err(Errno::EPERM);
+    }
+    files.paths.lock().root = directory;
+    Ok(0)
+}
+
 /// `fchdir(fd)`.
 pub fn fchdir(files: &LinuxProcess, fd: u64) -> Result<i64, Errno> {
-    let directory = files.fds.get(fd as i64)?.inode().clone();
+    let directory = files.fds.get_raw(fd as i64)?.inode().clone();
     if directory.file_type() != FileType::Directory {
         return Err(Errno::ENOTDIR);
     }

@@ -37,6 +37,13 @@ impl Default for SystemNames {
     }
 }
 
+impl SystemNames {
+    /// The host name and the domain name now.
+    pub fn host_and_domain(&self) -> (Vec<u8>, Vec<u8>) {
+        self.names.lock().clone()
+    }
+}
+
 /// Which name `sethostname` or `setdomainname` sets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Name {
@@ -75,10 +82,12 @@ pub fn set_name(
 
 /// `uname(buf)`: the personality answers as Linux (programs test
 /// `sysname` and parse `release`), naming Spindle in `version`; the host
-/// and domain names are the system's.
-pub fn uname(names: &SystemNames, buffer: u64) -> Result<i64, Errno> {
-    let (host, domain) = names.names.lock().clone();
-    let fields: [&[u8]; 6] = [SYSTEM_NAME, &host, RELEASE, VERSION, b"x86_64", &domain];
+/// and domain names are the system's. A process whose persona has
+/// `UNAME26` is told a 2.6 release ([`crate::persona::release_for`]).
+pub fn uname(names: &SystemNames, persona: u32, buffer: u64) -> Result<i64, Errno> {
+    let (host, domain) = names.host_and_domain();
+    let release = crate::persona::release_for(persona, RELEASE);
+    let fields: [&[u8]; 6] = [SYSTEM_NAME, &host, &release, VERSION, b"x86_64", &domain];
     let mut record = [0u8; FIELD * 6];
     for (index, field) in fields.iter().enumerate() {
         record[index * FIELD..index * FIELD + field.len()].copy_from_slice(field);

@@ -13,7 +13,7 @@
 //!   `fcntl`, `fstat`, `getdents64`, ...);
 //! - `fs`: calls on paths (`openat`, `stat`, `mkdir`, `rename`,
 //!   `getcwd`, `chdir`, ...);
-//! - `info`: `uname`, `sysinfo`;
+//! - `info`: `uname`, `sysinfo`; `persona`: `personality`;
 //! - `poll`: `poll`, `ppoll`, `select`, `pselect6`;
 //! - `identity`: ids, groups, sessions; `resource`: limits and usage
 //!   (`times`, `getrusage`), `getrandom`, `prctl`;
@@ -29,8 +29,9 @@
 //!   signals as files (`anonymous`: the nameless files they are);
 //! - `socket`: `AF_INET` sockets (UDP and TCP over loopback) as open
 //!   files, on the `sockets` service (`services/sockets`); other families
-//!   are `EAFNOSUPPORT`, but for `AF_UNIX` stream pairs (`socketpair`,
-//!   `unix_socket`).
+//!   are `EAFNOSUPPORT`, but for `AF_UNIX`;
+//! - `unix_pair`: `socketpair(AF_UNIX, ...)`, two connected local
+//!   sockets; `unix_socket`: an unconnected one (`socket`).
 //!
 //! Each process has a [`LinuxProcess`]: its descriptor table (open files
 //! are capabilities in the process's `domain::HandleTable`), its current
@@ -55,6 +56,7 @@ mod locks;
 mod interest_list;
 pub mod machine;
 mod mapping;
+mod persona;
 mod pipe;
 mod poll;
 pub mod process_args;
@@ -67,6 +69,7 @@ mod signalfd;
 mod socket;
 mod statfs;
 mod timerfd;
+mod unix_pair;
 mod unix_socket;
 pub mod user;
 mod wait;
@@ -82,7 +85,7 @@ use dispatch::Principal;
 use vfs::{Errno, Inode, OpenFile, PathContext, Vfs};
 
 pub use fdtable::{FdTable, MAX_DESCRIPTORS};
-pub use info::{RELEASE, VERSION};
+pub use info::{RELEASE, SYSTEM_NAME, VERSION};
 pub use mapping::MapSource;
 pub use pipe::set_interrupted_check;
 pub use signal::{
@@ -124,6 +127,9 @@ pub struct LinuxProcess {
     credentials: spin::Mutex<Credentials>,
     /// The buffer its `read`s and `write`s move data through.
     transfer: files::TransferBuffer,
+    /// Its execution domain (`personality(2)`), inherited by `fork` and
+    /// kept across `execve`.
+    persona: core::sync::atomic::AtomicU32,
 }
 
 impl LinuxProcess {
@@ -346,6 +352,12 @@ impl Personality {
         &self.sockets
     }
 
+    /// The host name and the domain name (`sethostname`,
+    /// `setdomainname`), for `/proc/sys/kernel/`.
+    pub fn host_and_domain_names(&self) -> (alloc::vec::Vec<u8>, alloc::vec::Vec<u8>) {
+        self.names.host_and_domain()
+    }
+
     /// The file tree.
     pub fn vfs(&self) -> &Arc<Vfs> {
         &self.vfs
@@ -387,6 +399,7 @@ impl Personality {
             name: spin::Mutex::new([0; 16]),
             credentials: spin::Mutex::new(Credentials::root()),
             transfer: files::TransferBuffer::default(),
+            persona: core::sync::atomic::AtomicU32::new(persona::PER_LINUX),
         };
         self.processes.lock().insert(pid, Arc::new(files));
     }
@@ -425,6 +438,7 @@ impl Personality {
             name: spin::Mutex::new(*parent_files.name.lock()),
             credentials: spin::Mutex::new(parent_files.credentials()),
             transfer: files::TransferBuffer::default(),
+            persona: core::sync::atomic::AtomicU32::new(parent_files.persona()),
         };
         self.processes.lock().insert(child, Arc::new(files));
     }
@@ -472,7 +486,7 @@ impl Personality {
     /// [`Self::file_identity`] tells it.
     pub fn descriptor_identity(&self, pid: u64, fd: u64) -> Option<FileIdentity> {
         let files = self.files(pid)?;
-        let file = files.fds.get(fd as i64).ok()?;
+        let file = files.fds.get_raw(fd as i64).ok()?;
         let metadata = file.metadata();
         Some(FileIdentity {
             path: self.vfs.open_file_path(&files.context(), &file),
@@ -644,6 +658,9 @@ fn table(number: u64) -> Option<Implementation> {
         SENDFILE => {
             |c, [out, input, offset, count, ..]| files::sendfile(c.files, out, input, offset, count)
         }
+        FALLOCATE => {
+            |c, [fd, mode, offset, length, ..]| files::fallocate(c.files, fd, mode, offset, length)
+        }
         FCHMOD => |c, [fd, mode, ..]| files::fchmod(c.vfs, c.files, fd, mode),
         FCHOWN => |c, [fd, uid, gid, ..]| files::fchown(c.vfs, c.files, fd, uid, gid),
         OPEN => {
@@ -662,9 +679,9 @@ fn table(number: u64) -> Option<Implementation> {
         NEWFSTATAT => {
             |c, [dir, path, buf, flags, ..]| fs::fstatat(c.vfs, c.files, dir, path, buf, flags)
         }
-        STATX => {
-            |c, [dir, path, flags, _mask, buf, _]| fs::statx(c.vfs, c.files, dir, path, flags, buf)
-        }
+        STATX => |c, [dir, path, flags, mask, buf, _]| {
+            fs::statx(c.vfs, c.files, dir, path, flags, mask, buf)
+        },
         ACCESS => |c, [path, mode, ..]| fs::faccessat(c.vfs, c.files, AT_FDCWD, path, mode, 0),
         FACCESSAT => |c, [dir, path, mode, ..]| fs::faccessat(c.vfs, c.files, dir, path, mode, 0),
         FACCESSAT2 => {
@@ -725,8 +742,10 @@ fn table(number: u64) -> Option<Implementation> {
         GETCWD => |c, [buf, size, ..]| fs::getcwd(c.vfs, c.files, buf, size),
         CHDIR => |c, [path, ..]| fs::chdir(c.vfs, c.files, path),
         FCHDIR => |c, [fd, ..]| fs::fchdir(c.files, fd),
+        CHROOT => |c, [path, ..]| fs::chroot(c.vfs, c.files, path),
         UMASK => |c, [mask, ..]| Ok(i64::from(c.files.set_umask(mask as u32))),
-        UNAME => |c, [buf, ..]| info::uname(&c.personality.names, buf),
+        UNAME => |c, [buf, ..]| info::uname(&c.personality.names, c.files.persona(), buf),
+        PERSONALITY => |c, [persona, ..]| persona::personality(c.files, persona),
         SETHOSTNAME => |c, [name, length, ..]| {
             info::set_name(
                 &c.personality.names,
@@ -889,8 +908,8 @@ fn table(number: u64) -> Option<Implementation> {
                 protocol,
             )
         },
-        SOCKETPAIR => |c, [domain, kind, protocol, pair, ..]| {
-            unix_socket::socketpair(&c.personality.pipes, c.files, domain, kind, protocol, pair)
+        SOCKETPAIR => |c, [domain, kind, protocol, fds, ..]| {
+            unix_pair::socketpair(&c.personality.pipes, c.files, domain, kind, protocol, fds)
         },
         BIND => |c, [fd, address, length, ..]| socket::bind(c.files, fd, address, length),
         CONNECT => |c, [fd, address, length, ..]| socket::connect(c.files, fd, address, length),

@@ -585,26 +585,48 @@ pub fn rt_sigprocmask(
 }
 
 /// `sigaltstack(ss, old_ss)`: recorded for the calling thread (`struct
-/// stack_t`, 24 bytes).
+/// stack_t`, 24 bytes). As Linux's `do_sigaltstack`: a mode other than
+/// 0, `SS_ONSTACK` or `SS_DISABLE` (beside `SS_AUTODISARM`) is
+/// `EINVAL`, a stack smaller than `MINSIGSTKSZ` `ENOMEM`; `SS_DISABLE`
+/// forgets the stack; the old one's flags say `SS_DISABLE` when there is
+/// none (and keep `SS_AUTODISARM`).
 pub fn sigaltstack(process: &LinuxProcess, new: u64, old: u64) -> Result<i64, Errno> {
-    let mut stack = [0u8; SignalStack::BYTES];
-    if new != 0 {
-        user::read(new, &mut stack)?;
-    }
+    let requested = if new != 0 {
+        let mut bytes = [0u8; SignalStack::BYTES];
+        user::read(new, &mut bytes)?;
+        Some(checked_alternate_stack(SignalStack::from_bytes(&bytes))?)
+    } else {
+        None
+    };
     let thread = current_thread();
     let previous = {
         let mut state = process.signals.lock();
         let own = state.thread_mut(thread);
         let previous = own.alternate_stack;
-        if new != 0 {
-            own.alternate_stack = SignalStack::from_bytes(&stack);
+        if let Some(stack) = requested {
+            own.alternate_stack = stack;
         }
         previous
     };
     if old != 0 {
-        user::write(old, &previous.to_bytes())?;
+        let mode = if previous.size == 0 { SS_DISABLE } else { 0 };
+        let reported = SignalStack {
+            flags: mode | (previous.flags & SS_AUTODISARM),
+            ..previous
+        };
+        user::write(old, &reported.to_bytes())?;
     }
     Ok(0)
+}
+
+/// The alternate stack `sigaltstack` records for `stack`, or its error.
+fn checked_alternate_stack(stack: SignalStack) -> Result<SignalStack, Errno> {
+    match stack.flags & !SS_AUTODISARM {
+        SS_DISABLE => Ok(SignalStack::DISABLED),
+        0 | SS_ONSTACK if stack.size < MINSIGSTKSZ => Err(Errno::ENOMEM),
+        0 | SS_ONSTACK => Ok(stack),
+        _ => Err(Errno::EINVAL),
+    }
 }
 
 /// `rt_sigpending(set, sigsetsize)`: the signals pending for the calling

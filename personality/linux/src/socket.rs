@@ -25,8 +25,8 @@ use alloc::sync::Arc;
 use core::net::{Ipv4Addr, SocketAddrV4};
 
 use linux_abi::socket::{
-    SockaddrIn, AF_INET, AF_UNIX, SOCK_CLOEXEC, SOCK_DGRAM, SOCK_NONBLOCK, SOCK_STREAM,
-    SOCK_TYPE_MASK,
+    SockaddrIn, AF_INET, AF_UNIX, IPPROTO_TCP, IPPROTO_UDP, SOCK_CLOEXEC, SOCK_DGRAM,
+    SOCK_NONBLOCK, SOCK_STREAM, SOCK_TYPE_MASK,
 };
 use sockets::{Kind, Readiness as SocketReadiness, Shutdown, Socket, SocketError, Stack};
 use vfs::{flags, Device, Errno, Inode, NewNode, NodeKind, OpenFile, Readiness};
@@ -38,9 +38,6 @@ use crate::{
     LinuxProcess,
 };
 
-/// `IPPROTO_TCP`, `IPPROTO_UDP`.
-const IPPROTO_TCP: u64 = 6;
-const IPPROTO_UDP: u64 = 17;
 /// `MSG_PEEK`, `MSG_TRUNC`, `MSG_DONTWAIT`.
 const MSG_PEEK: u64 = 0x2;
 const MSG_TRUNC: u64 = 0x20;

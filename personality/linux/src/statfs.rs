@@ -38,7 +38,7 @@ pub fn statfs(vfs: &Vfs, files: &LinuxProcess, path: u64, buffer: u64) -> Result
 
 /// `fstatfs(fd, buf)`.
 pub fn fstatfs(files: &LinuxProcess, fd: u64, buffer: u64) -> Result<i64, Errno> {
-    let file = files.fds.get(fd as i64)?;
+    let file = files.fds.get_raw(fd as i64)?;
     user::write(buffer, &record(&**file.inode()))?;
     Ok(0)
 }

@@ -586,6 +586,19 @@ pub fn strand_of_thread(tid: u64) -> Option<u64> {
         .map(|(&strand, _)| strand)
 }
 
+/// The threads of process `id` that run: each one's thread id and
+/// strand, lowest thread id first.
+pub fn threads_of_process(id: u64) -> Vec<(u64, u64)> {
+    let mut threads: Vec<(u64, u64)> = BY_STRAND
+        .lock()
+        .iter()
+        .filter(|(_, record)| record.process.id == id)
+        .map(|(&strand, record)| (record.tid, strand))
+        .collect();
+    threads.sort_unstable();
+    threads
+}
+
 /// The strands running the threads of process `id`.
 pub fn strands_of_process(id: u64) -> Vec<u64> {
     strands_of(id)

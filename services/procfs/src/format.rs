@@ -9,7 +9,10 @@ use core::fmt::Write;
 
 use linux_abi::signal::SIGCHLD;
 
-use crate::source::{Counters, Cpu, Mapping, MemoryInfo, Mount, ProcessInfo, ProcessState};
+use crate::source::{
+    Counters, Cpu, KernelSettings, Mapping, MemoryInfo, Mount, ProcessInfo, ProcessState,
+    ThreadInfo,
+};
 
 /// `USER_HZ`: the unit of the `clock_t` times in `stat` and of `times`.
 pub const CLOCK_TICKS_PER_SECOND: u64 = 100;
@@ -129,9 +132,38 @@ fn kilobytes(bytes: u64) -> u64 {
     bytes / 1024
 }
 
+/// `process` as one of its threads sees it (Linux's per-thread
+/// `task/TID/` files): the thread's id, state and processor time.
+fn thread_view(process: &ProcessInfo, thread: &ThreadInfo) -> ProcessInfo {
+    ProcessInfo {
+        pid: thread.tid,
+        state: thread.state,
+        cpu_ns: thread.cpu_ns,
+        ..process.clone()
+    }
+}
+
+/// `/proc/PID/task/TID/stat`: the process's `stat` line as the thread's
+/// (its id first, its state and its processor time).
+pub fn thread_stat(process: &ProcessInfo, thread: &ThreadInfo) -> Vec<u8> {
+    process_stat(&thread_view(process, thread))
+}
+
+/// `/proc/PID/task/TID/status`: the process's `status` with the thread's
+/// state, `Pid:` the thread's id, `Tgid:` the process's.
+pub fn thread_status(process: &ProcessInfo, thread: &ThreadInfo) -> Vec<u8> {
+    status(&thread_view(process, thread), process.pid)
+}
+
 /// `/proc/PID/status`: `Name:` to `Threads:` (Linux's
 /// `proc_pid_status`, the lines programs look for).
 pub fn process_status(process: &ProcessInfo) -> Vec<u8> {
+    status(process, process.pid)
+}
+
+/// The `status` lines of `process` (or of a thread's view of it), in
+/// thread group `thread_group`.
+fn status(process: &ProcessInfo, thread_group: u64) -> Vec<u8> {
     let mut text: Vec<u8> = b"Name:\t".to_vec();
     text.extend_from_slice(&process.command);
     let mut rest = String::from("\n");
@@ -139,7 +171,7 @@ pub fn process_status(process: &ProcessInfo) -> Vec<u8> {
         let _ = writeln!(rest, "Umask:\t{umask:04o}");
     }
     let _ = writeln!(rest, "State:\t{}", process.state.description());
-    let _ = writeln!(rest, "Tgid:\t{}", process.pid);
+    let _ = writeln!(rest, "Tgid:\t{thread_group}");
     let _ = writeln!(rest, "Ngid:\t0");
     let _ = writeln!(rest, "Pid:\t{}", process.pid);
     let _ = writeln!(rest, "PPid:\t{}", process.parent);
@@ -317,4 +349,36 @@ pub fn loadavg(counters: &Counters, processes: &[ProcessInfo]) -> Vec<u8> {
         counters.last_pid
     )
     .into_bytes()
+}
+
+/// A file of `/proc/sys/kernel/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelSetting {
+    /// `domainname`.
+    DomainName,
+    /// `hostname`.
+    HostName,
+    /// `ostype`.
+    OsType,
+    /// `osrelease`.
+    OsRelease,
+    /// `pid_max`.
+    PidMax,
+    /// `version`.
+    Version,
+}
+
+/// The text of a `/proc/sys/kernel/` file: the value and a newline
+/// (Linux's `proc_dostring` and `proc_dointvec`).
+pub fn kernel_setting(settings: &KernelSettings, setting: KernelSetting) -> Vec<u8> {
+    let mut text = match setting {
+        KernelSetting::DomainName => settings.domain_name.clone(),
+        KernelSetting::HostName => settings.host_name.clone(),
+        KernelSetting::OsType => settings.os_type.clone(),
+        KernelSetting::OsRelease => settings.os_release.clone(),
+        KernelSetting::PidMax => format!("{}", settings.pid_max).into_bytes(),
+        KernelSetting::Version => settings.version.clone(),
+    };
+    text.push(b'\n');
+    text
 }

@@ -20,8 +20,8 @@ use vfs::{
 };
 
 use crate::{
-    format,
-    source::{Access, Source},
+    format::{self, KernelSetting},
+    source::{Access, ProcessInfo, Source, ThreadInfo},
 };
 
 /// The files of the root, in listing order.
@@ -48,6 +48,16 @@ const SYSTEM_FILES: [(&[u8], SystemFile); 8] = [
     (b"version", SystemFile::Version),
 ];
 
+/// The files of `sys/kernel/`, in listing order.
+const KERNEL_SETTINGS: [(&[u8], KernelSetting); 6] = [
+    (b"domainname", KernelSetting::DomainName),
+    (b"hostname", KernelSetting::HostName),
+    (b"osrelease", KernelSetting::OsRelease),
+    (b"ostype", KernelSetting::OsType),
+    (b"pid_max", KernelSetting::PidMax),
+    (b"version", KernelSetting::Version),
+];
+
 /// The nodes of a process's directory, in listing order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ProcessNode {
@@ -58,12 +68,14 @@ enum ProcessNode {
     Executable,
     Descriptors,
     Maps,
+    Mounts,
     Stat,
     StatM,
     Status,
+    Tasks,
 }
 
-const PROCESS_NODES: [(&[u8], ProcessNode); 10] = [
+const PROCESS_NODES: [(&[u8], ProcessNode); 12] = [
     (b"cmdline", ProcessNode::CommandLine),
     (b"comm", ProcessNode::Command),
     (b"cwd", ProcessNode::CurrentDirectory),
@@ -71,9 +83,26 @@ const PROCESS_NODES: [(&[u8], ProcessNode); 10] = [
     (b"exe", ProcessNode::Executable),
     (b"fd", ProcessNode::Descriptors),
     (b"maps", ProcessNode::Maps),
+    (b"mounts", ProcessNode::Mounts),
     (b"stat", ProcessNode::Stat),
     (b"statm", ProcessNode::StatM),
     (b"status", ProcessNode::Status),
+    (b"task", ProcessNode::Tasks),
+];
+
+/// The files of a thread's directory (`PID/task/TID/`), in listing
+/// order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ThreadNode {
+    Command,
+    Stat,
+    Status,
+}
+
+const THREAD_NODES: [(&[u8], ThreadNode); 3] = [
+    (b"comm", ThreadNode::Command),
+    (b"stat", ThreadNode::Stat),
+    (b"status", ThreadNode::Status),
 ];
 
 /// Which node of the tree an inode is.
@@ -82,13 +111,27 @@ enum Node {
     Root,
     SelfLink,
     System(SystemFile),
+    /// `sys/`.
+    Sys,
+    /// `sys/kernel/`.
+    SysKernel,
+    Setting(KernelSetting),
     Process(u64),
     OfProcess(u64, ProcessNode),
     Descriptor(u64, u32),
+    /// `PID/task/TID/`.
+    Thread(u64, u64),
+    OfThread(u64, u64, ThreadNode),
 }
 
 /// The inode number of the first system file.
 const FIRST_SYSTEM_INO: u64 = 3;
+/// The inode number of `sys/` (`sys/kernel/` is the next, then its
+/// files), clear of the system files.
+const SYS_INO: u64 = 64;
+/// Thread nodes are numbered `THREAD_NODES_BIT | tid << PID_SHIFT |
+/// index`, clear of the processes' numbers.
+const THREAD_NODES_BIT: u64 = 1 << 62;
 /// Process nodes are numbered `pid << PID_SHIFT | index`.
 const PID_SHIFT: u32 = 16;
 /// Index of a process's directory among its nodes.
@@ -126,12 +169,34 @@ impl Node {
                 of_process(pid, FIRST_PROCESS_NODE_INDEX + index as u64)
             }
             Node::Descriptor(pid, fd) => of_process(pid, FIRST_DESCRIPTOR_INDEX + u64::from(fd)),
+            Node::Sys => SYS_INO,
+            Node::SysKernel => SYS_INO + 1,
+            Node::Setting(setting) => {
+                let index = KERNEL_SETTINGS
+                    .iter()
+                    .position(|(_, s)| *s == setting)
+                    .unwrap_or(0);
+                SYS_INO + 2 + index as u64
+            }
+            Node::Thread(_, tid) => THREAD_NODES_BIT | of_process(tid, PROCESS_DIRECTORY_INDEX),
+            Node::OfThread(_, tid, node) => {
+                let index = THREAD_NODES
+                    .iter()
+                    .position(|(_, n)| *n == node)
+                    .unwrap_or(0);
+                THREAD_NODES_BIT | of_process(tid, FIRST_PROCESS_NODE_INDEX + index as u64)
+            }
         }
     }
 
     fn file_type(self) -> FileType {
         match self {
-            Node::Root | Node::Process(_) | Node::OfProcess(_, ProcessNode::Descriptors) => {
+            Node::Root
+            | Node::Sys
+            | Node::SysKernel
+            | Node::Process(_)
+            | Node::Thread(..)
+            | Node::OfProcess(_, ProcessNode::Descriptors | ProcessNode::Tasks) => {
                 FileType::Directory
             }
             Node::SelfLink
@@ -146,7 +211,11 @@ impl Node {
     /// The process the node belongs to.
     fn pid(self) -> Option<u64> {
         match self {
-            Node::Process(pid) | Node::OfProcess(pid, _) | Node::Descriptor(pid, _) => Some(pid),
+            Node::Process(pid)
+            | Node::OfProcess(pid, _)
+            | Node::Descriptor(pid, _)
+            | Node::Thread(pid, _)
+            | Node::OfThread(pid, ..) => Some(pid),
             _ => None,
         }
     }
@@ -217,6 +286,21 @@ impl ProcInode {
             .collect()
     }
 
+    /// Thread `tid` of process `pid`, if it is running.
+    fn thread(&self, pid: u64, tid: u64) -> Option<ThreadInfo> {
+        self.source()
+            .threads(pid)
+            .into_iter()
+            .find(|thread| thread.tid == tid)
+    }
+
+    /// Process `pid` and its thread `tid`: `ESRCH` if either has ended.
+    fn process_and_thread(&self, pid: u64, tid: u64) -> Result<(ProcessInfo, ThreadInfo), Errno> {
+        let process = self.source().process(pid).ok_or(Errno::ESRCH)?;
+        let thread = self.thread(pid, tid).ok_or(Errno::ESRCH)?;
+        Ok((process, thread))
+    }
+
     /// Whether process `pid` exists.
     fn process_exists(&self, pid: u64) -> bool {
         self.source().process(pid).is_some()
@@ -234,7 +318,12 @@ impl ProcInode {
     /// The node's permission bits (Linux's).
     fn permissions(&self) -> u32 {
         match self.node {
-            Node::Root | Node::Process(_) => 0o555,
+            Node::Root
+            | Node::Sys
+            | Node::SysKernel
+            | Node::Process(_)
+            | Node::Thread(..)
+            | Node::OfProcess(_, ProcessNode::Tasks) => 0o555,
             Node::OfProcess(_, ProcessNode::Descriptors) => 0o500,
             Node::Descriptor(pid, fd) => match self.descriptor_access(pid, fd) {
                 Some(Access::Read) => 0o500,
@@ -294,6 +383,23 @@ impl ProcInode {
             }
             Node::OfProcess(pid, ProcessNode::Maps) => {
                 format::maps(&source.mappings(pid).ok_or(Errno::ESRCH)?)
+            }
+            Node::OfProcess(pid, ProcessNode::Mounts) => {
+                process(pid)?;
+                format::mounts(&source.mounts())
+            }
+            Node::Setting(setting) => format::kernel_setting(&source.kernel_settings(), setting),
+            Node::OfThread(pid, tid, node) => {
+                let (process, thread) = self.process_and_thread(pid, tid)?;
+                match node {
+                    ThreadNode::Command => {
+                        let mut command = process.command;
+                        command.push(b'\n');
+                        command
+                    }
+                    ThreadNode::Stat => format::thread_stat(&process, &thread),
+                    ThreadNode::Status => format::thread_status(&process, &thread),
+                }
             }
             Node::OfProcess(pid, ProcessNode::Stat) => format::process_stat(&process(pid)?),
             Node::OfProcess(pid, ProcessNode::StatM) => format::process_statm(&process(pid)?),
@@ -411,15 +517,39 @@ impl Inode for ProcInode {
 
     fn lookup(&self, name: &[u8]) -> Result<Arc<dyn Inode>, Errno> {
         match (self.node, name) {
-            (
-                Node::Root | Node::Process(_) | Node::OfProcess(_, ProcessNode::Descriptors),
-                b".",
-            ) => Ok(self.child(self.node)),
-            (Node::Root | Node::Process(_), b"..") => Ok(self.child(Node::Root)),
-            (Node::OfProcess(pid, ProcessNode::Descriptors), b"..") => {
+            (_, b".") if self.file_type() == FileType::Directory => Ok(self.child(self.node)),
+            (Node::Root | Node::Process(_) | Node::Sys, b"..") => Ok(self.child(Node::Root)),
+            (Node::SysKernel, b"..") => Ok(self.child(Node::Sys)),
+            (Node::OfProcess(pid, ProcessNode::Descriptors | ProcessNode::Tasks), b"..") => {
                 Ok(self.child(Node::Process(pid)))
             }
+            (Node::Thread(pid, _), b"..") => {
+                Ok(self.child(Node::OfProcess(pid, ProcessNode::Tasks)))
+            }
             (Node::Root, b"self") => Ok(self.child(Node::SelfLink)),
+            (Node::Root, b"sys") => Ok(self.child(Node::Sys)),
+            (Node::Sys, b"kernel") => Ok(self.child(Node::SysKernel)),
+            (Node::SysKernel, _) => {
+                let (_, setting) = KERNEL_SETTINGS
+                    .iter()
+                    .find(|(entry, _)| *entry == name)
+                    .ok_or(Errno::ENOENT)?;
+                Ok(self.child(Node::Setting(*setting)))
+            }
+            (Node::Sys, _) => Err(Errno::ENOENT),
+            (Node::OfProcess(pid, ProcessNode::Tasks), _) => {
+                let tid = parse_number(name).ok_or(Errno::ENOENT)?;
+                self.thread(pid, tid).ok_or(Errno::ENOENT)?;
+                Ok(self.child(Node::Thread(pid, tid)))
+            }
+            (Node::Thread(pid, tid), _) => {
+                let (_, node) = THREAD_NODES
+                    .iter()
+                    .find(|(entry, _)| *entry == name)
+                    .ok_or(Errno::ENOENT)?;
+                self.thread(pid, tid).ok_or(Errno::ENOENT)?;
+                Ok(self.child(Node::OfThread(pid, tid, *node)))
+            }
             (Node::Root, _) => {
                 if let Some((_, file)) = SYSTEM_FILES.iter().find(|(entry, _)| *entry == name) {
                     return Ok(self.child(Node::System(*file)));
@@ -488,7 +618,7 @@ impl Inode for ProcInode {
             Node::Root => {
                 if offset < PID_POSITIONS {
                     let mut entries: Vec<(&[u8], Node)> =
-                        alloc::vec![(&b"self"[..], Node::SelfLink)];
+                        alloc::vec![(&b"self"[..], Node::SelfLink), (&b"sys"[..], Node::Sys)];
                     entries.extend(
                         SYSTEM_FILES
                             .iter()
@@ -524,6 +654,63 @@ impl Inode for ProcInode {
                     .map(|(name, node)| (*name, Node::OfProcess(pid, *node)))
                     .collect();
                 self.list(Node::Root.ino(), &entries, offset, sink);
+                Ok(())
+            }
+            Node::Sys => {
+                self.list(
+                    Node::Root.ino(),
+                    &[(b"kernel", Node::SysKernel)],
+                    offset,
+                    sink,
+                );
+                Ok(())
+            }
+            Node::SysKernel => {
+                let entries: Vec<(&[u8], Node)> = KERNEL_SETTINGS
+                    .iter()
+                    .map(|(name, setting)| (*name, Node::Setting(*setting)))
+                    .collect();
+                self.list(Node::Sys.ino(), &entries, offset, sink);
+                Ok(())
+            }
+            Node::Thread(pid, tid) => {
+                self.thread(pid, tid).ok_or(Errno::ENOENT)?;
+                let entries: Vec<(&[u8], Node)> = THREAD_NODES
+                    .iter()
+                    .map(|(name, node)| (*name, Node::OfThread(pid, tid, *node)))
+                    .collect();
+                self.list(
+                    Node::OfProcess(pid, ProcessNode::Tasks).ino(),
+                    &entries,
+                    offset,
+                    sink,
+                );
+                Ok(())
+            }
+            Node::OfProcess(pid, ProcessNode::Tasks) => {
+                if !self.process_exists(pid) {
+                    return Err(Errno::ENOENT);
+                }
+                if !self.list(Node::Process(pid).ino(), &[], offset.min(2), sink) {
+                    return Ok(());
+                }
+                // Positions are thread ids (past the two dots), so a
+                // listing resumes after the last thread it gave.
+                for thread in self.source().threads(pid) {
+                    let position = thread.tid + 2;
+                    if position < offset {
+                        continue;
+                    }
+                    let name = format!("{}", thread.tid);
+                    let entry = DirEntry {
+                        ino: Node::Thread(pid, thread.tid).ino(),
+                        file_type: FileType::Directory,
+                        name: name.as_bytes(),
+                    };
+                    if !sink(entry, position + 1) {
+                        break;
+                    }
+                }
                 Ok(())
             }
             Node::OfProcess(pid, ProcessNode::Descriptors) => {

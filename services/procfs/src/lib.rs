@@ -13,8 +13,12 @@
 //!   - `cpuinfo`, `loadavg`, `meminfo`, `mounts`, `stat`, `uptime`,
 //!     `version`, and Spindle's own `lockups` (the lockup watchdog's
 //!     reports);
-//!   - `PID/`: `cmdline`, `comm`, `cwd`, `exe`, `fd/`, `stat`, `statm`,
-//!     `status`; `fd/N` links to what descriptor `N` names.
+//!   - `sys/kernel/`: `domainname`, `hostname`, `ostype`, `osrelease`,
+//!     `pid_max`, `version` (read-only);
+//!   - `PID/`: `cmdline`, `comm`, `cwd`, `environ`, `exe`, `fd/`, `maps`,
+//!     `mounts`, `stat`, `statm`, `status`, `task/`; `fd/N` links to what
+//!     descriptor `N` names; `task/TID/` holds each thread's `comm`,
+//!     `stat` and `status`.
 //! - `format`: the text of each file, in Linux's layouts (`fs/proc/array.c`,
 //!   `meminfo.c`, ...), which programs such as busybox `ps` parse.
 //!
@@ -37,6 +41,6 @@ mod tests;
 pub use format::{clock_ticks, CLOCK_TICKS_PER_SECOND};
 pub use inode::ProcFs;
 pub use source::{
-    Access, Counters, Cpu, Descriptor, Mapping, MemoryInfo, Mount, ProcessInfo, ProcessState,
-    Source,
+    Access, Counters, Cpu, Descriptor, KernelSettings, Mapping, MemoryInfo, Mount, ProcessInfo,
+    ProcessState, Source, ThreadInfo,
 };

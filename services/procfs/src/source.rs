@@ -91,6 +91,36 @@ pub struct ProcessInfo {
     pub context_switches: (u64, u64),
 }
 
+/// One thread of a process, as `/proc/PID/task/TID/` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadInfo {
+    /// Its thread id (the process id for the first thread, as on Linux).
+    pub tid: u64,
+    /// What it is doing.
+    pub state: ProcessState,
+    /// Processor time it has had, in nanoseconds.
+    pub cpu_ns: u64,
+}
+
+/// What `/proc/sys/kernel/` shows: the names `uname` gives and the
+/// highest process id.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct KernelSettings {
+    /// `ostype`: the system's name (`Linux`).
+    pub os_type: Vec<u8>,
+    /// `osrelease`: the release `uname` gives.
+    pub os_release: Vec<u8>,
+    /// `version`: the version `uname` gives.
+    pub version: Vec<u8>,
+    /// `hostname`: the host name `sethostname` set.
+    pub host_name: Vec<u8>,
+    /// `domainname`: the NIS domain name `setdomainname` set.
+    pub domain_name: Vec<u8>,
+    /// `pid_max`: one past the highest process or thread id handed out
+    /// (LTP takes it as an id no process has).
+    pub pid_max: u64,
+}
+
 /// How a descriptor was opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
@@ -207,6 +237,10 @@ pub trait Source: Send + Sync {
     fn process(&self, pid: u64) -> Option<ProcessInfo>;
     /// The absolute path of process `pid`'s current directory.
     fn current_directory(&self, pid: u64) -> Option<Vec<u8>>;
+    /// Process `pid`'s threads, lowest id first (none if it has ended).
+    fn threads(&self, pid: u64) -> Vec<ThreadInfo>;
+    /// What `/proc/sys/kernel/` shows now.
+    fn kernel_settings(&self) -> KernelSettings;
     /// Process `pid`'s mappings, lowest first.
     fn mappings(&self, pid: u64) -> Option<Vec<Mapping>>;
     /// Process `pid`'s open descriptors, lowest first.

@@ -7,8 +7,8 @@ use std::sync::Mutex;
 use vfs::{flags::*, Clock, Errno, FileSystem, PathContext, RamFs, Timespec, Vfs};
 
 use crate::{
-    Access, Counters, Cpu, Descriptor, Mapping, MemoryInfo, Mount, ProcFs, ProcessInfo,
-    ProcessState, Source,
+    Access, Counters, Cpu, Descriptor, KernelSettings, Mapping, MemoryInfo, Mount, ProcFs,
+    ProcessInfo, ProcessState, Source, ThreadInfo,
 };
 
 /// A source with processes that a test can change.
@@ -90,6 +90,38 @@ impl Source for FakeSource {
     }
     fn current_directory(&self, pid: u64) -> Option<Vec<u8>> {
         self.process(pid).map(|_| b"/tmp".to_vec())
+    }
+    /// Process 5 has a second thread, 7, which sleeps; others have one.
+    fn threads(&self, pid: u64) -> Vec<ThreadInfo> {
+        let Some(process) = self.process(pid) else {
+            return Vec::new();
+        };
+        if process.state == ProcessState::Zombie {
+            return Vec::new();
+        }
+        let mut threads = vec![ThreadInfo {
+            tid: pid,
+            state: ProcessState::Running,
+            cpu_ns: 1_000_000_000,
+        }];
+        if pid == 5 {
+            threads.push(ThreadInfo {
+                tid: 7,
+                state: ProcessState::Sleeping,
+                cpu_ns: 230_000_000,
+            });
+        }
+        threads
+    }
+    fn kernel_settings(&self) -> KernelSettings {
+        KernelSettings {
+            os_type: b"Linux".to_vec(),
+            os_release: b"6.1.0-test".to_vec(),
+            version: b"#1 test".to_vec(),
+            host_name: b"host".to_vec(),
+            domain_name: b"(none)".to_vec(),
+            pid_max: 4_194_304,
+        }
     }
     fn mappings(&self, pid: u64) -> Option<Vec<Mapping>> {
         let process = self.process(pid)?;
@@ -259,15 +291,15 @@ fn the_root_lists_self_the_system_files_and_each_process() {
     assert_eq!(
         names(&vfs, &context, "/proc"),
         [
-            ".", "..", "self", "cpuinfo", "loadavg", "lockups", "meminfo", "mounts", "stat",
+            ".", "..", "self", "sys", "cpuinfo", "loadavg", "lockups", "meminfo", "mounts", "stat",
             "uptime", "version", "1", "5", "9"
         ]
     );
     assert_eq!(
         names(&vfs, &context, "/proc/5"),
         [
-            ".", "..", "cmdline", "comm", "cwd", "environ", "exe", "fd", "maps", "stat", "statm",
-            "status"
+            ".", "..", "cmdline", "comm", "cwd", "environ", "exe", "fd", "maps", "mounts", "stat",
+            "statm", "status", "task"
         ]
     );
     assert_eq!(
@@ -549,4 +581,75 @@ fn environ_is_the_starting_environment_for_its_owner() {
     );
     let stat = vfs.stat(&context, b"/proc/self/environ", true).unwrap();
     assert_eq!(stat.mode & 0o777, 0o400);
+}
+
+#[test]
+fn sys_kernel_shows_the_names_and_pid_max() {
+    let (vfs, context) = setup(Arc::new(FakeSource::new()));
+    assert_eq!(
+        names(&vfs, &context, "/proc/sys/kernel"),
+        [
+            ".",
+            "..",
+            "domainname",
+            "hostname",
+            "osrelease",
+            "ostype",
+            "pid_max",
+            "version"
+        ]
+    );
+    assert_eq!(names(&vfs, &context, "/proc/sys"), [".", "..", "kernel"]);
+    let setting = |name: &str| read(&vfs, &context, &alloc::format!("/proc/sys/kernel/{name}"));
+    assert_eq!(setting("pid_max").unwrap(), "4194304\n");
+    assert_eq!(setting("hostname").unwrap(), "host\n");
+    assert_eq!(setting("domainname").unwrap(), "(none)\n");
+    assert_eq!(setting("ostype").unwrap(), "Linux\n");
+    assert_eq!(setting("osrelease").unwrap(), "6.1.0-test\n");
+    assert_eq!(setting("version").unwrap(), "#1 test\n");
+    assert_eq!(setting("nothing"), Err(Errno::ENOENT));
+    let file = vfs
+        .open(&context, b"/proc/sys/kernel/hostname", O_RDONLY, 0)
+        .unwrap();
+    assert_eq!(file.inode().write_at(0, b"x"), Err(Errno::EACCES));
+}
+
+#[test]
+fn task_lists_each_thread_with_its_own_stat_and_status() {
+    let (vfs, context) = setup(Arc::new(FakeSource::new()));
+    assert_eq!(names(&vfs, &context, "/proc/5/task"), [".", "..", "5", "7"]);
+    assert_eq!(
+        names(&vfs, &context, "/proc/self/task/7"),
+        [".", "..", "comm", "stat", "status"]
+    );
+    let stat = read(&vfs, &context, "/proc/5/task/7/stat").unwrap();
+    assert!(stat.starts_with("7 (ps) S 1 "), "{stat}");
+    let status = read(&vfs, &context, "/proc/5/task/7/status").unwrap();
+    assert!(
+        status.contains("State:\tS (sleeping)\nTgid:\t5\n"),
+        "{status}"
+    );
+    assert!(status.contains("\nPid:\t7\n"), "{status}");
+    assert_eq!(read(&vfs, &context, "/proc/5/task/7/comm").unwrap(), "ps\n");
+    assert_eq!(
+        read(&vfs, &context, "/proc/5/task/8/stat"),
+        Err(Errno::ENOENT)
+    );
+    // A thread of another process is not this one's.
+    assert_eq!(
+        read(&vfs, &context, "/proc/1/task/7/stat"),
+        Err(Errno::ENOENT)
+    );
+    let parent = vfs.resolve(&context, b"/proc/5/task/7/..", true).unwrap();
+    let tasks = vfs.resolve(&context, b"/proc/5/task", true).unwrap();
+    assert_eq!(parent.ino(), tasks.ino());
+}
+
+#[test]
+fn a_process_mounts_are_the_system_mounts() {
+    let (vfs, context) = setup(Arc::new(FakeSource::new()));
+    assert_eq!(
+        read(&vfs, &context, "/proc/self/mounts"),
+        read(&vfs, &context, "/proc/mounts")
+    );
 }

@@ -11,10 +11,10 @@ use crate::{
     device::{Device, Readiness, WaitQueue},
     dirent::encode_dirent64,
     flags::{
-        O_ACCMODE, O_APPEND, O_NONBLOCK, O_RDONLY, O_RDWR, O_WRONLY, SEEK_CUR, SEEK_DATA, SEEK_END,
-        SEEK_HOLE, SEEK_SET, SETTABLE_STATUS_FLAGS,
+        O_ACCMODE, O_APPEND, O_NONBLOCK, O_PATH, O_RDONLY, O_RDWR, O_WRONLY, SEEK_CUR, SEEK_DATA,
+        SEEK_END, SEEK_HOLE, SEEK_SET, SETTABLE_STATUS_FLAGS,
     },
-    inode::Inode,
+    inode::{Allocation, Inode},
     metadata::{FileType, Metadata},
     Errno,
 };
@@ -143,9 +143,15 @@ impl OpenFile {
             });
     }
 
+    /// Whether the description only names its file (`O_PATH`): it can
+    /// be neither read nor written, and most calls on it give `EBADF`.
+    pub fn is_path_only(&self) -> bool {
+        self.status.load(Ordering::Relaxed) & O_PATH != 0
+    }
+
     /// Whether the description was opened for reading.
     pub fn is_readable(&self) -> bool {
-        self.access == O_RDONLY || self.access == O_RDWR
+        (self.access == O_RDONLY || self.access == O_RDWR) && !self.is_path_only()
     }
 
     /// Whether the description was opened for writing.
@@ -327,6 +333,37 @@ impl OpenFile {
             FileType::Directory => Err(Errno::EISDIR),
             _ => Err(Errno::EINVAL),
         }
+    }
+
+    /// `fallocate` on the description's file, after the checks of
+    /// Linux's `vfs_fallocate` that concern the file: `EBADF` unless open
+    /// for writing, `ESPIPE` for a FIFO, `EISDIR` for a directory,
+    /// `ENODEV` for anything else but a regular file, `EFBIG` for a range
+    /// ending past `i64`. Mapped pages over a punched hole see its zeros.
+    pub fn allocate(&self, how: Allocation, offset: u64, length: u64) -> Result<(), Errno> {
+        if !self.is_writable() {
+            return Err(Errno::EBADF);
+        }
+        match self.inode.file_type() {
+            FileType::Regular => {}
+            FileType::Fifo => return Err(Errno::ESPIPE),
+            FileType::Directory => return Err(Errno::EISDIR),
+            _ => return Err(Errno::ENODEV),
+        }
+        let end = offset.checked_add(length).ok_or(Errno::EFBIG)?;
+        if end > i64::MAX as u64 {
+            return Err(Errno::EFBIG);
+        }
+        crate::mapped::before_access(&*self.inode);
+        self.inode.allocate(how, offset, length)?;
+        if how == Allocation::PunchHole {
+            let size = self.inode.metadata().size;
+            if offset < size {
+                let punched = (end.min(size) - offset) as usize;
+                crate::mapped::after_write(&*self.inode, offset, punched);
+            }
+        }
+        Ok(())
     }
 
     /// `getdents64`: fills `buf` with `struct linux_dirent64` records from

@@ -28,6 +28,21 @@ pub struct DirEntry<'a> {
     pub name: &'a [u8],
 }
 
+/// What `fallocate` asks of a regular file's range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Allocation {
+    /// Allocate it, growing the file to its end if shorter (mode 0).
+    Extend,
+    /// Allocate it without changing the size (`FALLOC_FL_KEEP_SIZE`).
+    KeepSize,
+    /// Free it: its bytes within the file read as zeros, the size stays
+    /// (`FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`).
+    PunchHole,
+    /// A mode no file system here does (zeroing, collapsing, inserting
+    /// or unsharing a range): `EOPNOTSUPP` from each, as from tmpfs.
+    Other,
+}
+
 /// What [`Inode::create`] makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NodeKind<'a> {
@@ -152,6 +167,27 @@ pub trait Inode: Send + Sync + Any {
         _new_name: &[u8],
     ) -> Result<(), Errno> {
         Err(Errno::ENOTDIR)
+    }
+    /// Allocates or frees the bytes `offset..offset + length` of a
+    /// regular file (`fallocate`); the caller has checked the file type
+    /// and that the range ends within `i64`. `EOPNOTSUPP` where the file
+    /// system cannot.
+    fn allocate(&self, _how: Allocation, _offset: u64, _length: u64) -> Result<(), Errno> {
+        Err(Errno::EOPNOTSUPP)
+    }
+    /// Swaps `name` here and `other_name` in `other_parent` (a directory
+    /// of this file system) in one step (`renameat2`'s
+    /// `RENAME_EXCHANGE`): both must exist (`ENOENT`). `EINVAL` where the
+    /// file system cannot (Linux's answer for one without the
+    /// operation). The VFS has ruled out a directory into its own
+    /// subtree.
+    fn exchange(
+        &self,
+        _name: &[u8],
+        _other_parent: &Arc<dyn Inode>,
+        _other_name: &[u8],
+    ) -> Result<(), Errno> {
+        Err(Errno::EINVAL)
     }
     /// Calls `sink(entry, next_offset)` for the entries from position
     /// `offset` on ("." is 0, ".." 1), until it returns `false` or the

@@ -215,6 +215,48 @@ impl Vfs {
         old.parent.rename(old_name, &new.parent, new_name)
     }
 
+    /// `renameat2(old, new, RENAME_EXCHANGE)`: swaps the two names in one
+    /// step. Both must exist (`ENOENT`); `ENOTDIR` for a trailing slash on
+    /// a non-directory; `EXDEV` across file systems; `EBUSY` for ".",
+    /// "..", "/" and mount points; `EINVAL` if either is a directory that
+    /// holds the other's place.
+    pub fn exchange(
+        &self,
+        context: &PathContext,
+        old_path: &[u8],
+        new_path: &[u8],
+    ) -> Result<(), Errno> {
+        let old = self.resolve_parent(context, old_path)?;
+        let new = self.resolve_parent(context, new_path)?;
+        let (LastComponent::Name(old_name), LastComponent::Name(new_name)) = (&old.last, &new.last)
+        else {
+            return Err(Errno::EBUSY);
+        };
+        if old.parent.dev() != new.parent.dev() {
+            return Err(Errno::EXDEV);
+        }
+        let _rename = self.rename_lock.lock();
+        let first = old.parent.lookup(old_name)?;
+        let second = new.parent.lookup(new_name)?;
+        for (inode, trailing_slash) in [(&first, old.trailing_slash), (&second, new.trailing_slash)]
+        {
+            if trailing_slash && inode.file_type() != FileType::Directory {
+                return Err(Errno::ENOTDIR);
+            }
+        }
+        if self.is_busy(&*first) || self.is_busy(&*second) {
+            return Err(Errno::EBUSY);
+        }
+        for (moved, destination) in [(&first, &new.parent), (&second, &old.parent)] {
+            if moved.file_type() == FileType::Directory && self.is_within(destination, moved)? {
+                return Err(Errno::EINVAL);
+            }
+        }
+        self.check_modify(context, &*old.parent)?;
+        self.check_modify(context, &*new.parent)?;
+        old.parent.exchange(old_name, &new.parent, new_name)
+    }
+
     /// Whether `directory` is `ancestor` or inside it (in one file system:
     /// follows ".." up to the file system's root).
     fn is_within(

@@ -20,8 +20,9 @@ use crate::{
 impl Vfs {
     /// `open(path, flags, mode)` relative to the context's current
     /// directory; the umask is the context's. A FIFO or socket cannot be
-    /// opened yet (`ENXIO`), nor can `O_PATH` (`EINVAL`) or `O_TMPFILE`
-    /// (`EOPNOTSUPP`) be asked for.
+    /// opened yet (`ENXIO`), except with `O_PATH` (see
+    /// [`Vfs::open_path_only`]); `O_TMPFILE` cannot be asked for
+    /// (`EOPNOTSUPP`).
     pub fn open(
         &self,
         context: &PathContext,
@@ -44,7 +45,10 @@ impl Vfs {
         if flags & O_TMPFILE == O_TMPFILE {
             return Err(Errno::EOPNOTSUPP);
         }
-        if flags & O_PATH != 0 || flags & O_ACCMODE == O_ACCMODE {
+        if flags & O_PATH != 0 {
+            return self.open_path_only(context, start, path, flags);
+        }
+        if flags & O_ACCMODE == O_ACCMODE {
             return Err(Errno::EINVAL);
         }
         let (inode, created, opened_as) = if flags & O_CREAT != 0 {
@@ -90,6 +94,32 @@ impl Vfs {
             inode.truncate(0)?;
         }
         let file = OpenFile::new(inode, flags, device);
+        Ok(Arc::new(match opened_as {
+            Some((directory, name)) => file.with_name(directory, name),
+            None => file,
+        }))
+    }
+
+    /// `open(path, O_PATH | ...)`: a description that names the file
+    /// without opening it for I/O (Linux's `FMODE_PATH`): any type of file,
+    /// no permission asked of it (only search permission on the way), no
+    /// device opened, the symbolic link itself with `O_NOFOLLOW`. Flags
+    /// other than `O_DIRECTORY`, `O_NOFOLLOW` and `O_CLOEXEC` are ignored,
+    /// as Linux's `build_open_flags` does.
+    fn open_path_only(
+        &self,
+        context: &PathContext,
+        start: &Arc<dyn Inode>,
+        path: &[u8],
+        flags: u32,
+    ) -> Result<Arc<OpenFile>, Errno> {
+        let follow = flags & O_NOFOLLOW == 0;
+        let (inode, opened_as) = self.resolve_at_naming(context, start, path, follow)?;
+        if flags & O_DIRECTORY != 0 && inode.file_type() != FileType::Directory {
+            return Err(Errno::ENOTDIR);
+        }
+        let kept = flags & (O_PATH | O_DIRECTORY | O_NOFOLLOW);
+        let file = OpenFile::new(inode, kept, None);
         Ok(Arc::new(match opened_as {
             Some((directory, name)) => file.with_name(directory, name),
             None => file,

@@ -24,7 +24,7 @@ use core::{
 use spin::{Mutex, RwLock};
 
 use crate::{
-    inode::{DirEntry, FileSystem, Inode, NewNode, NodeKind},
+    inode::{Allocation, DirEntry, FileSystem, Inode, NewNode, NodeKind},
     metadata::{FileType, Metadata, SetAttributes, TimeChange, Timespec, MODE_PERMISSION_BITS},
     Errno,
 };
@@ -609,6 +609,65 @@ impl Inode for RamInode {
         Ok(())
     }
 
+    fn exchange(
+        &self,
+        name: &[u8],
+        other_parent: &Arc<dyn Inode>,
+        other_name: &[u8],
+    ) -> Result<(), Errno> {
+        check_name(name)?;
+        check_name(other_name)?;
+        let other_parent = self.ours(other_parent)?;
+        let _tree = self.shared.tree.lock();
+        let first = self.child(name)?;
+        let second = other_parent.child(other_name)?;
+        if Arc::ptr_eq(&first, &second) {
+            return Ok(());
+        }
+        let now = self.shared.now();
+        let same_parent = core::ptr::eq(self, other_parent);
+        let is_directory = |inode: &RamInode| inode.file_type == FileType::Directory;
+        // Each parent's link count follows the directories it holds
+        // (their ".." entries); swapped within one parent nothing moves.
+        let links_gained = |gained: &RamInode, lost: &RamInode| {
+            i64::from(is_directory(gained)) - i64::from(is_directory(lost))
+        };
+        {
+            let mut state = self.state.write();
+            state
+                .directory_mut()?
+                .entries
+                .insert(name.to_vec(), second.clone());
+            if !same_parent {
+                state.nlink = state
+                    .nlink
+                    .saturating_add_signed(links_gained(&second, &first));
+            }
+            state.touch_contents(now);
+        }
+        {
+            let mut state = other_parent.state.write();
+            state
+                .directory_mut()?
+                .entries
+                .insert(other_name.to_vec(), first.clone());
+            if !same_parent {
+                state.nlink = state
+                    .nlink
+                    .saturating_add_signed(links_gained(&first, &second));
+            }
+            state.touch_contents(now);
+        }
+        for (moved, parent) in [(&first, other_parent), (&second, self)] {
+            let mut state = moved.state.write();
+            if let Body::Directory(directory) = &mut state.body {
+                directory.parent = parent.me.clone();
+            }
+            state.ctime = now;
+        }
+        Ok(())
+    }
+
     fn readdir(
         &self,
         offset: u64,
@@ -684,6 +743,42 @@ impl Inode for RamInode {
 
     fn append(&self, buf: &[u8]) -> Result<(usize, u64), Errno> {
         self.write_locked(None, buf)
+    }
+
+    /// Memory is not reserved ahead here (nothing to allocate): growing
+    /// the file is all mode 0 does, and a hole is zeros written over.
+    fn allocate(&self, how: Allocation, offset: u64, length: u64) -> Result<(), Errno> {
+        let end = offset.checked_add(length).ok_or(Errno::EFBIG)?;
+        if end > self.shared.max_file_size {
+            return Err(Errno::EFBIG);
+        }
+        let end = usize::try_from(end).map_err(|_| Errno::EFBIG)?;
+        let now = self.shared.now();
+        let mut state = self.state.write();
+        let Body::Regular(data) = &mut state.body else {
+            return Err(self.data_error());
+        };
+        match how {
+            Allocation::Other => return Err(Errno::EOPNOTSUPP),
+            Allocation::KeepSize => return Ok(()),
+            Allocation::Extend => {
+                if end <= data.bytes().len() {
+                    return Ok(());
+                }
+                data.owned(end)?.resize(end, 0);
+            }
+            Allocation::PunchHole => {
+                let start = usize::try_from(offset).unwrap_or(usize::MAX);
+                let length = data.bytes().len();
+                let end = end.min(length);
+                if start >= end {
+                    return Ok(());
+                }
+                data.owned(length)?[start..end].fill(0);
+            }
+        }
+        state.touch_contents(now);
+        Ok(())
     }
 
     fn truncate(&self, size: u64) -> Result<(), Errno> {

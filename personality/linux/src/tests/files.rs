@@ -392,6 +392,60 @@ fn sendfile_checks_its_descriptors_and_offset() {
 }
 
 #[test]
+fn sendfile_checks_each_descriptors_mode_before_copying() {
+    let fixture = Fixture::new();
+    fixture.make_file(b"/tmp/source", b"0123456789");
+    let source = fixture.open(b"/tmp/source", O_RDONLY);
+    let sink = fixture.open(b"/tmp/sink", O_WRONLY | O_CREAT);
+    let appending = fixture.open(b"/tmp/sink", O_WRONLY | O_APPEND);
+    assert_eq!(
+        fixture.call(SENDFILE, &[source, source, 0, 1]),
+        err(Errno::EBADF),
+        "an output open only for reading"
+    );
+    assert_eq!(
+        fixture.call(SENDFILE, &[sink, sink, 0, 1]),
+        err(Errno::EBADF),
+        "an input open only for writing"
+    );
+    assert_eq!(
+        fixture.call(SENDFILE, &[appending, source, 0, 1]),
+        err(Errno::EINVAL)
+    );
+    assert_eq!(fixture.call(PIPE2, &[at(0), 0]), 0);
+    let (read_end, write_end) = (u64::from(peek_u32(at(0))), u64::from(peek_u32(at(4))));
+    let offset = put(16, &0i64.to_le_bytes());
+    assert_eq!(
+        fixture.call(SENDFILE, &[sink, read_end, offset, 1]),
+        err(Errno::ESPIPE)
+    );
+    // Into a pipe, from the input's own offset, which moves.
+    assert_eq!(fixture.call(SENDFILE, &[write_end, source, 0, 4]), 4);
+    assert_eq!(fixture.call(LSEEK, &[source, 0, 1]), 4);
+}
+
+#[test]
+fn sendfile_into_a_full_nonblocking_socket_is_eagain_and_reads_nothing() {
+    const AF_UNIX: u64 = 1;
+    const SOCK_DGRAM_NONBLOCK: u64 = 2 | 0o4000;
+    let fixture = Fixture::new();
+    fixture.make_file(b"/tmp/source", b"0123456789");
+    let source = fixture.open(b"/tmp/source", O_RDONLY);
+    assert_eq!(
+        fixture.call(SOCKETPAIR, &[AF_UNIX, SOCK_DGRAM_NONBLOCK, 0, at(0)]),
+        0
+    );
+    let out = u64::from(peek_u32(at(4)));
+    let byte = put(16, b"a");
+    while fixture.call(WRITE, &[out, byte, 1]) == 1 {}
+    assert_eq!(
+        fixture.call(SENDFILE, &[out, source, 0, 1]),
+        err(Errno::EAGAIN)
+    );
+    assert_eq!(fixture.call(LSEEK, &[source, 0, 1]), 0, "nothing was taken");
+}
+
+#[test]
 fn fadvise_and_fsync_refuse_pipes_and_unknown_advice() {
     let fixture = Fixture::new();
     let fd = fixture.open(b"/tmp/data", O_RDWR | O_CREAT);
@@ -477,4 +531,57 @@ fn preadv_and_pwritev_move_vectors_at_a_position_and_leave_the_offset() {
         fixture.call(PWRITEV2, &[fd, vectors, 1, 0, 0, 1 << 8]),
         err(Errno::EOPNOTSUPP)
     );
+}
+
+#[test]
+fn fallocate_checks_in_linuxs_order_then_extends_keeps_or_punches() {
+    use linux_abi::fcntl::{FALLOC_FL_KEEP_SIZE as KEEP, FALLOC_FL_PUNCH_HOLE as PUNCH};
+    let fixture = Fixture::new();
+    fixture.make_file(b"/tmp/data", b"0123456789");
+    let fd = fixture.open(b"/tmp/data", O_RDWR);
+    let read_only = fixture.open(b"/tmp/data", O_RDONLY);
+    let directory = fixture.open(b"/tmp", O_RDONLY | O_DIRECTORY);
+    assert_eq!(fixture.call(PIPE2, &[at(0), 0]), 0);
+    let write_end = u64::from(peek_u32(at(4)));
+    let null = fixture.open(b"/dev/null", O_RDWR);
+    for (fd, mode, offset, length, expected) in [
+        (CLOSED_FD, 0, 0, 1, Errno::EBADF),
+        (fd, 0, u64::MAX, 1, Errno::EINVAL),
+        (fd, 0, 0, 0, Errno::EINVAL),
+        (fd, 0x80, 0, 1, Errno::EOPNOTSUPP),
+        (fd, PUNCH, 0, 1, Errno::EOPNOTSUPP),
+        (fd, 0x08 | KEEP, 0, 1, Errno::EINVAL),
+        (read_only, 0, 0, 1, Errno::EBADF),
+        (write_end, 0, 0, 1, Errno::ESPIPE),
+        (null, 0, 0, 1, Errno::ENODEV),
+        (fd, 0, i64::MAX as u64, 1, Errno::EFBIG),
+        (fd, 0x10, 0, 1, Errno::EOPNOTSUPP),
+    ] {
+        assert_eq!(
+            fixture.call(FALLOCATE, &[fd, mode, offset, length]),
+            err(expected),
+            "fallocate({fd}, {mode:#x}, {offset}, {length})"
+        );
+    }
+    // A directory opened for reading is EBADF before EISDIR.
+    assert_eq!(
+        fixture.call(FALLOCATE, &[directory, 0, 0, 1]),
+        err(Errno::EBADF)
+    );
+    assert_eq!(fixture.call(FALLOCATE, &[fd, KEEP, 8, 100]), 0);
+    assert_eq!(fixture.file_contents(b"/tmp/data"), b"0123456789");
+    assert_eq!(fixture.call(FALLOCATE, &[fd, PUNCH | KEEP, 2, 3]), 0);
+    assert_eq!(fixture.file_contents(b"/tmp/data"), b"01\x00\x00\x0056789");
+    assert_eq!(fixture.call(FALLOCATE, &[fd, PUNCH | KEEP, 8, 100]), 0);
+    assert_eq!(
+        fixture.file_contents(b"/tmp/data"),
+        b"01\x00\x00\x00567\x00\x00"
+    );
+    assert_eq!(
+        fixture.call(FALLOCATE, &[fd, 0, 4, 2]),
+        0,
+        "within: unchanged"
+    );
+    assert_eq!(fixture.call(FALLOCATE, &[fd, 0, 10, 4]), 0);
+    assert_eq!(fixture.file_contents(b"/tmp/data").len(), 14);
 }

@@ -180,11 +180,13 @@ fn unlink_rename_and_link_refuse_unknown_flags() {
         fixture.call(UNLINKAT, &[AT_FDCWD, a, 0x1]),
         err(Errno::EINVAL)
     );
-    // `RENAME_EXCHANGE` (2) is not supported; `RENAME_NOREPLACE` is.
-    assert_eq!(
-        fixture.call(RENAMEAT2, &[AT_FDCWD, a, AT_FDCWD, b, 2]),
-        err(Errno::EINVAL)
-    );
+    // Whiteouts, unknown flags, and both of exchange and no-replace.
+    for flags in [RENAME_WHITEOUT, 8, RENAME_EXCHANGE | RENAME_NOREPLACE] {
+        assert_eq!(
+            fixture.call(RENAMEAT2, &[AT_FDCWD, a, AT_FDCWD, b, flags]),
+            err(Errno::EINVAL)
+        );
+    }
     assert_eq!(
         fixture.call(RENAMEAT2, &[AT_FDCWD, a, AT_FDCWD, b, 1]),
         err(Errno::EEXIST)
@@ -444,4 +446,156 @@ fn a_set_group_id_directory_gives_its_group_to_what_is_made_in_it() {
     }
     let mode = u32::from_le_bytes(fake::peek(stat + 24, 4).try_into().unwrap());
     assert_eq!(mode & 0o2000, 0o2000, "a directory keeps the bit going");
+}
+
+#[test]
+fn an_o_path_descriptor_names_a_file_for_fstat_fchdir_and_at_calls_only() {
+    // fcntl's commands (Linux's numbers).
+    const F_GETFL: u64 = 3;
+    const F_SETFL: u64 = 4;
+    let fixture = Fixture::new();
+    fixture.make_file(b"/tmp/data", b"12345");
+    let file = fixture.open(b"/tmp/data", O_PATH);
+    let directory = fixture.open(b"/tmp", O_PATH | O_DIRECTORY);
+    let buffer = at(0x100);
+    assert_eq!(fixture.call(READ, &[file, buffer, 4]), err(Errno::EBADF));
+    assert_eq!(fixture.call(WRITE, &[file, buffer, 4]), err(Errno::EBADF));
+    assert_eq!(fixture.call(LSEEK, &[file, 0, 0]), err(Errno::EBADF));
+    assert_eq!(fixture.call(FCHMOD, &[file, 0o600]), err(Errno::EBADF));
+    assert_eq!(fixture.call(FTRUNCATE, &[file, 0]), err(Errno::EBADF));
+    assert_eq!(
+        fixture.call(GETDENTS64, &[directory, buffer, 256]),
+        err(Errno::EBADF)
+    );
+    assert_eq!(fixture.call(FSTAT, &[file, buffer]), 0);
+    assert_eq!(peek_u64(buffer + 48), 5, "st_size");
+    assert_eq!(fixture.call(FCNTL, &[file, F_GETFL]), i64::from(O_PATH));
+    assert_eq!(
+        fixture.call(FCNTL, &[file, F_SETFL, u64::from(O_NONBLOCK)]),
+        err(Errno::EBADF)
+    );
+    assert!(fixture.call(DUP, &[file]) >= 0);
+    let name = put_string(0xf000, b"data");
+    assert_eq!(fixture.call(NEWFSTATAT, &[directory, name, buffer, 0]), 0);
+    assert_eq!(fixture.call(FCHDIR, &[directory]), 0);
+    assert!(fixture.call_path(OPEN, b"data", &[u64::from(O_RDONLY)]) >= 0);
+    assert_eq!(fixture.call(CLOSE, &[file]), 0);
+}
+
+#[test]
+fn rename_exchange_swaps_two_names_that_both_exist() {
+    let fixture = Fixture::new();
+    fixture.make_file(b"/tmp/a", b"a");
+    let dir = put_string(0, b"/tmp/sub");
+    assert_eq!(fixture.call(MKDIR, &[dir, 0o755]), 0);
+    fixture.make_file(b"/tmp/sub/b", b"b");
+    let tmp = fixture.open(b"/tmp", O_RDONLY | O_DIRECTORY);
+    let sub = fixture.open(b"/tmp/sub", O_RDONLY | O_DIRECTORY);
+    let (a, b, missing) = (
+        put_string(64, b"a"),
+        put_string(128, b"b"),
+        put_string(192, b"missing"),
+    );
+    assert_eq!(
+        fixture.call(RENAMEAT2, &[tmp, a, sub, missing, RENAME_EXCHANGE]),
+        err(Errno::ENOENT)
+    );
+    assert_eq!(
+        fixture.call(RENAMEAT2, &[tmp, a, sub, b, RENAME_EXCHANGE]),
+        0
+    );
+    assert_eq!(fixture.file_contents(b"/tmp/a"), b"b");
+    assert_eq!(fixture.file_contents(b"/tmp/sub/b"), b"a");
+    // A directory swapped with a file: the link counts and ".." follow.
+    let tmp_links = |fixture: &Fixture| {
+        assert_eq!(fixture.call_path(STAT, b"/tmp", &[at(0x400)]), 0);
+        peek_u64(at(0x400 + 16))
+    };
+    let before = tmp_links(&fixture);
+    fixture.make_file(b"/c", b"c");
+    let (sub_path, c_path) = (put_string(256, b"/tmp/sub"), put_string(320, b"/c"));
+    assert_eq!(
+        fixture.call(
+            RENAMEAT2,
+            &[AT_FDCWD, sub_path, AT_FDCWD, c_path, RENAME_EXCHANGE]
+        ),
+        0
+    );
+    assert_eq!(tmp_links(&fixture), before - 1);
+    assert_eq!(fixture.file_contents(b"/tmp/sub"), b"c");
+    assert_eq!(fixture.file_contents(b"/c/b"), b"a");
+    assert_eq!(fixture.call_path(STAT, b"/c/..", &[at(0x400)]), 0);
+    let root_ino = peek_u64(at(0x400 + 8));
+    assert_eq!(fixture.call_path(STAT, b"/", &[at(0x400)]), 0);
+    assert_eq!(peek_u64(at(0x400 + 8)), root_ino);
+    // A directory cannot trade places with something inside it.
+    let (c_dir, inner) = (put_string(256, b"/c"), put_string(320, b"/c/b"));
+    assert_eq!(
+        fixture.call(
+            RENAMEAT2,
+            &[AT_FDCWD, c_dir, AT_FDCWD, inner, RENAME_EXCHANGE]
+        ),
+        err(Errno::EINVAL)
+    );
+}
+
+#[test]
+fn chroot_moves_root_for_root_only_after_the_lookups_errors() {
+    let fixture = Fixture::new();
+    assert_eq!(fixture.call_path(MKDIR, b"/tmp/jail", &[0o711]), 0);
+    assert_eq!(fixture.call_path(MKDIR, b"/tmp/jail/closed", &[0o700]), 0);
+    fixture.make_file(b"/tmp/jail/inside", b"in");
+    let buffer = at(0x400);
+    assert_eq!(
+        fixture.call_path(CHROOT, b"/tmp/missing", &[]),
+        err(Errno::ENOENT)
+    );
+    assert_eq!(
+        fixture.call_path(CHROOT, b"/tmp/jail/inside", &[]),
+        err(Errno::ENOTDIR)
+    );
+    assert_eq!(fixture.call(CHROOT, &[UNMAPPED]), err(Errno::EFAULT));
+    assert_eq!(fixture.call_path(CHROOT, b"/tmp/jail", &[]), 0);
+    // "/" is the jail now, and ".." stops at it.
+    assert_eq!(fixture.call_path(STAT, b"/inside", &[buffer]), 0);
+    assert_eq!(fixture.call_path(STAT, b"/../inside", &[buffer]), 0);
+    assert_eq!(
+        fixture.call_path(STAT, b"/tmp", &[buffer]),
+        err(Errno::ENOENT)
+    );
+    // An unprivileged process: EACCES for a directory it may not
+    // search, else EPERM.
+    assert_eq!(fixture.call(SETRESUID, &[1, 1, 1]), 0);
+    assert_eq!(
+        fixture.call_path(CHROOT, b"/closed", &[]),
+        err(Errno::EACCES)
+    );
+    assert_eq!(fixture.call_path(CHROOT, b"/", &[]), err(Errno::EPERM));
+}
+
+#[test]
+fn statx_refuses_unknown_flags_both_sync_types_and_the_reserved_mask_bit() {
+    let fixture = Fixture::new();
+    fixture.make_file(b"/tmp/data", b"1");
+    let path = put_string(0, b"/tmp/data");
+    let buffer = at(0x400);
+    for (flags, mask) in [
+        (u64::from(u32::MAX), 0),
+        (0x6000, 0),
+        (0, u64::from(u32::MAX)),
+        (0, 0x8000_0000),
+    ] {
+        assert_eq!(
+            fixture.call(STATX, &[AT_FDCWD, path, flags, mask, buffer]),
+            err(Errno::EINVAL),
+            "flags {flags:#x}, mask {mask:#x}"
+        );
+    }
+    assert_eq!(
+        fixture.call(
+            STATX,
+            &[AT_FDCWD, path, 0x2000 | AT_NO_AUTOMOUNT, 0xfff, buffer]
+        ),
+        0
+    );
 }

@@ -67,3 +67,45 @@ fn root_names_the_host_and_domain_and_uname_shows_them() {
         err(Errno::EPERM)
     );
 }
+
+#[test]
+fn personality_keeps_any_persona_and_uname26_makes_the_release_2_6() {
+    const UNAME26: u64 = 0x002_0000;
+    const QUERY: u64 = 0xffff_ffff;
+    let fixture = Fixture::new();
+    assert_eq!(fixture.call(PERSONALITY, &[QUERY]), 0, "PER_LINUX");
+    assert_eq!(fixture.call(PERSONALITY, &[UNAME26]), 0);
+    assert_eq!(fixture.call(PERSONALITY, &[QUERY]), UNAME26 as i64);
+    assert_eq!(fixture.call(UNAME, &[at(0)]), 0);
+    let release = fake::peek(at(65 * 2), 65);
+    let length = release.iter().position(|&byte| byte == 0).unwrap();
+    assert_eq!(&release[..length], b"2.6.61-spindle");
+    assert!(
+        release[length..].iter().all(|&byte| byte == 0),
+        "nothing leaks"
+    );
+    // Only the low 32 bits count; the old persona comes back.
+    assert_eq!(
+        fixture.call(PERSONALITY, &[(1 << 40) | 0x0008]),
+        UNAME26 as i64
+    );
+    assert_eq!(fixture.call(PERSONALITY, &[0]), 0x0008);
+    assert_eq!(fixture.call(UNAME, &[at(0)]), 0);
+    assert_eq!(&fake::peek(at(65 * 2), 13), crate::RELEASE);
+    // A forked child keeps its parent's persona.
+    assert_eq!(fixture.call(PERSONALITY, &[UNAME26]), 0);
+    fixture.personality.process_forked(PID, PID + 1);
+    assert_eq!(
+        fixture.personality.files(PID + 1).unwrap().persona(),
+        UNAME26 as u32
+    );
+}
+
+#[test]
+fn uname26_release_follows_linuxs_override_release() {
+    use crate::persona::release_for;
+    assert_eq!(release_for(0x002_0000, b"6.1.0-spindle"), b"2.6.61-spindle");
+    assert_eq!(release_for(0x002_0000, b"3.10.2.7-x"), b"2.6.70.7-x");
+    assert_eq!(release_for(0x002_0000, b"5.4"), b"2.6.64");
+    assert_eq!(release_for(0, b"6.1.0-spindle"), b"6.1.0-spindle");
+}

@@ -39,6 +39,7 @@ mod statfs;
 mod table;
 mod timerfd;
 mod unix_socket;
+mod unix_pair;
 mod user;
 mod xattr;
 
@@ -106,6 +107,12 @@ impl procfs::Source for FakeSystem {
     }
     fn current_directory(&self, _pid: u64) -> Option<Vec<u8>> {
         Some(b"/".to_vec())
+    }
+    fn threads(&self, _pid: u64) -> Vec<procfs::ThreadInfo> {
+        Vec::new()
+    }
+    fn kernel_settings(&self) -> procfs::KernelSettings {
+        procfs::KernelSettings::default()
     }
     fn mappings(&self, _pid: u64) -> Option<Vec<procfs::Mapping>> {
         Some(Vec::new())

@@ -174,6 +174,48 @@ fn sigaltstack_faults_on_either_pointer_and_reads_back_what_it_set() {
 }
 
 #[test]
+fn sigaltstack_checks_the_mode_and_size_and_disable_forgets_the_stack() {
+    let fixture = Fixture::new();
+    let stack = |flags: u32, size: u64| {
+        put(
+            0,
+            &SignalStack {
+                base: 0x7000_0000,
+                flags,
+                size,
+            }
+            .to_bytes(),
+        )
+    };
+    let call = |new: u64| fixture.call(SIGALTSTACK, &[new, 0]);
+    assert_eq!(call(stack(4, 8192)), err(Errno::EINVAL), "an unknown mode");
+    assert_eq!(
+        call(stack(SS_ONSTACK | SS_DISABLE, 8192)),
+        err(Errno::EINVAL)
+    );
+    assert_eq!(
+        call(stack(0, 2047)),
+        err(Errno::ENOMEM),
+        "below MINSIGSTKSZ"
+    );
+    assert_eq!(call(stack(SS_ONSTACK, 2048)), 0);
+    // Not on it: the old stack's flags say 0, not SS_ONSTACK.
+    assert_eq!(fixture.call(SIGALTSTACK, &[0, at(64)]), 0);
+    assert_eq!(peek_u32(at(64 + 8)), 0);
+    assert_eq!(peek_u64(at(64 + 16)), 2048);
+    assert_eq!(call(stack(SS_AUTODISARM, 4096)), 0);
+    assert_eq!(fixture.call(SIGALTSTACK, &[0, at(64)]), 0);
+    assert_eq!(peek_u32(at(64 + 8)), SS_AUTODISARM);
+    // SS_DISABLE takes any size, and forgets the stack.
+    assert_eq!(call(stack(SS_DISABLE, 1)), 0);
+    assert_eq!(fixture.call(SIGALTSTACK, &[0, at(64)]), 0);
+    assert_eq!(
+        fake::peek(at(64), SignalStack::BYTES),
+        SignalStack::DISABLED.to_bytes()
+    );
+}
+
+#[test]
 fn rt_sigpending_checks_its_size_and_buffer() {
     let fixture = Fixture::new();
     assert_eq!(

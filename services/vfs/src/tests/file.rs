@@ -6,7 +6,7 @@ use crate::{
     devices::{Null, NULL_DEV},
     dirent64_length,
     flags::*,
-    Errno, OpenFile, S_IFCHR, S_IFIFO, S_IFREG,
+    Errno, FileType, OpenFile, S_IFCHR, S_IFIFO, S_IFREG,
 };
 
 #[test]
@@ -221,7 +221,7 @@ fn open_creation_flags() {
         Some(Errno::ENOTDIR)
     );
     assert_eq!(
-        vfs.open(&context, b"/f", O_PATH, 0).err(),
+        vfs.open(&context, b"/f", O_RDWR | O_ACCMODE, 0).err(),
         Some(Errno::EINVAL)
     );
     let dir = vfs.open(&context, b"/", O_RDONLY, 0).unwrap();
@@ -448,4 +448,35 @@ fn poll_finds_a_devices_wait_queue_and_none_elsewhere() {
     assert_eq!(device.0 .0.load(Ordering::Relaxed), 7);
     queue.unregister(7);
     assert_eq!(device.0 .0.load(Ordering::Relaxed), 0);
+}
+
+#[test]
+fn o_path_names_a_file_without_opening_it_for_io() {
+    let (vfs, context) = setup();
+    write_file(&vfs, &context, b"/f", b"data");
+    vfs.symlink(&context, b"f", b"/link").unwrap();
+    // The access mode and creation flags are ignored, a directory is
+    // fine, and with O_NOFOLLOW the link itself is named.
+    let file = vfs
+        .open(&context, b"/f", O_PATH | O_RDWR | O_TRUNC, 0)
+        .unwrap();
+    assert!(file.is_path_only());
+    assert_eq!(file.read(&mut [0; 4]), Err(Errno::EBADF));
+    assert_eq!(file.write(b"x"), Err(Errno::EBADF));
+    assert_eq!(file.metadata().size, 4, "O_TRUNC was ignored");
+    assert_eq!(file.flags(), O_PATH);
+    let directory = vfs.open(&context, b"/", O_PATH | O_DIRECTORY, 0).unwrap();
+    assert_eq!(directory.inode().file_type(), FileType::Directory);
+    let link = vfs
+        .open(&context, b"/link", O_PATH | O_NOFOLLOW, 0)
+        .unwrap();
+    assert_eq!(link.inode().file_type(), FileType::Symlink);
+    assert_eq!(
+        vfs.open(&context, b"/f", O_PATH | O_DIRECTORY, 0).err(),
+        Some(Errno::ENOTDIR)
+    );
+    assert_eq!(
+        vfs.open(&context, b"/missing", O_PATH | O_CREAT, 0).err(),
+        Some(Errno::ENOENT)
+    );
 }
