@@ -22,6 +22,10 @@ use linux_abi::{time::Timespec, Errno};
 /// Each thread's settings, by strand; a thread not here has the
 /// defaults.
 static THREADS: spin::Mutex<BTreeMap<u64, ThreadScheduling>> = spin::Mutex::new(BTreeMap::new());
+/// Each thread's strand, by thread id, from the moment its creator made
+/// it: a parent may ask about a child before the child first runs (and
+/// so before the process service knows its strand).
+static STRANDS: spin::Mutex<BTreeMap<u64, u64>> = spin::Mutex::new(BTreeMap::new());
 /// Each process's I/O priority, by process id; the default if absent.
 static IO_PRIORITIES: spin::Mutex<BTreeMap<u64, u16>> = spin::Mutex::new(BTreeMap::new());
 
@@ -46,10 +50,11 @@ fn apply(strand: u64, settings: ThreadScheduling) {
     }
 }
 
-/// Thread `child` was made by `creator` (`fork`, `clone`): it starts
-/// with the creator's settings (or the defaults, with
-/// `SCHED_RESET_ON_FORK`).
-pub fn thread_created(creator: u64, child: u64) {
+/// Thread `tid` on strand `child` was made by `creator` (`fork`,
+/// `clone`): it starts with the creator's settings (or the defaults,
+/// with `SCHED_RESET_ON_FORK`).
+pub fn thread_created(creator: u64, child: u64, tid: u64) {
+    STRANDS.lock().insert(tid, child);
     let settings = settings_of(creator).for_child();
     if settings != ThreadScheduling::default() {
         apply(child, settings);
@@ -59,6 +64,7 @@ pub fn thread_created(creator: u64, child: u64) {
 /// Thread `strand` ended: its settings are forgotten.
 pub fn thread_ended(strand: u64) {
     THREADS.lock().remove(&strand);
+    STRANDS.lock().retain(|_, &mut running| running != strand);
 }
 
 /// Process `pid` was forked from `parent`: it starts with the parent's
@@ -81,7 +87,13 @@ fn thread_named(strand: u64, tid: u64) -> Result<u64, Errno> {
     match tid as i64 {
         0 => Ok(strand),
         tid if tid < 0 => Err(Errno::EINVAL),
-        tid => process::strand_of_thread(tid as u64).ok_or(Errno::ESRCH),
+        tid => {
+            let tid = tid as u64;
+            let known = STRANDS.lock().get(&tid).copied();
+            known
+                .or_else(|| process::strand_of_thread(tid))
+                .ok_or(Errno::ESRCH)
+        }
     }
 }
 
@@ -217,8 +229,12 @@ fn get_scheduler(strand: u64, tid: u64) -> Result<i64, Errno> {
     Ok(settings.policy.number() | reset)
 }
 
-/// `sched_get_priority_max(policy)` (`max`) or `_min`.
+/// `sched_get_priority_max(policy)` (`max`) or `_min`: 0 for
+/// `SCHED_DEADLINE`, which has no priorities, as on Linux.
 fn priority_limit(policy: u64, max: bool) -> Result<i64, Errno> {
+    if policy == scheduling::SCHED_DEADLINE {
+        return Ok(0);
+    }
     let (policy, _) = scheduling::policy(policy)?;
     let (low, high) = policy.priority_range();
     Ok(i64::from(if max { high } else { low }))
@@ -248,7 +264,8 @@ fn targets(strand: u64, target: PriorityTarget) -> Result<Vec<(u64, Option<Crede
     };
     let found: Vec<(u64, Option<Credentials>)> = match target {
         PriorityTarget::Process(0) => alloc::vec![with_credentials(strand)],
-        PriorityTarget::Process(tid) => process::strand_of_thread(tid)
+        PriorityTarget::Process(tid) => thread_named(strand, tid)
+            .ok()
             .map(with_credentials)
             .into_iter()
             .collect(),

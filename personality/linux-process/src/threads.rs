@@ -420,7 +420,7 @@ pub fn start(
     });
     if let Ok(thread) = &started {
         // Its creator's policy and nice value, as Linux's children get.
-        crate::scheduling::thread_created(creator, thread.id().0);
+        crate::scheduling::thread_created(creator, thread.id().0, tid);
     }
     started.map_err(|_| {
         process::thread_not_started(&counted);

@@ -43,8 +43,8 @@ extern crate alloc;
 #[cfg(not(target_os = "none"))]
 extern crate std;
 
-pub mod credentials;
 mod anonymous;
+pub mod credentials;
 mod epoll;
 mod eventfd;
 mod fdtable;
@@ -52,8 +52,8 @@ mod files;
 mod fs;
 pub mod identity;
 mod info;
-mod locks;
 mod interest_list;
+mod locks;
 pub mod machine;
 mod mapping;
 mod persona;

@@ -22,6 +22,9 @@ pub enum Policy {
     Idle,
 }
 
+/// `SCHED_DEADLINE` (6): known to `sched_get_priority_max`/`min` (no
+/// priorities), not offered to `sched_setscheduler`.
+pub const SCHED_DEADLINE: u64 = 6;
 /// `SCHED_RESET_ON_FORK`, or-ed into a policy: children start as
 /// `SCHED_OTHER` at nice 0.
 pub const RESET_ON_FORK: u64 = 0x4000_0000;

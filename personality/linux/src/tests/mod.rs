@@ -38,8 +38,8 @@ mod socket;
 mod statfs;
 mod table;
 mod timerfd;
-mod unix_socket;
 mod unix_pair;
+mod unix_socket;
 mod user;
 mod xattr;
 
