@@ -60,11 +60,22 @@ pub fn current_thread() -> u64 {
     process::tid_of(sched::current().0).unwrap_or(0)
 }
 
-/// The calling thread's process, with its Linux state.
-fn current_linux() -> Option<(u64, Arc<LinuxProcess>)> {
-    let pid = crate::threads::process_of(sched::current().0)?;
-    let files = crate::personality()?.files(pid)?;
-    Some((pid, files))
+/// The calling thread as delivery needs it: its process, that process's
+/// Linux state, and its thread id; found with one look at the thread
+/// table (not one for the process and one for the thread).
+struct Current {
+    pid: u64,
+    files: Arc<LinuxProcess>,
+    thread: u64,
+}
+
+impl Current {
+    /// The calling thread, if it runs a program of the personality.
+    fn get() -> Option<Current> {
+        let (pid, thread) = process::ids_of_strand(sched::current().0)?;
+        let files = crate::personality()?.files(pid)?;
+        Some(Current { pid, files, thread })
+    }
 }
 
 /// The calling thread's process's Linux state (whose signals a signal
@@ -179,7 +190,8 @@ pub fn interrupted() -> bool {
     if !linux::signals_may_be_pending() {
         return false;
     }
-    current_linux().is_some_and(|(_, files)| files.signals.lock().has_deliverable(current_thread()))
+    Current::get()
+        .is_some_and(|current| current.files.signals.lock().has_deliverable(current.thread))
 }
 
 /// `SIGCHLD` to `parent`: its child `child` ended with `end`.
@@ -301,12 +313,16 @@ pub fn after_syscall(frame: &mut SyscallFrame, number: u64, result: i64) -> Opti
         && matches!(number, syscall::WRITE | syscall::WRITEV | syscall::PWRITE64)
     {
         // To the writing thread, as Linux sends it.
-        if let Some((_, files)) = current_linux() {
+        if let Some(current) = Current::get() {
             let info = SignalInfo {
                 signal: SIGPIPE,
                 source: Source::Kernel,
             };
-            files.signals.lock().post_to_thread(current_thread(), info);
+            current
+                .files
+                .signals
+                .lock()
+                .post_to_thread(current.thread, info);
         }
     }
     if !linux::signals_may_be_pending() {
@@ -329,9 +345,10 @@ pub fn after_interrupt(frame: &mut TrapFrame) -> Option<u8> {
 /// does for a fault signal it cannot deliver.
 pub fn deliver_fault(frame: &mut TrapFrame, fault: &Fault) -> bool {
     const PAGE_FAULT: u64 = 14;
-    let Some((pid, files)) = current_linux() else {
+    let Some(current) = Current::get() else {
         return false;
     };
+    let (pid, thread) = (current.pid, current.thread);
     let signal = process::signal_for_fault(fault.vector);
     // Linux's distinction: an address in a mapping the access is not
     // allowed to (ACCERR), or in none (MAPERR).
@@ -350,8 +367,7 @@ pub fn deliver_fault(frame: &mut TrapFrame, fault: &Fault) -> bool {
         _ => (SI_KERNEL, 0),
     };
     {
-        let thread = current_thread();
-        let mut state = files.signals.lock();
+        let mut state = current.files.signals.lock();
         let handled = matches!(state.disposition(signal), Disposition::Handler(_));
         if !handled || state.mask(thread) & bit(signal) != 0 {
             return false;
@@ -364,13 +380,14 @@ pub fn deliver_fault(frame: &mut TrapFrame, fault: &Fault) -> bool {
             },
         );
     }
-    drop(files);
     let details = FaultDetails {
         vector: fault.vector,
         error_code: fault.error_code,
         address: fault.fault_address,
     };
-    deliver(frame, None, Some(details)).is_none()
+    // Delivered with what was just found (the thread table is not asked
+    // again).
+    deliver_to(frame, current, None, Some(details)).is_none()
 }
 
 /// Takes the calling process's deliverable signals: ignored ones are
@@ -383,8 +400,17 @@ fn deliver(
     syscall: Option<(u64, i64)>,
     fault: Option<FaultDetails>,
 ) -> Option<u8> {
-    let (pid, files) = current_linux()?;
-    let thread = current_thread();
+    deliver_to(frame, Current::get()?, syscall, fault)
+}
+
+/// [`deliver`] for the calling thread `current`, already found.
+fn deliver_to(
+    frame: &mut dyn UserFrame,
+    current: Current,
+    syscall: Option<(u64, i64)>,
+    fault: Option<FaultDetails>,
+) -> Option<u8> {
+    let Current { pid, files, thread } = current;
     let interrupted_call = syscall
         .filter(|&(number, result)| result == Errno::EINTR.as_negative() && is_restartable(number));
     let mut resumed_from_stop = false;
@@ -463,7 +489,7 @@ fn deliver(
 /// must be ended: a frame that cannot be read or restored ends it with
 /// `SIGSEGV`, as on Linux.
 pub fn sigreturn(frame: &mut SyscallFrame) -> Option<Option<u8>> {
-    let (_, files) = current_linux()?;
+    let current = Current::get()?;
     let Ok(interrupted) = signal_frame::return_from_handler(frame.rsp()) else {
         return Some(Some(SIGSEGV));
     };
@@ -475,13 +501,13 @@ pub fn sigreturn(frame: &mut SyscallFrame) -> Option<Option<u8>> {
     if frame.set_user_registers(&interrupted.registers).is_err() {
         return Some(Some(SIGSEGV));
     }
-    files
+    current
+        .files
         .signals
         .lock()
-        .set_mask(current_thread(), interrupted.mask);
-    drop(files);
+        .set_mask(current.thread, interrupted.mask);
     if !linux::signals_may_be_pending() {
         return Some(None);
     }
-    Some(deliver(frame, None, None))
+    Some(deliver_to(frame, current, None, None))
 }

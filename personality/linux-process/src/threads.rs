@@ -41,7 +41,7 @@ pub fn new_process() -> u64 {
 
 /// The process strand `strand` runs a program of, if any.
 pub fn process_of(strand: u64) -> Option<u64> {
-    process::of_strand(strand).map(|process| process.id())
+    process::pid_of_strand(strand)
 }
 
 /// How a user program ended.

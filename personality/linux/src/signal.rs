@@ -441,16 +441,28 @@ impl SignalState {
     /// process's of the same number), with what to do about it.
     /// `SA_RESETHAND` is applied here.
     pub fn take(&mut self, thread: u64) -> Option<(SignalInfo, Disposition)> {
-        let unblocked = !self.thread(thread).mask;
-        self.take_among(thread, unblocked)
+        self.take_where(thread, |own| !own.mask)
     }
 
     /// Takes the lowest-numbered signal of `signals` pending for thread
     /// `thread`, blocked or not (`rt_sigtimedwait`), as [`Self::take`]
     /// does.
     pub fn take_among(&mut self, thread: u64, signals: u64) -> Option<(SignalInfo, Disposition)> {
+        self.take_where(thread, |_| signals)
+    }
+
+    /// [`Self::take`] and [`Self::take_among`]: the signals looked at are
+    /// `signals` of the thread's own state, which is looked up once (a
+    /// `take` that asked for the mask first walked the threads' map twice
+    /// on every signal delivered). Inlined into both, each with its rule.
+    #[inline(always)]
+    fn take_where(
+        &mut self,
+        thread: u64,
+        signals: impl FnOnce(&ThreadSignals) -> u64,
+    ) -> Option<(SignalInfo, Disposition)> {
         let own = self.thread(thread);
-        let deliverable = (self.pending | own.pending) & signals;
+        let deliverable = (self.pending | own.pending) & signals(own);
         if deliverable == 0 {
             return None;
         }

@@ -515,6 +515,27 @@ pub fn of_strand(strand: u64) -> Option<Arc<Process>> {
         .map(|record| record.process.clone())
 }
 
+/// The identifier of the process strand `strand` runs a program of, if
+/// any: [`of_strand`]'s answer without taking (and dropping) a reference
+/// to the process, for the hot paths that need only its number (signal
+/// delivery, the system-call guard's slow path).
+pub fn pid_of_strand(strand: u64) -> Option<u64> {
+    BY_STRAND
+        .lock()
+        .get(&strand)
+        .map(|record| record.process.id)
+}
+
+/// The process identifier and thread id of strand `strand`, if it runs
+/// a user program: [`pid_of_strand`] and [`tid_of`] in one look at the
+/// table.
+pub fn ids_of_strand(strand: u64) -> Option<(u64, u64)> {
+    BY_STRAND
+        .lock()
+        .get(&strand)
+        .map(|record| (record.process.id, record.tid))
+}
+
 /// The thread id of strand `strand`, if it runs a user program.
 pub fn tid_of(strand: u64) -> Option<u64> {
     BY_STRAND.lock().get(&strand).map(|record| record.tid)
