@@ -81,7 +81,7 @@ impl Current {
 /// The calling thread's process's Linux state (whose signals a signal
 /// descriptor reads: `linux::set_current_process`).
 pub fn current_process() -> Option<Arc<LinuxProcess>> {
-    current_linux().map(|(_, files)| files)
+    Current::get().map(|current| current.files)
 }
 
 /// Sends `info` to process `pid`. Signal 0 only checks that it exists.
