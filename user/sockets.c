@@ -222,7 +222,10 @@ static void tcp(void) {
 }
 
 int main(void) {
-    check(socket(AF_UNIX, SOCK_STREAM, 0) == -1 && errno == EAFNOSUPPORT, "AF_UNIX is EAFNOSUPPORT");
+    check(socket(AF_INET6, SOCK_STREAM, 0) == -1 && errno == EAFNOSUPPORT, "AF_INET6 is EAFNOSUPPORT");
+    int local = socket(AF_UNIX, SOCK_STREAM, 0);
+    check(local >= 0, "an AF_UNIX stream socket is made");
+    if (local >= 0) close(local);
     check(socket(AF_INET, SOCK_RAW, 0) == -1, "SOCK_RAW is refused");
     check(listen(0, 1) == -1 && errno == ENOTSOCK, "ENOTSOCK on the terminal");
     check(listen(99, 1) == -1 && errno == EBADF, "EBADF");
