@@ -12,7 +12,6 @@ use std::{
     collections::{BTreeMap, BTreeSet},
     fs,
     path::{Path, PathBuf},
-    process::Command,
 };
 
 use crate::{debian, Result};
@@ -126,7 +125,7 @@ pub fn program_files() -> Result<Vec<(String, Vec<u8>)>> {
     let mut wanted = Vec::new();
     for &(package, inside, guest) in PROGRAMS {
         let path = roots[package].join(inside);
-        wanted.extend(needed(&path)?);
+        wanted.extend(crate::stress::needed(&path)?);
         placed.insert(guest.to_string());
         files.push((guest.to_string(), fs::read(&path)?));
     }
@@ -148,7 +147,7 @@ pub fn program_files() -> Result<Vec<(String, Vec<u8>)>> {
         }
         // The file a link names, under the name the loader asks for.
         let real = fs::canonicalize(path)?;
-        wanted.extend(needed(&real)?);
+        wanted.extend(crate::stress::needed(&real)?);
         files.push((guest.clone(), fs::read(&real)?));
     }
     for &(package, inside) in TREES {
@@ -196,23 +195,6 @@ fn collect_tree(
         files.push((guest, fs::read(&host)?));
     }
     Ok(())
-}
-
-/// The shared libraries `elf` names (`DT_NEEDED`), from `readelf -d`.
-fn needed(elf: &Path) -> Result<Vec<String>> {
-    let output = Command::new("readelf")
-        .arg("-d")
-        .arg(elf)
-        .output()
-        .map_err(|error| format!("cannot run readelf (binutils): {error}"))?;
-    if !output.status.success() {
-        return Err(format!("readelf -d {} failed", elf.display()).into());
-    }
-    Ok(String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter(|line| line.contains("(NEEDED)"))
-        .filter_map(|line| Some(line.split_once('[')?.1.split_once(']')?.0.to_string()))
-        .collect())
 }
 
 /// What the script prints when every program did its work: each line

@@ -227,7 +227,7 @@ pub fn stress_files() -> Result<Vec<(String, Vec<u8>)>> {
 }
 
 /// The shared libraries `elf` names (`DT_NEEDED`), from `readelf -d`.
-fn needed(elf: &Path) -> Result<Vec<String>> {
+pub fn needed(elf: &Path) -> Result<Vec<String>> {
     let output = Command::new("readelf")
         .arg("-d")
         .arg(elf)
