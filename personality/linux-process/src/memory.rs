@@ -52,6 +52,7 @@ fn vm_errno(error: VmError) -> i64 {
         VmError::Overlaps => Errno::EEXIST.as_negative(),
         VmError::BelowMinimum => Errno::EPERM.as_negative(),
         VmError::NotWritable => Errno::EACCES.as_negative(),
+        VmError::NotOneMapping => Errno::EFAULT.as_negative(),
     }
 }
 
@@ -433,7 +434,8 @@ pub(crate) fn madvise(strand: u64, address: u64, len: u64, advice: u64) -> i64 {
 /// `ENOMEM` when it can neither grow nor move; `EINVAL` for an unaligned
 /// address, a zero length, unknown flags, `MREMAP_FIXED` without
 /// `MREMAP_MAYMOVE`, overlapping ranges or `MREMAP_DONTUNMAP` (not
-/// offered); `EFAULT` if the old range is not one mapping's.
+/// offered); `EFAULT` if the old range is not all one mapping's
+/// (unmapped, or running past its mapping's end).
 pub(crate) fn mremap(
     strand: u64,
     address: u64,
@@ -473,9 +475,6 @@ pub(crate) fn mremap(
     with_memory(strand, |memory| {
         match memory.remap(address, old_len, new_len, placement) {
             Ok(start) => start as i64,
-            Err(vm::VmError::BadRange) if memory.region_at(address).is_none() => {
-                Errno::EFAULT.as_negative()
-            }
             Err(vm::VmError::BadRange | vm::VmError::BelowMinimum) => Errno::EINVAL.as_negative(),
             Err(error) => vm_errno(error),
         }

@@ -928,6 +928,12 @@ fn table(number: u64) -> Option<Implementation> {
         },
         SENDMSG => |c, [fd, message, flags, ..]| socket::sendmsg(c.files, fd, message, flags),
         RECVMSG => |c, [fd, message, flags, ..]| socket::recvmsg(c.files, fd, message, flags),
+        SENDMMSG => {
+            |c, [fd, vector, count, flags, ..]| socket::sendmmsg(c.files, fd, vector, count, flags)
+        }
+        RECVMMSG => |c, [fd, vector, count, flags, timeout, ..]| {
+            socket::recvmmsg(c.files, fd, vector, count, flags, timeout)
+        },
         SHUTDOWN => |c, [fd, how, ..]| socket::shutdown(c.files, fd, how),
         GETSOCKNAME => {
             |c, [fd, address, length, ..]| socket::getsockname(c.files, fd, address, length)

@@ -562,6 +562,112 @@ pub fn recvmsg(
     })
 }
 
+/// `struct mmsghdr`: a `struct msghdr` (56 bytes), then the `msg_len`
+/// the call fills in (4 bytes and padding).
+const MMSGHDR_BYTES: u64 = 64;
+const MMSGHDR_LENGTH_OFFSET: u64 = 56;
+/// `recvmmsg`'s flag: block for the first message only.
+const MSG_WAITFORONE: u64 = 0x10000;
+/// The most messages one `sendmmsg`/`recvmmsg` handles (`UIO_MAXIOV`);
+/// Linux cuts a longer vector there rather than failing.
+const MMSG_MAX: u64 = 1024;
+
+/// The address of the `index`th `struct mmsghdr` of the vector at
+/// `vector` (`EFAULT` past the end of the address space).
+fn mmsghdr_at(vector: u64, index: u64) -> Result<u64, Errno> {
+    index
+        .checked_mul(MMSGHDR_BYTES)
+        .and_then(|offset| vector.checked_add(offset))
+        .filter(|address| address.checked_add(MMSGHDR_BYTES).is_some())
+        .ok_or(Errno::EFAULT)
+}
+
+/// Runs `one` (a `sendmsg` or `recvmsg`) on each of the first `count`
+/// messages (cut at [`MMSG_MAX`]) of the `struct mmsghdr` vector at
+/// `vector`, storing each one's byte count in its `msg_len`, until one
+/// fails or `more` says to stop. Returns how many were done; a failure is
+/// the call's error only when no message was done, as in Linux (a later
+/// one ends the batch, and the caller sees it on its next call).
+fn each_message(
+    vector: u64,
+    count: u64,
+    mut one: impl FnMut(u64, u64) -> Result<i64, Errno>,
+    mut more: impl FnMut() -> bool,
+) -> Result<i64, Errno> {
+    let mut done = 0;
+    while done < count.min(MMSG_MAX) {
+        let outcome = mmsghdr_at(vector, done).and_then(|header| {
+            let bytes = one(header, done)?;
+            user::write(
+                header + MMSGHDR_LENGTH_OFFSET,
+                &(bytes as u32).to_le_bytes(),
+            )
+        });
+        match outcome {
+            Ok(()) => done += 1,
+            Err(error) if done == 0 => return Err(error),
+            Err(_) => break,
+        }
+        if !more() {
+            break;
+        }
+    }
+    Ok(done as i64)
+}
+
+/// `sendmmsg(fd, msgvec, vlen, flags)`: [`sendmsg`] of each message of
+/// the vector; returns how many were sent (`EBADF`/`ENOTSOCK` for the
+/// descriptor before the vector is looked at).
+pub fn sendmmsg(
+    files: &LinuxProcess,
+    fd: u64,
+    vector: u64,
+    count: u64,
+    send_flags: u64,
+) -> Result<i64, Errno> {
+    with_socket(files, fd, |_, _| Ok(()))?;
+    each_message(
+        vector,
+        count,
+        |header, _| sendmsg(files, fd, header, send_flags),
+        || true,
+    )
+}
+
+/// `recvmmsg(fd, msgvec, vlen, flags, timeout)`: [`recvmsg`] into each
+/// message of the vector; returns how many were received. With
+/// `MSG_WAITFORONE` only the first receive blocks. The `timeout` is
+/// checked after each message, as in Linux (a receive that blocks is not
+/// cut short by it); `EINVAL` for a malformed one, `EFAULT` for a bad
+/// pointer.
+pub fn recvmmsg(
+    files: &LinuxProcess,
+    fd: u64,
+    vector: u64,
+    count: u64,
+    receive_flags: u64,
+    timeout: u64,
+) -> Result<i64, Errno> {
+    with_socket(files, fd, |_, _| Ok(()))?;
+    let deadline =
+        crate::poll::timespec_ns(timeout)?.map(|ns| Machine::uptime_ns().saturating_add(ns));
+    let wait_for_one = receive_flags & MSG_WAITFORONE != 0;
+    let flags = receive_flags & !MSG_WAITFORONE;
+    each_message(
+        vector,
+        count,
+        |header, index| {
+            let nonblocking = if wait_for_one && index > 0 {
+                MSG_DONTWAIT
+            } else {
+                0
+            };
+            recvmsg(files, fd, header, flags | nonblocking)
+        },
+        || deadline.is_none_or(|deadline| Machine::uptime_ns() < deadline),
+    )
+}
+
 /// The total length of `count` `iovec`s at `vectors` (`EINVAL` past
 /// `IOV_MAX` or a total beyond 1 MiB per call, which is cut there).
 fn vectors_length(vectors: u64, count: u64) -> Result<usize, Errno> {

@@ -174,6 +174,9 @@ pub enum VmError {
     /// Write access asked for a region that may not be written
     /// (`EACCES`).
     NotWritable,
+    /// The old range of a remap is not all one mapping's: unmapped, or
+    /// running past the end of the mapping it starts in (`EFAULT`).
+    NotOneMapping,
 }
 
 impl From<MapError> for VmError {
@@ -193,6 +196,7 @@ impl core::fmt::Display for VmError {
             VmError::Overlaps => "range overlaps an existing mapping",
             VmError::BelowMinimum => "a mapping below the lowest address allowed",
             VmError::NotWritable => "the mapping may not be made writable",
+            VmError::NotOneMapping => "the range is not all one mapping's",
         })
     }
 }
@@ -805,8 +809,9 @@ impl<P: PageTables> AddressMap<P> {
     /// (whatever was there unmapped first). Moving keeps every page's
     /// frame and contents. Returns where the mapping now starts.
     /// [`VmError::NoMemory`] when it can neither grow in place nor move
-    /// (Linux's `ENOMEM`); [`VmError::BadRange`] for an old range that is
-    /// not one mapping's, or overlapping ranges.
+    /// (Linux's `ENOMEM`); [`VmError::NotOneMapping`] for an old range
+    /// that is not one mapping's; [`VmError::BadRange`] for overlapping
+    /// ranges.
     pub fn remap(
         &mut self,
         start: u64,
@@ -818,10 +823,11 @@ impl<P: PageTables> AddressMap<P> {
         let new_size = page_up(new_len)
             .filter(|&size| size > 0)
             .ok_or(VmError::BadRange)?;
-        let region = *self.region_at(start).ok_or(VmError::BadRange)?;
+        let region = *self.region_at(start).ok_or(VmError::NotOneMapping)?;
         if old_end > region.end {
-            // The old range spans more than one mapping.
-            return Err(VmError::BadRange);
+            // The old range spans more than one mapping, or runs past
+            // its mapping into unmapped pages.
+            return Err(VmError::NotOneMapping);
         }
         let destination = match placement {
             Remap::To(destination) => {

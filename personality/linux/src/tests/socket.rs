@@ -312,3 +312,59 @@ fn the_kernels_servers_wait_a_millisecond_at_most_for_the_network() {
     assert_eq!(crate::wait_for_the_network(&mut round), Err(Errno::EINTR));
     assert_eq!(fake::blocks().len(), 1, "interrupted, it does not wait");
 }
+
+#[test]
+fn message_vectors_send_and_receive_several_datagrams_in_one_call() {
+    let fixture = Fixture::new();
+    let receiver = socket(&fixture, SOCK_DGRAM | SOCK_NONBLOCK);
+    let sender = socket(&fixture, SOCK_DGRAM);
+    let address = put_address(0, LOOPBACK, 7003);
+    assert_eq!(fixture.call(BIND, &[receiver, address, 16]), 0);
+    assert_eq!(fixture.call(CONNECT, &[sender, address, 16]), 0);
+    // Two messages of 5 and 3 bytes, as a vector of `struct mmsghdr`.
+    put(1024, b"firsttwo");
+    let first = put_iovecs(128, &[(at(1024), 5)]);
+    let second = put_iovecs(160, &[(at(1029), 3)]);
+    put_message(256, first, 1);
+    put_message(320, second, 1);
+    // Bad descriptors first, then a bad vector.
+    assert_eq!(
+        fixture.call(SENDMMSG, &[99, at(256), 2, 0]),
+        err(Errno::EBADF)
+    );
+    assert_eq!(
+        fixture.call(SENDMMSG, &[sender, UNMAPPED, 1, 0]),
+        err(Errno::EFAULT)
+    );
+    assert_eq!(fixture.call(SENDMMSG, &[sender, at(256), 0, 0]), 0);
+    assert_eq!(fixture.call(SENDMMSG, &[sender, at(256), 2, 0]), 2);
+    assert_eq!(peek_u32(at(256 + 56)), 5);
+    assert_eq!(peek_u32(at(320 + 56)), 3);
+    // Receive into a vector of three: two arrive, the third would block,
+    // which ends the batch without an error.
+    let buffers: Vec<u64> = (0..3).map(|index| 2048 + index * 64).collect();
+    for (index, buffer) in buffers.iter().enumerate() {
+        let vectors = put_iovecs(512 + index as u64 * 16, &[(at(*buffer), 64)]);
+        put_message(640 + index as u64 * 64, vectors, 1);
+    }
+    assert_eq!(fixture.call(RECVMMSG, &[receiver, at(640), 3, 0, 0]), 2);
+    assert_eq!(peek_u32(at(640 + 56)), 5);
+    assert_eq!(peek_u32(at(704 + 56)), 3);
+    assert_eq!(fake::peek(at(2048), 5), b"first");
+    assert_eq!(fake::peek(at(2112), 3), b"two");
+    // Nothing left: the first receive's error is the call's.
+    assert_eq!(
+        fixture.call(RECVMMSG, &[receiver, at(640), 3, 0, 0]),
+        err(Errno::EAGAIN)
+    );
+    // A malformed timeout is EINVAL, a bad pointer to one EFAULT.
+    put(896, &[0xff; 16]);
+    assert_eq!(
+        fixture.call(RECVMMSG, &[receiver, at(640), 1, 0, at(896)]),
+        err(Errno::EINVAL)
+    );
+    assert_eq!(
+        fixture.call(RECVMMSG, &[receiver, at(640), 1, 0, UNMAPPED]),
+        err(Errno::EFAULT)
+    );
+}

@@ -452,11 +452,11 @@ fn model_step(model: &mut Model, index: usize, op: &Op, real: &AddressMap<FakeTa
                 }
                 // The old range must lie in one mapping.
                 let Some(mapping) = real.region_at(start) else {
-                    return Err(VmError::BadRange);
+                    return Err(VmError::NotOneMapping);
                 };
                 let mapping_end = mapping.end;
                 if old_end > mapping_end {
-                    return Err(VmError::BadRange);
+                    return Err(VmError::NotOneMapping);
                 }
                 let process = &mut model.processes[index];
                 let first = process.pages[&start];

@@ -409,12 +409,23 @@ fn mremap_checks_its_arguments() {
             pages(2),
             Remap::MayMove
         ),
-        Err(VmError::BadRange)
+        Err(VmError::NotOneMapping)
     );
-    // The old range spans two mappings.
+    // The old range spans two mappings, or runs past its mapping's end
+    // into unmapped pages.
     assert_eq!(
         remap(&mut map, FIXED, pages(3), pages(4), Remap::MayMove),
-        Err(VmError::BadRange)
+        Err(VmError::NotOneMapping)
+    );
+    assert_eq!(
+        remap(
+            &mut map,
+            FIXED + pages(2),
+            pages(3),
+            pages(4),
+            Remap::MayMove
+        ),
+        Err(VmError::NotOneMapping)
     );
     // Overlapping old and new ranges.
     assert_eq!(
