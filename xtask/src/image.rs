@@ -28,7 +28,7 @@ pub const REGRESSIONS_DIRECTORY: &str = "wasm/fuzz/regressions";
 pub const ETC_DIRECTORY: &str = "user/etc";
 
 /// A file of an archive: its path inside and its bytes.
-type ArchiveFile = (String, Vec<u8>);
+pub type ArchiveFile = (String, Vec<u8>);
 /// A symbolic link of an archive: its path inside and its target.
 type ArchiveLink = (String, String);
 

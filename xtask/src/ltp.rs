@@ -705,10 +705,64 @@ pub struct Options {
     pub is_all: bool,
     /// Boots at a time.
     pub jobs: usize,
-    /// The production kernel ELF.
-    pub kernel: PathBuf,
+    /// The kernel the cases run on.
+    pub kernel: Kernel,
     /// The accelerator.
     pub accel: Accel,
+}
+
+/// The kernel the cases run on.
+pub enum Kernel {
+    /// Spindle's production image: its ELF.
+    Spindle(PathBuf),
+    /// The Linux baseline (`../shared/baseline/build.sh`'s output folder),
+    /// booted on the same QEMU machine, for the figure to compare with.
+    Linux(PathBuf),
+}
+
+impl Kernel {
+    /// Its name in reports.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Kernel::Spindle(_) => "Spindle",
+            Kernel::Linux(_) => "Linux",
+        }
+    }
+
+    /// Where a run on it keeps a report called `file` (`results.txt`,
+    /// `failures.txt`): Linux's get `-linux` before the extension, so
+    /// that the two runs' reports sit side by side.
+    fn report_path(&self, file: &str) -> PathBuf {
+        let file = match self {
+            Kernel::Spindle(_) => file.to_string(),
+            Kernel::Linux(_) => file.replacen('.', "-linux.", 1),
+        };
+        repo_root().join(BUILD_DIRECTORY).join(file)
+    }
+}
+
+/// What every boot of a run starts from: Spindle's usual boot archive,
+/// or, for Linux, the users, groups and hosts LTP's README asks for
+/// (Spindle's image has them from the same folder).
+enum BootBase {
+    Spindle(BaseArchive),
+    Linux(Vec<crate::image::ArchiveFile>),
+}
+
+impl BootBase {
+    fn gather(kernel: &Kernel) -> Result<Self> {
+        Ok(match kernel {
+            Kernel::Spindle(_) => BootBase::Spindle(BaseArchive::gather()?),
+            Kernel::Linux(_) => {
+                let folder = repo_root().join(crate::image::ETC_DIRECTORY);
+                let mut files = Vec::new();
+                for name in ["passwd", "group", "hosts"] {
+                    files.push((format!("etc/{name}"), fs::read(folder.join(name))?));
+                }
+                BootBase::Linux(files)
+            }
+        })
+    }
 }
 
 /// Everything a run found, in `runtest/syscalls` order.
@@ -805,16 +859,17 @@ pub fn run(options: &Options) -> Result<Outcome> {
         print_verdict(name, verdict);
     }
     // This run's failures only.
-    let failures = repo_root().join(BUILD_DIRECTORY).join("failures.txt");
+    let failures = options.kernel.report_path("failures.txt");
     if failures.exists() {
         fs::remove_file(&failures)?;
     }
     let total_runnable = runnables.len();
     let queue = Mutex::new(VecDeque::from(batches(runnables)?));
     let results = Mutex::new(early);
-    let base = BaseArchive::gather()?;
+    let base = BootBase::gather(&options.kernel)?;
     eprintln!(
-        "x: running {total_runnable} LTP cases in {} boots, {} at a time",
+        "x: running {total_runnable} LTP cases on {} in {} boots, {} at a time",
+        options.kernel.name(),
         lock(&queue).len(),
         options.jobs
     );
@@ -856,7 +911,7 @@ pub fn run(options: &Options) -> Result<Outcome> {
         .map(|(index, name)| (name.as_str(), index))
         .collect();
     verdicts.sort_by_key(|(name, _)| order.get(name.as_str()).copied().unwrap_or(usize::MAX));
-    let results_path = repo_root().join(BUILD_DIRECTORY).join("results.txt");
+    let results_path = options.kernel.report_path("results.txt");
     let text: String = verdicts
         .iter()
         .map(|(name, verdict)| format!("{name} {}\n", verdict.word()))
@@ -897,7 +952,7 @@ struct BatchOutcome {
 /// hang.
 fn run_batch(
     options: &Options,
-    base: &BaseArchive,
+    base: &BootBase,
     worker: usize,
     batch: &Batch,
 ) -> Result<BatchOutcome> {
@@ -906,31 +961,50 @@ fn run_batch(
         .iter()
         .map(|runnable| runnable.case.clone())
         .collect();
-    let script = guest_script(&cases);
-    let mut extra: Vec<(String, Vec<u8>)> = vec![("etc/spindle-exec".into(), script.into_bytes())];
+    let mut programs: Vec<(String, Vec<u8>)> = Vec::new();
     let mut placed = BTreeSet::new();
     for runnable in &batch.cases {
         for (name, path) in &runnable.files {
             if placed.insert(name.clone()) {
-                extra.push((
+                programs.push((
                     format!("{}/testcases/bin/{name}", &GUEST_ROOT[1..]),
                     fs::read(path)?,
                 ));
             }
         }
     }
-    let links = vec![(
-        format!("{}/bin", &GUEST_ROOT[1..]),
-        format!("{GUEST_ROOT}/testcases/bin"),
-    )];
-    let archive = repo_root()
-        .join(BUILD_DIRECTORY)
-        .join(format!("initrd-job{worker}.cpio"));
-    let mut config = BootConfig::new(&options.kernel, "exec", options.accel);
-    config.append.push_str(" spindle.quiet");
-    config.initrd = Some(base.write_with(extra, links, &archive)?);
     let whole_run = BOOT_ALLOWANCE + CASE_LIMIT * (cases.len() as u32 + 1);
-    let mut guest = Guest::boot(&config, whole_run)?;
+    let mut guest = match (&options.kernel, base) {
+        (Kernel::Spindle(kernel), BootBase::Spindle(archive)) => {
+            let mut extra = vec![("etc/spindle-exec".to_string(), guest_script(&cases).into_bytes())];
+            extra.extend(programs);
+            let links = vec![(
+                format!("{}/bin", &GUEST_ROOT[1..]),
+                format!("{GUEST_ROOT}/testcases/bin"),
+            )];
+            let path = repo_root()
+                .join(BUILD_DIRECTORY)
+                .join(format!("initrd-job{worker}.cpio"));
+            let mut config = BootConfig::new(kernel, "exec", options.accel);
+            config.append.push_str(" spindle.quiet");
+            config.initrd = Some(archive.write_with(extra, links, &path)?);
+            Guest::boot(&config, whole_run)?
+        }
+        (Kernel::Linux(baseline), BootBase::Linux(etc)) => {
+            let mut files = etc.clone();
+            files.extend(programs);
+            // The baseline's archive format has no links: made at boot.
+            let script = format!(
+                "ln -s {GUEST_ROOT}/testcases/bin {GUEST_ROOT}/bin\n{}",
+                guest_script(&cases)
+            );
+            let work = repo_root()
+                .join(BUILD_DIRECTORY)
+                .join(format!("linux-job{worker}"));
+            crate::linux_guest::boot(baseline, options.accel, files, &script, &work, whole_run)?
+        }
+        _ => return Err("the boot base does not match the kernel".into()),
+    };
     let mut verdicts = Vec::new();
     let mut from = 0;
     let mut rest = Vec::new();
@@ -981,10 +1055,15 @@ fn run_batch(
     }
     guest.kill();
     let log = guest.full_log();
-    keep_failures(&log, &verdicts)?;
+    keep_failures(&options.kernel, &log, &verdicts)?;
     let directory = repo_root().join(crate::scenarios::LOG_DIRECTORY);
     fs::create_dir_all(&directory)?;
-    let log_path = directory.join(format!("ltp-batch{}-boot{}.log", batch.number, batch.boot));
+    let log_path = directory.join(format!(
+        "ltp-{}-batch{}-boot{}.log",
+        options.kernel.name().to_lowercase(),
+        batch.number,
+        batch.boot
+    ));
     fs::write(&log_path, &log)?;
     if !rest.is_empty() {
         println!(
@@ -998,7 +1077,7 @@ fn run_batch(
 
 /// Appends the end of each failed case's output to
 /// `target/ltp/failures.txt` (`NAME: LINE`), for a person to read.
-fn keep_failures(log: &str, verdicts: &[(String, Verdict)]) -> Result<()> {
+fn keep_failures(kernel: &Kernel, log: &str, verdicts: &[(String, Verdict)]) -> Result<()> {
     use std::io::Write;
     let mut text = String::new();
     for (name, verdict) in verdicts {
@@ -1012,15 +1091,18 @@ fn keep_failures(log: &str, verdicts: &[(String, Verdict)]) -> Result<()> {
     let mut file = fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(repo_root().join(BUILD_DIRECTORY).join("failures.txt"))?;
+        .open(kernel.report_path("failures.txt"))?;
     file.write_all(text.as_bytes())?;
     Ok(())
 }
 
-/// Prints the counts and the cases that pass on Linux but not here;
-/// returns whether every case of `linux-pass.txt` that ran passed and no
-/// case crashed or hung the kernel.
-pub fn print_summary(outcome: &Outcome) -> Result<bool> {
+/// Prints the counts (naming `kernel`) and the cases that pass on Linux
+/// (`linux-pass.txt`) but did not here; returns whether every case of
+/// `linux-pass.txt` that ran passed and no case crashed or hung the
+/// kernel. On Linux itself the same lines check the runner against the
+/// figure of `../shared/ltp/README.md`, and only a crash or hang fails.
+pub fn print_summary(outcome: &Outcome, kernel: &Kernel) -> Result<bool> {
+    let name = kernel.name();
     let count = |word: &str| {
         outcome
             .verdicts
@@ -1029,7 +1111,7 @@ pub fn print_summary(outcome: &Outcome) -> Result<bool> {
             .count()
     };
     println!(
-        "ltp: {} passed, {} conf, {} failed of {}",
+        "ltp: {} passed, {} conf, {} failed of {} on {name}",
         count("pass"),
         count("conf"),
         count("fail"),
@@ -1047,13 +1129,13 @@ pub fn print_summary(outcome: &Outcome) -> Result<bool> {
         .map(|(name, _)| name.as_str())
         .collect();
     println!(
-        "ltp: {} of the {} cases run that pass on Linux (linux-pass.txt) pass on Spindle",
+        "ltp: {} of the {} cases run that pass on Linux (linux-pass.txt) pass on {name}",
         on_linux.len() - behind.len(),
         on_linux.len()
     );
     if !behind.is_empty() {
         println!(
-            "ltp: passing on Linux, not on Spindle: {}",
+            "ltp: passing on Linux (linux-pass.txt), not on {name}: {}",
             behind.join(" ")
         );
     }
@@ -1071,7 +1153,8 @@ pub fn print_summary(outcome: &Outcome) -> Result<bool> {
     if !stuck.is_empty() {
         println!("ltp: crashed or hung the kernel: {}", stuck.join(" "));
     }
-    Ok(behind.is_empty() && stuck.is_empty())
+    let is_linux = matches!(kernel, Kernel::Linux(_));
+    Ok((behind.is_empty() || is_linux) && stuck.is_empty())
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ mod extensions;
 mod fuzz;
 mod image;
 mod kernel_shape;
+mod linux_guest;
 mod ltp;
 mod netbench;
 mod netpeer;
@@ -178,7 +179,7 @@ commands! {
     /// Builds the Linux Test Project's system-call tests and runs them on Spindle.
     ///
     /// usage: ./x ltp [--cases PATTERN] [--all|--kept] [--keep-passing] [--jobs N]
-    ///                [--accel tcg|kvm] [--debug]
+    ///                [--linux] [--accel tcg|kvm] [--debug]
     ///
     ///   --cases PATTERN  only the cases whose name matches: a glob over the
     ///                    whole name (`fork*`, `*_64`) or else a substring;
@@ -190,6 +191,9 @@ commands! {
     ///   --all            every case of runtest/syscalls, not only
     ///                    ../shared/ltp/selection.txt's
     ///   --jobs N         QEMU boots at a time (default 1)
+    ///   --linux          run them on the Linux baseline (../shared/baseline)
+    ///                    in the same QEMU instead, for the figure to
+    ///                    compare with (reports: target/ltp/*-linux.txt)
     ///
     /// Builds LTP from ../shared/ltp/ltp-*.tar.xz in target/ltp/ (static,
     /// only the folders the cases need, once), runs the cases in batches,
@@ -501,6 +505,7 @@ fn ltp_command(mut args: Args) -> Result<ExitCode> {
     let is_all = args.flag("--all");
     let is_kept = args.flag("--kept");
     let keep_passing = args.flag("--keep-passing");
+    let on_linux = args.flag("--linux");
     let jobs = match args.value("--jobs")? {
         None => 1,
         Some(text) => match text.parse::<usize>() {
@@ -509,8 +514,15 @@ fn ltp_command(mut args: Args) -> Result<ExitCode> {
         },
     };
     args.finish()?;
-    let kernel = toolchain::build_kernel(profile, Image::Production)?;
-    let outcome = ltp::run(&ltp::Options {
+    if on_linux && keep_passing {
+        return Err("--keep-passing keeps what passes on Spindle: not with --linux".into());
+    }
+    let kernel = if on_linux {
+        ltp::Kernel::Linux(bench::build_linux_baseline()?)
+    } else {
+        ltp::Kernel::Spindle(toolchain::build_kernel(profile, Image::Production)?)
+    };
+    let options = ltp::Options {
         pattern,
         cases: if is_kept {
             Some(ltp::kept_cases()?)
@@ -521,7 +533,8 @@ fn ltp_command(mut args: Args) -> Result<ExitCode> {
         jobs,
         kernel,
         accel,
-    })?;
+    };
+    let outcome = ltp::run(&options)?;
     if keep_passing {
         let added = ltp::keep_passing(&outcome)?;
         println!(
@@ -532,7 +545,7 @@ fn ltp_command(mut args: Args) -> Result<ExitCode> {
             added.join(" ")
         );
     }
-    Ok(if ltp::print_summary(&outcome)? {
+    Ok(if ltp::print_summary(&outcome, &options.kernel)? {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
@@ -691,7 +704,7 @@ fn kept_ltp_cases_pass(accel: Accel, profile: Profile) -> bool {
             cases: Some(cases),
             is_all: false,
             jobs,
-            kernel: kernel.clone(),
+            kernel: ltp::Kernel::Spindle(kernel.clone()),
             accel,
         };
         let failed = |outcome: &ltp::Outcome| -> Vec<String> {

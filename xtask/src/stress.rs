@@ -521,35 +521,14 @@ impl Kernel for Linux {
     }
 
     fn boot(&self, script: &str) -> Result<Guest> {
-        let init = format!(
-            "#!/bin/sh\n\
-             mount -t proc proc /proc\n\
-             mount -t sysfs sysfs /sys\n\
-             mount -t devtmpfs devtmpfs /dev\n\
-             mount -t tmpfs tmpfs /tmp\n\
-             ip link set lo up\n\
-             echo\n\
-             {script}\
-             poweroff -f\n"
-        );
-        let mut files = self.files.clone();
-        files.push(("init".to_string(), init.into_bytes()));
-        let out = crate::repo_root().join("target/baseline-linux-stress");
-        fs::create_dir_all(&out)?;
-        let added = image::write_files_archive(files, &out.join("added.cpio"))?;
-        let mut initramfs = fs::read(self.baseline.join("initramfs.cpio.gz"))?;
-        // Linux reads an uncompressed archive only at a 4-byte boundary.
-        initramfs.resize(initramfs.len().next_multiple_of(4), 0);
-        initramfs.extend(fs::read(added)?);
-        let initrd = out.join("initramfs.cpio.gz");
-        fs::write(&initrd, initramfs)?;
-        let kernel = self.baseline.join("vmlinux");
-        let mut config = BootConfig::new(&kernel, "exec", self.accel);
-        // The baseline's command line; on q35 under TCG Linux needs
-        // no_timer_check (../shared/baseline/README.md).
-        config.append = "console=ttyS0 quiet panic=1 no_timer_check".to_string();
-        config.initrd = Some(initrd);
-        Guest::boot(&config, whole_run(script))
+        crate::linux_guest::boot(
+            &self.baseline,
+            self.accel,
+            self.files.clone(),
+            script,
+            &crate::repo_root().join("target/baseline-linux-stress"),
+            whole_run(script),
+        )
     }
 }
 
