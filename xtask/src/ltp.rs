@@ -976,7 +976,10 @@ fn run_batch(
     let whole_run = BOOT_ALLOWANCE + CASE_LIMIT * (cases.len() as u32 + 1);
     let mut guest = match (&options.kernel, base) {
         (Kernel::Spindle(kernel), BootBase::Spindle(archive)) => {
-            let mut extra = vec![("etc/spindle-exec".to_string(), guest_script(&cases).into_bytes())];
+            let mut extra = vec![(
+                "etc/spindle-exec".to_string(),
+                guest_script(&cases).into_bytes(),
+            )];
             extra.extend(programs);
             let links = vec![(
                 format!("{}/bin", &GUEST_ROOT[1..]),

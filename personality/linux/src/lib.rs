@@ -25,6 +25,8 @@
 //! - `epoll`: `epoll_create`, `epoll_ctl`, `epoll_wait` and the
 //!   `pwait`s, on `interest_list` (the `epoll_ctl` rules and which
 //!   entries a wait reports);
+//! - `splice`: `splice`, `tee`, `vmsplice` and `copy_file_range`, data
+//!   moved between descriptors by the kernel;
 //! - `eventfd`, `timerfd`, `signalfd`: event counters, timers and
 //!   signals as files (`anonymous`: the nameless files they are);
 //! - `socket`: `AF_INET` sockets (UDP and TCP over loopback) as open
@@ -67,6 +69,7 @@ pub mod signal;
 pub mod signal_frame;
 mod signalfd;
 mod socket;
+mod splice;
 mod statfs;
 mod timerfd;
 mod unix_pair;
@@ -643,6 +646,18 @@ fn table(number: u64) -> Option<Implementation> {
         },
         PWRITEV2 => |c, [fd, iov, count, low, high, flags]| {
             files::pwritev(c.files, fd, iov, count, [low, high], Some(flags))
+        },
+        SPLICE => |c, [fd_in, offset_in, fd_out, offset_out, length, flags]| {
+            splice::splice(c.files, fd_in, offset_in, fd_out, offset_out, length, flags)
+        },
+        TEE => |c, [fd_in, fd_out, length, flags, ..]| {
+            splice::tee(c.files, fd_in, fd_out, length, flags)
+        },
+        VMSPLICE => |c, [fd, vectors, count, flags, ..]| {
+            splice::vmsplice(c.files, fd, vectors, count, flags)
+        },
+        COPY_FILE_RANGE => |c, [fd_in, offset_in, fd_out, offset_out, length, flags]| {
+            splice::copy_file_range(c.files, fd_in, offset_in, fd_out, offset_out, length, flags)
         },
         LSEEK => |c, [fd, to, whence, ..]| files::lseek(c.files, fd, to, whence),
         CLOSE => |c, [fd, ..]| files::close(c.files, fd),

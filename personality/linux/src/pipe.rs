@@ -90,6 +90,34 @@ pub(crate) fn interrupted() -> bool {
     INTERRUPTED.get().is_some_and(|interrupted| interrupted())
 }
 
+impl ReadEnd {
+    /// Copies the first bytes queued into `buf`, leaving them queued
+    /// (`tee`): waits as a read does while the pipe is empty and a writer
+    /// is left (`EAGAIN` instead if `nonblocking`); 0 at the end of file.
+    pub(crate) fn peek(&self, buf: &mut [u8], nonblocking: bool) -> Result<usize, Errno> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let attempt = || {
+            {
+                let bytes = self.0.bytes.lock();
+                if !bytes.is_empty() {
+                    let count = buf.len().min(bytes.len());
+                    for (slot, byte) in buf.iter_mut().zip(bytes.iter()) {
+                        *slot = *byte;
+                    }
+                    return Some(Ok(count));
+                }
+            }
+            if self.0.writers.load(Ordering::SeqCst) == 0 {
+                return Some(Ok(0));
+            }
+            nonblocking.then_some(Err(Errno::EAGAIN))
+        };
+        wait_on(&self.0.readable, "pipe read", None, attempt)?.unwrap_or(Ok(0))
+    }
+}
+
 impl Device for ReadEnd {
     fn read(&self, _offset: u64, buf: &mut [u8], nonblocking: bool) -> Result<usize, Errno> {
         if buf.is_empty() {
@@ -119,6 +147,10 @@ impl Device for ReadEnd {
 
     fn write(&self, _offset: u64, _buf: &[u8], _nonblocking: bool) -> Result<usize, Errno> {
         Err(Errno::EBADF)
+    }
+
+    fn as_any(&self) -> Option<&dyn core::any::Any> {
+        Some(self)
     }
 
     fn readiness(&self) -> Readiness {

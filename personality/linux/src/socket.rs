@@ -34,7 +34,7 @@ use vfs::{flags, Device, Errno, Inode, NewNode, NodeKind, OpenFile, Readiness};
 use crate::{
     machine::{Blocking, Clock, Machine},
     user,
-    wait::{wait_on, FileWaitQueue},
+    wait::{wait_on_any, FileWaitQueue},
     LinuxProcess,
 };
 
@@ -90,14 +90,20 @@ fn waiting<T>(
 }
 
 /// Tries `attempt` until it answers (`Some`), blocking on
-/// [`SOCKET_EVENTS`] in between, and no longer than until `socket`'s
-/// stack has a timer due; `EINTR` if a signal is to be taken meanwhile.
+/// [`SOCKET_EVENTS`] in between, each block no longer than until
+/// `socket`'s stack has a timer due (asked only when about to block: it
+/// looks at every socket, which a call that need not wait should not
+/// pay for); `EINTR` if a signal is to be taken meanwhile.
 fn wait_for_socket<T>(socket: &Socket, mut attempt: impl FnMut() -> Option<T>) -> Result<T, Errno> {
-    loop {
-        let deadline = socket
+    let timer_due = || {
+        socket
             .timer_delay_ms()
-            .map(|ms| Machine::uptime_ns().saturating_add(ms.max(1) * 1_000_000));
-        if let Some(answer) = wait_on(&SOCKET_EVENTS, "socket", deadline, &mut attempt)? {
+            .map(|ms| Machine::uptime_ns().saturating_add(ms.max(1) * 1_000_000))
+    };
+    loop {
+        // No deadline: only an answer or EINTR ends the wait.
+        if let Some(answer) = wait_on_any(&SOCKET_EVENTS, "socket", None, timer_due, &mut attempt)?
+        {
             return Ok(answer);
         }
     }

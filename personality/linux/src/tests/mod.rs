@@ -35,6 +35,7 @@ mod signal;
 mod signal_frame;
 mod signalfd;
 mod socket;
+mod splice;
 mod statfs;
 mod table;
 mod timerfd;
