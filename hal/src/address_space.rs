@@ -485,6 +485,33 @@ impl AddressSpace {
     /// frame another address space shares stay read-only (a write must
     /// first get a private copy). Returns how many pages there were.
     pub fn protect_range(&self, start: u64, end: u64, protection: UserProtection) -> u64 {
+        if start.is_multiple_of(PAGE_SIZE)
+            && end.checked_sub(start) == Some(PAGE_SIZE)
+            && end <= USER_END
+        {
+            // One page (Appel and Li's primitives change pages one at a
+            // time): a straight walk to its entry, not the range walk.
+            let changed = {
+                let mut lock = self.tables.lock();
+                let frames = FRAMES.lock();
+                match self.leaf(&mut lock, start) {
+                    Some(entry) => {
+                        let mut flags = protection.flags();
+                        if must_stay_read_only(&frames, entry.addr().as_u64()) {
+                            flags.remove(PageTableFlags::WRITABLE);
+                        }
+                        let frame = entry.addr();
+                        entry.set_addr(frame, flags);
+                        true
+                    }
+                    None => false,
+                }
+            };
+            if changed {
+                self.flush(start);
+            }
+            return u64::from(changed);
+        }
         let mut count = 0;
         {
             let _lock = self.tables.lock();

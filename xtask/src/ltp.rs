@@ -508,6 +508,11 @@ impl Tree {
         };
         if !is_current {
             fs::create_dir_all(stripped.parent().ok_or("no parent")?)?;
+            if !is_elf_executable(&built)? {
+                // A shell script (`test_ioctl`): nothing to strip.
+                fs::copy(&built, &stripped)?;
+                return Ok(Some(stripped));
+            }
             crate::toolchain::run_checked(
                 Command::new("strip").arg("-o").arg(&stripped).arg(&built),
                 &format!("strip {}", built.display()),
