@@ -432,7 +432,10 @@ pub(crate) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
     let old = process.replace_memory(memory);
     drop(old);
     crate::hooks().program_replaced(process.id());
-    personality.process_executed(process.id());
+    // Linux honours set-id bits only on a program run directly, never
+    // on a script's.
+    let set_id_file = (program == path).then_some(path.as_slice());
+    personality.process_executed(process.id(), set_id_file);
     crate::programs::program_executed(&process, &program, &arguments, &environment);
     let _ = hal::user::set_fs_base(0);
     crate::record_exec(strand, entry, rsp);

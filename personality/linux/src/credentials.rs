@@ -205,6 +205,23 @@ pub struct Capabilities {
     pub inheritable: u64,
 }
 
+/// The mode bits that make a program run as its owner or group.
+const S_ISUID: u32 = 0o4000;
+const S_ISGID: u32 = 0o2000;
+const S_IXGRP: u32 = 0o010;
+
+/// What `execve` looks at of a program file: its mode (the set-id bits)
+/// and owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProgramFile {
+    /// The file's mode bits.
+    pub mode: u32,
+    /// Its owner.
+    pub uid: u32,
+    /// Its group.
+    pub gid: u32,
+}
+
 /// Who a process is and what it may do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Credentials {
@@ -237,6 +254,43 @@ impl Credentials {
                 permitted: ALL_CAPABILITIES,
                 inheritable: 0,
             },
+        }
+    }
+
+    /// What `execve` makes of the credentials (Linux's
+    /// `cap_bprm_creds_from_file`; there are no file capabilities or
+    /// ambient sets here). A set-user-id program (`S_ISUID`) runs with its
+    /// owner as effective user, a set-group-id one (`S_ISGID` with group
+    /// execute permission; without it the bit means mandatory locking)
+    /// with its group; the saved and file-system ids then follow the
+    /// effective ones. A process whose real or effective user is root
+    /// gets every capability permitted, and effective too when the
+    /// effective user is root; any other process loses them all. `file`
+    /// is `None` for a script, whose set-id bits Linux ignores.
+    pub fn exec(&mut self, file: Option<ProgramFile>) {
+        if let Some(file) = file {
+            if file.mode & S_ISUID != 0 {
+                self.users.effective = file.uid;
+            }
+            if file.mode & S_ISGID != 0 && file.mode & S_IXGRP != 0 {
+                self.groups.effective = file.gid;
+            }
+        }
+        for ids in [&mut self.users, &mut self.groups] {
+            ids.saved = ids.effective;
+            ids.file_system = ids.effective;
+        }
+        let caps = &mut self.capabilities;
+        if self.users.real == 0 || self.users.effective == 0 {
+            caps.permitted = ALL_CAPABILITIES;
+            caps.effective = if self.users.effective == 0 {
+                ALL_CAPABILITIES
+            } else {
+                0
+            };
+        } else {
+            caps.permitted = 0;
+            caps.effective = 0;
         }
     }
 

@@ -200,13 +200,11 @@ impl LinuxProcess {
         Ok(())
     }
 
-    /// `execve` keeps the ids but saves the effective ones (Linux's
-    /// `cap_bprm_creds_from_file` without set-id files): a program may
-    /// switch back to who ran it.
-    fn program_replaced(&self) {
+    /// `execve` of `file` (`None` for a script): set-id programs, saved
+    /// ids and capabilities as [`credentials::Credentials::exec`] says.
+    fn program_replaced(&self, file: Option<credentials::ProgramFile>) {
         let _ = self.change_credentials(|credentials| {
-            credentials.users.saved = credentials.users.effective;
-            credentials.groups.saved = credentials.groups.effective;
+            credentials.exec(file);
             Ok(())
         });
     }
@@ -509,12 +507,25 @@ impl Personality {
         }
     }
 
-    /// Process `pid` replaced its program (`execve`): descriptors marked
-    /// close-on-exec are closed, the effective ids are saved.
-    pub fn process_executed(&self, pid: u64) {
+    /// Process `pid` replaced its program (`execve`) with the program
+    /// file at `program` (`None` when it ran a script's interpreter):
+    /// descriptors marked close-on-exec are closed, and the credentials
+    /// change as an `execve` of that file changes them (set-id bits,
+    /// saved ids, capabilities).
+    pub fn process_executed(&self, pid: u64, program: Option<&[u8]>) {
         if let Some(files) = self.files(pid) {
             files.signals.lock().reset_for_exec();
-            files.program_replaced();
+            let file = program
+                .and_then(|path| self.vfs.resolve(&files.context(), path, true).ok())
+                .map(|inode| {
+                    let metadata = inode.metadata();
+                    credentials::ProgramFile {
+                        mode: metadata.mode,
+                        uid: metadata.uid,
+                        gid: metadata.gid,
+                    }
+                });
+            files.program_replaced(file);
             for fd in files.fds.descriptors() {
                 if files.fds.close_on_exec(i64::from(fd)) == Ok(true) {
                     let _ = files.close(i64::from(fd));

@@ -42,6 +42,10 @@ pub const TESTS: &[KernelTest] = &[
         run: written_code_runs,
     },
     KernelTest {
+        name: "set_id_programs_run_as_their_owner_and_group",
+        run: set_id_programs_run_as_their_owner,
+    },
+    KernelTest {
         name: "bad_interpreters_and_corrupt_programs_fail_with_enoent_or_enoexec",
         run: bad_interpreters_and_corrupt_programs,
     },
@@ -334,6 +338,18 @@ fn written_code_runs() -> TestResult {
     ensure!(
         end == UserExit::Exited(0) && output.contains("wxmemory: ok"),
         "wxmemory {end}; it printed: {output}"
+    );
+    Ok(())
+}
+
+/// `user/setid.c`: a copy of the program made set-user-id and
+/// set-group-id runs, from a process that became nobody, with its owner
+/// and group as effective and saved ids (see its comment).
+fn set_id_programs_run_as_their_owner() -> TestResult {
+    let (end, output) = run("/bin/setid", &["setid"], &[])?;
+    ensure!(
+        end == UserExit::Exited(0) && output.contains("setid: ok"),
+        "setid {end}; it printed: {output}"
     );
     Ok(())
 }

@@ -162,3 +162,65 @@ fn capset_drops_but_never_adds() {
         "CAP_SETUID is gone"
     );
 }
+
+#[test]
+fn exec_of_a_set_id_program_takes_its_owner_and_saves_the_ids() {
+    // A user runs a set-user-id-root program: effective root, every
+    // capability, and the saved id follows, so it can switch back and
+    // forth between the user and root.
+    let mut credentials = user(1000, 1000, 1000);
+    credentials.exec(Some(ProgramFile {
+        mode: 0o104_755,
+        uid: 0,
+        gid: 0,
+    }));
+    assert_eq!(credentials.users.real, 1000);
+    assert_eq!(credentials.users.effective, 0);
+    assert_eq!(credentials.users.saved, 0);
+    assert_eq!(credentials.users.file_system, 0);
+    assert!(credentials.capable(CAP_SETUID));
+    // A set-group-id program with group execute gives its group; without
+    // it (mandatory locking's mark) it does not.
+    let mut credentials = user(1000, 1000, 1000);
+    credentials.exec(Some(ProgramFile {
+        mode: 0o102_755,
+        uid: 5,
+        gid: 50,
+    }));
+    assert_eq!(credentials.groups.effective, 50);
+    assert_eq!(credentials.users.effective, 1000);
+    assert!(!credentials.capable(CAP_SETUID));
+    let mut credentials = user(1000, 1000, 1000);
+    credentials.exec(Some(ProgramFile {
+        mode: 0o102_745,
+        uid: 5,
+        gid: 50,
+    }));
+    assert_eq!(credentials.groups.effective, credentials.groups.real);
+}
+
+#[test]
+fn exec_keeps_roots_capabilities_and_drops_everyone_elses() {
+    // Root runs an ordinary program: everything stays.
+    let mut credentials = Credentials::root();
+    credentials.exec(Some(ProgramFile {
+        mode: 0o100_755,
+        uid: 1000,
+        gid: 1000,
+    }));
+    assert_eq!(credentials, Credentials::root());
+    // Real root, effective user: permitted but not effective.
+    let mut credentials = user(0, 1000, 1000);
+    credentials.exec(None);
+    assert!(!credentials.capable(CAP_SETUID));
+    assert_eq!(credentials.users.saved, 1000);
+    assert_ne!(credentials.capabilities.permitted, 0);
+    // A user that kept capabilities loses them at exec, and a script's
+    // set-id bits count for nothing.
+    let mut credentials = user(1000, 1000, 1000);
+    credentials.capabilities.permitted = 1 << CAP_SETUID;
+    credentials.capabilities.effective = 1 << CAP_SETUID;
+    credentials.exec(None);
+    assert_eq!(credentials.capabilities.permitted, 0);
+    assert!(!credentials.capable(CAP_SETUID));
+}
