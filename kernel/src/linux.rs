@@ -238,7 +238,7 @@ pub fn run_boot_command() -> Result<u8, alloc::string::String> {
     let command = core::str::from_utf8(&command)
         .map_err(|_| "the command is not UTF-8")?
         .trim_end_matches('\n');
-    let shell = linux::read_program_file(vfs, &vfs.context(0, 0), b"/bin/busybox")
+    let (shell, _) = linux::read_program_file(vfs, &vfs.context(0, 0), b"/bin/busybox")
         .map_err(|error| alloc::format!("reading /bin/busybox: {error}"))?;
     let thread = linux_process::threads::spawn_program(
         "sh",
@@ -261,7 +261,7 @@ pub fn run_boot_command() -> Result<u8, alloc::string::String> {
 pub fn run_interactive_shell() -> Result<(), alloc::string::String> {
     let personality = personality().ok_or("the Linux personality is not set up")?;
     let vfs = personality.vfs();
-    let shell = linux::read_program_file(vfs, &vfs.context(0, 0), b"/bin/busybox")
+    let (shell, _) = linux::read_program_file(vfs, &vfs.context(0, 0), b"/bin/busybox")
         .map_err(|error| alloc::format!("reading /bin/busybox: {error}"))?;
     hal::console::write_str(
         "\nSpindle: Debian's busybox sh on the Linux personality. \

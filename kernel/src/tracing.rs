@@ -124,7 +124,7 @@ pub fn short_circuit_syscall(strand: u64, path: u64, number: u64) -> i64 {
     let bytes = match linux::user::read_path(path)
         .and_then(|path| personality.read_executable(pid, &path))
     {
-        Ok(bytes) => bytes,
+        Ok((bytes, _)) => bytes,
         Err(error) => return error.as_negative(),
     };
     let Some(extensions) = crate::extensions::get() else {

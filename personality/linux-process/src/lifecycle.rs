@@ -363,8 +363,10 @@ pub(crate) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
     };
     let mut arguments = arguments;
     let mut program = path.clone();
-    let mut bytes = match personality.read_executable(process.id(), &program) {
-        Ok(bytes) => bytes,
+    // What the set-id bits say, of the program run directly: Linux
+    // honours them on no script.
+    let (mut bytes, mut set_id_file) = match personality.read_executable(process.id(), &program) {
+        Ok((bytes, file)) => (bytes, Some(file)),
         Err(error) => return errno_of(error),
     };
     // A script (`#!interpreter [argument]`) runs its interpreter with the
@@ -383,8 +385,9 @@ pub(crate) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
         replaced.extend(arguments.into_iter().skip(1));
         arguments = replaced;
         program = interpreter;
+        set_id_file = None;
         bytes = match personality.read_executable(process.id(), &program) {
-            Ok(bytes) => bytes,
+            Ok((bytes, _)) => bytes,
             Err(error) => return errno_of(error),
         };
     }
@@ -396,7 +399,7 @@ pub(crate) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
     };
     let interpreter = match &interpreter_path {
         Some(interpreter) => match personality.read_executable(process.id(), interpreter) {
-            Ok(interpreter) => Some(interpreter),
+            Ok((interpreter, _)) => Some(interpreter),
             Err(error) => return errno_of(error),
         },
         None => None,
@@ -432,9 +435,6 @@ pub(crate) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
     let old = process.replace_memory(memory);
     drop(old);
     crate::hooks().program_replaced(process.id());
-    // Linux honours set-id bits only on a program run directly, never
-    // on a script's.
-    let set_id_file = (program == path).then_some(path.as_slice());
     personality.process_executed(process.id(), set_id_file);
     crate::programs::program_executed(&process, &program, &arguments, &environment);
     let _ = hal::user::set_fs_base(0);

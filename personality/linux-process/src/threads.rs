@@ -316,6 +316,7 @@ pub fn spawn_path(
     let context = personality.vfs().context(0, 0);
     let read = |path: &[u8]| {
         linux::read_program_file(personality.vfs(), &context, path)
+            .map(|(bytes, _)| bytes)
             .map_err(|error| alloc::format!("reading {}: {error}", String::from_utf8_lossy(path)))
     };
     let file = read(path)?;

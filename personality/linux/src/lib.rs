@@ -249,20 +249,26 @@ pub fn read_whole_file(
 /// than copied when the file system lends it (a boot-archive file not
 /// written to: `Inode::borrowed_contents`), so that the loader can share
 /// its pages through the page cache. `EACCES` for anything but a regular
-/// file.
+/// file. Also what `execve` needs of the file's mode and owner.
 pub fn read_program_file(
     vfs: &Vfs,
     context: &PathContext,
     path: &[u8],
-) -> Result<alloc::borrow::Cow<'static, [u8]>, Errno> {
+) -> Result<(alloc::borrow::Cow<'static, [u8]>, credentials::ProgramFile), Errno> {
     let file = vfs.open(context, path, vfs::flags::O_RDONLY, 0)?;
-    if file.metadata().file_type() != vfs::FileType::Regular {
+    let metadata = file.metadata();
+    if metadata.file_type() != vfs::FileType::Regular {
         return Err(Errno::EACCES);
     }
+    let owner = credentials::ProgramFile {
+        mode: metadata.mode,
+        uid: metadata.uid,
+        gid: metadata.gid,
+    };
     if let Some(bytes) = file.inode().borrowed_contents() {
-        return Ok(alloc::borrow::Cow::Borrowed(bytes));
+        return Ok((alloc::borrow::Cow::Borrowed(bytes), owner));
     }
-    read_whole_file(vfs, context, path).map(alloc::borrow::Cow::Owned)
+    read_whole_file(vfs, context, path).map(|bytes| (alloc::borrow::Cow::Owned(bytes), owner))
 }
 
 /// A file as `/proc` names it.
@@ -446,12 +452,13 @@ impl Personality {
 
     /// The program file `path` names for process `pid` (`execve`): its
     /// bytes, lent where the file system lends them
-    /// ([`read_program_file`]). `EACCES` for anything but a regular file.
+    /// ([`read_program_file`]), and its mode and owner. `EACCES` for
+    /// anything but a regular file.
     pub fn read_executable(
         &self,
         pid: u64,
         path: &[u8],
-    ) -> Result<alloc::borrow::Cow<'static, [u8]>, Errno> {
+    ) -> Result<(alloc::borrow::Cow<'static, [u8]>, credentials::ProgramFile), Errno> {
         let files = self.files(pid).ok_or(Errno::ESRCH)?;
         read_program_file(&self.vfs, &files.context(), path)
     }
@@ -507,25 +514,15 @@ impl Personality {
         }
     }
 
-    /// Process `pid` replaced its program (`execve`) with the program
-    /// file at `program` (`None` when it ran a script's interpreter):
-    /// descriptors marked close-on-exec are closed, and the credentials
-    /// change as an `execve` of that file changes them (set-id bits,
-    /// saved ids, capabilities).
-    pub fn process_executed(&self, pid: u64, program: Option<&[u8]>) {
+    /// Process `pid` replaced its program (`execve`) with program file
+    /// `program` (`None` when it ran a script's interpreter): descriptors
+    /// marked close-on-exec are closed, and the credentials change as an
+    /// `execve` of that file changes them (set-id bits, saved ids,
+    /// capabilities).
+    pub fn process_executed(&self, pid: u64, program: Option<credentials::ProgramFile>) {
         if let Some(files) = self.files(pid) {
             files.signals.lock().reset_for_exec();
-            let file = program
-                .and_then(|path| self.vfs.resolve(&files.context(), path, true).ok())
-                .map(|inode| {
-                    let metadata = inode.metadata();
-                    credentials::ProgramFile {
-                        mode: metadata.mode,
-                        uid: metadata.uid,
-                        gid: metadata.gid,
-                    }
-                });
-            files.program_replaced(file);
+            files.program_replaced(program);
             for fd in files.fds.descriptors() {
                 if files.fds.close_on_exec(i64::from(fd)) == Ok(true) {
                     let _ = files.close(i64::from(fd));
