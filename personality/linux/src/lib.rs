@@ -68,6 +68,7 @@ pub mod signal_frame;
 mod signalfd;
 mod socket;
 mod statfs;
+pub mod timer_args;
 mod timerfd;
 mod unix_pair;
 mod unix_socket;

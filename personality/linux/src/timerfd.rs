@@ -4,9 +4,11 @@
 //! The file's [`Timer`] counts expirations (the pure arithmetic: a
 //! periodic timer that was not read for a while has expired as many
 //! times as periods went by); a read of 8 bytes returns the count and
-//! sets it back to zero, waiting while it is zero. Every clock reads the
-//! time since boot in Spindle (as `clock_gettime` does), so absolute
-//! times of any clock are uptimes.
+//! sets it back to zero, waiting while it is zero. Times are kept as
+//! uptimes: an absolute time of a wall clock (`CLOCK_REALTIME`,
+//! `CLOCK_REALTIME_ALARM`) is turned into the uptime it falls at, as the
+//! wall clock reads when the timer is set; the other clocks read the
+//! uptime.
 //!
 //! Nobody wakes anything when a timer expires: a waiting read, `poll` or
 //! `epoll` asks the file when it turns ready (`vfs::Device::ready_at`)
@@ -143,6 +145,9 @@ impl Timer {
 /// The device of a timer's open file.
 struct TimerFd {
     timer: spin::Mutex<Timer>,
+    /// Whether its clock is a wall clock: absolute times are then
+    /// wall-clock times.
+    is_wall_clock: bool,
     /// Woken when the timer is set: waiters ask again when it expires.
     changed: FileWaitQueue,
 }
@@ -231,6 +236,7 @@ pub fn timerfd_create(
     }
     let device = TimerFd {
         timer: spin::Mutex::new(Timer::default()),
+        is_wall_clock: matches!(clock, CLOCK_REALTIME | CLOCK_REALTIME_ALARM),
         changed: FileWaitQueue::new(),
     };
     let file = anonymous::anonymous_file(
@@ -263,13 +269,20 @@ pub fn timerfd_settime(
     }
     let value_ns = setting.value.to_nanoseconds().ok_or(Errno::EINVAL)?;
     let interval_ns = setting.interval.to_nanoseconds().ok_or(Errno::EINVAL)?;
+    let is_absolute = flags & TFD_TIMER_ABSTIME != 0;
     let previous = with_timer(process, fd, |device| {
-        let previous = device.timer.lock().set(
-            Machine::uptime_ns(),
-            value_ns,
-            interval_ns,
-            flags & TFD_TIMER_ABSTIME != 0,
-        );
+        let value_ns = if is_absolute && device.is_wall_clock && value_ns != 0 {
+            // The uptime it falls at; a time before boot is past (not
+            // zero, which would disarm).
+            value_ns.saturating_sub(Machine::epoch_offset_ns()).max(1)
+        } else {
+            value_ns
+        };
+        let previous =
+            device
+                .timer
+                .lock()
+                .set(Machine::uptime_ns(), value_ns, interval_ns, is_absolute);
         // Waiters ask again when the timer expires.
         device.changed.wake_all();
         previous

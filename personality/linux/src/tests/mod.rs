@@ -37,6 +37,7 @@ mod signalfd;
 mod socket;
 mod statfs;
 mod table;
+mod timer_args;
 mod timerfd;
 mod unix_pair;
 mod unix_socket;
