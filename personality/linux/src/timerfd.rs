@@ -18,7 +18,10 @@
 use alloc::sync::Arc;
 
 use linux_abi::{
-    time::{Itimerspec, Timespec},
+    time::{
+        clock::{BOOTTIME, BOOTTIME_ALARM, MONOTONIC, REALTIME, REALTIME_ALARM},
+        Itimerspec, Timespec,
+    },
     timerfd::*,
 };
 use vfs::{Errno, Inode, Readiness};
@@ -30,17 +33,6 @@ use crate::{
     wait::{wait_on_any, FileWaitQueue},
     LinuxProcess,
 };
-
-/// `CLOCK_REALTIME`.
-const CLOCK_REALTIME: u64 = 0;
-/// `CLOCK_MONOTONIC`.
-const CLOCK_MONOTONIC: u64 = 1;
-/// `CLOCK_BOOTTIME`.
-const CLOCK_BOOTTIME: u64 = 7;
-/// `CLOCK_REALTIME_ALARM`: as `CLOCK_REALTIME` (no suspend to wake from).
-const CLOCK_REALTIME_ALARM: u64 = 8;
-/// `CLOCK_BOOTTIME_ALARM`: as `CLOCK_BOOTTIME`.
-const CLOCK_BOOTTIME_ALARM: u64 = 9;
 
 /// A timer's setting and its expirations not read yet, apart from any
 /// waiting. Times are uptimes in nanoseconds.
@@ -223,20 +215,17 @@ pub fn timerfd_create(
 ) -> Result<i64, Errno> {
     let flags = flags as u32 as u64;
     let clock = clock as u32 as u64;
+    // The alarm clocks are their plain ones: nothing suspends.
     let known_clock = matches!(
         clock,
-        CLOCK_REALTIME
-            | CLOCK_MONOTONIC
-            | CLOCK_BOOTTIME
-            | CLOCK_REALTIME_ALARM
-            | CLOCK_BOOTTIME_ALARM
+        REALTIME | MONOTONIC | BOOTTIME | REALTIME_ALARM | BOOTTIME_ALARM
     );
     if flags & !(TFD_CLOEXEC | TFD_NONBLOCK) != 0 || !known_clock {
         return Err(Errno::EINVAL);
     }
     let device = TimerFd {
         timer: spin::Mutex::new(Timer::default()),
-        is_wall_clock: matches!(clock, CLOCK_REALTIME | CLOCK_REALTIME_ALARM),
+        is_wall_clock: matches!(clock, REALTIME | REALTIME_ALARM),
         changed: FileWaitQueue::new(),
     };
     let file = anonymous::anonymous_file(
