@@ -47,12 +47,22 @@ pub enum SiginfoFields {
         /// `si_addr`.
         address: u64,
     },
+    /// `_timer`: a `timer_create` timer's expiry (`SI_TIMER`).
+    Timer {
+        /// `si_timerid`: the timer's id.
+        id: i32,
+        /// `si_overrun`: the periods it let go by past the first.
+        overrun: i32,
+        /// `si_value`: the timer's `sigev_value`.
+        value: u64,
+    },
 }
 
 impl Siginfo {
     /// The record as user space reads it: `si_signo`@0, `si_errno`@4
     /// (0), `si_code`@8, then the union at 16 (`si_pid`@16, `si_uid`@20,
-    /// `si_status`@24; or `si_addr`@16).
+    /// `si_status`@24; or `si_addr`@16; or `si_timerid`@16,
+    /// `si_overrun`@20, `si_value`@24).
     pub fn to_bytes(&self) -> [u8; SIGINFO_BYTES] {
         let mut bytes = [0; SIGINFO_BYTES];
         put(&mut bytes, 0, self.signo.to_le_bytes());
@@ -69,6 +79,11 @@ impl Siginfo {
                 put(&mut bytes, 24, status.to_le_bytes());
             }
             SiginfoFields::Fault { address } => put(&mut bytes, 16, address.to_le_bytes()),
+            SiginfoFields::Timer { id, overrun, value } => {
+                put(&mut bytes, 16, id.to_le_bytes());
+                put(&mut bytes, 20, overrun.to_le_bytes());
+                put(&mut bytes, 24, value.to_le_bytes());
+            }
         }
         bytes
     }

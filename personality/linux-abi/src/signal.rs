@@ -114,6 +114,8 @@ pub const SI_USER: i32 = 0;
 pub const SI_KERNEL: i32 = 0x80;
 /// `si_code`: sent by `tkill` or `tgkill`.
 pub const SI_TKILL: i32 = -6;
+/// `si_code`: sent by a `timer_create` timer's expiry.
+pub const SI_TIMER: i32 = -2;
 
 /// `si_code` of `SIGSEGV`: the address is in no mapping.
 pub const SEGV_MAPERR: i32 = 1;

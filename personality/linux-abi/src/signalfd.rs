@@ -24,7 +24,8 @@ impl SignalfdSiginfo {
     pub const BYTES: usize = 128;
 
     /// The record as user space reads it: `ssi_signo`@0, `ssi_errno`@4,
-    /// `ssi_code`@8, `ssi_pid`@12, `ssi_uid`@16, `ssi_status`@40,
+    /// `ssi_code`@8, `ssi_pid`@12, `ssi_uid`@16, `ssi_tid`@24,
+    /// `ssi_overrun`@32, `ssi_status`@40, `ssi_int`@44, `ssi_ptr`@48,
     /// `ssi_addr`@72.
     pub fn to_bytes(self) -> [u8; Self::BYTES] {
         let mut bytes = [0; Self::BYTES];
@@ -42,6 +43,13 @@ impl SignalfdSiginfo {
                 put(&mut bytes, 40, status.to_le_bytes());
             }
             SiginfoFields::Fault { address } => put(&mut bytes, 72, address.to_le_bytes()),
+            SiginfoFields::Timer { id, overrun, value } => {
+                put(&mut bytes, 24, id.to_le_bytes());
+                put(&mut bytes, 32, overrun.to_le_bytes());
+                // `sigev_value` as both its members: `ssi_int`, `ssi_ptr`.
+                put(&mut bytes, 44, (value as u32).to_le_bytes());
+                put(&mut bytes, 48, value.to_le_bytes());
+            }
         }
         bytes
     }

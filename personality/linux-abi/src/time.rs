@@ -187,6 +187,85 @@ impl Itimerspec {
 
 /// `setitimer`'s `which`: the real-time timer, which sends `SIGALRM`.
 pub const ITIMER_REAL: u64 = 0;
+/// `setitimer`'s `which`: the timer on the process's user processor
+/// time, which sends `SIGVTALRM`.
+pub const ITIMER_VIRTUAL: u64 = 1;
+/// `setitimer`'s `which`: the timer on the process's user and system
+/// processor time, which sends `SIGPROF`.
+pub const ITIMER_PROF: u64 = 2;
+
+/// `clock_nanosleep` and `timer_settime`'s flag: the time is a reading
+/// of the clock, not a delay.
+pub const TIMER_ABSTIME: u64 = 1;
+
+/// Clock ids (`include/uapi/linux/time.h`).
+pub mod clock {
+    /// The wall clock.
+    pub const REALTIME: u64 = 0;
+    /// The time since boot, not counting suspend.
+    pub const MONOTONIC: u64 = 1;
+    /// The calling process's processor time.
+    pub const PROCESS_CPUTIME_ID: u64 = 2;
+    /// The calling thread's processor time.
+    pub const THREAD_CPUTIME_ID: u64 = 3;
+    /// `MONOTONIC` without frequency adjustment.
+    pub const MONOTONIC_RAW: u64 = 4;
+    /// `REALTIME` at the last tick.
+    pub const REALTIME_COARSE: u64 = 5;
+    /// `MONOTONIC` at the last tick.
+    pub const MONOTONIC_COARSE: u64 = 6;
+    /// The time since boot, suspend included.
+    pub const BOOTTIME: u64 = 7;
+    /// `REALTIME` that wakes a suspended system.
+    pub const REALTIME_ALARM: u64 = 8;
+    /// `BOOTTIME` that wakes a suspended system.
+    pub const BOOTTIME_ALARM: u64 = 9;
+    /// International atomic time.
+    pub const TAI: u64 = 11;
+}
+
+/// `struct sigevent`'s `sigev_notify`: signal the process.
+pub const SIGEV_SIGNAL: i32 = 0;
+/// `sigev_notify`: no notification (the timer is only read).
+pub const SIGEV_NONE: i32 = 1;
+/// `sigev_notify`: a thread started by the C library (to the kernel, a
+/// signal to the process).
+pub const SIGEV_THREAD: i32 = 2;
+/// `sigev_notify`: signal the thread `sigev_notify_thread_id`.
+pub const SIGEV_THREAD_ID: i32 = 4;
+
+/// `struct sigevent` (64 bytes on x86_64): how `timer_create`'s timer
+/// tells of its expiry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sigevent {
+    /// `sigev_value`: what the signal carries (`si_value`).
+    pub value: u64,
+    /// `sigev_signo`.
+    pub signo: i32,
+    /// `sigev_notify`: `SIGEV_SIGNAL`, `SIGEV_NONE`, ...
+    pub notify: i32,
+    /// `sigev_notify_thread_id` (the union's first member).
+    pub thread_id: i32,
+}
+
+impl Sigevent {
+    /// Bytes of a `struct sigevent`.
+    pub const BYTES: usize = 64;
+
+    /// The record user space wrote: `sigev_value`@0, `sigev_signo`@8,
+    /// `sigev_notify`@12, `sigev_notify_thread_id`@16.
+    pub fn from_bytes(bytes: &[u8; Self::BYTES]) -> Sigevent {
+        let word = |at: usize| {
+            i32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+        };
+        Sigevent {
+            value: get_i64(bytes, 0) as u64,
+            signo: word(8),
+            notify: word(12),
+            thread_id: word(16),
+        }
+    }
+}
 
 /// `utimensat`'s `tv_nsec`: set the time to now.
 pub const UTIME_NOW: i64 = (1 << 30) - 1;

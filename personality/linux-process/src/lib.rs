@@ -12,6 +12,7 @@
 //!   `madvise`, `msync`;
 //! - `futex`: `futex`;
 //! - `time`: clocks, sleeps, `alarm` and interval timers (`itimer`);
+//! - `posix_timers`: `timer_create` and the calls on its timers;
 //! - `scheduling`: policies, priorities, `nice`, `getcpu`, I/O
 //!   priorities.
 //!
@@ -33,6 +34,7 @@ mod futex;
 pub mod itimer;
 mod lifecycle;
 mod memory;
+mod posix_timers;
 pub mod programs;
 mod scheduling;
 pub mod signals;
@@ -183,7 +185,7 @@ pub fn handle(args: &(u64, u64, u64, u64, u64, u64, u64, u64)) -> Option<i64> {
         syscall::TKILL => lifecycle::tgkill(strand, None, a0, a1),
         syscall::TGKILL => lifecycle::tgkill(strand, Some(a0), a1, a2),
         syscall::ARCH_PRCTL => lifecycle::arch_prctl(a0, a1),
-        syscall::CLOCK_GETTIME => time::clock_gettime(a0, a1),
+        syscall::CLOCK_GETTIME => time::clock_gettime(strand, a0, a1),
         syscall::CLOCK_GETRES => time::clock_getres(a0, a1),
         syscall::CLOCK_SETTIME => time::clock_settime(strand, a0, a1),
         syscall::SETTIMEOFDAY => time::settimeofday(strand, a0, a1),
@@ -193,7 +195,12 @@ pub fn handle(args: &(u64, u64, u64, u64, u64, u64, u64, u64)) -> Option<i64> {
         syscall::SETITIMER => time::setitimer(strand, a0, a1, a2),
         syscall::GETTIMEOFDAY => time::gettimeofday(a0, a1),
         syscall::NANOSLEEP => time::nanosleep(a0, a1),
-        syscall::CLOCK_NANOSLEEP => time::clock_nanosleep(a0, a1, a2, a3),
+        syscall::CLOCK_NANOSLEEP => time::clock_nanosleep(strand, a0, a1, a2, a3),
+        syscall::TIMER_CREATE => posix_timers::timer_create(strand, a0, a1, a2),
+        syscall::TIMER_SETTIME => posix_timers::timer_settime(strand, a0, a1, a2, a3),
+        syscall::TIMER_GETTIME => posix_timers::timer_gettime(strand, a0, a1),
+        syscall::TIMER_GETOVERRUN => posix_timers::timer_getoverrun(strand, a0),
+        syscall::TIMER_DELETE => posix_timers::timer_delete(strand, a0),
         syscall::SCHED_SETSCHEDULER
         | syscall::SCHED_GETSCHEDULER
         | syscall::SCHED_SETPARAM

@@ -435,6 +435,7 @@ pub(crate) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
     let old = process.replace_memory(memory);
     drop(old);
     crate::hooks().program_replaced(process.id());
+    crate::itimer::program_replaced(process.id());
     personality.process_executed(process.id(), set_id_file);
     crate::programs::program_executed(&process, &program, &arguments, &environment);
     let _ = hal::user::set_fs_base(0);

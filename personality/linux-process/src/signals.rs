@@ -256,21 +256,42 @@ pub fn kill_thread(sender: u64, tgid: Option<u64>, tid: u64, signal: u8) -> Resu
             return Err(KillError::NotPermitted);
         }
     }
+    deliver_to_thread(&target, tid, info)
+}
+
+/// Sends `info` to thread `tid` of process `pid` (a timer's
+/// `SIGEV_THREAD_ID`): `NoProcess` if it is not one of its threads.
+pub fn send_to_thread(pid: u64, tid: u64, info: SignalInfo) -> Result<(), KillError> {
+    if process::process_of_thread(tid) != Some(pid) {
+        return Err(KillError::NoProcess);
+    }
+    let target = process::get(pid).ok_or(KillError::NoProcess)?;
+    deliver_to_thread(&target, tid, info)
+}
+
+/// Posts `info` to thread `tid` of `target`, waking it to take it;
+/// `SIGKILL` ends the whole process.
+fn deliver_to_thread(
+    target: &process::Process,
+    tid: u64,
+    info: SignalInfo,
+) -> Result<(), KillError> {
+    let pid = target.id();
     let files = crate::personality().and_then(|personality| personality.files(pid));
     let Some(files) = files else {
         return send(pid, info);
     };
-    if signal == 0 || target.end().is_some() {
+    if info.signal == 0 || target.end().is_some() {
         return Ok(());
     }
-    if signal == SIGKILL {
+    if info.signal == SIGKILL {
         return process::kill(pid, SIGKILL);
     }
-    if signal == SIGCONT {
-        process::continue_stopped(&target);
+    if info.signal == SIGCONT {
+        process::continue_stopped(target);
     }
     if files.signals.lock().post_to_thread(tid, info) {
-        process::interrupt(&target);
+        process::interrupt(target);
     }
     Ok(())
 }
@@ -333,6 +354,11 @@ pub fn after_syscall(frame: &mut SyscallFrame, number: u64, result: i64) -> Opti
 
 /// After an interrupt taken in user mode: any signal to deliver.
 pub fn after_interrupt(frame: &mut TrapFrame) -> Option<u8> {
+    // Where a thread that runs in user mode meets the kernel, every tick
+    // (processor time grows only while threads run): its process's
+    // processor-time timers are checked here, before the look for
+    // signals, so that one they send is delivered now.
+    crate::itimer::account_current();
     if !linux::signals_may_be_pending() {
         return None;
     }

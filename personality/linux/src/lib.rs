@@ -71,6 +71,7 @@ mod signalfd;
 mod socket;
 mod splice;
 mod statfs;
+pub mod timer_args;
 mod timerfd;
 mod unix_pair;
 mod unix_socket;

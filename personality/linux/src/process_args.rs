@@ -9,7 +9,11 @@
 
 use alloc::vec::Vec;
 
-use linux_abi::{signal, Errno};
+use linux_abi::{
+    signal,
+    time::{clock as clock_id, TIMER_ABSTIME},
+    Errno,
+};
 
 /// `PROT_READ`, `PROT_WRITE`, `PROT_EXEC`.
 const PROT_READ: u64 = 1;
@@ -348,16 +352,18 @@ pub enum Clock {
     /// and alarm forms, `CLOCK_TAI`.
     Wall,
     /// The time since boot, which only moves forward: `CLOCK_MONOTONIC`
-    /// and its raw and coarse forms, `CLOCK_BOOTTIME` (nothing suspends),
-    /// and the CPU-time clocks, which read it too.
+    /// and its raw and coarse forms, `CLOCK_BOOTTIME` (nothing suspends).
     Uptime,
+    /// The calling process's processor time (`CLOCK_PROCESS_CPUTIME_ID`).
+    ProcessCpu,
+    /// The calling thread's processor time (`CLOCK_THREAD_CPUTIME_ID`).
+    ThreadCpu,
 }
 
 /// `CLOCK_REALTIME`: the only clock `clock_settime` sets.
-pub const CLOCK_REALTIME: u64 = 0;
-/// The clocks whose resolution is a tick (`CLOCK_REALTIME_COARSE` 5,
-/// `CLOCK_MONOTONIC_COARSE` 6).
-const COARSE_CLOCKS: [u64; 2] = [5, 6];
+pub const CLOCK_REALTIME: u64 = clock_id::REALTIME;
+/// The clocks whose resolution is a tick.
+const COARSE_CLOCKS: [u64; 2] = [clock_id::REALTIME_COARSE, clock_id::MONOTONIC_COARSE];
 /// A coarse clock's resolution: one tick of Linux's usual 250 Hz.
 const COARSE_RESOLUTION_NS: u64 = 4_000_000;
 
@@ -365,9 +371,14 @@ const COARSE_RESOLUTION_NS: u64 = 4_000_000;
 /// `CLOCK_TAI` 11, the retired `CLOCK_SGI_CYCLE` 10, and the negative
 /// ids of other processes' CPU clocks, not offered).
 pub fn clock(clock: u64) -> Result<Clock, Errno> {
+    use clock_id::*;
     match clock {
-        0 | 5 | 8 | 11 => Ok(Clock::Wall),
-        1..=4 | 6 | 7 | 9 => Ok(Clock::Uptime),
+        REALTIME | REALTIME_COARSE | REALTIME_ALARM | TAI => Ok(Clock::Wall),
+        MONOTONIC | MONOTONIC_RAW | MONOTONIC_COARSE | BOOTTIME | BOOTTIME_ALARM => {
+            Ok(Clock::Uptime)
+        }
+        PROCESS_CPUTIME_ID => Ok(Clock::ProcessCpu),
+        THREAD_CPUTIME_ID => Ok(Clock::ThreadCpu),
         _ => Err(Errno::EINVAL),
     }
 }
@@ -383,16 +394,36 @@ pub fn clock_resolution(clock: u64) -> Result<u64, Errno> {
     })
 }
 
-/// Checks `clock_nanosleep(clock, flags, ...)`: the clock, and no flag
-/// but `TIMER_ABSTIME` (`EINVAL`). Returns the clock and whether the
-/// time is absolute.
+/// Whether timers and sleeps may count `clock`: Linux has none on the
+/// raw and coarse clocks nor (sleeps) on the calling thread's processor
+/// time, and answers `EOPNOTSUPP` (its `k_clock` has no `nsleep` or
+/// `timer_create`).
+fn may_wait_on(clock: u64) -> bool {
+    use clock_id::*;
+    !matches!(clock, MONOTONIC_RAW | REALTIME_COARSE | MONOTONIC_COARSE)
+}
+
+/// Checks `clock_nanosleep(clock, flags, ...)` in Linux's order: the
+/// clock (`EINVAL`), whether one may sleep on it (`EOPNOTSUPP`, also for
+/// the calling thread's processor time, which cannot move while it
+/// sleeps). Flags other than `TIMER_ABSTIME` are ignored, as by Linux.
+/// Returns the clock and whether the time is absolute.
 pub fn sleep_clock(clock: u64, flags: u64) -> Result<(Clock, bool), Errno> {
-    const TIMER_ABSTIME: u64 = 1;
     let kind = self::clock(clock)?;
-    if flags & !TIMER_ABSTIME != 0 {
-        return Err(Errno::EINVAL);
+    if !may_wait_on(clock) || kind == Clock::ThreadCpu {
+        return Err(Errno::EOPNOTSUPP);
     }
     Ok((kind, flags & TIMER_ABSTIME != 0))
+}
+
+/// Checks `timer_create`'s clock: `EINVAL` for no clock, `EOPNOTSUPP`
+/// for one timers cannot count (raw and coarse).
+pub fn timer_clock(clock: u64) -> Result<Clock, Errno> {
+    let kind = self::clock(clock)?;
+    if !may_wait_on(clock) {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    Ok(kind)
 }
 
 /// How many scripts may name each other's interpreter in a row (Linux's
@@ -607,10 +638,32 @@ mod tests {
         assert_eq!(clock_resolution(1), Ok(1));
         assert_eq!(clock_resolution(5), Ok(4_000_000));
         assert_eq!(clock_resolution(10), Err(Errno::EINVAL));
+        assert_eq!(clock(2), Ok(Clock::ProcessCpu));
+        assert_eq!(clock(3), Ok(Clock::ThreadCpu));
+    }
+
+    #[test]
+    fn sleeps_and_timers_refuse_the_raw_and_coarse_clocks_and_sleeps_the_thread_clock() {
         assert_eq!(sleep_clock(1, 0), Ok((Clock::Uptime, false)));
         assert_eq!(sleep_clock(0, 1), Ok((Clock::Wall, true)));
-        assert_eq!(sleep_clock(1, 2), Err(Errno::EINVAL));
+        assert_eq!(
+            sleep_clock(1, 2),
+            Ok((Clock::Uptime, false)),
+            "other flags ignored"
+        );
+        assert_eq!(sleep_clock(2, 0), Ok((Clock::ProcessCpu, false)));
+        assert_eq!(
+            sleep_clock(3, 0),
+            Err(Errno::EOPNOTSUPP),
+            "the caller's own thread clock"
+        );
+        for raw_or_coarse in [4, 5, 6] {
+            assert_eq!(sleep_clock(raw_or_coarse, 0), Err(Errno::EOPNOTSUPP));
+            assert_eq!(timer_clock(raw_or_coarse), Err(Errno::EOPNOTSUPP));
+        }
         assert_eq!(sleep_clock(12, 0), Err(Errno::EINVAL));
+        assert_eq!(timer_clock(3), Ok(Clock::ThreadCpu));
+        assert_eq!(timer_clock(10), Err(Errno::EINVAL));
     }
 
     #[test]

@@ -99,6 +99,15 @@ pub enum Source {
         /// Its exit status or signal.
         status: i32,
     },
+    /// A `timer_create` timer expired (`SI_TIMER`).
+    Timer {
+        /// The timer's id.
+        id: u32,
+        /// The periods it let go by past the first.
+        overrun: u64,
+        /// Its `sigev_value`.
+        value: u64,
+    },
 }
 
 /// A posted signal and its origin.
@@ -129,6 +138,15 @@ impl SignalInfo {
                     pid: pid as i32,
                     uid: 0,
                     status,
+                },
+            ),
+            Source::Timer { id, overrun, value } => (
+                SI_TIMER,
+                SiginfoFields::Timer {
+                    id: id as i32,
+                    // Linux caps it at `DELAYTIMER_MAX` (`INT_MAX`).
+                    overrun: i32::try_from(overrun).unwrap_or(i32::MAX),
+                    value,
                 },
             ),
         };

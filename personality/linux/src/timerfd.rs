@@ -4,9 +4,11 @@
 //! The file's [`Timer`] counts expirations (the pure arithmetic: a
 //! periodic timer that was not read for a while has expired as many
 //! times as periods went by); a read of 8 bytes returns the count and
-//! sets it back to zero, waiting while it is zero. Every clock reads the
-//! time since boot in Spindle (as `clock_gettime` does), so absolute
-//! times of any clock are uptimes.
+//! sets it back to zero, waiting while it is zero. Times are kept as
+//! uptimes: an absolute time of a wall clock (`CLOCK_REALTIME`,
+//! `CLOCK_REALTIME_ALARM`) is turned into the uptime it falls at, as the
+//! wall clock reads when the timer is set; the other clocks read the
+//! uptime.
 //!
 //! Nobody wakes anything when a timer expires: a waiting read, `poll` or
 //! `epoll` asks the file when it turns ready (`vfs::Device::ready_at`)
@@ -16,7 +18,10 @@
 use alloc::sync::Arc;
 
 use linux_abi::{
-    time::{Itimerspec, Timespec},
+    time::{
+        clock::{BOOTTIME, BOOTTIME_ALARM, MONOTONIC, REALTIME, REALTIME_ALARM},
+        Itimerspec, Timespec,
+    },
     timerfd::*,
 };
 use vfs::{Errno, Inode, Readiness};
@@ -28,17 +33,6 @@ use crate::{
     wait::{wait_on_any, FileWaitQueue},
     LinuxProcess,
 };
-
-/// `CLOCK_REALTIME`.
-const CLOCK_REALTIME: u64 = 0;
-/// `CLOCK_MONOTONIC`.
-const CLOCK_MONOTONIC: u64 = 1;
-/// `CLOCK_BOOTTIME`.
-const CLOCK_BOOTTIME: u64 = 7;
-/// `CLOCK_REALTIME_ALARM`: as `CLOCK_REALTIME` (no suspend to wake from).
-const CLOCK_REALTIME_ALARM: u64 = 8;
-/// `CLOCK_BOOTTIME_ALARM`: as `CLOCK_BOOTTIME`.
-const CLOCK_BOOTTIME_ALARM: u64 = 9;
 
 /// A timer's setting and its expirations not read yet, apart from any
 /// waiting. Times are uptimes in nanoseconds.
@@ -143,6 +137,9 @@ impl Timer {
 /// The device of a timer's open file.
 struct TimerFd {
     timer: spin::Mutex<Timer>,
+    /// Whether its clock is a wall clock: absolute times are then
+    /// wall-clock times.
+    is_wall_clock: bool,
     /// Woken when the timer is set: waiters ask again when it expires.
     changed: FileWaitQueue,
 }
@@ -218,19 +215,17 @@ pub fn timerfd_create(
 ) -> Result<i64, Errno> {
     let flags = flags as u32 as u64;
     let clock = clock as u32 as u64;
+    // The alarm clocks are their plain ones: nothing suspends.
     let known_clock = matches!(
         clock,
-        CLOCK_REALTIME
-            | CLOCK_MONOTONIC
-            | CLOCK_BOOTTIME
-            | CLOCK_REALTIME_ALARM
-            | CLOCK_BOOTTIME_ALARM
+        REALTIME | MONOTONIC | BOOTTIME | REALTIME_ALARM | BOOTTIME_ALARM
     );
     if flags & !(TFD_CLOEXEC | TFD_NONBLOCK) != 0 || !known_clock {
         return Err(Errno::EINVAL);
     }
     let device = TimerFd {
         timer: spin::Mutex::new(Timer::default()),
+        is_wall_clock: matches!(clock, REALTIME | REALTIME_ALARM),
         changed: FileWaitQueue::new(),
     };
     let file = anonymous::anonymous_file(
@@ -263,13 +258,20 @@ pub fn timerfd_settime(
     }
     let value_ns = setting.value.to_nanoseconds().ok_or(Errno::EINVAL)?;
     let interval_ns = setting.interval.to_nanoseconds().ok_or(Errno::EINVAL)?;
+    let is_absolute = flags & TFD_TIMER_ABSTIME != 0;
     let previous = with_timer(process, fd, |device| {
-        let previous = device.timer.lock().set(
-            Machine::uptime_ns(),
-            value_ns,
-            interval_ns,
-            flags & TFD_TIMER_ABSTIME != 0,
-        );
+        let value_ns = if is_absolute && device.is_wall_clock && value_ns != 0 {
+            // The uptime it falls at; a time before boot is past (not
+            // zero, which would disarm).
+            value_ns.saturating_sub(Machine::epoch_offset_ns()).max(1)
+        } else {
+            value_ns
+        };
+        let previous =
+            device
+                .timer
+                .lock()
+                .set(Machine::uptime_ns(), value_ns, interval_ns, is_absolute);
         // Waiters ask again when the timer expires.
         device.changed.wake_all();
         previous

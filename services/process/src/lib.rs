@@ -337,6 +337,17 @@ impl Process {
         self.usage.lock().ended_threads_ticks + running
     }
 
+    /// Nanoseconds its threads have run, ended ones included (those
+    /// counted in whole ticks, as they were kept).
+    pub fn cpu_ns(&self) -> u64 {
+        let running: u64 = strands_of(self.id)
+            .into_iter()
+            .filter_map(|strand| sched::thread_cpu_ns(sched::ThreadId(strand)))
+            .sum();
+        let ended = self.usage.lock().ended_threads_ticks;
+        ended * (1_000_000_000 / hal::timer::TICK_HZ) + running
+    }
+
     /// Times its live threads left the processor parked (voluntary) and
     /// still runnable (involuntary): `/proc/PID/status`'s context switch
     /// counts (a thread that waits without polling adds one voluntary
@@ -350,14 +361,24 @@ impl Process {
             })
     }
 
-    /// Whether one of its threads is on the processor or ready for it.
+    /// Whether it runs as `/proc/PID/stat` tells, which on Linux is the
+    /// state of its first thread (the thread group's leader): whether
+    /// that thread is on the processor or ready for it. Once the first
+    /// thread has ended, whether any other is. (LTP's futex tests wait
+    /// for the process to read as sleeping while its first thread waits
+    /// and another runs.)
     pub fn is_running(&self) -> bool {
-        strands_of(self.id).into_iter().any(|strand| {
+        let is_runnable = |strand: u64| {
             matches!(
                 sched::thread_usage(sched::ThreadId(strand)),
                 Some((sched::ThreadState::Running | sched::ThreadState::Ready, _))
             )
-        })
+        };
+        let threads = threads_of_process(self.id);
+        match threads.iter().find(|&&(tid, _)| tid == self.id) {
+            Some(&(_, leader)) => is_runnable(leader),
+            None => threads.iter().any(|&(_, strand)| is_runnable(strand)),
+        }
     }
 
     /// Runs `f` on the process's memory, unless it has ended. `f` must not

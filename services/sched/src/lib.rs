@@ -220,12 +220,17 @@ struct Thread {
 impl Thread {
     /// Its processor time in ticks, its current run included.
     fn cpu_ticks(&self) -> u64 {
+        self.cpu_ns_now() / NS_PER_TICK
+    }
+
+    /// Its processor time in nanoseconds, its current run included.
+    fn cpu_ns_now(&self) -> u64 {
         let running = if self.state == ThreadState::Running {
             timer::uptime_ns().saturating_sub(self.since_ns)
         } else {
             0
         };
-        (self.cpu_ns + running) / NS_PER_TICK
+        self.cpu_ns + running
     }
 
     /// Moves it to `state` (waiting on `waiting_on`, "" unless it parks),
@@ -1144,6 +1149,13 @@ pub fn thread_usage(id: ThreadId) -> Option<(ThreadState, u64)> {
             .get(id.0)
             .map(|thread| (thread.state, thread.cpu_ticks()))
     })
+}
+
+/// The processor time thread `id` has run, in nanoseconds, its current
+/// run included, if it exists (what processor-time clocks and timers
+/// read).
+pub fn thread_cpu_ns(id: ThreadId) -> Option<u64> {
+    with_scheduler(|scheduler| scheduler.threads.get(id.0).map(Thread::cpu_ns_now))
 }
 
 /// How often thread `id` has left the processor since it started:

@@ -130,3 +130,22 @@ fn ucontext_round_trips_at_linux_offsets() {
     assert_eq!(u64_at(&bytes, 296), 0x10, "uc_sigmask");
     assert_eq!(Ucontext::from_bytes(&bytes), context);
 }
+
+#[test]
+fn a_timer_siginfo_carries_the_timer_id_its_overruns_and_its_value() {
+    use crate::signal::SI_TIMER;
+    let info = Siginfo {
+        signo: 14,
+        code: SI_TIMER,
+        fields: SiginfoFields::Timer {
+            id: 3,
+            overrun: 2,
+            value: 0xfeed,
+        },
+    };
+    let bytes = info.to_bytes();
+    assert_eq!(i32_at(&bytes, 8), SI_TIMER, "si_code");
+    assert_eq!(i32_at(&bytes, 16), 3, "si_timerid");
+    assert_eq!(i32_at(&bytes, 20), 2, "si_overrun");
+    assert_eq!(bytes[24..32], 0xfeedu64.to_le_bytes(), "si_value");
+}

@@ -65,3 +65,22 @@ fn itimerval_is_interval_then_value() {
     assert_eq!(Itimerval::from_bytes(&bytes), timer);
     assert_eq!((UTIME_NOW, UTIME_OMIT), (0x3fff_ffff, 0x3fff_fffe));
 }
+
+#[test]
+fn sigevent_is_value_signal_notify_then_the_thread_id() {
+    use crate::time::{Sigevent, SIGEV_THREAD_ID};
+    let mut bytes = [0u8; Sigevent::BYTES];
+    bytes[..8].copy_from_slice(&0x1234_5678_9abc_def0u64.to_le_bytes());
+    bytes[8..12].copy_from_slice(&14i32.to_le_bytes());
+    bytes[12..16].copy_from_slice(&SIGEV_THREAD_ID.to_le_bytes());
+    bytes[16..20].copy_from_slice(&42i32.to_le_bytes());
+    assert_eq!(
+        Sigevent::from_bytes(&bytes),
+        Sigevent {
+            value: 0x1234_5678_9abc_def0,
+            signo: 14,
+            notify: SIGEV_THREAD_ID,
+            thread_id: 42,
+        }
+    );
+}

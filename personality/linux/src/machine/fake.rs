@@ -205,7 +205,11 @@ pub fn peek(address: u64, length: usize) -> Vec<u8> {
     bytes
 }
 
-/// Sets the fake clock.
+/// The fake wall clock's offset from the uptime: boot at 2026-01-01
+/// 00:00:00 UTC.
+pub const FAKE_EPOCH_OFFSET_NS: u64 = 1_767_225_600 * 1_000_000_000;
+
+/// Sets the fake clock's uptime.
 pub fn set_uptime_ns(uptime_ns: u64) {
     with_state(|state| state.uptime_ns = uptime_ns);
 }
@@ -300,6 +304,10 @@ impl UserMemory for FakeMachine {
 impl Clock for FakeMachine {
     fn uptime_ns() -> u64 {
         with_state(|state| state.uptime_ns)
+    }
+
+    fn epoch_offset_ns() -> u64 {
+        FAKE_EPOCH_OFFSET_NS
     }
 }
 

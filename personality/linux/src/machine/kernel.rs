@@ -24,6 +24,10 @@ impl Clock for Kernel {
     fn uptime_ns() -> u64 {
         hal::timer::uptime_ns()
     }
+
+    fn epoch_offset_ns() -> u64 {
+        hal::rtc::epoch_offset_ns()
+    }
 }
 
 impl Blocking for Kernel {

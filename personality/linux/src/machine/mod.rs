@@ -49,10 +49,14 @@ pub trait UserMemory {
     fn write(address: u64, bytes: &[u8]) -> Result<(), BadAddress>;
 }
 
-/// Time since boot.
+/// Time since boot, and the wall clock's offset from it.
 pub trait Clock {
     /// Nanoseconds since boot, never going back.
     fn uptime_ns() -> u64;
+    /// Nanoseconds to add to an uptime to get the wall-clock time
+    /// (`CLOCK_REALTIME`): what absolute wall-clock deadlines are turned
+    /// into uptimes by.
+    fn epoch_offset_ns() -> u64;
 }
 
 /// The calling thread and how it waits. The pattern that loses no wake-up

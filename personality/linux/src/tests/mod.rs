@@ -38,6 +38,7 @@ mod socket;
 mod splice;
 mod statfs;
 mod table;
+mod timer_args;
 mod timerfd;
 mod unix_pair;
 mod unix_socket;

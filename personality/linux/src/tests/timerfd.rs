@@ -166,3 +166,47 @@ fn a_read_waits_for_the_expiry_and_returns_the_count() {
     assert_eq!(fixture.call(READ, &[fd, at(0), 8]), 8);
     assert_eq!(fixture.call(READ, &[fd, at(0), 8]), err(Errno::EAGAIN));
 }
+
+#[test]
+fn an_absolute_wall_clock_time_expires_at_the_uptime_it_falls_at() {
+    use crate::machine::fake::{FakeMachine, FAKE_EPOCH_OFFSET_NS};
+    let fixture = Fixture::new();
+    let start = FakeMachine::now();
+    let wall = fixture.call(TIMERFD_CREATE, &[0, 0]) as u64;
+    let monotonic = fixture.call(TIMERFD_CREATE, &[1, 0]) as u64;
+    // What timerfd01 does: now on the timer's clock, plus 100 ms.
+    let wall_deadline = put_setting(0x100, FAKE_EPOCH_OFFSET_NS + start + 100 * MS, 0);
+    assert_eq!(
+        fixture.call(
+            TIMERFD_SETTIME,
+            &[wall, TFD_TIMER_ABSTIME, wall_deadline, 0]
+        ),
+        0
+    );
+    let uptime_deadline = put_setting(0x140, start + 100 * MS, 0);
+    assert_eq!(
+        fixture.call(
+            TIMERFD_SETTIME,
+            &[monotonic, TFD_TIMER_ABSTIME, uptime_deadline, 0]
+        ),
+        0
+    );
+    for fd in [wall, monotonic] {
+        assert_eq!(fixture.call(TIMERFD_GETTIME, &[fd, at(0x200)]), 0);
+        assert_eq!(
+            peek_u64(at(0x218)),
+            100 * MS,
+            "relative, whatever the clock"
+        );
+    }
+    assert_eq!(fixture.call(READ, &[wall, at(0), 8]), 8);
+    assert_eq!(peek_u64(at(0)), 1);
+    assert_eq!(fake::blocks(), [("timerfd read", Some(start + 100 * MS))]);
+    // A wall-clock time before boot is past: it expires at once.
+    let past = put_setting(0x180, 1, 0);
+    assert_eq!(
+        fixture.call(TIMERFD_SETTIME, &[wall, TFD_TIMER_ABSTIME, past, 0]),
+        0
+    );
+    assert_eq!(fixture.call(READ, &[wall, at(0), 8]), 8);
+}
