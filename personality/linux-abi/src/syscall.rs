@@ -210,6 +210,7 @@ syscalls! {
     FACCESSAT faccessat = 269,
     PSELECT6 pselect6 = 270,
     PPOLL ppoll = 271,
+    UNSHARE unshare = 272,
     SET_ROBUST_LIST set_robust_list = 273,
     UTIMENSAT utimensat = 280,
     EPOLL_PWAIT epoll_pwait = 281,
@@ -238,6 +239,10 @@ syscalls! {
     PWRITEV2 pwritev2 = 328,
     STATX statx = 332,
     RSEQ rseq = 334,
+    PIDFD_SEND_SIGNAL pidfd_send_signal = 424,
+    PIDFD_OPEN pidfd_open = 434,
+    CLOSE_RANGE close_range = 436,
+    PIDFD_GETFD pidfd_getfd = 438,
     FACCESSAT2 faccessat2 = 439,
     EPOLL_PWAIT2 epoll_pwait2 = 441,
 }

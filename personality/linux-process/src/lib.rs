@@ -6,7 +6,7 @@
 //! [`handle`] is the family's table, one line per call, each family in
 //! its file:
 //! - `lifecycle`: `fork`, `vfork`, `clone`, `execve`, `wait4`, `waitid`,
-//!   `kill`, `tkill`, `tgkill`, `exit`, `exit_group`, the identifiers,
+//!   `kill`, `tkill`, `tgkill`, `pidfd_send_signal`, `exit`, `exit_group`, the identifiers,
 //!   `set_tid_address`, `arch_prctl`;
 //! - `memory`: `brk`, `mmap`, `munmap`, `mprotect`, `mremap`, `mincore`,
 //!   `madvise`, `msync`;
@@ -182,6 +182,7 @@ pub fn handle(args: &(u64, u64, u64, u64, u64, u64, u64, u64)) -> Option<i64> {
         syscall::KILL => lifecycle::kill(strand, a0, a1),
         syscall::TKILL => lifecycle::tgkill(strand, None, a0, a1),
         syscall::TGKILL => lifecycle::tgkill(strand, Some(a0), a1, a2),
+        syscall::PIDFD_SEND_SIGNAL => lifecycle::pidfd_send_signal(strand, a0, a1, a2, a3),
         syscall::ARCH_PRCTL => lifecycle::arch_prctl(a0, a1),
         syscall::CLOCK_GETTIME => time::clock_gettime(a0, a1),
         syscall::CLOCK_GETRES => time::clock_getres(a0, a1),

@@ -194,6 +194,8 @@ fn wait_of(
         WaitTarget::Any => Children::Any,
         WaitTarget::Process(pid) => Children::Process(pid),
         WaitTarget::Group(group) => Children::Group(group),
+        // Resolved to its process by the caller (`waitid`).
+        WaitTarget::Descriptor(_) => return None,
         WaitTarget::CallersGroup => crate::personality()
             .and_then(|personality| personality.process_group(parent.id()))
             .map(Children::Group)
@@ -211,7 +213,9 @@ fn wait_of(
 /// `waitid(idtype, id, infop, options, rusage)`: as `wait4`, with the
 /// child named by `idtype` (`P_ALL`, `P_PID`, `P_PGID`), the changes
 /// asked for spelled out (`WEXITED`, `WSTOPPED`, `WCONTINUED`; at least
-/// one), `WNOWAIT` to leave the change waitable, and the answer written
+/// one), or by a process descriptor (`P_PIDFD`: a non-blocking one
+/// waits as with `WNOHANG`, and finding no change is `EAGAIN` unless
+/// `WNOHANG` was asked), `WNOWAIT` to leave the change waitable, and the answer written
 /// as a `siginfo_t` (`SIGCHLD`, `CLD_*`, the child, its status). Returns
 /// 0; with `WNOHANG` and no change, 0 with the `siginfo_t`'s pid zeroed.
 pub(crate) fn waitid(
@@ -225,10 +229,25 @@ pub(crate) fn waitid(
     let Some(parent) = process::of_strand(strand) else {
         return Errno::ESRCH.as_negative();
     };
-    let request = match process_args::waitid_request(idtype, id, options) {
+    let mut request = match process_args::waitid_request(idtype, id, options) {
         Ok(request) => request,
         Err(error) => return error.as_negative(),
     };
+    let mut is_nonblocking_descriptor = false;
+    if let WaitTarget::Descriptor(fd) = request.target {
+        let Some(personality) = crate::personality() else {
+            return Errno::EBADF.as_negative();
+        };
+        let described = match personality.process_descriptor(parent.id(), fd) {
+            Ok(described) => described,
+            Err(error) => return error.as_negative(),
+        };
+        request.target = WaitTarget::Process(described.pid);
+        // Linux's `kernel_waitid`: the descriptor's `O_NONBLOCK` is a
+        // `WNOHANG` that reports "nothing yet" as `EAGAIN`.
+        is_nonblocking_descriptor = described.is_nonblocking && request.block;
+        request.block &= !described.is_nonblocking;
+    }
     // `P_PGID` 0 of a caller with no group: Linux's EINVAL.
     let Some((which, reporting)) = wait_of(&parent, request, None) else {
         return Errno::EINVAL.as_negative();
@@ -259,6 +278,7 @@ pub(crate) fn waitid(
                 },
             };
         }
+        Ok(None) if is_nonblocking_descriptor => return Errno::EAGAIN.as_negative(),
         Ok(None) => {}
         Err(WaitError::NoChild) => return Errno::ECHILD.as_negative(),
         Err(WaitError::Interrupted) => return Errno::EINTR.as_negative(),
@@ -291,6 +311,58 @@ pub(crate) fn kill(strand: u64, pid: u64, signal: u64) -> i64 {
         return Errno::EINVAL.as_negative();
     };
     match crate::signals::kill(sender.id(), pid as i32, signal) {
+        Ok(()) => 0,
+        Err(error) => kill_errno(error),
+    }
+}
+
+/// `pidfd_send_signal(pidfd, signal, info, flags)`: `kill` of the
+/// process descriptor `pidfd` names, in Linux's order of checks:
+/// `EINVAL` for any flag, `EBADF` for a `pidfd` that is not a process
+/// descriptor, `EFAULT` for an unreadable `info`, `EINVAL` if `info`'s
+/// signal is not `signal`, `EPERM` for an `info` that claims to come
+/// from the kernel or `tgkill` (a code of 0 or above, or `SI_TKILL`)
+/// sent to another process; then as `kill`. The signal arrives as
+/// `kill` sends it (`SI_USER`, from the caller): `info`'s code and value
+/// are not carried (nor does Spindle have `rt_sigqueueinfo`).
+pub(crate) fn pidfd_send_signal(
+    strand: u64,
+    pidfd: u64,
+    signal: u64,
+    info: u64,
+    flags: u64,
+) -> i64 {
+    let (Some(sender), Some(personality)) = (process::of_strand(strand), crate::personality())
+    else {
+        return Errno::ESRCH.as_negative();
+    };
+    if flags as u32 != 0 {
+        return Errno::EINVAL.as_negative();
+    }
+    let target = match personality.process_descriptor(sender.id(), pidfd) {
+        Ok(described) => described.pid,
+        Err(error) => return error.as_negative(),
+    };
+    if info != 0 {
+        // `si_signo`, `si_errno`, `si_code`: the head of a `siginfo_t`.
+        let mut head = [0u8; 12];
+        if hal::user::copy_from_user(&mut head, info).is_err() {
+            return Errno::EFAULT.as_negative();
+        }
+        let word =
+            |at: usize| i32::from_le_bytes([head[at], head[at + 1], head[at + 2], head[at + 3]]);
+        let (claimed_signal, code) = (word(0), word(8));
+        if i64::from(claimed_signal) != signal as i64 {
+            return Errno::EINVAL.as_negative();
+        }
+        if target != sender.id() && (code >= 0 || code == signal::SI_TKILL) {
+            return Errno::EPERM.as_negative();
+        }
+    }
+    let Ok(signal) = process_args::signal_argument(signal) else {
+        return Errno::EINVAL.as_negative();
+    };
+    match crate::signals::kill(sender.id(), target as i32, signal) {
         Ok(()) => 0,
         Err(error) => kill_errno(error),
     }

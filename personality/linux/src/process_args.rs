@@ -187,6 +187,9 @@ pub enum WaitTarget {
     Process(u64),
     /// The children in this process group.
     Group(u64),
+    /// The child a process descriptor of the caller names
+    /// (`P_PIDFD`): this descriptor.
+    Descriptor(u64),
     /// The children in the caller's own process group.
     CallersGroup,
 }
@@ -234,8 +237,8 @@ pub fn wait4_request(pid: u64, options: u64) -> Result<WaitRequest, Errno> {
 
 /// Checks `waitid(idtype, id, _, options, _)`: `EINVAL` for unknown
 /// options, for none of `WEXITED`, `WSTOPPED`, `WCONTINUED`, and for an
-/// unknown `idtype` or a `P_PID` of 0. `P_PGID` with 0 is the caller's
-/// group.
+/// unknown `idtype`, a `P_PID` of 0 or a negative `P_PIDFD`. `P_PGID`
+/// with 0 is the caller's group.
 pub fn waitid_request(idtype: u64, id: u64, options: u64) -> Result<WaitRequest, Errno> {
     use wait_flag::*;
     const P_ALL: u64 = 0;
@@ -245,8 +248,12 @@ pub fn waitid_request(idtype: u64, id: u64, options: u64) -> Result<WaitRequest,
     if options & !known != 0 || options & (WEXITED | WUNTRACED | WCONTINUED) == 0 {
         return Err(Errno::EINVAL);
     }
+    if u64::from(idtype as u32) == linux_abi::pidfd::P_PIDFD && (id as i32) < 0 {
+        return Err(Errno::EINVAL);
+    }
     let id = u64::from(id as u32);
     let target = match u64::from(idtype as u32) {
+        linux_abi::pidfd::P_PIDFD => WaitTarget::Descriptor(id),
         P_ALL => WaitTarget::Any,
         P_PID if id > 0 => WaitTarget::Process(id),
         P_PGID if id > 0 => WaitTarget::Group(id),
@@ -527,7 +534,17 @@ mod tests {
     #[test]
     fn waitid_needs_a_change_to_report_and_a_known_id_type() {
         assert_eq!(waitid_request(0, 0, wait_flag::WNOHANG), Err(Errno::EINVAL));
-        assert_eq!(waitid_request(3, 1, wait_flag::WEXITED), Err(Errno::EINVAL));
+        assert_eq!(waitid_request(4, 1, wait_flag::WEXITED), Err(Errno::EINVAL));
+        assert_eq!(
+            waitid_request(3, 5, wait_flag::WEXITED).unwrap().target,
+            WaitTarget::Descriptor(5),
+            "P_PIDFD"
+        );
+        assert_eq!(
+            waitid_request(3, u64::from(u32::MAX), wait_flag::WEXITED),
+            Err(Errno::EINVAL),
+            "a negative descriptor"
+        );
         assert_eq!(waitid_request(1, 0, wait_flag::WEXITED), Err(Errno::EINVAL));
         assert_eq!(
             waitid_request(0, 0, wait_flag::WEXITED | 0x10),

@@ -729,6 +729,14 @@ pub fn thread_ended(strand: u64, process: &Arc<Process>) -> bool {
     true
 }
 
+/// The children of process `id` (running or zombies) while it runs;
+/// none once it has ended (they are orphans then).
+pub fn children_of(id: u64) -> Vec<u64> {
+    get(id).map_or_else(Vec::new, |process| {
+        process.state.lock().children.iter().copied().collect()
+    })
+}
+
 /// Forgets `process`, made by [`create`] but never started.
 pub fn discard(process: &Process) {
     observer().ended(process.id);
