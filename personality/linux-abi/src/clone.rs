@@ -9,6 +9,13 @@ pub const CLONE_FS: u64 = 0x200;
 pub const CLONE_FILES: u64 = 0x400;
 /// Share the signal handlers.
 pub const CLONE_SIGHAND: u64 = 0x800;
+/// Write a process descriptor for the child where `CLONE_PARENT_SETTID`
+/// would write its id.
+pub const CLONE_PIDFD: u64 = 0x1000;
+/// The parent waits until the child calls `execve` or ends.
+pub const CLONE_VFORK: u64 = 0x4000;
+/// Ignored since Linux 2.6.2, refused with `CLONE_PIDFD`.
+pub const CLONE_DETACHED: u64 = 0x40_0000;
 /// Be a thread of the caller's process.
 pub const CLONE_THREAD: u64 = 0x1_0000;
 /// A new mount namespace.

@@ -22,6 +22,7 @@ pub mod lock;
 pub mod persona;
 pub mod pidfd;
 pub mod prctl;
+pub mod ptrace;
 pub mod resource;
 pub mod sigaction;
 pub mod siginfo;

@@ -111,6 +111,7 @@ syscalls! {
     GETRUSAGE getrusage = 98,
     SYSINFO sysinfo = 99,
     TIMES times = 100,
+    PTRACE ptrace = 101,
     GETUID getuid = 102,
     GETGID getgid = 104,
     SETUID setuid = 105,

@@ -30,23 +30,21 @@ pub(crate) fn set_tid_address(strand: u64, address: u64) -> i64 {
     gettid(strand)
 }
 
-/// `clone(flags, stack, parent_tid, child_tid, tls)`: without `CLONE_VM`,
-/// a `fork` (on `stack` if given); with `CLONE_VM | CLONE_THREAD`, a new
-/// thread of the caller's process, resuming from the same call with
-/// result 0 on `stack`. `CLONE_VM | CLONE_VFORK` without `CLONE_THREAD`
-/// (how musl's and glibc's `posix_spawn`, and so `system`, start a
-/// program) is a `fork` on `stack`: the child gets a copy of the memory
-/// instead of sharing it, which those callers cannot tell apart (the
-/// child only prepares and calls `execve`; musl learns of a failed
-/// `execve` through a close-on-exec pipe, glibc through the exit
-/// status). Other `CLONE_VM` sharing by another process is not supported
-/// (`ENOSYS`).
+/// `clone(flags, stack, parent_tid, child_tid, tls)`: without
+/// `CLONE_THREAD`, a new process ([`fork`], on `stack` if given, in the
+/// caller's memory with `CLONE_VM`); with `CLONE_THREAD`, a new thread
+/// of the caller's process, resuming from the same call with result 0
+/// on `stack`. The combinations Linux refuses are `EINVAL`
+/// (`process_args::clone_kind`).
 pub(crate) fn clone(
     strand: u64,
     [flags, stack, parent_tid, child_tid, tls]: [u64; 5],
     saved: Option<(hal::user::UserRegisters, u64)>,
 ) -> i64 {
     match process_args::clone_kind(flags) {
+        Ok(CloneKind::Fork { flags }) if flags & linux_abi::clone::CLONE_PIDFD != 0 => {
+            return fork_with_descriptor(strand, flags, stack, parent_tid, saved)
+        }
         Ok(CloneKind::Fork { flags }) => return fork(strand, flags, stack, saved),
         Ok(CloneKind::Thread) => {}
         Err(error) => return error.as_negative(),
@@ -92,6 +90,10 @@ pub(crate) fn clone(
     }
 }
 
+/// What `vfork()` is: `clone(CLONE_VM | CLONE_VFORK | SIGCHLD)`.
+pub(crate) const VFORK_FLAGS: u64 =
+    linux_abi::clone::CLONE_VM | linux_abi::clone::CLONE_VFORK | signal::SIGCHLD as u64;
+
 /// `getppid()`: the parent's process id (0 for a child of the kernel).
 pub(crate) fn getppid(strand: u64) -> i64 {
     process::of_strand(strand).map_or(Errno::ESRCH.as_negative(), |process| {
@@ -99,29 +101,36 @@ pub(crate) fn getppid(strand: u64) -> i64 {
     })
 }
 
-/// `fork()`, and `clone` without `CLONE_VM` (with an optional new stack):
-/// a child process with a copy-on-write copy of the caller's memory,
-/// resuming from the same call with result 0. The parent gets the child's
-/// id. `registers` and `fs_base` are the caller's, as the call left them.
+/// `fork()`, and `clone` without `CLONE_THREAD` (with an optional new
+/// stack): a child process resuming from the same call with result 0,
+/// with a copy-on-write copy of the caller's memory, or with `CLONE_VM`
+/// in the caller's memory itself. With `CLONE_VFORK` the caller waits
+/// until the child calls `execve` or ends (`vfork`). The parent gets the
+/// child's id. `registers` and `fs_base` are the caller's, as the call
+/// left them.
 pub(crate) fn fork(
     strand: u64,
     flags: u64,
     child_stack: u64,
     saved: Option<(hal::user::UserRegisters, u64)>,
 ) -> i64 {
-    if flags & clone_flag::VM != 0 {
-        return Errno::ENOSYS.as_negative();
-    }
     let (Some(parent), Some((mut registers, fs_base))) = (process::of_strand(strand), saved) else {
         return Errno::ESRCH.as_negative();
     };
-    let memory = match parent.with_memory(|memory| memory.fork()) {
-        Some(Ok(memory)) => memory,
-        Some(Err(_)) => return Errno::ENOMEM.as_negative(),
-        None => return Errno::ESRCH.as_negative(),
+    let child = if flags & clone_flag::VM != 0 {
+        match process::create_in_parent_memory(process::reserve_id(), &parent) {
+            Some(child) => child,
+            None => return Errno::ESRCH.as_negative(),
+        }
+    } else {
+        let memory = match parent.with_memory(|memory| memory.fork()) {
+            Some(Ok(memory)) => memory,
+            Some(Err(_)) => return Errno::ENOMEM.as_negative(),
+            None => return Errno::ESRCH.as_negative(),
+        };
+        process::create(process::reserve_id(), parent.id(), memory)
     };
-    let id = process::reserve_id();
-    let child = process::create(id, parent.id(), memory);
+    let id = child.id();
     crate::scheduling::process_forked(parent.id(), id);
     registers.rax = 0;
     if child_stack != 0 {
@@ -135,12 +144,52 @@ pub(crate) fn fork(
         0,
         0,
     ) {
-        Ok(_thread) => id as i64,
+        Ok(_thread) => {
+            if flags & clone_flag::VFORK != 0 {
+                process::wait_for_vfork_child(&child);
+            }
+            id as i64
+        }
         Err(_) => {
             process::discard(&child);
             Errno::EAGAIN.as_negative()
         }
     }
+}
+
+/// `clone(CLONE_PIDFD, ...)` without `CLONE_THREAD`: [`fork`], and a
+/// close-on-exec process descriptor for the child in the caller, its
+/// number written to `descriptor_at` (an `int`). The descriptor is
+/// checked first, so a bad address is `EFAULT` with no child made.
+fn fork_with_descriptor(
+    strand: u64,
+    flags: u64,
+    stack: u64,
+    descriptor_at: u64,
+    saved: Option<(hal::user::UserRegisters, u64)>,
+) -> i64 {
+    let (Some(parent), Some(personality)) = (process::of_strand(strand), crate::personality())
+    else {
+        return Errno::ESRCH.as_negative();
+    };
+    let Some(files) = personality.files(parent.id()) else {
+        return Errno::ESRCH.as_negative();
+    };
+    if hal::user::copy_to_user(descriptor_at, &(-1i32).to_le_bytes()).is_err() {
+        return Errno::EFAULT.as_negative();
+    }
+    let child = fork(strand, flags, stack, saved);
+    if child <= 0 {
+        return child;
+    }
+    let descriptor = match linux::pidfd::pidfd_open(personality, &files, child as u64, 0) {
+        Ok(descriptor) => descriptor as i32,
+        // Out of descriptors: the child runs, unnamed (`-1` written).
+        Err(_) => return child,
+    };
+    // Written before (a valid address): only a concurrent unmap fails.
+    let _ = hal::user::copy_to_user(descriptor_at, &descriptor.to_le_bytes());
+    child
 }
 
 /// `wait4(pid, wstatus, options, rusage)`: waits for a child to change
@@ -508,5 +557,17 @@ pub(crate) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
     crate::programs::program_executed(&process, &program, &arguments, &environment);
     let _ = hal::user::set_fs_base(0);
     crate::record_exec(strand, entry, rsp);
+    // A tracee stops at its new program's first instruction: `SIGTRAP`
+    // (ptrace(2), without `PTRACE_O_TRACEEXEC`).
+    if process::is_traced(&process) {
+        let info = linux::signal::SignalInfo {
+            signal: signal::SIGTRAP,
+            source: linux::signal::Source::User {
+                pid: process.id() as u32,
+                thread: false,
+            },
+        };
+        let _ = crate::signals::send(process.id(), info);
+    }
     0
 }

@@ -442,6 +442,13 @@ fn deliver_to(
         let Some((info, disposition)) = taken else {
             break;
         };
+        // A tracee shows its tracer each signal before it takes it.
+        let (info, disposition) =
+            match crate::ptrace::before_taking(pid, &files, thread, info, disposition) {
+                crate::ptrace::TracedSignal::Take(info, disposition) => (info, disposition),
+                crate::ptrace::TracedSignal::Skip => continue,
+                crate::ptrace::TracedSignal::Killed => return process::pending_kill(),
+            };
         match disposition {
             Disposition::Ignore => {}
             Disposition::Terminate => return Some(info.signal),

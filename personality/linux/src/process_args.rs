@@ -131,33 +131,41 @@ pub mod clone_flag {
 /// What a `clone` makes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CloneKind {
-    /// A new process with a copy of the caller's memory, with these flags
-    /// (`CLONE_VM | CLONE_VFORK` without `CLONE_THREAD`, what
-    /// `posix_spawn` uses, is a fork too: the child only prepares and
-    /// calls `execve`, and cannot tell the copy from sharing).
+    /// A new process, with these flags: with `CLONE_VM` it runs in the
+    /// caller's memory (`vfork`, `posix_spawn`), otherwise in a
+    /// copy-on-write copy of it; with `CLONE_VFORK` the caller waits
+    /// until it calls `execve` or ends.
     Fork {
-        /// The flags the fork keeps (`CLONE_VM` taken out).
+        /// The `clone` flags.
         flags: u64,
     },
     /// Another thread of the caller's process.
     Thread,
 }
 
-/// What `clone(flags, ...)` makes: `ENOSYS` for another process sharing
-/// the caller's memory without `CLONE_VFORK` (not supported).
+/// What `clone(flags, ...)` makes, after Linux's checks of the flags
+/// together (`copy_process`): `EINVAL` for a new mount or user
+/// namespace sharing the caller's root and directory (`CLONE_FS`), a
+/// thread without the signal handlers (`CLONE_SIGHAND`), shared signal
+/// handlers without shared memory (`CLONE_VM`), a thread in new user or
+/// process-id namespaces, and a process descriptor asked for with
+/// `CLONE_PARENT_SETTID` (both would be written to the same place) or
+/// `CLONE_DETACHED`.
 pub fn clone_kind(flags: u64) -> Result<CloneKind, Errno> {
-    if flags & clone_flag::VM == 0 {
-        return Ok(CloneKind::Fork { flags });
+    use linux_abi::clone::*;
+    let has = |flag: u64| flags & flag != 0;
+    let is_refused = (has(CLONE_FS) && has(CLONE_NEWNS | CLONE_NEWUSER))
+        || (has(CLONE_THREAD) && !has(CLONE_SIGHAND))
+        || (has(CLONE_SIGHAND) && !has(CLONE_VM))
+        || (has(CLONE_THREAD) && has(CLONE_NEWUSER | CLONE_NEWPID))
+        || (has(CLONE_PIDFD) && has(clone_flag::PARENT_SETTID | CLONE_DETACHED));
+    if is_refused {
+        return Err(Errno::EINVAL);
     }
-    if flags & clone_flag::THREAD != 0 {
+    if has(CLONE_THREAD) {
         return Ok(CloneKind::Thread);
     }
-    if flags & clone_flag::VFORK != 0 {
-        return Ok(CloneKind::Fork {
-            flags: flags & !clone_flag::VM,
-        });
-    }
-    Err(Errno::ENOSYS)
+    Ok(CloneKind::Fork { flags })
 }
 
 /// `wait4`'s and `waitid`'s options.
@@ -494,18 +502,27 @@ mod tests {
 
     #[test]
     fn clone_makes_forks_threads_or_refuses_shared_processes() {
+        use linux_abi::clone::*;
         assert_eq!(clone_kind(17), Ok(CloneKind::Fork { flags: 17 }));
+        let vfork = clone_flag::VM | clone_flag::VFORK | 17;
+        assert_eq!(clone_kind(vfork), Ok(CloneKind::Fork { flags: vfork }));
+        let shared = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | 17;
+        assert_eq!(clone_kind(shared), Ok(CloneKind::Fork { flags: shared }));
         assert_eq!(
-            clone_kind(clone_flag::VM | clone_flag::VFORK | 17),
-            Ok(CloneKind::Fork {
-                flags: clone_flag::VFORK | 17
-            })
-        );
-        assert_eq!(
-            clone_kind(clone_flag::VM | clone_flag::THREAD | clone_flag::SETTLS),
+            clone_kind(CLONE_VM | CLONE_SIGHAND | CLONE_THREAD | clone_flag::SETTLS),
             Ok(CloneKind::Thread)
         );
-        assert_eq!(clone_kind(clone_flag::VM), Err(Errno::ENOSYS));
+        for refused in [
+            CLONE_FS | CLONE_NEWNS,
+            CLONE_FS | CLONE_NEWUSER,
+            CLONE_VM | CLONE_THREAD,
+            CLONE_SIGHAND,
+            CLONE_VM | CLONE_SIGHAND | CLONE_THREAD | CLONE_NEWPID,
+            CLONE_PIDFD | clone_flag::PARENT_SETTID,
+            CLONE_PIDFD | CLONE_DETACHED,
+        ] {
+            assert_eq!(clone_kind(refused), Err(Errno::EINVAL), "{refused:#x}");
+        }
     }
 
     #[test]
