@@ -430,7 +430,10 @@ fn with_our_programs(
 /// figure `ls -l`; `poll_wake` and `epoll_wake`, the latency of a wake-up
 /// out of `poll` and `epoll_wait`; `eventfd_pingpong`, the round trip of
 /// an event between two processes over eventfd counters; `fcntl_lock`
-/// and `flock`, an uncontended lock and unlock of a file.
+/// and `flock`, an uncontended lock and unlock of a file;
+/// `vfork_exit_wait` and `pidfd_exit_wait`, beside the baseline's
+/// `fork_exit_wait`: a child that runs in its parent's memory, and a
+/// child's end waited for through a process descriptor.
 pub const LINUX_SUITE_OURS: &[&str] = &[
     "ls_l",
     "poll_wake",
@@ -438,6 +441,8 @@ pub const LINUX_SUITE_OURS: &[&str] = &[
     "eventfd_pingpong",
     "fcntl_lock",
     "flock",
+    "vfork_exit_wait",
+    "pidfd_exit_wait",
 ];
 
 /// SPIN's Unix-server figures (paper 002, table 2) as `./x bench linux`

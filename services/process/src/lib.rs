@@ -1,11 +1,17 @@
 //! Processes: an address map, a parent, children, and how it ended.
 //!
-//! A process runs one or more user threads (`clone` with `CLONE_VM`). It
-//! is made by the kernel (parent 0: the kernel, which learns how it ended
-//! from the thread it started) or by `fork`, which gives the child a
-//! copy-on-write copy of the parent's memory (`vm::AddressMap::fork`).
-//! When its last thread ends, its memory goes at once; the record stays, a
-//! zombie, until the parent waits for it (`wait4`). A process whose parent
+//! A process runs one or more user threads (`clone` with `CLONE_VM |
+//! CLONE_THREAD`). It is made by the kernel (parent 0: the kernel, which
+//! learns how it ended from the thread it started) or by `fork`, which
+//! gives the child a copy-on-write copy of the parent's memory
+//! (`vm::AddressMap::fork`), or runs it in the parent's memory itself
+//! (`clone(CLONE_VM)`, `vfork`: the map is shared, and goes with its last
+//! holder). When its last thread ends, it lets go of its memory at once;
+//! the record stays, a zombie, until the parent waits for it (`wait4`).
+//!
+//! A child may ask to be traced by its parent (`ptrace`): each signal it
+//! is about to take stops it until the parent resumes it
+//! ([`trace_stop`], [`resume_tracee`]). A process whose parent
 //! ended first is an orphan: nobody will wait for it, so its record goes
 //! as soon as it ends.
 //!
@@ -344,14 +350,6 @@ impl Process {
             .lock()
             .as_ref()
             .map_or(0, |memory| Arc::as_ptr(memory) as usize)
-    }
-
-    /// Whether it shares its memory with another process.
-    pub fn shares_memory(&self) -> bool {
-        self.memory
-            .lock()
-            .as_ref()
-            .is_some_and(|memory| Arc::strong_count(memory) > 1)
     }
 
     /// When it was made, in nanoseconds since boot.
