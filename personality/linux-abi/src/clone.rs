@@ -18,6 +18,14 @@ pub const CLONE_VFORK: u64 = 0x4000;
 pub const CLONE_DETACHED: u64 = 0x40_0000;
 /// Be a thread of the caller's process.
 pub const CLONE_THREAD: u64 = 0x1_0000;
+/// Set the new thread's FS base (TLS) to the fifth argument.
+pub const CLONE_SETTLS: u64 = 0x8_0000;
+/// Write the new thread's id to the third argument (in the parent).
+pub const CLONE_PARENT_SETTID: u64 = 0x10_0000;
+/// Clear and wake the fourth argument when the thread ends.
+pub const CLONE_CHILD_CLEARTID: u64 = 0x20_0000;
+/// Write the new thread's id to the fourth argument (in the child).
+pub const CLONE_CHILD_SETTID: u64 = 0x100_0000;
 /// A new mount namespace.
 pub const CLONE_NEWNS: u64 = 0x2_0000;
 /// Share System V semaphore undo lists.

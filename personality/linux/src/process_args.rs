@@ -110,22 +110,14 @@ pub fn map_request(len: u64, prot: u64, flags: u64) -> Result<MapRequest, Errno>
     })
 }
 
-/// `clone` flags.
+/// `clone` flags by their short names (Linux's numbers are
+/// `linux_abi::clone`'s).
 pub mod clone_flag {
-    /// Share the address space (a thread).
-    pub const VM: u64 = 0x100;
-    /// The parent waits until the child calls `execve` or exits.
-    pub const VFORK: u64 = 0x4000;
-    /// Be a thread of the caller's process.
-    pub const THREAD: u64 = 0x1_0000;
-    /// Set the new thread's FS base (TLS) to the fifth argument.
-    pub const SETTLS: u64 = 0x8_0000;
-    /// Write the new thread's id to the third argument (in the parent).
-    pub const PARENT_SETTID: u64 = 0x10_0000;
-    /// Clear and wake the fourth argument when the thread ends.
-    pub const CHILD_CLEARTID: u64 = 0x20_0000;
-    /// Write the new thread's id to the fourth argument (in the child).
-    pub const CHILD_SETTID: u64 = 0x100_0000;
+    pub use linux_abi::clone::{
+        CLONE_CHILD_CLEARTID as CHILD_CLEARTID, CLONE_CHILD_SETTID as CHILD_SETTID,
+        CLONE_PARENT_SETTID as PARENT_SETTID, CLONE_SETTLS as SETTLS, CLONE_THREAD as THREAD,
+        CLONE_VFORK as VFORK, CLONE_VM as VM,
+    };
 }
 
 /// What a `clone` makes.
