@@ -214,6 +214,7 @@ pub fn process_created(pid: u64, parent: u64) {
 pub fn process_ended(pid: u64) {
     if let Some(personality) = PERSONALITY.get() {
         linux_process::programs::process_ending(pid);
+        linux_process::signals::parent_ended(pid);
         personality.process_ended(pid);
     }
 }

@@ -432,7 +432,9 @@ fn with_our_programs(
 /// an event between two processes over eventfd counters; `fcntl_lock`
 /// and `flock`, an uncontended lock and unlock of a file; `futex_wake`,
 /// the round trip between two threads waking each other out of
-/// `FUTEX_WAIT`.
+/// `FUTEX_WAIT`; `vfork_exit_wait` and `pidfd_exit_wait`, beside the
+/// baseline's `fork_exit_wait`: a child that runs in its parent's
+/// memory, and a child's end waited for through a process descriptor.
 pub const LINUX_SUITE_OURS: &[&str] = &[
     "ls_l",
     "poll_wake",
@@ -441,6 +443,8 @@ pub const LINUX_SUITE_OURS: &[&str] = &[
     "fcntl_lock",
     "flock",
     "futex_wake",
+    "vfork_exit_wait",
+    "pidfd_exit_wait",
 ];
 
 /// SPIN's Unix-server figures (paper 002, table 2) as `./x bench linux`

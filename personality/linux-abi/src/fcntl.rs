@@ -55,3 +55,10 @@ pub const AT_STATX_SYNC_TYPE: u64 = 0x6000;
 /// `statx`'s mask bit kept for a future extension (`STATX__RESERVED`):
 /// `EINVAL`.
 pub const STATX_RESERVED: u64 = 0x8000_0000;
+
+/// `close_range`: give the caller a descriptor table of its own first
+/// (one it shared through `CLONE_FILES`).
+pub const CLOSE_RANGE_UNSHARE: u64 = 1 << 1;
+/// `close_range`: mark the descriptors close-on-exec instead of closing
+/// them.
+pub const CLOSE_RANGE_CLOEXEC: u64 = 1 << 2;

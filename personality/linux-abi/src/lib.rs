@@ -13,12 +13,16 @@
 #![forbid(unsafe_code)]
 
 mod bytes;
+pub mod clone;
 pub mod epoll;
 pub mod errno;
 pub mod eventfd;
 pub mod fcntl;
 pub mod lock;
 pub mod persona;
+pub mod pidfd;
+pub mod prctl;
+pub mod ptrace;
 pub mod resource;
 pub mod sigaction;
 pub mod siginfo;

@@ -128,5 +128,8 @@ pub const CLD_EXITED: i32 = 1;
 pub const CLD_KILLED: i32 = 2;
 /// `si_code` of `SIGCHLD`: a signal stopped the child.
 pub const CLD_STOPPED: i32 = 5;
+/// `si_code` of `SIGCHLD` for a traced child that stopped for its tracer
+/// (a signal-delivery stop).
+pub const CLD_TRAPPED: i32 = 4;
 /// `si_code` of `SIGCHLD`: `SIGCONT` continued the stopped child.
 pub const CLD_CONTINUED: i32 = 6;

@@ -20,8 +20,10 @@ use ::process::{self, Process};
 /// Which futex word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Key {
-    /// A word of one process's own memory: the process and the address.
-    Private { process: u64, address: u64 },
+    /// A word of one address map: the map
+    /// ([`Process::memory_identity`], which processes sharing it by
+    /// `clone(CLONE_VM)` have in common) and the address.
+    Private { memory: usize, address: u64 },
     /// A word of shared memory: the object
     /// ([`vm::AddressMap::shared_page_at`]), its page, the offset in it.
     Shared {
@@ -36,7 +38,7 @@ impl Key {
     /// may (`shared`) or may not reach other processes.
     fn of(process: &Process, address: u64, shared: bool) -> Key {
         let private = Key::Private {
-            process: process.id(),
+            memory: process.memory_identity(),
             address,
         };
         if !shared {

@@ -6,11 +6,14 @@
 //! [`handle`] is the family's table, one line per call, each family in
 //! its file:
 //! - `lifecycle`: `fork`, `vfork`, `clone`, `execve`, `wait4`, `waitid`,
-//!   `kill`, `tkill`, `tgkill`, `exit`, `exit_group`, the identifiers,
+//!   `kill`, `tkill`, `tgkill`, `pidfd_send_signal`, `exit`, `exit_group`, the identifiers,
 //!   `set_tid_address`, `arch_prctl`;
 //! - `memory`: `brk`, `mmap`, `munmap`, `mprotect`, `mremap`, `mincore`,
 //!   `madvise`, `msync`;
 //! - `futex`: `futex`;
+//! - `ptrace`: a parent tracing its child (`PTRACE_TRACEME`, the
+//!   signal-delivery stops, `PTRACE_CONT`, `PTRACE_KILL`,
+//!   `PTRACE_DETACH`);
 //! - `time`: clocks, sleeps, `alarm` and interval timers (`itimer`);
 //! - `posix_timers`: `timer_create` and the calls on its timers;
 //! - `scheduling`: policies, priorities, `nice`, `getcpu`, I/O
@@ -36,6 +39,7 @@ mod lifecycle;
 mod memory;
 mod posix_timers;
 pub mod programs;
+mod ptrace;
 mod scheduling;
 pub mod signals;
 pub mod threads;
@@ -175,7 +179,8 @@ pub fn handle(args: &(u64, u64, u64, u64, u64, u64, u64, u64)) -> Option<i64> {
         syscall::MADVISE => memory::madvise(strand, a0, a1, a2),
         syscall::MSYNC => memory::msync(strand, a0, a1, a2),
         syscall::MREMAP => memory::mremap(strand, a0, a1, a2, a3, a4),
-        syscall::FORK | syscall::VFORK => lifecycle::fork(strand, 0, 0, forking(strand)),
+        syscall::FORK => lifecycle::fork(strand, 0, 0, forking(strand)),
+        syscall::VFORK => lifecycle::fork(strand, lifecycle::VFORK_FLAGS, 0, forking(strand)),
         syscall::EXECVE => lifecycle::execve(strand, a0, a1, a2),
         syscall::CLONE => lifecycle::clone(strand, [a0, a1, a2, a3, a4], forking(strand)),
         syscall::FUTEX => futex::futex(strand, a0, a1, a2, a3, a4, a5),
@@ -184,6 +189,8 @@ pub fn handle(args: &(u64, u64, u64, u64, u64, u64, u64, u64)) -> Option<i64> {
         syscall::KILL => lifecycle::kill(strand, a0, a1),
         syscall::TKILL => lifecycle::tgkill(strand, None, a0, a1),
         syscall::TGKILL => lifecycle::tgkill(strand, Some(a0), a1, a2),
+        syscall::PIDFD_SEND_SIGNAL => lifecycle::pidfd_send_signal(strand, a0, a1, a2, a3),
+        syscall::PTRACE => ptrace::ptrace(strand, a0, a1, a3),
         syscall::ARCH_PRCTL => lifecycle::arch_prctl(a0, a1),
         syscall::CLOCK_GETTIME => time::clock_gettime(strand, a0, a1),
         syscall::CLOCK_GETRES => time::clock_getres(a0, a1),

@@ -30,23 +30,21 @@ pub(crate) fn set_tid_address(strand: u64, address: u64) -> i64 {
     gettid(strand)
 }
 
-/// `clone(flags, stack, parent_tid, child_tid, tls)`: without `CLONE_VM`,
-/// a `fork` (on `stack` if given); with `CLONE_VM | CLONE_THREAD`, a new
-/// thread of the caller's process, resuming from the same call with
-/// result 0 on `stack`. `CLONE_VM | CLONE_VFORK` without `CLONE_THREAD`
-/// (how musl's and glibc's `posix_spawn`, and so `system`, start a
-/// program) is a `fork` on `stack`: the child gets a copy of the memory
-/// instead of sharing it, which those callers cannot tell apart (the
-/// child only prepares and calls `execve`; musl learns of a failed
-/// `execve` through a close-on-exec pipe, glibc through the exit
-/// status). Other `CLONE_VM` sharing by another process is not supported
-/// (`ENOSYS`).
+/// `clone(flags, stack, parent_tid, child_tid, tls)`: without
+/// `CLONE_THREAD`, a new process ([`fork`], on `stack` if given, in the
+/// caller's memory with `CLONE_VM`); with `CLONE_THREAD`, a new thread
+/// of the caller's process, resuming from the same call with result 0
+/// on `stack`. The combinations Linux refuses are `EINVAL`
+/// (`process_args::clone_kind`).
 pub(crate) fn clone(
     strand: u64,
     [flags, stack, parent_tid, child_tid, tls]: [u64; 5],
     saved: Option<(hal::user::UserRegisters, u64)>,
 ) -> i64 {
     match process_args::clone_kind(flags) {
+        Ok(CloneKind::Fork { flags }) if flags & linux_abi::clone::CLONE_PIDFD != 0 => {
+            return fork_with_descriptor(strand, flags, stack, parent_tid, saved)
+        }
         Ok(CloneKind::Fork { flags }) => return fork(strand, flags, stack, saved),
         Ok(CloneKind::Thread) => {}
         Err(error) => return error.as_negative(),
@@ -92,6 +90,10 @@ pub(crate) fn clone(
     }
 }
 
+/// What `vfork()` is: `clone(CLONE_VM | CLONE_VFORK | SIGCHLD)`.
+pub(crate) const VFORK_FLAGS: u64 =
+    linux_abi::clone::CLONE_VM | linux_abi::clone::CLONE_VFORK | signal::SIGCHLD as u64;
+
 /// `getppid()`: the parent's process id (0 for a child of the kernel).
 pub(crate) fn getppid(strand: u64) -> i64 {
     process::of_strand(strand).map_or(Errno::ESRCH.as_negative(), |process| {
@@ -99,29 +101,36 @@ pub(crate) fn getppid(strand: u64) -> i64 {
     })
 }
 
-/// `fork()`, and `clone` without `CLONE_VM` (with an optional new stack):
-/// a child process with a copy-on-write copy of the caller's memory,
-/// resuming from the same call with result 0. The parent gets the child's
-/// id. `registers` and `fs_base` are the caller's, as the call left them.
+/// `fork()`, and `clone` without `CLONE_THREAD` (with an optional new
+/// stack): a child process resuming from the same call with result 0,
+/// with a copy-on-write copy of the caller's memory, or with `CLONE_VM`
+/// in the caller's memory itself. With `CLONE_VFORK` the caller waits
+/// until the child calls `execve` or ends (`vfork`). The parent gets the
+/// child's id. `registers` and `fs_base` are the caller's, as the call
+/// left them.
 pub(crate) fn fork(
     strand: u64,
     flags: u64,
     child_stack: u64,
     saved: Option<(hal::user::UserRegisters, u64)>,
 ) -> i64 {
-    if flags & clone_flag::VM != 0 {
-        return Errno::ENOSYS.as_negative();
-    }
     let (Some(parent), Some((mut registers, fs_base))) = (process::of_strand(strand), saved) else {
         return Errno::ESRCH.as_negative();
     };
-    let memory = match parent.with_memory(|memory| memory.fork()) {
-        Some(Ok(memory)) => memory,
-        Some(Err(_)) => return Errno::ENOMEM.as_negative(),
-        None => return Errno::ESRCH.as_negative(),
+    let child = if flags & clone_flag::VM != 0 {
+        match process::create_in_parent_memory(process::reserve_id(), &parent) {
+            Some(child) => child,
+            None => return Errno::ESRCH.as_negative(),
+        }
+    } else {
+        let memory = match parent.with_memory(|memory| memory.fork()) {
+            Some(Ok(memory)) => memory,
+            Some(Err(_)) => return Errno::ENOMEM.as_negative(),
+            None => return Errno::ESRCH.as_negative(),
+        };
+        process::create(process::reserve_id(), parent.id(), memory)
     };
-    let id = process::reserve_id();
-    let child = process::create(id, parent.id(), memory);
+    let id = child.id();
     crate::scheduling::process_forked(parent.id(), id);
     registers.rax = 0;
     if child_stack != 0 {
@@ -135,12 +144,52 @@ pub(crate) fn fork(
         0,
         0,
     ) {
-        Ok(_thread) => id as i64,
+        Ok(_thread) => {
+            if flags & clone_flag::VFORK != 0 {
+                process::wait_for_vfork_child(&child);
+            }
+            id as i64
+        }
         Err(_) => {
             process::discard(&child);
             Errno::EAGAIN.as_negative()
         }
     }
+}
+
+/// `clone(CLONE_PIDFD, ...)` without `CLONE_THREAD`: [`fork`], and a
+/// close-on-exec process descriptor for the child in the caller, its
+/// number written to `descriptor_at` (an `int`). The descriptor is
+/// checked first, so a bad address is `EFAULT` with no child made.
+fn fork_with_descriptor(
+    strand: u64,
+    flags: u64,
+    stack: u64,
+    descriptor_at: u64,
+    saved: Option<(hal::user::UserRegisters, u64)>,
+) -> i64 {
+    let (Some(parent), Some(personality)) = (process::of_strand(strand), crate::personality())
+    else {
+        return Errno::ESRCH.as_negative();
+    };
+    let Some(files) = personality.files(parent.id()) else {
+        return Errno::ESRCH.as_negative();
+    };
+    if hal::user::copy_to_user(descriptor_at, &(-1i32).to_le_bytes()).is_err() {
+        return Errno::EFAULT.as_negative();
+    }
+    let child = fork(strand, flags, stack, saved);
+    if child <= 0 {
+        return child;
+    }
+    let descriptor = match linux::pidfd::pidfd_open(personality, &files, child as u64, 0) {
+        Ok(descriptor) => descriptor as i32,
+        // Out of descriptors: the child runs, unnamed (`-1` written).
+        Err(_) => return child,
+    };
+    // Written before (a valid address): only a concurrent unmap fails.
+    let _ = hal::user::copy_to_user(descriptor_at, &descriptor.to_le_bytes());
+    child
 }
 
 /// `wait4(pid, wstatus, options, rusage)`: waits for a child to change
@@ -194,6 +243,8 @@ fn wait_of(
         WaitTarget::Any => Children::Any,
         WaitTarget::Process(pid) => Children::Process(pid),
         WaitTarget::Group(group) => Children::Group(group),
+        // Resolved to its process by the caller (`waitid`).
+        WaitTarget::Descriptor(_) => return None,
         WaitTarget::CallersGroup => crate::personality()
             .and_then(|personality| personality.process_group(parent.id()))
             .map(Children::Group)
@@ -211,7 +262,9 @@ fn wait_of(
 /// `waitid(idtype, id, infop, options, rusage)`: as `wait4`, with the
 /// child named by `idtype` (`P_ALL`, `P_PID`, `P_PGID`), the changes
 /// asked for spelled out (`WEXITED`, `WSTOPPED`, `WCONTINUED`; at least
-/// one), `WNOWAIT` to leave the change waitable, and the answer written
+/// one), or by a process descriptor (`P_PIDFD`: a non-blocking one
+/// waits as with `WNOHANG`, and finding no change is `EAGAIN` unless
+/// `WNOHANG` was asked), `WNOWAIT` to leave the change waitable, and the answer written
 /// as a `siginfo_t` (`SIGCHLD`, `CLD_*`, the child, its status). Returns
 /// 0; with `WNOHANG` and no change, 0 with the `siginfo_t`'s pid zeroed.
 pub(crate) fn waitid(
@@ -225,10 +278,25 @@ pub(crate) fn waitid(
     let Some(parent) = process::of_strand(strand) else {
         return Errno::ESRCH.as_negative();
     };
-    let request = match process_args::waitid_request(idtype, id, options) {
+    let mut request = match process_args::waitid_request(idtype, id, options) {
         Ok(request) => request,
         Err(error) => return error.as_negative(),
     };
+    let mut is_nonblocking_descriptor = false;
+    if let WaitTarget::Descriptor(fd) = request.target {
+        let Some(personality) = crate::personality() else {
+            return Errno::EBADF.as_negative();
+        };
+        let described = match personality.process_descriptor(parent.id(), fd) {
+            Ok(described) => described,
+            Err(error) => return error.as_negative(),
+        };
+        request.target = WaitTarget::Process(described.pid);
+        // Linux's `kernel_waitid`: the descriptor's `O_NONBLOCK` is a
+        // `WNOHANG` that reports "nothing yet" as `EAGAIN`.
+        is_nonblocking_descriptor = described.is_nonblocking && request.block;
+        request.block &= !described.is_nonblocking;
+    }
     // `P_PGID` 0 of a caller with no group: Linux's EINVAL.
     let Some((which, reporting)) = wait_of(&parent, request, None) else {
         return Errno::EINVAL.as_negative();
@@ -259,6 +327,7 @@ pub(crate) fn waitid(
                 },
             };
         }
+        Ok(None) if is_nonblocking_descriptor => return Errno::EAGAIN.as_negative(),
         Ok(None) => {}
         Err(WaitError::NoChild) => return Errno::ECHILD.as_negative(),
         Err(WaitError::Interrupted) => return Errno::EINTR.as_negative(),
@@ -291,6 +360,58 @@ pub(crate) fn kill(strand: u64, pid: u64, signal: u64) -> i64 {
         return Errno::EINVAL.as_negative();
     };
     match crate::signals::kill(sender.id(), pid as i32, signal) {
+        Ok(()) => 0,
+        Err(error) => kill_errno(error),
+    }
+}
+
+/// `pidfd_send_signal(pidfd, signal, info, flags)`: `kill` of the
+/// process descriptor `pidfd` names, in Linux's order of checks:
+/// `EINVAL` for any flag, `EBADF` for a `pidfd` that is not a process
+/// descriptor, `EFAULT` for an unreadable `info`, `EINVAL` if `info`'s
+/// signal is not `signal`, `EPERM` for an `info` that claims to come
+/// from the kernel or `tgkill` (a code of 0 or above, or `SI_TKILL`)
+/// sent to another process; then as `kill`. The signal arrives as
+/// `kill` sends it (`SI_USER`, from the caller): `info`'s code and value
+/// are not carried (nor does Spindle have `rt_sigqueueinfo`).
+pub(crate) fn pidfd_send_signal(
+    strand: u64,
+    pidfd: u64,
+    signal: u64,
+    info: u64,
+    flags: u64,
+) -> i64 {
+    let (Some(sender), Some(personality)) = (process::of_strand(strand), crate::personality())
+    else {
+        return Errno::ESRCH.as_negative();
+    };
+    if flags as u32 != 0 {
+        return Errno::EINVAL.as_negative();
+    }
+    let target = match personality.process_descriptor(sender.id(), pidfd) {
+        Ok(described) => described.pid,
+        Err(error) => return error.as_negative(),
+    };
+    if info != 0 {
+        // `si_signo`, `si_errno`, `si_code`: the head of a `siginfo_t`.
+        let mut head = [0u8; 12];
+        if hal::user::copy_from_user(&mut head, info).is_err() {
+            return Errno::EFAULT.as_negative();
+        }
+        let word =
+            |at: usize| i32::from_le_bytes([head[at], head[at + 1], head[at + 2], head[at + 3]]);
+        let (claimed_signal, code) = (word(0), word(8));
+        if i64::from(claimed_signal) != signal as i64 {
+            return Errno::EINVAL.as_negative();
+        }
+        if target != sender.id() && (code >= 0 || code == signal::SI_TKILL) {
+            return Errno::EPERM.as_negative();
+        }
+    }
+    let Ok(signal) = process_args::signal_argument(signal) else {
+        return Errno::EINVAL.as_negative();
+    };
+    match crate::signals::kill(sender.id(), target as i32, signal) {
         Ok(()) => 0,
         Err(error) => kill_errno(error),
     }
@@ -440,5 +561,17 @@ pub(crate) fn execve(strand: u64, path: u64, argv: u64, envp: u64) -> i64 {
     crate::programs::program_executed(&process, &program, &arguments, &environment);
     let _ = hal::user::set_fs_base(0);
     crate::record_exec(strand, entry, rsp);
+    // A tracee stops at its new program's first instruction: `SIGTRAP`
+    // (ptrace(2), without `PTRACE_O_TRACEEXEC`).
+    if process::is_traced(&process) {
+        let info = linux::signal::SignalInfo {
+            signal: signal::SIGTRAP,
+            source: linux::signal::Source::User {
+                pid: process.id() as u32,
+                thread: false,
+            },
+        };
+        let _ = crate::signals::send(process.id(), info);
+    }
     0
 }

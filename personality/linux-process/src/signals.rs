@@ -194,6 +194,29 @@ pub fn interrupted() -> bool {
         .is_some_and(|current| current.files.signals.lock().has_deliverable(current.thread))
 }
 
+/// Process `pid` is ending (its last thread is): each of its children
+/// that asked for one (`PR_SET_PDEATHSIG`) gets its parent-death signal,
+/// sent by the parent. Linux sends it when the thread that made the child
+/// ends; here a process's children belong to the whole process, so it is
+/// sent when the last thread ends.
+pub fn parent_ended(pid: u64) {
+    let Some(personality) = crate::personality() else {
+        return;
+    };
+    for child in process::children_of(pid) {
+        if let Some(signal) = personality.parent_death_signal(child) {
+            let info = SignalInfo {
+                signal,
+                source: Source::User {
+                    pid: pid as u32,
+                    thread: false,
+                },
+            };
+            let _ = send(child, info);
+        }
+    }
+}
+
 /// `SIGCHLD` to `parent`: its child `child` ended with `end`.
 pub fn child_ended(parent: u64, child: u64, end: End) {
     let (code, status) = match end {
@@ -445,6 +468,13 @@ fn deliver_to(
         let Some((info, disposition)) = taken else {
             break;
         };
+        // A tracee shows its tracer each signal before it takes it.
+        let (info, disposition) =
+            match crate::ptrace::before_taking(pid, &files, thread, info, disposition) {
+                crate::ptrace::TracedSignal::Take(info, disposition) => (info, disposition),
+                crate::ptrace::TracedSignal::Skip => continue,
+                crate::ptrace::TracedSignal::Killed => return process::pending_kill(),
+            };
         match disposition {
             Disposition::Ignore => {}
             Disposition::Terminate => return Some(info.signal),

@@ -9,6 +9,7 @@
 
 use alloc::{sync::Arc, vec::Vec};
 
+use linux_abi::prctl::{SECURE_ALL_BITS, SECURE_ALL_LOCKS};
 use vfs::Errno;
 
 /// The capabilities Linux 6.1 defines (`CAP_LAST_CAP` is 40), all of
@@ -34,6 +35,8 @@ pub const CAP_SETUID: u32 = 7;
 pub const CAP_SETPCAP: u32 = 8;
 /// `CAP_LINUX_IMMUTABLE`: set immutable and append-only flags.
 pub const CAP_LINUX_IMMUTABLE: u32 = 9;
+/// `CAP_SYS_PTRACE`: trace any process (and take its descriptors).
+pub const CAP_SYS_PTRACE: u32 = 19;
 /// `CAP_SYS_CHROOT`: `chroot`.
 pub const CAP_SYS_CHROOT: u32 = 18;
 /// `CAP_SYS_NICE`: raise priorities, set real-time policies.
@@ -57,6 +60,19 @@ pub const FILE_SYSTEM_CAPABILITIES: u64 = bit(CAP_CHOWN)
     | bit(CAP_FSETID)
     | bit(CAP_LINUX_IMMUTABLE)
     | bit(CAP_MAC_OVERRIDE);
+
+/// `SECBIT_NO_SETUID_FIXUP`: user id changes leave the capabilities be.
+pub const SECBIT_NO_SETUID_FIXUP: u32 = 1 << 2;
+/// `SECBIT_KEEP_CAPS`: leaving root keeps the permitted set (cleared by
+/// `execve`).
+pub const SECBIT_KEEP_CAPS: u32 = 1 << 4;
+/// `SECBIT_KEEP_CAPS_LOCKED`: `SECBIT_KEEP_CAPS` may not change.
+pub const SECBIT_KEEP_CAPS_LOCKED: u32 = 1 << 5;
+
+/// Whether `capability` is one Linux defines (`cap_valid`).
+fn is_capability(capability: u64) -> bool {
+    capability < 64 && ALL_CAPABILITIES & (1 << capability) != 0
+}
 
 const fn bit(capability: u32) -> u64 {
     1 << capability
@@ -233,6 +249,14 @@ pub struct Credentials {
     pub supplementary: Arc<[u32]>,
     /// Capability sets.
     pub capabilities: Capabilities,
+    /// The capability bounding set: what `capset` may add to the
+    /// inheritable set at most; `PR_CAPBSET_DROP` shrinks it, and nothing
+    /// grows it again.
+    pub bounding: u64,
+    /// The security bits (`SECBIT_*`, `PR_SET_SECUREBITS`): of those
+    /// Linux defines, `SECBIT_KEEP_CAPS` and `SECBIT_NO_SETUID_FIXUP`
+    /// change what a user id change does to the capabilities.
+    pub securebits: u32,
 }
 
 impl Default for Credentials {
@@ -254,6 +278,8 @@ impl Credentials {
                 permitted: ALL_CAPABILITIES,
                 inheritable: 0,
             },
+            bounding: ALL_CAPABILITIES,
+            securebits: 0,
         }
     }
 
@@ -292,6 +318,82 @@ impl Credentials {
             caps.permitted = 0;
             caps.effective = 0;
         }
+        // Keeping capabilities across a `setuid` lasts until the next
+        // program.
+        self.securebits &= !SECBIT_KEEP_CAPS;
+    }
+
+    /// Whether a process of these credentials may trace (or take the
+    /// descriptors of) another process of `target`'s
+    /// (`__ptrace_may_access` with real credentials): its real user and
+    /// group must be all three of the target's, or it must have
+    /// `CAP_SYS_PTRACE`. A process may always trace itself; the caller
+    /// checks that.
+    pub fn may_trace(&self, target: &Credentials) -> bool {
+        let same = |ids: &Ids, id: u32| ids.real == id && ids.effective == id && ids.saved == id;
+        (same(&target.users, self.users.real) && same(&target.groups, self.groups.real))
+            || self.capable(CAP_SYS_PTRACE)
+    }
+
+    /// Whether security bit `bit` (`SECBIT_*`) is set.
+    pub fn is_secure(&self, bit: u32) -> bool {
+        self.securebits & bit != 0
+    }
+
+    /// `PR_SET_SECUREBITS`: `EPERM` without `CAP_SETPCAP`, for a locked
+    /// bit that would change or lose its lock, and for bits Linux does
+    /// not define (`cap_task_prctl`, which answers all four alike).
+    pub fn set_securebits(&mut self, bits: u64) -> Result<(), Errno> {
+        let old = u64::from(self.securebits);
+        let locked_bits = (old & SECURE_ALL_LOCKS) >> 1;
+        if locked_bits & (old ^ bits) != 0
+            || old & SECURE_ALL_LOCKS & !bits != 0
+            || bits & !(SECURE_ALL_LOCKS | SECURE_ALL_BITS) != 0
+            || !self.capable(CAP_SETPCAP)
+        {
+            return Err(Errno::EPERM);
+        }
+        self.securebits = bits as u32;
+        Ok(())
+    }
+
+    /// `PR_SET_KEEPCAPS`: `SECBIT_KEEP_CAPS` on (1) or off (0); `EINVAL`
+    /// for other values, `EPERM` once the bit is locked.
+    pub fn set_keep_capabilities(&mut self, keep: u64) -> Result<(), Errno> {
+        if keep > 1 {
+            return Err(Errno::EINVAL);
+        }
+        if self.is_secure(SECBIT_KEEP_CAPS_LOCKED) {
+            return Err(Errno::EPERM);
+        }
+        if keep == 1 {
+            self.securebits |= SECBIT_KEEP_CAPS;
+        } else {
+            self.securebits &= !SECBIT_KEEP_CAPS;
+        }
+        Ok(())
+    }
+
+    /// `PR_CAPBSET_DROP`: `EPERM` without `CAP_SETPCAP`, then `EINVAL`
+    /// for a capability Linux does not define (`cap_prctl_drop`'s order).
+    pub fn drop_bounding(&mut self, capability: u64) -> Result<(), Errno> {
+        if !self.capable(CAP_SETPCAP) {
+            return Err(Errno::EPERM);
+        }
+        if !is_capability(capability) {
+            return Err(Errno::EINVAL);
+        }
+        self.bounding &= !(1 << capability);
+        Ok(())
+    }
+
+    /// `PR_CAPBSET_READ`: whether `capability` is in the bounding set
+    /// (`EINVAL` for one Linux does not define).
+    pub fn in_bounding(&self, capability: u64) -> Result<bool, Errno> {
+        if !is_capability(capability) {
+            return Err(Errno::EINVAL);
+        }
+        Ok(self.bounding & (1 << capability) != 0)
     }
 
     /// Whether `capability` is in the effective set (Linux's `capable`).
@@ -384,7 +486,7 @@ impl Credentials {
     /// shrink, the effective set must lie within it, and the inheritable
     /// set may grow only within the old inheritable and permitted sets
     /// (or anywhere with `CAP_SETPCAP`) and never beyond the bounding
-    /// set (everything, here). Bits beyond the last capability are
+    /// set. Bits beyond the last capability are
     /// dropped, as Linux drops them.
     pub fn set_capabilities(&mut self, new: Capabilities) -> Result<(), Errno> {
         let old = self.capabilities;
@@ -402,7 +504,9 @@ impl Credentials {
         } else {
             old.inheritable | old.permitted
         };
-        if new.inheritable & !may_inherit != 0 {
+        if new.inheritable & !may_inherit != 0
+            || new.inheritable & !(old.inheritable | self.bounding) != 0
+        {
             return Err(Errno::EPERM);
         }
         self.capabilities = new;
@@ -410,16 +514,21 @@ impl Credentials {
     }
 
     /// The capability changes a `setuid`, `setreuid` or `setresuid`
-    /// brings (`cap_emulate_setxuid`, without `SECBIT_KEEP_CAPS`):
+    /// brings (`cap_emulate_setxuid`; none with `SECBIT_NO_SETUID_FIXUP`):
     /// leaving root in all of real, effective and saved drops every
-    /// capability; leaving effective root drops the effective set,
-    /// returning to it raises it.
+    /// capability (the permitted set stays with `SECBIT_KEEP_CAPS`);
+    /// leaving effective root drops the effective set, returning to it
+    /// raises it.
     fn after_user_change(&mut self, old: Ids) {
+        if self.is_secure(SECBIT_NO_SETUID_FIXUP) {
+            return;
+        }
+        let keep = self.is_secure(SECBIT_KEEP_CAPS);
         let new = self.users;
         let caps = &mut self.capabilities;
         let had_root = old.real == 0 || old.effective == 0 || old.saved == 0;
         let has_root = new.real == 0 || new.effective == 0 || new.saved == 0;
-        if had_root && !has_root {
+        if had_root && !has_root && !keep {
             caps.permitted = 0;
             caps.effective = 0;
         }
@@ -435,6 +544,9 @@ impl Credentials {
     /// for `LSM_SETID_FS`): the file-system capabilities leave the
     /// effective set with file-system root and come back with it.
     fn after_file_system_user_change(&mut self, old: Ids) {
+        if self.is_secure(SECBIT_NO_SETUID_FIXUP) {
+            return;
+        }
         let new = self.users;
         let caps = &mut self.capabilities;
         if old.file_system == 0 && new.file_system != 0 {

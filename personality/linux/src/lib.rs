@@ -16,7 +16,9 @@
 //! - `info`: `uname`, `sysinfo`; `persona`: `personality`;
 //! - `poll`: `poll`, `ppoll`, `select`, `pselect6`;
 //! - `identity`: ids, groups, sessions; `resource`: limits and usage
-//!   (`times`, `getrusage`), `getrandom`, `prctl`;
+//!   (`times`, `getrusage`), `getrandom`; `prctl`: `prctl`;
+//! - `pidfd`: process descriptors (`pidfd_open`, `pidfd_getfd`);
+//!   `close_range`; `unshare`;
 //! - `mapping`: what `mmap` of a descriptor maps (the kernel's core maps
 //!   it);
 //! - `statfs`, `xattr`, `sched`: what dynamically linked programs and
@@ -46,6 +48,7 @@ extern crate alloc;
 extern crate std;
 
 mod anonymous;
+mod close_range;
 pub mod credentials;
 mod epoll;
 mod eventfd;
@@ -59,8 +62,10 @@ mod locks;
 pub mod machine;
 mod mapping;
 mod persona;
+pub mod pidfd;
 mod pipe;
 mod poll;
+mod prctl;
 pub mod process_args;
 mod resource;
 mod sched;
@@ -75,6 +80,7 @@ pub mod timer_args;
 mod timerfd;
 mod unix_pair;
 mod unix_socket;
+mod unshare;
 pub mod user;
 mod wait;
 mod xattr;
@@ -83,6 +89,7 @@ mod xattr;
 mod tests;
 
 use alloc::{collections::BTreeMap, sync::Arc};
+use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use credentials::Credentials;
 use dispatch::Principal;
@@ -134,6 +141,19 @@ pub struct LinuxProcess {
     /// Its execution domain (`personality(2)`), inherited by `fork` and
     /// kept across `execve`.
     persona: core::sync::atomic::AtomicU32,
+    /// The signal it gets when its parent ends (`PR_SET_PDEATHSIG`; 0:
+    /// none): not inherited by `fork`, cleared when its effective or
+    /// file-system ids change.
+    parent_death_signal: AtomicU8,
+    /// `PR_SET_NO_NEW_PRIVS`: set once for good, inherited by `fork`,
+    /// kept across `execve`.
+    no_new_privileges: AtomicBool,
+    /// `PR_SET_THP_DISABLE`, inherited by `fork`, kept across `execve`
+    /// (there are no transparent huge pages to disable: the flag is
+    /// only reported back).
+    huge_pages_disabled: AtomicBool,
+    /// Its end's notice, which its process descriptors hold.
+    exit: Arc<pidfd::ExitNotice>,
 }
 
 impl LinuxProcess {
@@ -193,6 +213,19 @@ impl LinuxProcess {
         let mut credentials = self.credentials.lock();
         let mut new = credentials.clone();
         change(&mut new)?;
+        // Linux's `commit_creds`: a process that changes whom it acts as
+        // loses its parent-death signal.
+        let acting = |credentials: &Credentials| {
+            (
+                credentials.users.effective,
+                credentials.users.file_system,
+                credentials.groups.effective,
+                credentials.groups.file_system,
+            )
+        };
+        if acting(&new) != acting(&credentials) {
+            self.parent_death_signal.store(0, Ordering::Relaxed);
+        }
         let mut paths = self.paths.lock();
         paths.uid = new.users.file_system;
         paths.gid = new.groups.file_system;
@@ -408,6 +441,10 @@ impl Personality {
             credentials: spin::Mutex::new(Credentials::root()),
             transfer: files::TransferBuffer::default(),
             persona: core::sync::atomic::AtomicU32::new(persona::PER_LINUX),
+            parent_death_signal: AtomicU8::new(0),
+            no_new_privileges: AtomicBool::new(false),
+            huge_pages_disabled: AtomicBool::new(false),
+            exit: Arc::default(),
         };
         self.processes.lock().insert(pid, Arc::new(files));
     }
@@ -447,6 +484,14 @@ impl Personality {
             credentials: spin::Mutex::new(parent_files.credentials()),
             transfer: files::TransferBuffer::default(),
             persona: core::sync::atomic::AtomicU32::new(parent_files.persona()),
+            parent_death_signal: AtomicU8::new(0),
+            no_new_privileges: AtomicBool::new(
+                parent_files.no_new_privileges.load(Ordering::Relaxed),
+            ),
+            huge_pages_disabled: AtomicBool::new(
+                parent_files.huge_pages_disabled.load(Ordering::Relaxed),
+            ),
+            exit: Arc::default(),
         };
         self.processes.lock().insert(child, Arc::new(files));
     }
@@ -554,8 +599,24 @@ impl Personality {
         let files = self.processes.lock().remove(&pid);
         if let Some(files) = files {
             files.fds.clear();
+            files.exit.announce();
         }
         self.locks.process_ended(pid);
+    }
+
+    /// The process that descriptor `fd` of process `pid` names
+    /// (`waitid(P_PIDFD, ...)`, `pidfd_send_signal`): `EBADF` if it is
+    /// not a process descriptor.
+    pub fn process_descriptor(&self, pid: u64, fd: u64) -> Result<pidfd::DescribedProcess, Errno> {
+        let files = self.files(pid).ok_or(Errno::ESRCH)?;
+        pidfd::descriptor_of(&files, fd)
+    }
+
+    /// The signal process `pid` asked to get when its parent ends
+    /// (`PR_SET_PDEATHSIG`), if any.
+    pub fn parent_death_signal(&self, pid: u64) -> Option<u8> {
+        let signal = self.files(pid)?.parent_death_signal.load(Ordering::Relaxed);
+        (signal != 0).then_some(signal)
     }
 
     /// The files of process `pid`.
@@ -887,7 +948,20 @@ fn table(number: u64) -> Option<Implementation> {
             resource::getrandom(&*c.personality.urandom, buf, count, flags)
         },
         SET_ROBUST_LIST => |c, [head, length, ..]| resource::set_robust_list(c.files, head, length),
-        PRCTL => |c, [option, argument, ..]| resource::prctl(c.files, option, argument),
+        PRCTL => |c, [option, argument, a3, a4, a5, _]| {
+            prctl::prctl(c.files, option, argument, [a3, a4, a5])
+        },
+        PIDFD_OPEN => |c, [pid, flags, ..]| pidfd::pidfd_open(c.personality, c.files, pid, flags),
+        PIDFD_GETFD => {
+            |c, [pidfd, fd, flags, ..]| pidfd::pidfd_getfd(c.personality, c.files, pidfd, fd, flags)
+        }
+        CLOSE_RANGE => {
+            |c, [first, last, flags, ..]| close_range::close_range(c.files, first, last, flags)
+        }
+        UNSHARE => |c, [flags, ..]| {
+            let threads = c.personality.system.process(c.pid).map_or(1, |p| p.threads);
+            unshare::unshare(c.files, threads, flags)
+        },
         STATFS => |c, [path, buf, ..]| statfs::statfs(c.vfs, c.files, path, buf),
         FSTATFS => |c, [fd, buf, ..]| statfs::fstatfs(c.files, fd, buf),
         GETXATTR => {

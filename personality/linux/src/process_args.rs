@@ -114,54 +114,54 @@ pub fn map_request(len: u64, prot: u64, flags: u64) -> Result<MapRequest, Errno>
     })
 }
 
-/// `clone` flags.
+/// `clone` flags by their short names (Linux's numbers are
+/// `linux_abi::clone`'s).
 pub mod clone_flag {
-    /// Share the address space (a thread).
-    pub const VM: u64 = 0x100;
-    /// The parent waits until the child calls `execve` or exits.
-    pub const VFORK: u64 = 0x4000;
-    /// Be a thread of the caller's process.
-    pub const THREAD: u64 = 0x1_0000;
-    /// Set the new thread's FS base (TLS) to the fifth argument.
-    pub const SETTLS: u64 = 0x8_0000;
-    /// Write the new thread's id to the third argument (in the parent).
-    pub const PARENT_SETTID: u64 = 0x10_0000;
-    /// Clear and wake the fourth argument when the thread ends.
-    pub const CHILD_CLEARTID: u64 = 0x20_0000;
-    /// Write the new thread's id to the fourth argument (in the child).
-    pub const CHILD_SETTID: u64 = 0x100_0000;
+    pub use linux_abi::clone::{
+        CLONE_CHILD_CLEARTID as CHILD_CLEARTID, CLONE_CHILD_SETTID as CHILD_SETTID,
+        CLONE_PARENT_SETTID as PARENT_SETTID, CLONE_SETTLS as SETTLS, CLONE_THREAD as THREAD,
+        CLONE_VFORK as VFORK, CLONE_VM as VM,
+    };
 }
 
 /// What a `clone` makes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CloneKind {
-    /// A new process with a copy of the caller's memory, with these flags
-    /// (`CLONE_VM | CLONE_VFORK` without `CLONE_THREAD`, what
-    /// `posix_spawn` uses, is a fork too: the child only prepares and
-    /// calls `execve`, and cannot tell the copy from sharing).
+    /// A new process, with these flags: with `CLONE_VM` it runs in the
+    /// caller's memory (`vfork`, `posix_spawn`), otherwise in a
+    /// copy-on-write copy of it; with `CLONE_VFORK` the caller waits
+    /// until it calls `execve` or ends.
     Fork {
-        /// The flags the fork keeps (`CLONE_VM` taken out).
+        /// The `clone` flags.
         flags: u64,
     },
     /// Another thread of the caller's process.
     Thread,
 }
 
-/// What `clone(flags, ...)` makes: `ENOSYS` for another process sharing
-/// the caller's memory without `CLONE_VFORK` (not supported).
+/// What `clone(flags, ...)` makes, after Linux's checks of the flags
+/// together (`copy_process`): `EINVAL` for a new mount or user
+/// namespace sharing the caller's root and directory (`CLONE_FS`), a
+/// thread without the signal handlers (`CLONE_SIGHAND`), shared signal
+/// handlers without shared memory (`CLONE_VM`), a thread in new user or
+/// process-id namespaces, and a process descriptor asked for with
+/// `CLONE_PARENT_SETTID` (both would be written to the same place) or
+/// `CLONE_DETACHED`.
 pub fn clone_kind(flags: u64) -> Result<CloneKind, Errno> {
-    if flags & clone_flag::VM == 0 {
-        return Ok(CloneKind::Fork { flags });
+    use linux_abi::clone::*;
+    let has = |flag: u64| flags & flag != 0;
+    let is_refused = (has(CLONE_FS) && has(CLONE_NEWNS | CLONE_NEWUSER))
+        || (has(CLONE_THREAD) && !has(CLONE_SIGHAND))
+        || (has(CLONE_SIGHAND) && !has(CLONE_VM))
+        || (has(CLONE_THREAD) && has(CLONE_NEWUSER | CLONE_NEWPID))
+        || (has(CLONE_PIDFD) && has(clone_flag::PARENT_SETTID | CLONE_DETACHED));
+    if is_refused {
+        return Err(Errno::EINVAL);
     }
-    if flags & clone_flag::THREAD != 0 {
+    if has(CLONE_THREAD) {
         return Ok(CloneKind::Thread);
     }
-    if flags & clone_flag::VFORK != 0 {
-        return Ok(CloneKind::Fork {
-            flags: flags & !clone_flag::VM,
-        });
-    }
-    Err(Errno::ENOSYS)
+    Ok(CloneKind::Fork { flags })
 }
 
 /// `wait4`'s and `waitid`'s options.
@@ -191,6 +191,9 @@ pub enum WaitTarget {
     Process(u64),
     /// The children in this process group.
     Group(u64),
+    /// The child a process descriptor of the caller names
+    /// (`P_PIDFD`): this descriptor.
+    Descriptor(u64),
     /// The children in the caller's own process group.
     CallersGroup,
 }
@@ -238,8 +241,8 @@ pub fn wait4_request(pid: u64, options: u64) -> Result<WaitRequest, Errno> {
 
 /// Checks `waitid(idtype, id, _, options, _)`: `EINVAL` for unknown
 /// options, for none of `WEXITED`, `WSTOPPED`, `WCONTINUED`, and for an
-/// unknown `idtype` or a `P_PID` of 0. `P_PGID` with 0 is the caller's
-/// group.
+/// unknown `idtype`, a `P_PID` of 0 or a negative `P_PIDFD`. `P_PGID`
+/// with 0 is the caller's group.
 pub fn waitid_request(idtype: u64, id: u64, options: u64) -> Result<WaitRequest, Errno> {
     use wait_flag::*;
     const P_ALL: u64 = 0;
@@ -249,8 +252,12 @@ pub fn waitid_request(idtype: u64, id: u64, options: u64) -> Result<WaitRequest,
     if options & !known != 0 || options & (WEXITED | WUNTRACED | WCONTINUED) == 0 {
         return Err(Errno::EINVAL);
     }
+    if u64::from(idtype as u32) == linux_abi::pidfd::P_PIDFD && (id as i32) < 0 {
+        return Err(Errno::EINVAL);
+    }
     let id = u64::from(id as u32);
     let target = match u64::from(idtype as u32) {
+        linux_abi::pidfd::P_PIDFD => WaitTarget::Descriptor(id),
         P_ALL => WaitTarget::Any,
         P_PID if id > 0 => WaitTarget::Process(id),
         P_PGID if id > 0 => WaitTarget::Group(id),
@@ -518,18 +525,27 @@ mod tests {
 
     #[test]
     fn clone_makes_forks_threads_or_refuses_shared_processes() {
+        use linux_abi::clone::*;
         assert_eq!(clone_kind(17), Ok(CloneKind::Fork { flags: 17 }));
+        let vfork = clone_flag::VM | clone_flag::VFORK | 17;
+        assert_eq!(clone_kind(vfork), Ok(CloneKind::Fork { flags: vfork }));
+        let shared = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | 17;
+        assert_eq!(clone_kind(shared), Ok(CloneKind::Fork { flags: shared }));
         assert_eq!(
-            clone_kind(clone_flag::VM | clone_flag::VFORK | 17),
-            Ok(CloneKind::Fork {
-                flags: clone_flag::VFORK | 17
-            })
-        );
-        assert_eq!(
-            clone_kind(clone_flag::VM | clone_flag::THREAD | clone_flag::SETTLS),
+            clone_kind(CLONE_VM | CLONE_SIGHAND | CLONE_THREAD | clone_flag::SETTLS),
             Ok(CloneKind::Thread)
         );
-        assert_eq!(clone_kind(clone_flag::VM), Err(Errno::ENOSYS));
+        for refused in [
+            CLONE_FS | CLONE_NEWNS,
+            CLONE_FS | CLONE_NEWUSER,
+            CLONE_VM | CLONE_THREAD,
+            CLONE_SIGHAND,
+            CLONE_VM | CLONE_SIGHAND | CLONE_THREAD | CLONE_NEWPID,
+            CLONE_PIDFD | clone_flag::PARENT_SETTID,
+            CLONE_PIDFD | CLONE_DETACHED,
+        ] {
+            assert_eq!(clone_kind(refused), Err(Errno::EINVAL), "{refused:#x}");
+        }
     }
 
     #[test]
@@ -558,7 +574,17 @@ mod tests {
     #[test]
     fn waitid_needs_a_change_to_report_and_a_known_id_type() {
         assert_eq!(waitid_request(0, 0, wait_flag::WNOHANG), Err(Errno::EINVAL));
-        assert_eq!(waitid_request(3, 1, wait_flag::WEXITED), Err(Errno::EINVAL));
+        assert_eq!(waitid_request(4, 1, wait_flag::WEXITED), Err(Errno::EINVAL));
+        assert_eq!(
+            waitid_request(3, 5, wait_flag::WEXITED).unwrap().target,
+            WaitTarget::Descriptor(5),
+            "P_PIDFD"
+        );
+        assert_eq!(
+            waitid_request(3, u64::from(u32::MAX), wait_flag::WEXITED),
+            Err(Errno::EINVAL),
+            "a negative descriptor"
+        );
         assert_eq!(waitid_request(1, 0, wait_flag::WEXITED), Err(Errno::EINVAL));
         assert_eq!(
             waitid_request(0, 0, wait_flag::WEXITED | 0x10),

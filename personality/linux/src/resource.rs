@@ -1,6 +1,6 @@
 //! Limits and what a process has used: `prlimit64`, `getrlimit`,
-//! `setrlimit`, `times`, `getrusage`, `getrandom`, `set_robust_list`,
-//! `prctl`.
+//! `setrlimit`, `times`, `getrusage`, `getrandom`, `set_robust_list`
+//! (`prctl` has a file of its own).
 //!
 //! Processor time comes from the kernel's accounting (timer ticks while a
 //! thread runs, so 1 ms granularity). The kernel does not tell user time
@@ -88,33 +88,6 @@ pub fn set_robust_list(process: &LinuxProcess, head: u64, length: u64) -> Result
     }
     *process.robust_list.lock() = head;
     Ok(0)
-}
-
-/// `prctl(option, ...)`: `PR_SET_NAME`/`PR_GET_NAME` (the thread's name,
-/// 16 bytes), `PR_GET_DUMPABLE`/`PR_SET_DUMPABLE`; others `EINVAL`.
-pub fn prctl(process: &LinuxProcess, option: u64, argument: u64) -> Result<i64, Errno> {
-    const PR_SET_NAME: u64 = 15;
-    const PR_GET_NAME: u64 = 16;
-    const PR_GET_DUMPABLE: u64 = 3;
-    const PR_SET_DUMPABLE: u64 = 4;
-    match option {
-        PR_SET_NAME => {
-            let name = user::read_c_string(argument, 4096)?;
-            let mut stored = [0u8; 16];
-            let length = name.len().min(15);
-            stored[..length].copy_from_slice(&name[..length]);
-            *process.name.lock() = stored;
-            Ok(0)
-        }
-        PR_GET_NAME => {
-            let name = *process.name.lock();
-            user::write(argument, &name)?;
-            Ok(0)
-        }
-        PR_GET_DUMPABLE => Ok(1),
-        PR_SET_DUMPABLE if argument <= 1 => Ok(0),
-        _ => Err(Errno::EINVAL),
-    }
 }
 
 /// `times(buf)`: the caller's processor time and its waited-for

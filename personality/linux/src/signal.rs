@@ -224,6 +224,10 @@ pub struct SignalState {
     initial: ThreadSignals,
     /// Whether this process counts in [`PROCESSES_WITH_PENDING`].
     counted: bool,
+    /// Traced (`ptrace`): signals it ignores are kept for its tracer to
+    /// see rather than dropped when sent (Linux's `sig_ignored`). Not
+    /// inherited by `fork`.
+    is_traced: bool,
 }
 
 impl Default for SignalState {
@@ -235,6 +239,7 @@ impl Default for SignalState {
             threads: BTreeMap::new(),
             initial: ThreadSignals::with_mask(0, SignalStack::DISABLED),
             counted: false,
+            is_traced: false,
         }
     }
 }
@@ -269,6 +274,17 @@ impl SignalState {
             thread,
             ThreadSignals::with_mask(mask, SignalStack::DISABLED),
         );
+    }
+
+    /// The process is traced from now on (or no longer): see
+    /// `is_traced`.
+    pub fn set_traced(&mut self, traced: bool) {
+        self.is_traced = traced;
+    }
+
+    /// Whether the process is traced.
+    pub fn is_traced(&self) -> bool {
+        self.is_traced
     }
 
     /// Thread `thread` ended: what was sent to it alone goes with it.
@@ -404,7 +420,7 @@ impl SignalState {
                 .values()
                 .all(|thread| thread.mask & bit(signal) != 0)
         };
-        if !blocked && self.disposition(signal) == Disposition::Ignore {
+        if !blocked && !self.is_traced && self.disposition(signal) == Disposition::Ignore {
             return false;
         }
         if self.pending & bit(signal) == 0 {
@@ -424,7 +440,7 @@ impl SignalState {
         }
         self.discard_opposites(signal);
         let blocked = self.thread(thread).mask & bit(signal) != 0;
-        if !blocked && self.disposition(signal) == Disposition::Ignore {
+        if !blocked && !self.is_traced && self.disposition(signal) == Disposition::Ignore {
             return false;
         }
         let target = self.thread_mut(thread);

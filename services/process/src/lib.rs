@@ -1,11 +1,17 @@
 //! Processes: an address map, a parent, children, and how it ended.
 //!
-//! A process runs one or more user threads (`clone` with `CLONE_VM`). It
-//! is made by the kernel (parent 0: the kernel, which learns how it ended
-//! from the thread it started) or by `fork`, which gives the child a
-//! copy-on-write copy of the parent's memory (`vm::AddressMap::fork`).
-//! When its last thread ends, its memory goes at once; the record stays, a
-//! zombie, until the parent waits for it (`wait4`). A process whose parent
+//! A process runs one or more user threads (`clone` with `CLONE_VM |
+//! CLONE_THREAD`). It is made by the kernel (parent 0: the kernel, which
+//! learns how it ended from the thread it started) or by `fork`, which
+//! gives the child a copy-on-write copy of the parent's memory
+//! (`vm::AddressMap::fork`), or runs it in the parent's memory itself
+//! (`clone(CLONE_VM)`, `vfork`: the map is shared, and goes with its last
+//! holder). When its last thread ends, it lets go of its memory at once;
+//! the record stays, a zombie, until the parent waits for it (`wait4`).
+//!
+//! A child may ask to be traced by its parent (`ptrace`): each signal it
+//! is about to take stops it until the parent resumes it
+//! ([`trace_stop`], [`resume_tracee`]). A process whose parent
 //! ended first is an orphan: nobody will wait for it, so its record goes
 //! as soon as it ends.
 //!
@@ -34,6 +40,12 @@ use sched::{sync::Condvar, Fault};
 
 /// A process's memory: the Unix model (`vm`) over `hal`'s page tables.
 pub type UserAddressMap = vm::AddressMap<hal::address_space::AddressSpace>;
+
+/// An address map as processes hold it: one process's, or several's
+/// (`clone(CLONE_VM)` without `CLONE_THREAD`: a child that runs in its
+/// parent's memory, as `vfork` and `posix_spawn` make). It goes when the
+/// last process holding it ends or replaces it (`execve`).
+type SharedMemory = Arc<IrqMutex<UserAddressMap>>;
 
 /// What the rest of the kernel learns of processes, and the few answers
 /// the table needs from it: installed once at boot by the kernel, which
@@ -147,6 +159,16 @@ struct State {
     /// The process group it was in when it ended (its personality's
     /// record goes then; a parent may still wait for the group).
     group_at_end: Option<u64>,
+    /// Traced by its parent (`PTRACE_TRACEME`) until the parent ends or
+    /// detaches: its stops are reported to every wait of the parent, and
+    /// each signal it takes stops it first.
+    traced: bool,
+    /// Stopped for its tracer before taking this signal (a
+    /// signal-delivery stop), until the tracer resumes it.
+    trace_stop: Option<u8>,
+    /// What the tracer resumed it with: the signal to take instead (0:
+    /// none).
+    trace_resume: Option<u8>,
 }
 
 /// How a child changed, as `wait4` reports it.
@@ -263,8 +285,13 @@ pub struct Process {
     id: u64,
     /// When it was made, in nanoseconds since boot.
     started_ns: u64,
-    /// The memory; `None` once the process has ended.
-    memory: IrqMutex<Option<UserAddressMap>>,
+    /// The memory; `None` once the process has ended. Lock order: this
+    /// lock, then the map's own.
+    memory: IrqMutex<Option<SharedMemory>>,
+    /// Whether it no longer runs in the memory it was made with: it
+    /// replaced it (`execve`) or ended. What a `vfork` parent waits for
+    /// ([`wait_for_vfork_child`]).
+    has_left_memory: core::sync::atomic::AtomicBool,
     state: spin::Mutex<State>,
     /// What it runs.
     program: spin::Mutex<Program>,
@@ -297,9 +324,32 @@ impl Process {
     }
 
     /// Replaces the process's address map (`execve`) and returns the old
-    /// one, for the caller to drop once the thread runs in the new one.
+    /// one, for the caller to drop once the thread runs in the new one
+    /// (`None` if another process still runs in it). A parent waiting
+    /// for this child's `vfork` goes on.
     pub fn replace_memory(&self, memory: UserAddressMap) -> Option<UserAddressMap> {
-        self.memory.lock().replace(memory)
+        let old = self.memory.lock().replace(Arc::new(IrqMutex::new(memory)));
+        self.left_memory();
+        old.and_then(|old| Arc::try_unwrap(old).ok())
+            .map(IrqMutex::into_inner)
+    }
+
+    /// The process no longer runs in the memory it was made with: wakes
+    /// a parent waiting for its `vfork`.
+    fn left_memory(&self) {
+        self.has_left_memory.store(true, Ordering::SeqCst);
+        let _lock = CHANGED_LOCK.lock();
+        CHANGED.notify_all();
+    }
+
+    /// What names its memory among all address maps, the same for every
+    /// process running in it (`clone(CLONE_VM)`): where private futex
+    /// words are keyed. 0 once it has ended.
+    pub fn memory_identity(&self) -> usize {
+        self.memory
+            .lock()
+            .as_ref()
+            .map_or(0, |memory| Arc::as_ptr(memory) as usize)
     }
 
     /// When it was made, in nanoseconds since boot.
@@ -384,7 +434,10 @@ impl Process {
     /// Runs `f` on the process's memory, unless it has ended. `f` must not
     /// touch user memory (a fault there would need this lock).
     pub fn with_memory<R>(&self, f: impl FnOnce(&mut UserAddressMap) -> R) -> Option<R> {
-        self.memory.lock().as_mut().map(f)
+        self.memory
+            .lock()
+            .as_ref()
+            .map(|memory| f(&mut memory.lock()))
     }
 }
 
@@ -435,6 +488,19 @@ pub fn reserve_id() -> u64 {
 /// Makes process `id` (from [`reserve_id`]) with `memory`, a child of
 /// `parent` (0: the kernel).
 pub fn create(id: u64, parent: u64, memory: UserAddressMap) -> Arc<Process> {
+    create_in(id, parent, Arc::new(IrqMutex::new(memory)))
+}
+
+/// Makes process `id` (from [`reserve_id`]), a child of `parent`, that
+/// runs in `parent`'s memory (`clone(CLONE_VM)` without
+/// `CLONE_THREAD`); `None` if the parent has ended.
+pub fn create_in_parent_memory(id: u64, parent: &Process) -> Option<Arc<Process>> {
+    let memory = parent.memory.lock().clone()?;
+    Some(create_in(id, parent.id, memory))
+}
+
+/// Makes process `id`, a child of `parent`, running in `memory`.
+fn create_in(id: u64, parent: u64, memory: SharedMemory) -> Arc<Process> {
     let parent_id = parent;
     CREATED.fetch_add(1, Ordering::Relaxed);
     // A forked child runs its parent's program.
@@ -447,6 +513,7 @@ pub fn create(id: u64, parent: u64, memory: UserAddressMap) -> Arc<Process> {
         program: spin::Mutex::new(program),
         usage: spin::Mutex::new(Usage::default()),
         memory: IrqMutex::new(Some(memory)),
+        has_left_memory: core::sync::atomic::AtomicBool::new(false),
         state: spin::Mutex::new(State {
             parent,
             end: None,
@@ -457,6 +524,9 @@ pub fn create(id: u64, parent: u64, memory: UserAddressMap) -> Arc<Process> {
             stopped: None,
             unreported: None,
             group_at_end: None,
+            traced: false,
+            trace_stop: None,
+            trace_resume: None,
         }),
     });
     let parent = {
@@ -695,11 +765,14 @@ pub fn thread_ended(strand: u64, process: &Arc<Process>) -> bool {
     // lock.
     let memory = process.memory.lock().take();
     if let Some(memory) = &memory {
+        let memory = memory.lock();
         let mut usage = process.usage.lock();
         usage.final_resident_pages = memory.space().pages();
         usage.final_minor_faults = memory.faults_resolved();
     }
+    // The last process in it frees it.
     drop(memory);
+    process.left_memory();
     // Its descriptors close with its memory, when the last thread ends.
     process.state.lock().group_at_end = observer().process_group(process.id);
     observer().ended(process.id);
@@ -726,6 +799,9 @@ pub fn thread_ended(strand: u64, process: &Arc<Process>) -> bool {
             let mut state = child.state.lock();
             state.parent = 0;
             state.orphan = true;
+            // Its tracer is gone: a trace stop ends (`ptrace`'s exit
+            // detach), with the signal it stopped for.
+            state.traced = false;
             if state.end.is_some() {
                 gone.push(child.id);
             }
@@ -748,6 +824,25 @@ pub fn thread_ended(strand: u64, process: &Arc<Process>) -> bool {
         observer().child_ended(parent, process.id, end);
     }
     true
+}
+
+/// The children of process `id` (running or zombies) while it runs;
+/// none once it has ended (they are orphans then).
+pub fn children_of(id: u64) -> Vec<u64> {
+    get(id).map_or_else(Vec::new, |process| {
+        process.state.lock().children.iter().copied().collect()
+    })
+}
+
+/// Waits until `child`, made by a `vfork` (`clone(CLONE_VFORK)`) of the
+/// calling thread's process, has left the memory it was made with
+/// (`execve`) or ended, as Linux's parent waits: only a kill ends the
+/// wait early (the parent's other signals wait for it to return).
+pub fn wait_for_vfork_child(child: &Process) {
+    let mut guard = CHANGED_LOCK.lock();
+    while !child.has_left_memory.load(Ordering::SeqCst) && pending_kill().is_none() {
+        guard = CHANGED.wait(guard);
+    }
 }
 
 /// Forgets `process`, made by [`create`] but never started.
@@ -831,7 +926,7 @@ pub fn wait(
                 let mut state = child.state.lock();
                 let change = match (state.end, state.unreported) {
                     (Some(end), _) if reporting.ended => Some(Change::Ended(end)),
-                    (None, Some(Change::Stopped(signal))) if reporting.stopped => {
+                    (None, Some(Change::Stopped(signal))) if reporting.stopped || state.traced => {
                         Some(Change::Stopped(signal))
                     }
                     (None, Some(Change::Continued)) if reporting.continued => {
@@ -988,6 +1083,114 @@ fn add_child_usage(parent: &Process, child: &Process) {
         .children_max_resident_pages
         .max(child.final_resident_pages)
         .max(child.children_max_resident_pages);
+}
+
+/// `PTRACE_TRACEME`: `process` is traced by its parent from now on;
+/// false if it already was.
+pub fn trace_by_parent(process: &Process) -> bool {
+    let mut state = process.state.lock();
+    if state.traced {
+        return false;
+    }
+    state.traced = true;
+    true
+}
+
+/// Whether `process` is traced.
+pub fn is_traced(process: &Process) -> bool {
+    process.state.lock().traced
+}
+
+/// A signal-delivery stop: the calling thread of traced process `pid`
+/// is about to take `signal`. It stops, its tracer (the parent) learns
+/// it (`SIGCHLD` with `CLD_TRAPPED`, and its waits), and it waits until
+/// the tracer resumes it. Returns the signal to take instead (0: none;
+/// `signal` itself if the tracer went away), or `None` if it was killed.
+pub fn trace_stop(pid: u64, signal: u8) -> Option<u8> {
+    let process = get(pid)?;
+    let parent = {
+        let mut state = process.state.lock();
+        state.trace_stop = Some(signal);
+        state.trace_resume = None;
+        state.unreported = Some(Change::Stopped(signal));
+        state.parent
+    };
+    {
+        let _lock = CHANGED_LOCK.lock();
+        CHANGED.notify_all();
+    }
+    if parent != 0 {
+        observer().child_stopped(parent, pid, signal::CLD_TRAPPED, signal);
+    }
+    let mut guard = CHANGED_LOCK.lock();
+    loop {
+        {
+            let mut state = process.state.lock();
+            if state.kill.is_some() {
+                state.trace_stop = None;
+                return None;
+            }
+            if let Some(resumed) = state.trace_resume.take() {
+                return Some(resumed);
+            }
+            if !state.traced {
+                state.trace_stop = None;
+                if state.unreported == Some(Change::Stopped(signal)) {
+                    state.unreported = None;
+                }
+                return Some(signal);
+            }
+        }
+        guard = CHANGED.wait(guard);
+    }
+}
+
+/// What a tracer does to its stopped tracee.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceResume {
+    /// Resume it with this signal to take (0: none), still traced.
+    Continue(u8),
+    /// Resume it with this signal (0: none), no longer traced.
+    Detach(u8),
+}
+
+/// Whether process `pid` is a tracee of process `tracer` in a trace
+/// stop: what every `ptrace` request but `PTRACE_TRACEME` needs (Linux's
+/// `ptrace_check_attach`).
+pub fn is_stopped_tracee(tracer: u64, pid: u64) -> bool {
+    get(pid).is_some_and(|process| {
+        let state = process.state.lock();
+        state.traced && state.parent == tracer && state.trace_stop.is_some()
+    })
+}
+
+/// Process `tracer` resumes process `pid`, its tracee in a trace stop,
+/// as `how` says; `NoProcess` if `pid` is not a tracee of `tracer`
+/// stopped for it (Linux's `ptrace_check_attach`: `ESRCH`).
+pub fn resume_tracee(tracer: u64, pid: u64, how: TraceResume) -> Result<(), KillError> {
+    let process = get(pid).ok_or(KillError::NoProcess)?;
+    {
+        let mut state = process.state.lock();
+        if !state.traced || state.parent != tracer || state.trace_stop.is_none() {
+            return Err(KillError::NoProcess);
+        }
+        // Resumed, its stop no longer to report.
+        let signal = match how {
+            TraceResume::Continue(signal) => signal,
+            TraceResume::Detach(signal) => {
+                state.traced = false;
+                signal
+            }
+        };
+        state.trace_stop = None;
+        state.trace_resume = Some(signal);
+        if matches!(state.unreported, Some(Change::Stopped(_))) {
+            state.unreported = None;
+        }
+    }
+    let _lock = CHANGED_LOCK.lock();
+    CHANGED.notify_all();
+    Ok(())
 }
 
 /// Why `kill` failed.

@@ -16,6 +16,7 @@ use vfs::{flags, Errno, PathContext, RamFs, Timespec, Vfs};
 
 use crate::{machine::fake, LinuxProcess, Personality};
 
+mod close_range;
 mod credentials;
 mod epoll;
 mod eventfd;
@@ -26,8 +27,10 @@ mod identity;
 mod info;
 mod locks;
 mod mapping;
+mod pidfd;
 mod pipe;
 mod poll;
+mod prctl;
 mod resource;
 mod sched;
 mod scheduling;

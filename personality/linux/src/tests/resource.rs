@@ -1,4 +1,4 @@
-//! `resource`: limits, usage, `getrandom`, `set_robust_list`, `prctl`.
+//! `resource`: limits, usage, `getrandom`, `set_robust_list`.
 
 use linux_abi::syscall::*;
 use vfs::Errno;
@@ -90,38 +90,6 @@ fn set_robust_list_wants_linuxs_head_size() {
         );
     }
     assert_eq!(fixture.call(SET_ROBUST_LIST, &[at(0), 24]), 0);
-}
-
-#[test]
-fn prctl_names_the_process_and_refuses_what_it_does_not_know() {
-    let fixture = Fixture::new();
-    const PR_SET_NAME: u64 = 15;
-    const PR_GET_NAME: u64 = 16;
-    const PR_GET_DUMPABLE: u64 = 3;
-    const PR_SET_DUMPABLE: u64 = 4;
-    assert_eq!(fixture.call(PRCTL, &[9999, 0]), err(Errno::EINVAL));
-    assert_eq!(
-        fixture.call(PRCTL, &[PR_SET_DUMPABLE, 2]),
-        err(Errno::EINVAL)
-    );
-    assert_eq!(fixture.call(PRCTL, &[PR_SET_DUMPABLE, 1]), 0);
-    assert_eq!(fixture.call(PRCTL, &[PR_GET_DUMPABLE, 0]), 1);
-    assert_eq!(
-        fixture.call(PRCTL, &[PR_SET_NAME, UNMAPPED]),
-        err(Errno::EFAULT)
-    );
-    assert_eq!(
-        fixture.call(PRCTL, &[PR_GET_NAME, UNMAPPED]),
-        err(Errno::EFAULT)
-    );
-    let name = put_string(0, b"a-name-longer-than-fifteen-bytes");
-    assert_eq!(fixture.call(PRCTL, &[PR_SET_NAME, name]), 0);
-    assert_eq!(fixture.call(PRCTL, &[PR_GET_NAME, at(64)]), 0);
-    assert_eq!(fake::peek(at(64), 16), b"a-name-longer-t\0");
-    assert_eq!(
-        fixture.process().command_name().as_deref(),
-        Some(&b"a-name-longer-t"[..])
-    );
 }
 
 #[test]

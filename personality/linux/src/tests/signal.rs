@@ -115,6 +115,34 @@ fn ignoring_a_pending_signal_discards_it() {
 }
 
 #[test]
+fn a_traced_process_keeps_the_signals_it_ignores_for_its_tracer() {
+    let fixture = Fixture::new();
+    let process = fixture.process();
+    let thread = current_thread();
+    assert!(
+        !process.signals.lock().post(from_user(SIGCHLD)),
+        "ignored by default: dropped"
+    );
+    process.signals.lock().set_traced(true);
+    assert!(process.signals.lock().is_traced());
+    assert!(process.signals.lock().post(from_user(SIGCHLD)));
+    assert!(process
+        .signals
+        .lock()
+        .post_to_thread(thread, from_user(SIGURG)));
+    let (info, disposition) = process.signals.lock().take(thread).expect("kept");
+    assert_eq!((info.signal, disposition), (SIGCHLD, Disposition::Ignore));
+    let (info, _) = process.signals.lock().take(thread).expect("kept");
+    assert_eq!(info.signal, SIGURG);
+    fixture.personality.process_forked(PID, PID + 1);
+    let child = fixture.personality.files(PID + 1).expect("the child");
+    assert!(!child.signals.lock().is_traced(), "fork does not trace");
+    fixture.personality.process_ended(PID + 1);
+    process.signals.lock().set_traced(false);
+    assert!(!process.signals.lock().post(from_user(SIGCHLD)));
+}
+
+#[test]
 fn rt_sigprocmask_checks_how_and_never_blocks_kill_or_stop() {
     let fixture = Fixture::new();
     let everything = put(0, &u64::MAX.to_le_bytes());
