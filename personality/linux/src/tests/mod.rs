@@ -38,6 +38,7 @@ mod socket;
 mod statfs;
 mod table;
 mod timerfd;
+mod unix_names;
 mod unix_pair;
 mod unix_socket;
 mod user;
