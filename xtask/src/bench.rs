@@ -430,7 +430,9 @@ fn with_our_programs(
 /// figure `ls -l`; `poll_wake` and `epoll_wake`, the latency of a wake-up
 /// out of `poll` and `epoll_wait`; `eventfd_pingpong`, the round trip of
 /// an event between two processes over eventfd counters; `fcntl_lock`
-/// and `flock`, an uncontended lock and unlock of a file.
+/// and `flock`, an uncontended lock and unlock of a file;
+/// `unix_stream_rtt`, a message's round trip between two processes over
+/// a named `AF_UNIX` stream socket.
 pub const LINUX_SUITE_OURS: &[&str] = &[
     "ls_l",
     "poll_wake",
@@ -438,6 +440,7 @@ pub const LINUX_SUITE_OURS: &[&str] = &[
     "eventfd_pingpong",
     "fcntl_lock",
     "flock",
+    "unix_stream_rtt",
 ];
 
 /// SPIN's Unix-server figures (paper 002, table 2) as `./x bench linux`
