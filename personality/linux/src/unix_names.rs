@@ -10,8 +10,8 @@
 //!   `bind` of an unnamed address picks a free one (`autobind`: five hex
 //!   digits, as Linux's `unix_autobind`).
 //!
-//! Entries hold the socket weakly: a closed socket is gone from the
-//! registry even before it removes its entries itself. The registry is
+//! Entries hold the socket weakly: a socket that is gone is gone from
+//! the registry even before it removes its entries itself (at its close). The registry is
 //! generic over what it names, so it is host-tested on its own.
 
 use alloc::{collections::BTreeMap, format, sync::Arc, sync::Weak, vec::Vec};
@@ -102,20 +102,25 @@ impl<T> Registry<T> {
             .and_then(Weak::upgrade)
     }
 
-    /// Forgets node `node` (its socket closed), unless another socket
-    /// holds it now.
-    pub fn release_node(&self, node: NodeKey) {
+    /// Forgets node `node` if it names `socket` (which closed) or a
+    /// socket already gone.
+    pub fn release_node(&self, node: NodeKey, socket: &T) {
         let mut names = self.names.lock();
-        if !is_live(names.nodes.get(&node)) {
+        if names
+            .nodes
+            .get(&node)
+            .is_some_and(|entry| names_or_dead(entry, socket))
+        {
             names.nodes.remove(&node);
         }
     }
 
-    /// Forgets abstract name `name` (its socket closed), unless another
-    /// socket holds it now.
-    pub fn release_abstract(&self, name: &[u8]) {
+    /// Forgets abstract name `name` if it names `socket` (which closed)
+    /// or a socket already gone.
+    pub fn release_abstract(&self, name: &[u8], socket: &T) {
         let mut names = self.names.lock();
-        if !is_live(names.abstract_names.get(name)) {
+        let entry = names.abstract_names.get(name);
+        if entry.is_some_and(|entry| names_or_dead(entry, socket)) {
             names.abstract_names.remove(name);
         }
     }
@@ -132,6 +137,11 @@ impl<T> Registry<T> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// Whether `entry` names `socket`, or a socket that is gone.
+fn names_or_dead<T>(entry: &Weak<T>, socket: &T) -> bool {
+    core::ptr::eq(entry.as_ptr(), socket) || entry.strong_count() == 0
 }
 
 /// Whether `entry` names a socket that is still open.

@@ -122,6 +122,8 @@ pub struct UnixSocket {
     is_shut: [AtomicBool; 2],
     /// `SO_PASSCRED`.
     passes_credentials: AtomicBool,
+    /// Its last descriptor closed: nothing reaches it any more.
+    is_closed: AtomicBool,
     /// `SO_SNDBUF` and `SO_RCVBUF`, as `getsockopt` reports them.
     buffer_bytes: [AtomicUsize; 2],
 }
@@ -164,6 +166,7 @@ impl UnixSocket {
             credentials: spin::Mutex::new(credentials),
             is_shut: [AtomicBool::new(false), AtomicBool::new(false)],
             passes_credentials: AtomicBool::new(false),
+            is_closed: AtomicBool::new(false),
             buffer_bytes: [
                 AtomicUsize::new(unix_connection::BUFFER_BYTES),
                 AtomicUsize::new(unix_connection::BUFFER_BYTES),
@@ -570,6 +573,9 @@ impl UnixSocket {
             sender,
         });
         let attempt = || {
+            if target.is_closed.load(Ordering::SeqCst) {
+                return Some(Err(Errno::ECONNREFUSED));
+            }
             if target.is_shut[0].load(Ordering::SeqCst) {
                 return Some(Err(Errno::EPIPE));
             }
@@ -682,25 +688,48 @@ impl UnixSocket {
     }
 }
 
-impl Drop for UnixSocket {
-    fn drop(&mut self) {
-        let binding = self.binding.get_mut();
+impl UnixSocket {
+    /// Its last descriptor closed (or it was never given one): its name
+    /// is released, the connections queued on it are reset, its
+    /// connection (its end of the pair) goes, and whoever waits on it
+    /// (a `connect` waiting for backlog room, a datagram sender) looks
+    /// again and finds it gone. A thread still inside a call on it
+    /// keeps what that call holds until it returns.
+    fn close(&self) {
+        self.is_closed.store(true, Ordering::SeqCst);
+        let binding = self.binding.lock().clone();
         if binding.is_holder {
             match (&binding.address, binding.node) {
-                (UnixAddress::Path(_), Some(node)) => self.names.release_node(node),
-                (UnixAddress::Abstract(name), _) => self.names.release_abstract(name),
+                (UnixAddress::Path(_), Some(node)) => self.names.release_node(node, self),
+                (UnixAddress::Abstract(name), _) => self.names.release_abstract(name, self),
                 _ => {}
             }
         }
-        // Connections never accepted are reset for their clients.
-        if let State::Listening { pending, .. } = self.state.get_mut() {
-            for accepted in pending.drain(..) {
+        let state = core::mem::replace(&mut *self.state.lock(), State::Unconnected);
+        if let State::Listening { pending, .. } = &state {
+            for accepted in pending {
                 if let Some(end) = accepted.connected_end() {
                     end.reset_peer();
                 }
             }
         }
+        drop(state);
         drop(self.inbox.clear());
+        self.events.wake_all();
+    }
+}
+
+impl Drop for UnixSocket {
+    fn drop(&mut self) {
+        if !self.is_closed.load(Ordering::SeqCst) {
+            self.close();
+        }
+    }
+}
+
+impl Drop for UnixSocketFile {
+    fn drop(&mut self) {
+        self.0.close();
     }
 }
 

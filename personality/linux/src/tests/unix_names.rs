@@ -77,8 +77,9 @@ fn abstract_names_are_taken_once_while_their_socket_lives() {
     drop(first);
     assert!(registry.find_abstract(b"name").is_none(), "a closed socket");
     assert_eq!(registry.bind_abstract(b"name", &second), Ok(()));
-    drop(second);
-    registry.release_abstract(b"name");
+    registry.release_abstract(b"name", &9);
+    assert_eq!(registry.len(), 1, "another socket's name stays");
+    registry.release_abstract(b"name", &second);
     assert!(registry.is_empty());
 }
 
@@ -89,11 +90,15 @@ fn nodes_name_their_socket_until_released() {
     registry.bind_node((1, 42), &socket);
     assert_eq!(registry.find_node((1, 42)).as_deref(), Some(&7));
     assert!(registry.find_node((2, 42)).is_none(), "another device");
-    registry.release_node((1, 42));
-    assert_eq!(registry.len(), 1, "a live socket keeps its node");
-    drop(socket);
-    registry.release_node((1, 42));
+    registry.release_node((1, 42), &7);
+    assert_eq!(registry.len(), 1, "another socket's node stays");
+    registry.release_node((1, 42), &socket);
     assert!(registry.is_empty());
+    let gone = Arc::new(8);
+    registry.bind_node((1, 43), &gone);
+    drop(gone);
+    registry.release_node((1, 43), &0);
+    assert!(registry.is_empty(), "a dead entry goes");
 }
 
 #[test]
