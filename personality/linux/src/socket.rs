@@ -725,11 +725,12 @@ pub fn recvmmsg(
     )
 }
 
-/// The total length of `count` `iovec`s at `vectors` (`EINVAL` past
-/// `IOV_MAX` or a total beyond 1 MiB per call, which is cut there).
+/// The total length of `count` `iovec`s at `vectors` of a `struct
+/// msghdr` (`EMSGSIZE` past `UIO_MAXIOV`, as Linux's `__copy_msghdr`;
+/// a total beyond 1 MiB per call is cut there).
 pub(crate) fn vectors_length(vectors: u64, count: u64) -> Result<usize, Errno> {
-    if count > 1024 {
-        return Err(Errno::EINVAL);
+    if count > MMSG_MAX {
+        return Err(Errno::EMSGSIZE);
     }
     let mut total = 0usize;
     for index in 0..count {

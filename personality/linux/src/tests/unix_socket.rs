@@ -523,6 +523,16 @@ fn descriptors_pass_with_scm_rights() {
         fixture.call(SENDMSG, &[first, header, 0]),
         err(Errno::EBADF)
     );
+    let vector = put_iovecs(0xb00, &[(data, 2)]);
+    let mut many = [0u8; 56];
+    many[16..24].copy_from_slice(&vector.to_le_bytes());
+    many[24..32].copy_from_slice(&1025u64.to_le_bytes());
+    let many = put(0xc80, &many);
+    assert_eq!(
+        fixture.call(SENDMSG, &[first, many, 0]),
+        err(Errno::EMSGSIZE),
+        "more vectors than UIO_MAXIOV"
+    );
     let mut short = control;
     short[..8].copy_from_slice(&8u64.to_le_bytes());
     let short_at = put(0xd00, &short);
