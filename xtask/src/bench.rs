@@ -434,7 +434,9 @@ fn with_our_programs(
 /// the round trip between two threads waking each other out of
 /// `FUTEX_WAIT`; `vfork_exit_wait` and `pidfd_exit_wait`, beside the
 /// baseline's `fork_exit_wait`: a child that runs in its parent's
-/// memory, and a child's end waited for through a process descriptor.
+/// memory, and a child's end waited for through a process descriptor;
+/// `unix_stream_rtt`, a message's round trip between two processes over
+/// a named `AF_UNIX` stream socket.
 pub const LINUX_SUITE_OURS: &[&str] = &[
     "ls_l",
     "poll_wake",
@@ -445,6 +447,7 @@ pub const LINUX_SUITE_OURS: &[&str] = &[
     "futex_wake",
     "vfork_exit_wait",
     "pidfd_exit_wait",
+    "unix_stream_rtt",
 ];
 
 /// SPIN's Unix-server figures (paper 002, table 2) as `./x bench linux`

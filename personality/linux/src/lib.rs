@@ -34,8 +34,14 @@
 //! - `socket`: `AF_INET` sockets (UDP and TCP over loopback) as open
 //!   files, on the `sockets` service (`services/sockets`); other families
 //!   are `EAFNOSUPPORT`, but for `AF_UNIX`;
-//! - `unix_pair`: `socketpair(AF_UNIX, ...)`, two connected local
-//!   sockets; `unix_socket`: an unconnected one (`socket`).
+//! - `unix_socket`: `AF_UNIX` sockets and their states (named, listening,
+//!   connected), with `unix_address` (`struct sockaddr_un`),
+//!   `unix_names` (the registry of bound names), `unix_connection` (a
+//!   connected pair's data path), `unix_datagram` (a datagram socket's
+//!   queue), `unix_pair` (`socketpair`), and the calls on them:
+//!   `unix_calls` (`bind`, `listen`, `connect`, `accept`, ...),
+//!   `unix_messages` (`send*`, `recv*`, `SCM_RIGHTS`), `unix_options`
+//!   (`getsockopt`, `setsockopt`).
 //!
 //! Each process has a [`LinuxProcess`]: its descriptor table (open files
 //! are capabilities in the process's `domain::HandleTable`), its current
@@ -78,6 +84,13 @@ mod splice;
 mod statfs;
 pub mod timer_args;
 mod timerfd;
+mod unix_address;
+mod unix_calls;
+mod unix_connection;
+mod unix_datagram;
+mod unix_messages;
+mod unix_names;
+mod unix_options;
 mod unix_pair;
 mod unix_socket;
 mod unshare;
@@ -338,6 +351,8 @@ pub struct Personality {
     /// The network stack `AF_INET` sockets live on (the loopback
     /// interface).
     sockets: Arc<sockets::Stack>,
+    /// Which `AF_UNIX` socket each bound name stands for.
+    unix_names: Arc<unix_socket::UnixNames>,
     /// `/dev/urandom`'s generator, for `getrandom`.
     urandom: Arc<dyn vfs::Device>,
     /// The root and current directory new processes start in (`None`:
@@ -378,6 +393,7 @@ impl Personality {
                 sockets::set_change_hook(socket::wake_network_waiters);
                 Arc::new(sockets::Stack::new(move || clock.uptime_ns() / 1_000_000))
             },
+            unix_names: Arc::default(),
             urandom,
             processes: spin::Mutex::new(BTreeMap::new()),
             start_directory: spin::Mutex::new(None),
@@ -674,6 +690,15 @@ struct Call<'a> {
 }
 
 impl Call<'_> {
+    /// What the `AF_UNIX` socket calls need of the personality.
+    fn local(&self) -> unix_calls::LocalSockets<'_> {
+        unix_calls::LocalSockets {
+            vfs: self.vfs,
+            directory: &self.personality.pipes,
+            names: &self.personality.unix_names,
+        }
+    }
+
     /// The state of process `pid` as a call names it (0: the caller).
     fn process(&self, pid: u64) -> Result<Arc<LinuxProcess>, Errno> {
         let pid = if pid == 0 { self.pid } else { pid };
@@ -999,7 +1024,7 @@ fn table(number: u64) -> Option<Implementation> {
             let personality = c.personality;
             socket::socket(
                 &personality.sockets,
-                &personality.pipes,
+                &c.local(),
                 c.files,
                 domain,
                 kind,
@@ -1007,28 +1032,36 @@ fn table(number: u64) -> Option<Implementation> {
             )
         },
         SOCKETPAIR => |c, [domain, kind, protocol, fds, ..]| {
-            unix_pair::socketpair(&c.personality.pipes, c.files, domain, kind, protocol, fds)
+            let personality = c.personality;
+            let (directory, names) = (&personality.pipes, &personality.unix_names);
+            unix_pair::socketpair(directory, names, c.files, domain, kind, protocol, fds)
         },
-        BIND => |c, [fd, address, length, ..]| socket::bind(c.files, fd, address, length),
-        CONNECT => |c, [fd, address, length, ..]| socket::connect(c.files, fd, address, length),
+        BIND => {
+            |c, [fd, address, length, ..]| socket::bind(&c.local(), c.files, fd, address, length)
+        }
+        CONNECT => {
+            |c, [fd, address, length, ..]| socket::connect(&c.local(), c.files, fd, address, length)
+        }
         LISTEN => |c, [fd, backlog, ..]| socket::listen(c.files, fd, backlog),
         ACCEPT => |c, [fd, address, length, ..]| {
-            socket::accept4(&c.personality.pipes, c.files, fd, address, length, 0)
+            socket::accept4(&c.local(), c.files, fd, address, length, 0)
         },
         ACCEPT4 => |c, [fd, address, length, flags, ..]| {
-            socket::accept4(&c.personality.pipes, c.files, fd, address, length, flags)
+            socket::accept4(&c.local(), c.files, fd, address, length, flags)
         },
         SENDTO => |c, [fd, buf, len, flags, address, length]| {
-            socket::sendto(c.files, fd, buf, len, flags, address, length)
+            socket::sendto(&c.local(), c.files, fd, buf, len, flags, address, length)
         },
         RECVFROM => |c, [fd, buf, len, flags, address, length]| {
             socket::recvfrom(c.files, fd, buf, len, flags, address, length)
         },
-        SENDMSG => |c, [fd, message, flags, ..]| socket::sendmsg(c.files, fd, message, flags),
-        RECVMSG => |c, [fd, message, flags, ..]| socket::recvmsg(c.files, fd, message, flags),
-        SENDMMSG => {
-            |c, [fd, vector, count, flags, ..]| socket::sendmmsg(c.files, fd, vector, count, flags)
+        SENDMSG => {
+            |c, [fd, message, flags, ..]| socket::sendmsg(&c.local(), c.files, fd, message, flags)
         }
+        RECVMSG => |c, [fd, message, flags, ..]| socket::recvmsg(c.files, fd, message, flags),
+        SENDMMSG => |c, [fd, vector, count, flags, ..]| {
+            socket::sendmmsg(&c.local(), c.files, fd, vector, count, flags)
+        },
         RECVMMSG => |c, [fd, vector, count, flags, timeout, ..]| {
             socket::recvmmsg(c.files, fd, vector, count, flags, timeout)
         },

@@ -4,9 +4,10 @@
 //! personality's hidden file system, so `read`, `write`, `close`, `poll`,
 //! `select`, `dup` and `fork` work on it as on any descriptor.
 //!
-//! `AF_UNIX` stream sockets are `unix_socket`'s (connected pairs from
-//! `socketpair`); other families are `EAFNOSUPPORT`, and the socket calls
-//! on a descriptor that is not an `AF_INET` socket are `ENOTSOCK`.
+//! `AF_UNIX` sockets are `unix_socket`'s: each call here hands an
+//! `AF_UNIX` descriptor to `unix_calls`, `unix_messages` or
+//! `unix_options`. Other families are `EAFNOSUPPORT`, and the socket
+//! calls on a descriptor that is not a socket are `ENOTSOCK`.
 //!
 //! Blocking calls block on [`SOCKET_EVENTS`], one wait queue for every
 //! socket: the stack wakes it whenever an operation moved packets or
@@ -25,41 +26,23 @@ use alloc::sync::Arc;
 use core::net::{Ipv4Addr, SocketAddrV4};
 
 use linux_abi::socket::{
-    SockaddrIn, AF_INET, AF_UNIX, IPPROTO_TCP, IPPROTO_UDP, SOCK_CLOEXEC, SOCK_DGRAM,
-    SOCK_NONBLOCK, SOCK_STREAM, SOCK_TYPE_MASK,
+    MessageHeader, SockaddrIn, AF_INET, AF_UNIX, IPPROTO_TCP, IPPROTO_UDP, MSG_DONTWAIT, MSG_PEEK,
+    MSG_TRUNC, MSG_WAITFORONE, SHUT_RD, SHUT_RDWR, SHUT_WR, SOCK_CLOEXEC, SOCK_DGRAM,
+    SOCK_NONBLOCK, SOCK_STREAM, SOCK_TYPE_MASK, SOL_SOCKET, SO_BROADCAST, SO_ERROR, SO_KEEPALIVE,
+    SO_LINGER, SO_RCVBUF, SO_RCVTIMEO, SO_REUSEADDR, SO_REUSEPORT, SO_SNDBUF, SO_SNDTIMEO, SO_TYPE,
+    TCP_NODELAY,
 };
 use sockets::{Kind, Readiness as SocketReadiness, Shutdown, Socket, SocketError, Stack};
 use vfs::{flags, Device, Errno, Inode, NewNode, NodeKind, OpenFile, Readiness};
 
 use crate::{
     machine::{Blocking, Clock, Machine},
-    user,
+    unix_calls::{self, LocalSockets},
+    unix_messages, unix_options, user,
     wait::{wait_on_any, FileWaitQueue},
     LinuxProcess,
 };
 
-/// `MSG_PEEK`, `MSG_TRUNC`, `MSG_DONTWAIT`.
-const MSG_PEEK: u64 = 0x2;
-const MSG_TRUNC: u64 = 0x20;
-const MSG_DONTWAIT: u64 = 0x40;
-/// `shutdown`'s `how`.
-const SHUT_RD: u64 = 0;
-const SHUT_WR: u64 = 1;
-const SHUT_RDWR: u64 = 2;
-/// `getsockopt`/`setsockopt` levels and options.
-const SOL_SOCKET: u64 = 1;
-const SO_REUSEADDR: u64 = 2;
-const SO_TYPE: u64 = 3;
-const SO_ERROR: u64 = 4;
-const SO_BROADCAST: u64 = 6;
-const SO_SNDBUF: u64 = 7;
-const SO_RCVBUF: u64 = 8;
-const SO_KEEPALIVE: u64 = 9;
-const SO_LINGER: u64 = 13;
-const SO_REUSEPORT: u64 = 15;
-const SO_RCVTIMEO: u64 = 20;
-const SO_SNDTIMEO: u64 = 21;
-const TCP_NODELAY: u64 = 1;
 /// What `SO_SNDBUF` and `SO_RCVBUF` report (the stack's buffers).
 const BUFFER_BYTES: i32 = 64 * 1024;
 
@@ -266,6 +249,14 @@ fn socket_of(files: &LinuxProcess, fd: u64) -> Result<(Arc<OpenFile>, Arc<dyn De
     Ok((file, device))
 }
 
+/// `EBADF` or `ENOTSOCK` unless `fd` is a socket of either family.
+fn is_socket(files: &LinuxProcess, fd: u64) -> Result<(), Errno> {
+    if unix_calls::socket_of(files, fd)?.is_some() {
+        return Ok(());
+    }
+    socket_of(files, fd).map(|_| ())
+}
+
 /// Runs `f` on the socket behind `fd`, with whether the file is
 /// non-blocking.
 fn with_socket<T>(
@@ -355,14 +346,14 @@ fn install(
 /// `socket(domain, type, protocol)`.
 pub fn socket(
     stack: &Arc<Stack>,
-    directory: &Arc<dyn Inode>,
+    local: &LocalSockets<'_>,
     files: &LinuxProcess,
     domain: u64,
     kind: u64,
     protocol: u64,
 ) -> Result<i64, Errno> {
     if domain == u64::from(AF_UNIX) {
-        return crate::unix_socket::socket(directory, files, kind, protocol);
+        return unix_calls::socket(local, files, kind, protocol);
     }
     if domain != u64::from(AF_INET) {
         return Err(Errno::EAFNOSUPPORT);
@@ -378,7 +369,7 @@ pub fn socket(
     };
     let socket = Socket::new(stack.clone(), kind_of);
     install(
-        directory,
+        local.directory,
         files,
         socket,
         kind & SOCK_NONBLOCK != 0,
@@ -387,7 +378,16 @@ pub fn socket(
 }
 
 /// `bind(fd, addr, addrlen)`.
-pub fn bind(files: &LinuxProcess, fd: u64, address: u64, length: u64) -> Result<i64, Errno> {
+pub fn bind(
+    local: &LocalSockets<'_>,
+    files: &LinuxProcess,
+    fd: u64,
+    address: u64,
+    length: u64,
+) -> Result<i64, Errno> {
+    if let Some((_, unix)) = unix_calls::socket_of(files, fd)? {
+        return unix_calls::bind(local, files, &unix, address, length);
+    }
     with_socket(files, fd, |socket, _| {
         let address = read_address(address, length)?;
         socket.bind(address).map(|()| 0).map_err(errno)
@@ -396,7 +396,16 @@ pub fn bind(files: &LinuxProcess, fd: u64, address: u64, length: u64) -> Result<
 
 /// `connect(fd, addr, addrlen)`: a stream waits until connected (unless
 /// non-blocking: `EINPROGRESS`).
-pub fn connect(files: &LinuxProcess, fd: u64, address: u64, length: u64) -> Result<i64, Errno> {
+pub fn connect(
+    local: &LocalSockets<'_>,
+    files: &LinuxProcess,
+    fd: u64,
+    address: u64,
+    length: u64,
+) -> Result<i64, Errno> {
+    if let Some((file, unix)) = unix_calls::socket_of(files, fd)? {
+        return unix_calls::connect(local, files, &file, &unix, address, length);
+    }
     with_socket(files, fd, |socket, nonblocking| {
         let address = read_address(address, length)?;
         match socket.connect(address) {
@@ -412,6 +421,9 @@ pub fn connect(files: &LinuxProcess, fd: u64, address: u64, length: u64) -> Resu
 
 /// `listen(fd, backlog)`.
 pub fn listen(files: &LinuxProcess, fd: u64, backlog: u64) -> Result<i64, Errno> {
+    if let Some((_, unix)) = unix_calls::socket_of(files, fd)? {
+        return unix_calls::listen(files, &unix, backlog);
+    }
     with_socket(files, fd, |socket, _| {
         let backlog = (backlog as i32).max(0) as usize;
         socket.listen(backlog).map(|()| 0).map_err(errno)
@@ -420,13 +432,16 @@ pub fn listen(files: &LinuxProcess, fd: u64, backlog: u64) -> Result<i64, Errno>
 
 /// `accept4(fd, addr, addrlen, flags)` (and `accept`, flags 0).
 pub fn accept4(
-    directory: &Arc<dyn Inode>,
+    local: &LocalSockets<'_>,
     files: &LinuxProcess,
     fd: u64,
     address: u64,
     length_at: u64,
     accept_flags: u64,
 ) -> Result<i64, Errno> {
+    if let Some((file, unix)) = unix_calls::socket_of(files, fd)? {
+        return unix_calls::accept4(local, files, &file, &unix, address, length_at, accept_flags);
+    }
     if accept_flags & !(SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
         return Err(Errno::EINVAL);
     }
@@ -435,7 +450,7 @@ pub fn accept4(
     })?;
     write_address(peer, address, length_at)?;
     install(
-        directory,
+        local.directory,
         files,
         socket,
         accept_flags & SOCK_NONBLOCK != 0,
@@ -444,7 +459,9 @@ pub fn accept4(
 }
 
 /// `sendto(fd, buf, len, flags, dest_addr, addrlen)` (and `send`).
+#[allow(clippy::too_many_arguments)]
 pub fn sendto(
+    local: &LocalSockets<'_>,
     files: &LinuxProcess,
     fd: u64,
     buffer: u64,
@@ -453,6 +470,22 @@ pub fn sendto(
     address: u64,
     address_length: u64,
 ) -> Result<i64, Errno> {
+    if let Some((file, socket)) = unix_calls::socket_of(files, fd)? {
+        let target = unix_messages::Target {
+            file: &file,
+            socket: &socket,
+        };
+        return unix_messages::sendto(
+            local,
+            files,
+            &target,
+            buffer,
+            length,
+            send_flags,
+            address,
+            address_length,
+        );
+    }
     with_socket(files, fd, |socket, nonblocking| {
         let to = if address != 0 {
             Some(read_address(address, address_length)?)
@@ -479,6 +512,13 @@ pub fn recvfrom(
     address: u64,
     length_at: u64,
 ) -> Result<i64, Errno> {
+    if let Some((file, socket)) = unix_calls::socket_of(files, fd)? {
+        let target = unix_messages::Target {
+            file: &file,
+            socket: &socket,
+        };
+        return unix_messages::recvfrom(&target, buffer, length, receive_flags, address, length_at);
+    }
     with_socket(files, fd, |socket, nonblocking| {
         let length = usize::try_from(length)
             .map_err(|_| Errno::EINVAL)?
@@ -503,32 +543,33 @@ pub fn recvfrom(
     })
 }
 
-/// `struct msghdr`'s fields that matter here: name, its length, the
-/// vectors and their count (56 bytes in all).
-struct MessageHeader {
-    name: u64,
-    name_length: u64,
-    vectors: u64,
-    count: u64,
-}
-
-fn read_message_header(at: u64) -> Result<MessageHeader, Errno> {
-    let [name, name_length, vectors, count, ..] = user::read_u64s::<7>(at)?;
-    Ok(MessageHeader {
-        name,
-        name_length: name_length & 0xffff_ffff,
-        vectors,
-        count,
-    })
+/// Reads the `struct msghdr` at `at`.
+pub(crate) fn read_message_header(at: u64) -> Result<MessageHeader, Errno> {
+    let mut bytes = [0u8; MessageHeader::BYTES];
+    user::read(at, &mut bytes)?;
+    Ok(MessageHeader::from_bytes(&bytes))
 }
 
 /// `sendmsg(fd, msg, flags)`: the vectors gathered into one send.
-pub fn sendmsg(files: &LinuxProcess, fd: u64, message: u64, send_flags: u64) -> Result<i64, Errno> {
+pub fn sendmsg(
+    local: &LocalSockets<'_>,
+    files: &LinuxProcess,
+    fd: u64,
+    message: u64,
+    send_flags: u64,
+) -> Result<i64, Errno> {
+    if let Some((file, socket)) = unix_calls::socket_of(files, fd)? {
+        let target = unix_messages::Target {
+            file: &file,
+            socket: &socket,
+        };
+        return unix_messages::sendmsg(local, files, &target, message, send_flags);
+    }
     let header = read_message_header(message)?;
-    let data = gather(header.vectors, header.count)?;
+    let data = gather(header.vectors, header.vector_count)?;
     with_socket(files, fd, |socket, nonblocking| {
         let to = if header.name != 0 {
-            Some(read_address(header.name, header.name_length)?)
+            Some(read_address(header.name, u64::from(header.name_length))?)
         } else {
             None
         };
@@ -545,8 +586,15 @@ pub fn recvmsg(
     message: u64,
     receive_flags: u64,
 ) -> Result<i64, Errno> {
+    if let Some((file, socket)) = unix_calls::socket_of(files, fd)? {
+        let target = unix_messages::Target {
+            file: &file,
+            socket: &socket,
+        };
+        return unix_messages::recvmsg(files, &target, message, receive_flags);
+    }
     let header = read_message_header(message)?;
-    let total = vectors_length(header.vectors, header.count)?;
+    let total = vectors_length(header.vectors, header.vector_count)?;
     with_socket(files, fd, |socket, nonblocking| {
         let mut data = alloc::vec::Vec::new();
         data.try_reserve_exact(total).map_err(|_| Errno::ENOMEM)?;
@@ -555,15 +603,25 @@ pub fn recvmsg(
         let peek = receive_flags & MSG_PEEK != 0;
         let (count, whole, from) =
             waiting(socket, nonblocking, || socket.receive(&mut data, peek))?;
-        scatter(header.vectors, header.count, &data[..count])?;
+        scatter(header.vectors, header.vector_count, &data[..count])?;
         if let (Some(from), true) = (from, header.name != 0) {
             // `msg_namelen` is at offset 8: room in, length out.
-            write_address(from, header.name, message + 8)?;
+            write_address(
+                from,
+                header.name,
+                message + MessageHeader::NAME_LENGTH_OFFSET,
+            )?;
         }
         // msg_controllen (offset 40) = 0; msg_flags (offset 48).
-        user::write(message + 40, &0u64.to_le_bytes())?;
+        user::write(
+            message + MessageHeader::CONTROL_LENGTH_OFFSET,
+            &0u64.to_le_bytes(),
+        )?;
         let truncated = if whole > count { MSG_TRUNC as u32 } else { 0 };
-        user::write(message + 48, &truncated.to_le_bytes())?;
+        user::write(
+            message + MessageHeader::FLAGS_OFFSET,
+            &truncated.to_le_bytes(),
+        )?;
         Ok(count as i64)
     })
 }
@@ -572,8 +630,6 @@ pub fn recvmsg(
 /// the call fills in (4 bytes and padding).
 const MMSGHDR_BYTES: u64 = 64;
 const MMSGHDR_LENGTH_OFFSET: u64 = 56;
-/// `recvmmsg`'s flag: block for the first message only.
-const MSG_WAITFORONE: u64 = 0x10000;
 /// The most messages one `sendmmsg`/`recvmmsg` handles (`UIO_MAXIOV`);
 /// Linux cuts a longer vector there rather than failing.
 const MMSG_MAX: u64 = 1024;
@@ -625,17 +681,18 @@ fn each_message(
 /// the vector; returns how many were sent (`EBADF`/`ENOTSOCK` for the
 /// descriptor before the vector is looked at).
 pub fn sendmmsg(
+    local: &LocalSockets<'_>,
     files: &LinuxProcess,
     fd: u64,
     vector: u64,
     count: u64,
     send_flags: u64,
 ) -> Result<i64, Errno> {
-    with_socket(files, fd, |_, _| Ok(()))?;
+    is_socket(files, fd)?;
     each_message(
         vector,
         count,
-        |header, _| sendmsg(files, fd, header, send_flags),
+        |header, _| sendmsg(local, files, fd, header, send_flags),
         || true,
     )
 }
@@ -654,7 +711,7 @@ pub fn recvmmsg(
     receive_flags: u64,
     timeout: u64,
 ) -> Result<i64, Errno> {
-    with_socket(files, fd, |_, _| Ok(()))?;
+    is_socket(files, fd)?;
     let deadline =
         crate::poll::timespec_ns(timeout)?.map(|ns| Machine::uptime_ns().saturating_add(ns));
     let wait_for_one = receive_flags & MSG_WAITFORONE != 0;
@@ -674,11 +731,12 @@ pub fn recvmmsg(
     )
 }
 
-/// The total length of `count` `iovec`s at `vectors` (`EINVAL` past
-/// `IOV_MAX` or a total beyond 1 MiB per call, which is cut there).
-fn vectors_length(vectors: u64, count: u64) -> Result<usize, Errno> {
-    if count > 1024 {
-        return Err(Errno::EINVAL);
+/// The total length of `count` `iovec`s at `vectors` of a `struct
+/// msghdr` (`EMSGSIZE` past `UIO_MAXIOV`, as Linux's `__copy_msghdr`;
+/// a total beyond 1 MiB per call is cut there).
+pub(crate) fn vectors_length(vectors: u64, count: u64) -> Result<usize, Errno> {
+    if count > MMSG_MAX {
+        return Err(Errno::EMSGSIZE);
     }
     let mut total = 0usize;
     for index in 0..count {
@@ -689,7 +747,7 @@ fn vectors_length(vectors: u64, count: u64) -> Result<usize, Errno> {
 }
 
 /// The bytes of `count` `iovec`s at `vectors`, in order.
-fn gather(vectors: u64, count: u64) -> Result<alloc::vec::Vec<u8>, Errno> {
+pub(crate) fn gather(vectors: u64, count: u64) -> Result<alloc::vec::Vec<u8>, Errno> {
     let total = vectors_length(vectors, count)?;
     let mut data = alloc::vec::Vec::new();
     data.try_reserve_exact(total).map_err(|_| Errno::ENOMEM)?;
@@ -704,7 +762,7 @@ fn gather(vectors: u64, count: u64) -> Result<alloc::vec::Vec<u8>, Errno> {
 }
 
 /// Spreads `data` over `count` `iovec`s at `vectors`.
-fn scatter(vectors: u64, count: u64, data: &[u8]) -> Result<(), Errno> {
+pub(crate) fn scatter(vectors: u64, count: u64, data: &[u8]) -> Result<(), Errno> {
     let mut done = 0;
     for index in 0..count {
         if done == data.len() {
@@ -720,6 +778,9 @@ fn scatter(vectors: u64, count: u64, data: &[u8]) -> Result<(), Errno> {
 
 /// `shutdown(fd, how)`.
 pub fn shutdown(files: &LinuxProcess, fd: u64, how: u64) -> Result<i64, Errno> {
+    if let Some((_, unix)) = unix_calls::socket_of(files, fd)? {
+        return unix_calls::shutdown(&unix, how);
+    }
     let how = match how {
         SHUT_RD => Shutdown::Read,
         SHUT_WR => Shutdown::Write,
@@ -738,6 +799,9 @@ pub fn getsockname(
     address: u64,
     length_at: u64,
 ) -> Result<i64, Errno> {
+    if let Some((_, unix)) = unix_calls::socket_of(files, fd)? {
+        return unix_calls::getsockname(&unix, address, length_at);
+    }
     with_socket(files, fd, |socket, _| {
         write_address(socket.local_address(), address, length_at).map(|()| 0)
     })
@@ -750,6 +814,9 @@ pub fn getpeername(
     address: u64,
     length_at: u64,
 ) -> Result<i64, Errno> {
+    if let Some((_, unix)) = unix_calls::socket_of(files, fd)? {
+        return unix_calls::getpeername(&unix, address, length_at);
+    }
     with_socket(files, fd, |socket, _| {
         let peer = socket.peer_address().map_err(errno)?;
         write_address(peer, address, length_at).map(|()| 0)
@@ -778,6 +845,9 @@ pub fn setsockopt(
     value: u64,
     length: u64,
 ) -> Result<i64, Errno> {
+    if let Some((_, unix)) = unix_calls::socket_of(files, fd)? {
+        return unix_options::setsockopt(&unix, level, name, value, length);
+    }
     with_socket(files, fd, |socket, _| match (level, name) {
         (IPPROTO_TCP, TCP_NODELAY) => {
             socket.set_no_delay(read_int(value, length)? != 0);
@@ -806,6 +876,9 @@ pub fn getsockopt(
     value: u64,
     length_at: u64,
 ) -> Result<i64, Errno> {
+    if let Some((_, unix)) = unix_calls::socket_of(files, fd)? {
+        return unix_options::getsockopt(&unix, level, name, value, length_at);
+    }
     with_socket(files, fd, |socket, _| {
         let answer: i32 = match (level, name) {
             (SOL_SOCKET, SO_TYPE) => match socket.kind() {

@@ -1,285 +1,30 @@
 //! `socketpair(AF_UNIX, type, protocol, sv)`: two connected local
-//! sockets, each an open file whose device is one [`End`] of a
-//! [`Pair`], on a socket inode of the personality's hidden file system
-//! (so `fstat` says `S_IFSOCK`). What one end writes the other reads:
-//! a byte stream for `SOCK_STREAM`, whole messages for `SOCK_DGRAM` and
-//! `SOCK_SEQPACKET` (a read takes one message; what does not fit in the
-//! reader's buffer is dropped, as Linux does).
-//!
-//! Each direction holds at most [`BUFFER_BYTES`], Linux's default socket
-//! buffer, each message charged [`MESSAGE_OVERHEAD_BYTES`] besides its
-//! bytes (Linux charges every buffer's bookkeeping to the sender), so a
-//! writer of many small datagrams runs out of room (`EAGAIN` when
-//! non-blocking) long before the bytes alone would fill it. Waiting
-//! works as for pipes (see [`crate::wait`]).
-//!
-//! When one end is closed, the other reads the end of file (a stream or
-//! sequenced-packet socket; a datagram socket just has nothing more to
-//! read) and its writes fail: `EPIPE` (with `SIGPIPE` from the kernel)
-//! for a connection, `ECONNREFUSED` for datagrams.
+//! sockets (see `unix_socket` and `unix_connection`), each an open file
+//! on a socket inode of the personality's hidden file system (so `fstat`
+//! says `S_IFSOCK`); and the making of such files for every `AF_UNIX`
+//! socket.
 
-use alloc::{collections::VecDeque, format, sync::Arc, vec::Vec};
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use alloc::{format, sync::Arc};
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use linux_abi::socket::{
     AF_INET, AF_MAX, AF_UNIX, IPPROTO_TCP, IPPROTO_UDP, SOCK_CLOEXEC, SOCK_DGRAM, SOCK_MAX,
     SOCK_NONBLOCK, SOCK_RAW, SOCK_SEQPACKET, SOCK_STREAM, SOCK_TYPE_MASK,
 };
-use vfs::{flags, Device, Errno, Inode, NewNode, NodeKind, OpenFile, Readiness};
+use vfs::{flags, Errno, Inode, NewNode, NodeKind, OpenFile};
 
+pub use crate::unix_connection::PairKind;
 use crate::{
-    user,
-    wait::{wait_on, FileWaitQueue},
-    LinuxProcess,
+    unix_connection::PeerCredentials,
+    unix_socket::{UnixNames, UnixSocket, UnixSocketFile},
+    user, LinuxProcess,
 };
 
-/// Bytes each direction of a pair holds (Linux's default
-/// `net.core.wmem_default`).
-pub const BUFFER_BYTES: usize = 212_992;
-/// What each queued message costs besides its bytes (about what Linux
-/// charges for a socket buffer's bookkeeping, `SKB_TRUESIZE(0)`).
-pub const MESSAGE_OVERHEAD_BYTES: usize = 576;
-
-/// What a pair carries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PairKind {
-    /// `SOCK_STREAM`: bytes.
-    Stream,
-    /// `SOCK_DGRAM` (and `SOCK_RAW`): messages, no connection to lose.
-    Datagram,
-    /// `SOCK_SEQPACKET`: messages over a connection.
-    SequencedPacket,
-}
-
-impl PairKind {
-    /// Whether it keeps message boundaries.
-    fn is_message_based(self) -> bool {
-        self != PairKind::Stream
-    }
-
-    /// Whether the other end's close ends the connection (the end of
-    /// file for reads, `EPIPE` for writes).
-    fn is_connection(self) -> bool {
-        self != PairKind::Datagram
-    }
-}
-
-/// One direction's queue: messages (a stream's writes are messages too,
-/// read across their boundaries) and the bytes they are charged.
-#[derive(Default)]
-struct Queue {
-    messages: VecDeque<Vec<u8>>,
-    /// Bytes charged: the messages' bytes and their overhead.
-    charged: usize,
-}
-
-/// One direction of a pair, from the writing end to the reading end.
-struct Direction {
-    queue: spin::Mutex<Queue>,
-    /// The reading end's readers (and `poll`s) wait here for messages.
-    readable: FileWaitQueue,
-    /// The writing end's writers (and `poll`s) wait here for room.
-    writable: FileWaitQueue,
-}
-
-impl Direction {
-    fn new() -> Direction {
-        Direction {
-            queue: spin::Mutex::new(Queue::default()),
-            readable: FileWaitQueue::new(),
-            writable: FileWaitQueue::new(),
-        }
-    }
-}
-
-/// The two directions and which ends are still open.
-pub struct Pair {
-    kind: PairKind,
-    /// `directions[side]` is what end `side` reads.
-    directions: [Direction; 2],
-    /// Whether end `side` was closed.
-    is_closed: [AtomicBool; 2],
-}
-
-/// One end of a [`Pair`]: it reads `directions[side]` and writes the
-/// other.
-pub struct End {
-    pair: Arc<Pair>,
-    side: usize,
-}
-
-impl End {
-    fn incoming(&self) -> &Direction {
-        &self.pair.directions[self.side]
-    }
-
-    fn outgoing(&self) -> &Direction {
-        &self.pair.directions[1 - self.side]
-    }
-
-    fn is_peer_closed(&self) -> bool {
-        self.pair.is_closed[1 - self.side].load(Ordering::SeqCst)
-    }
-
-    /// Whether a read finds the end of file: nothing queued and the
-    /// connection gone.
-    fn is_at_end(&self) -> bool {
-        self.pair.kind.is_connection() && self.is_peer_closed()
-    }
-
-    /// The error a write to a closed peer gives.
-    fn peer_gone_error(&self) -> Errno {
-        if self.pair.kind.is_connection() {
-            Errno::EPIPE
-        } else {
-            Errno::ECONNREFUSED
-        }
-    }
-
-    /// Takes what a read of `buf` gets from `queue`: bytes across
-    /// messages for a stream, one message (cut to `buf`) otherwise.
-    fn take(&self, queue: &mut Queue, buf: &mut [u8]) -> usize {
-        if self.pair.kind.is_message_based() {
-            let Some(message) = queue.messages.pop_front() else {
-                return 0;
-            };
-            let count = message.len().min(buf.len());
-            buf[..count].copy_from_slice(&message[..count]);
-            queue.charged -= message.len() + MESSAGE_OVERHEAD_BYTES;
-            return count;
-        }
-        let mut done = 0;
-        while done < buf.len() {
-            let Some(message) = queue.messages.front_mut() else {
-                break;
-            };
-            let count = message.len().min(buf.len() - done);
-            buf[done..done + count].copy_from_slice(&message[..count]);
-            message.drain(..count);
-            queue.charged -= count;
-            done += count;
-            if message.is_empty() {
-                queue.messages.pop_front();
-                queue.charged -= MESSAGE_OVERHEAD_BYTES;
-            }
-        }
-        done
-    }
-}
-
-impl Drop for End {
-    fn drop(&mut self) {
-        // The peer's waiters learn of the close: readers get the end of
-        // file, writers their error.
-        self.pair.is_closed[self.side].store(true, Ordering::SeqCst);
-        for direction in &self.pair.directions {
-            direction.readable.wake_all();
-            direction.writable.wake_all();
-        }
-    }
-}
-
-impl Device for End {
-    fn read(&self, _offset: u64, buf: &mut [u8], nonblocking: bool) -> Result<usize, Errno> {
-        let attempt = || {
-            let mut queue = self.incoming().queue.lock();
-            if !queue.messages.is_empty() {
-                let count = self.take(&mut queue, buf);
-                drop(queue);
-                self.incoming().writable.wake_all();
-                return Some(Ok(count));
-            }
-            drop(queue);
-            if self.is_at_end() {
-                return Some(Ok(0));
-            }
-            nonblocking.then_some(Err(Errno::EAGAIN))
-        };
-        wait_on(&self.incoming().readable, "socketpair read", None, attempt)?.unwrap_or(Ok(0))
-    }
-
-    /// A stream takes what fits and waits for room for the rest; a
-    /// message goes whole or waits (`EMSGSIZE` if it could never fit).
-    fn write(&self, _offset: u64, buf: &[u8], nonblocking: bool) -> Result<usize, Errno> {
-        let is_message_based = self.pair.kind.is_message_based();
-        if is_message_based && buf.len() + MESSAGE_OVERHEAD_BYTES > BUFFER_BYTES {
-            return Err(Errno::EMSGSIZE);
-        }
-        let mut done = 0;
-        let attempt = || loop {
-            if self.is_peer_closed() {
-                return Some(if done > 0 {
-                    Ok(done)
-                } else {
-                    Err(self.peer_gone_error())
-                });
-            }
-            if done == buf.len() && (done > 0 || !is_message_based) {
-                return Some(Ok(done));
-            }
-            let mut queue = self.outgoing().queue.lock();
-            let room = BUFFER_BYTES.saturating_sub(queue.charged + MESSAGE_OVERHEAD_BYTES);
-            let wanted = buf.len() - done;
-            let fits = if is_message_based {
-                room >= wanted
-            } else {
-                room > 0
-            };
-            if fits {
-                let count = room.min(wanted);
-                queue.messages.push_back(buf[done..done + count].to_vec());
-                queue.charged += count + MESSAGE_OVERHEAD_BYTES;
-                drop(queue);
-                done += count;
-                self.outgoing().readable.wake_all();
-                if is_message_based {
-                    return Some(Ok(done));
-                }
-                continue;
-            }
-            drop(queue);
-            if nonblocking {
-                return Some(if done > 0 {
-                    Ok(done)
-                } else {
-                    Err(Errno::EAGAIN)
-                });
-            }
-            return None;
-        };
-        match wait_on(&self.outgoing().writable, "socketpair write", None, attempt) {
-            Ok(answer) => answer.unwrap_or(Ok(0)),
-            // Interrupted after some bytes went: those count.
-            Err(_) if done > 0 => Ok(done),
-            Err(error) => Err(error),
-        }
-    }
-
-    fn readiness(&self) -> Readiness {
-        let has_messages = !self.incoming().queue.lock().messages.is_empty();
-        let has_room = self.outgoing().queue.lock().charged + MESSAGE_OVERHEAD_BYTES < BUFFER_BYTES;
-        let is_hung_up = self.is_at_end();
-        Readiness {
-            readable: has_messages || is_hung_up,
-            writable: has_room || self.is_peer_closed(),
-            hung_up: is_hung_up,
-            error: false,
-        }
-    }
-
-    fn wait_queue(&self) -> Option<&dyn vfs::WaitQueue> {
-        Some(&self.incoming().readable)
-    }
-
-    fn is_seekable(&self) -> bool {
-        false
-    }
-}
-
-/// The kind of pair `socketpair(AF_UNIX, type, protocol)` makes, or its
-/// error: `EPROTONOSUPPORT` for a protocol other than 0 or `PF_UNIX`,
-/// `ESOCKTNOSUPPORT` for a type `AF_UNIX` lacks (Linux's `unix_create`).
-fn unix_kind(kind: u64, protocol: u64) -> Result<PairKind, Errno> {
+/// The kind of socket `socket(AF_UNIX, type, protocol)` and
+/// `socketpair` make, or their error: `EPROTONOSUPPORT` for a protocol
+/// other than 0 or `PF_UNIX`, `ESOCKTNOSUPPORT` for a type `AF_UNIX`
+/// lacks (Linux's `unix_create`; `SOCK_RAW` is taken as `SOCK_DGRAM`).
+pub(crate) fn unix_kind(kind: u64, protocol: u64) -> Result<PairKind, Errno> {
     if protocol != 0 && protocol != u64::from(AF_UNIX) {
         return Err(Errno::EPROTONOSUPPORT);
     }
@@ -303,16 +48,16 @@ fn inet_error(kind: u64, protocol: u64) -> Errno {
 }
 
 /// Numbers the hidden socket nodes.
-static NEXT_PAIR: AtomicU64 = AtomicU64::new(1);
+static NEXT_NODE: AtomicU64 = AtomicU64::new(1);
 
-/// Two connected ends of `kind` as open files with `status_flags`, on
-/// a socket inode made in `directory` and unlinked at once.
-pub fn make_pair(
+/// An open file with `status_flags` for `socket`, on a socket inode made
+/// in `directory` (and unlinked at once).
+pub(crate) fn socket_file(
     directory: &Arc<dyn Inode>,
-    kind: PairKind,
+    socket: Arc<UnixSocket>,
     status_flags: u32,
-) -> Result<(Arc<OpenFile>, Arc<OpenFile>), Errno> {
-    let name = format!("socketpair-{}", NEXT_PAIR.fetch_add(1, Ordering::Relaxed));
+) -> Result<Arc<OpenFile>, Errno> {
+    let name = format!("unix-{}", NEXT_NODE.fetch_add(1, Ordering::Relaxed));
     let inode = directory.create(
         name.as_bytes(),
         NewNode {
@@ -323,23 +68,38 @@ pub fn make_pair(
         },
     )?;
     let _ = directory.unlink(name.as_bytes());
-    let pair = Arc::new(Pair {
-        kind,
-        directions: [Direction::new(), Direction::new()],
-        is_closed: [AtomicBool::new(false), AtomicBool::new(false)],
-    });
-    let end = |side: usize| {
-        let device = End {
-            pair: pair.clone(),
-            side,
-        };
-        Arc::new(OpenFile::new(
-            inode.clone(),
-            flags::O_RDWR | status_flags,
-            Some(Arc::new(device)),
-        ))
-    };
-    Ok((end(0), end(1)))
+    Ok(Arc::new(OpenFile::new(
+        inode,
+        flags::O_RDWR | status_flags,
+        Some(Arc::new(UnixSocketFile(socket))),
+    )))
+}
+
+/// The credentials a socket made by `process` carries: its id and
+/// effective ids.
+pub(crate) fn credentials_of(process: &LinuxProcess) -> PeerCredentials {
+    let credentials = process.credentials();
+    PeerCredentials {
+        pid: process.pid as u32,
+        uid: credentials.users.effective,
+        gid: credentials.groups.effective,
+    }
+}
+
+/// Two connected sockets of `kind` as open files with `status_flags`,
+/// made by `credentials`.
+pub fn make_pair(
+    directory: &Arc<dyn Inode>,
+    names: &Arc<UnixNames>,
+    kind: PairKind,
+    credentials: PeerCredentials,
+    status_flags: u32,
+) -> Result<(Arc<OpenFile>, Arc<OpenFile>), Errno> {
+    let (first, second) = UnixSocket::pair(kind, names, credentials);
+    Ok((
+        socket_file(directory, first, status_flags)?,
+        socket_file(directory, second, status_flags)?,
+    ))
 }
 
 /// `socketpair(domain, type, protocol, sv)`: `EINVAL` for flags other
@@ -348,6 +108,7 @@ pub fn make_pair(
 /// `EFAULT` (and no descriptors left open) for a bad `sv`.
 pub fn socketpair(
     directory: &Arc<dyn Inode>,
+    names: &Arc<UnixNames>,
     files: &LinuxProcess,
     domain: u64,
     kind: u64,
@@ -377,7 +138,7 @@ pub fn socketpair(
     } else {
         0
     };
-    let (first, second) = make_pair(directory, pair_kind, status)?;
+    let (first, second) = make_pair(directory, names, pair_kind, credentials_of(files), status)?;
     let cloexec = kind & SOCK_CLOEXEC != 0;
     let first_fd = files.fds.install(first, 0, cloexec)?;
     let second_fd = match files.fds.install(second, 0, cloexec) {

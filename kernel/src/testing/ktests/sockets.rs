@@ -1,6 +1,6 @@
-//! Sockets (`AF_INET` over the loopback interface): our own checks of
-//! their semantics and errors, and Debian's busybox `httpd`, `wget` and
-//! `nc` talking to each other.
+//! Sockets (`AF_INET` over the loopback interface, and local `AF_UNIX`
+//! ones): our own checks of their semantics and errors, and Debian's
+//! busybox `httpd`, `wget` and `nc` talking to each other.
 
 use alloc::string::String;
 
@@ -11,6 +11,10 @@ pub const TESTS: &[KernelTest] = &[
     KernelTest {
         name: "udp_and_tcp_sockets_over_loopback_as_linux_programs_use_them",
         run: sockets_program,
+    },
+    KernelTest {
+        name: "a_server_and_a_client_talk_over_named_unix_sockets",
+        run: local_sockets_program,
     },
     KernelTest {
         name: "busybox_httpd_wget_and_nc_transfer_files_over_loopback",
@@ -29,6 +33,27 @@ fn sockets_program() -> TestResult {
     ensure!(
         end == UserExit::Exited(0) && output.contains("sockets: ok"),
         "sockets {end}, printing:\n{output}"
+    );
+    ensure!(
+        personality.processes() == processes,
+        "{} processes outlived the test",
+        personality.processes() - processes
+    );
+    Ok(())
+}
+
+/// `user/localsockets.c`: a server and a forked client over a stream
+/// socket bound to a path (accept, names, `SO_PEERCRED`, a descriptor
+/// passed with `SCM_RIGHTS`, the end of file) and datagram sockets
+/// (`sendto` a path, the sender's abstract name, a default peer), and
+/// the errors of `bind` and `connect`.
+fn local_sockets_program() -> TestResult {
+    let personality = crate::linux::personality().ok_or("the Linux personality is not set up")?;
+    let processes = personality.processes();
+    let (end, output) = run_and_capture("localsockets", &[])?;
+    ensure!(
+        end == UserExit::Exited(0) && output.contains("localsockets: ok"),
+        "localsockets {end}, printing:\n{output}"
     );
     ensure!(
         personality.processes() == processes,

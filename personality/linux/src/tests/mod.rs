@@ -43,6 +43,7 @@ mod statfs;
 mod table;
 mod timer_args;
 mod timerfd;
+mod unix_names;
 mod unix_pair;
 mod unix_socket;
 mod user;

@@ -130,10 +130,15 @@ fn datagrams_keep_their_boundaries_and_fill_the_buffer() {
 fn a_message_larger_than_the_buffer_is_emsgsize() {
     let fixture = Fixture::new();
     let directory = fixture.personality.pipes.clone();
-    let (first, _second) =
-        crate::unix_pair::make_pair(&directory, crate::unix_pair::PairKind::SequencedPacket, 0)
-            .expect("a pair");
-    let huge = alloc::vec![0u8; crate::unix_pair::BUFFER_BYTES];
+    let (first, _second) = crate::unix_pair::make_pair(
+        &directory,
+        &fixture.personality.unix_names,
+        crate::unix_pair::PairKind::SequencedPacket,
+        crate::unix_connection::PeerCredentials::NOBODY,
+        0,
+    )
+    .expect("a pair");
+    let huge = alloc::vec![0u8; crate::unix_connection::BUFFER_BYTES];
     assert_eq!(first.write(&huge), Err(Errno::EMSGSIZE));
     assert_eq!(first.write(&huge[..1000]), Ok(1000));
 }
