@@ -122,9 +122,11 @@ impl Device for ReadEnd {
     }
 
     fn readiness(&self) -> Readiness {
+        // As Linux's `pipe_poll`: readable only with bytes in; a writer
+        // gone is a hang-up, not input (`POLLHUP` alone for an empty
+        // pipe, which `select` counts as readable all the same).
         Readiness {
-            readable: !self.0.bytes.lock().is_empty()
-                || self.0.writers.load(Ordering::Acquire) == 0,
+            readable: !self.0.bytes.lock().is_empty(),
             writable: false,
             hung_up: self.0.writers.load(Ordering::Acquire) == 0,
             error: false,
