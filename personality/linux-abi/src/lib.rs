@@ -17,6 +17,7 @@ pub mod epoll;
 pub mod errno;
 pub mod eventfd;
 pub mod fcntl;
+pub mod ipc;
 pub mod lock;
 pub mod persona;
 pub mod resource;

@@ -31,7 +31,9 @@
 //!   files, on the `sockets` service (`services/sockets`); other families
 //!   are `EAFNOSUPPORT`, but for `AF_UNIX`;
 //! - `unix_pair`: `socketpair(AF_UNIX, ...)`, two connected local
-//!   sockets; `unix_socket`: an unconnected one (`socket`).
+//!   sockets; `unix_socket`: an unconnected one (`socket`);
+//! - `semaphore`: System V semaphores (`semget`, `semop`, `semtimedop`,
+//!   `semctl`) on the sets of `services/sysv-ipc`.
 //!
 //! Each process has a [`LinuxProcess`]: its descriptor table (open files
 //! are capabilities in the process's `domain::HandleTable`), its current
@@ -62,6 +64,7 @@ mod poll;
 pub mod process_args;
 mod resource;
 mod sched;
+mod semaphore;
 pub mod scheduling;
 pub mod signal;
 pub mod signal_frame;
@@ -309,6 +312,8 @@ pub struct Personality {
     names: info::SystemNames,
     /// Every file's locks.
     locks: Arc<locks::Registry>,
+    /// The System V semaphore sets.
+    semaphores: semaphore::Semaphores,
 }
 
 impl Personality {
@@ -322,6 +327,7 @@ impl Personality {
         clock: vfs::Clock,
         system: Arc<dyn procfs::Source>,
     ) -> Personality {
+        let semaphores = semaphore::Semaphores::new(clock.clone());
         let pipefs: Arc<dyn vfs::FileSystem> = vfs::RamFs::new(PIPEFS_DEVICE, clock);
         let urandom = vfs
             .devices()
@@ -343,6 +349,7 @@ impl Personality {
             system,
             names: info::SystemNames::default(),
             locks: Arc::default(),
+            semaphores,
         }
     }
 
@@ -544,6 +551,7 @@ impl Personality {
             files.fds.clear();
         }
         self.locks.process_ended(pid);
+        self.semaphores.process_ended(pid);
     }
 
     /// The files of process `pid`.
@@ -948,6 +956,21 @@ fn table(number: u64) -> Option<Implementation> {
         SCHED_SETAFFINITY => |c, [pid, size, mask, ..]| {
             c.process(pid)?;
             sched::sched_setaffinity(size, mask)
+        },
+        SEMGET => |c, [key, count, flags, ..]| {
+            semaphore::semget(&c.personality.semaphores, c.files, c.pid, key, count, flags)
+        },
+        SEMOP => |c, [id, operations, count, ..]| {
+            let semaphores = &c.personality.semaphores;
+            semaphore::semtimedop(semaphores, c.files, c.pid, id, operations, count, 0)
+        },
+        SEMTIMEDOP => |c, [id, operations, count, timeout, ..]| {
+            let semaphores = &c.personality.semaphores;
+            semaphore::semtimedop(semaphores, c.files, c.pid, id, operations, count, timeout)
+        },
+        SEMCTL => |c, [id, number, command, argument, ..]| {
+            let semaphores = &c.personality.semaphores;
+            semaphore::semctl(semaphores, c.files, c.pid, id, number, command, argument)
         },
         FSYNC | FDATASYNC => |c, [fd, ..]| files::fsync(c.files, fd),
         SYNCFS => |c, [fd, ..]| files::syncfs(c.files, fd),

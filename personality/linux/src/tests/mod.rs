@@ -30,6 +30,7 @@ mod pipe;
 mod poll;
 mod resource;
 mod sched;
+mod semaphore;
 mod scheduling;
 mod signal;
 mod signal_frame;
