@@ -35,6 +35,7 @@ pub mod time;
 pub mod timerfd;
 pub mod ucontext;
 pub mod uio;
+pub mod xattr;
 
 pub use errno::Errno;
 

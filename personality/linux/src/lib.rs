@@ -64,8 +64,8 @@ mod poll;
 pub mod process_args;
 mod resource;
 mod sched;
-mod semaphore;
 pub mod scheduling;
+mod semaphore;
 pub mod signal;
 pub mod signal_frame;
 mod signalfd;
@@ -874,27 +874,43 @@ fn table(number: u64) -> Option<Implementation> {
         PRCTL => |c, [option, argument, ..]| resource::prctl(c.files, option, argument),
         STATFS => |c, [path, buf, ..]| statfs::statfs(c.vfs, c.files, path, buf),
         FSTATFS => |c, [fd, buf, ..]| statfs::fstatfs(c.files, fd, buf),
-        GETXATTR => {
-            |c, [path, name, ..]| xattr::get(c.vfs, c.files, xattr::Target::Path(path), name)
-        }
-        LGETXATTR => {
-            |c, [path, name, ..]| xattr::get(c.vfs, c.files, xattr::Target::Link(path), name)
-        }
-        FGETXATTR => {
-            |c, [fd, name, ..]| xattr::get(c.vfs, c.files, xattr::Target::Descriptor(fd), name)
-        }
-        LISTXATTR => |c, [path, ..]| xattr::list(c.vfs, c.files, xattr::Target::Path(path)),
-        LLISTXATTR => |c, [path, ..]| xattr::list(c.vfs, c.files, xattr::Target::Link(path)),
-        FLISTXATTR => |c, [fd, ..]| xattr::list(c.vfs, c.files, xattr::Target::Descriptor(fd)),
-        SETXATTR => {
-            |c, [path, name, ..]| xattr::set(c.vfs, c.files, xattr::Target::Path(path), name)
-        }
-        LSETXATTR => {
-            |c, [path, name, ..]| xattr::set(c.vfs, c.files, xattr::Target::Link(path), name)
-        }
-        FSETXATTR => {
-            |c, [fd, name, ..]| xattr::set(c.vfs, c.files, xattr::Target::Descriptor(fd), name)
-        }
+        GETXATTR => |c, [path, name, value, size, ..]| {
+            xattr::get(c.vfs, c.files, xattr::Target::Path(path), name, value, size)
+        },
+        LGETXATTR => |c, [path, name, value, size, ..]| {
+            xattr::get(c.vfs, c.files, xattr::Target::Link(path), name, value, size)
+        },
+        FGETXATTR => |c, [fd, name, value, size, ..]| {
+            xattr::get(
+                c.vfs,
+                c.files,
+                xattr::Target::Descriptor(fd),
+                name,
+                value,
+                size,
+            )
+        },
+        LISTXATTR => |c, [path, list, size, ..]| {
+            xattr::list(c.vfs, c.files, xattr::Target::Path(path), list, size)
+        },
+        LLISTXATTR => |c, [path, list, size, ..]| {
+            xattr::list(c.vfs, c.files, xattr::Target::Link(path), list, size)
+        },
+        FLISTXATTR => |c, [fd, list, size, ..]| {
+            xattr::list(c.vfs, c.files, xattr::Target::Descriptor(fd), list, size)
+        },
+        SETXATTR => |c, [path, name, value, size, flags, _]| {
+            let rest = [name, value, size, flags];
+            xattr::set(c.vfs, c.files, xattr::Target::Path(path), rest)
+        },
+        LSETXATTR => |c, [path, name, value, size, flags, _]| {
+            let rest = [name, value, size, flags];
+            xattr::set(c.vfs, c.files, xattr::Target::Link(path), rest)
+        },
+        FSETXATTR => |c, [fd, name, value, size, flags, _]| {
+            let rest = [name, value, size, flags];
+            xattr::set(c.vfs, c.files, xattr::Target::Descriptor(fd), rest)
+        },
         REMOVEXATTR => {
             |c, [path, name, ..]| xattr::remove(c.vfs, c.files, xattr::Target::Path(path), name)
         }

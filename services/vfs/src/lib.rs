@@ -59,7 +59,9 @@ pub use dirent::{
     decode_dirents64, dirent64_length, encode_dirent64, Dirent64, DIRENT64_HEADER_BYTES,
 };
 pub use file::{OpenFile, ReleaseObserver};
-pub use inode::{same_inode, Allocation, DirEntry, FileSystem, Inode, NewNode, NodeKind};
+pub use inode::{
+    same_inode, Allocation, AttributeWrite, DirEntry, FileSystem, Inode, NewNode, NodeKind,
+};
 pub use linux_abi::Errno;
 pub use mapped::{set_mapped_pages, MappedPages};
 pub use metadata::{

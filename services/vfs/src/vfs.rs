@@ -180,7 +180,7 @@ impl Vfs {
     }
 
     /// Whether the file system holding `inode` refuses writes.
-    pub(crate) fn is_read_only(&self, inode: &dyn Inode) -> bool {
+    pub fn is_read_only(&self, inode: &dyn Inode) -> bool {
         let dev = inode.dev();
         if self.root_fs.dev() == dev {
             return self.root_fs.is_read_only();
