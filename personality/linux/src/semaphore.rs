@@ -14,7 +14,7 @@ use alloc::vec::Vec;
 
 use linux_abi::{
     ipc::{
-        SemidDs, Sembuf, GETALL, GETNCNT, GETPID, GETVAL, GETZCNT, IPC_INFO, IPC_RMID, IPC_SET,
+        Sembuf, SemidDs, GETALL, GETNCNT, GETPID, GETVAL, GETZCNT, IPC_INFO, IPC_RMID, IPC_SET,
         IPC_STAT, SEMOPM, SEM_INFO, SEM_STAT, SEM_STAT_ANY, SETALL, SETVAL,
     },
     time::Timespec,
@@ -154,10 +154,7 @@ pub(crate) fn semtimedop(
     };
     let answer = wait_on(&semaphores.changed, "semop", deadline, attempt);
     if let Some((number, wait)) = waiting {
-        semaphores
-            .sets
-            .lock()
-            .count_waiter(id, number, wait, false);
+        semaphores.sets.lock().count_waiter(id, number, wait, false);
     }
     let result = match answer {
         Ok(Some(result)) => result,
@@ -229,7 +226,10 @@ pub(crate) fn semctl(
         }
         GETALL => {
             let values = semaphores.sets.lock().values(id, &caller)?;
-            let bytes: Vec<u8> = values.iter().flat_map(|value| value.to_le_bytes()).collect();
+            let bytes: Vec<u8> = values
+                .iter()
+                .flat_map(|value| value.to_le_bytes())
+                .collect();
             user::write(argument, &bytes)?;
             return Ok(0);
         }
@@ -237,12 +237,10 @@ pub(crate) fn semctl(
         GETVAL => return status(Status::Value),
         GETNCNT => return status(Status::Waiting(Wait::Increase)),
         GETZCNT => return status(Status::Waiting(Wait::Zero)),
-        SETVAL => {
-            semaphores
-                .sets
-                .lock()
-                .set_value(id, number, argument as i32, &caller, now)
-        }
+        SETVAL => semaphores
+            .sets
+            .lock()
+            .set_value(id, number, argument as i32, &caller, now),
         SETALL => {
             let count = semaphores.sets.lock().len_of(id)?;
             let mut bytes = alloc::vec![0; count * 2];

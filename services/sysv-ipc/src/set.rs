@@ -137,7 +137,13 @@ impl SemaphoreSet {
     /// Sets semaphore `number` to `value` for process `pid` (`SETVAL`):
     /// every process's adjustment for it is dropped, as Linux does.
     /// `ERANGE` outside `0..=SEMVMX`.
-    pub fn set_value(&mut self, number: usize, value: i32, pid: u32, now: i64) -> Result<(), Errno> {
+    pub fn set_value(
+        &mut self,
+        number: usize,
+        value: i32,
+        pid: u32,
+        now: i64,
+    ) -> Result<(), Errno> {
         if !(0..=SEMVMX).contains(&value) {
             return Err(Errno::ERANGE);
         }

@@ -9,8 +9,8 @@ use alloc::vec::Vec;
 
 use linux_abi::{
     ipc::{
-        SemidDs, Sembuf, Seminfo, IPC_CREAT, IPC_EXCL, IPC_PRIVATE, SEMAEM, SEMMNI, SEMMNS,
-        SEMMSL, SEMOPM, SEMUSZ, SEMVMX,
+        Sembuf, SemidDs, Seminfo, IPC_CREAT, IPC_EXCL, IPC_PRIVATE, SEMAEM, SEMMNI, SEMMNS, SEMMSL,
+        SEMOPM, SEMUSZ, SEMVMX,
     },
     Errno,
 };
@@ -123,10 +123,9 @@ impl SemaphoreSets {
     }
 
     fn index_of_key(&self, key: i32) -> Option<usize> {
-        self.slots.iter().position(|slot| {
-            slot.as_ref()
-                .is_some_and(|set| set.permissions.key == key)
-        })
+        self.slots
+            .iter()
+            .position(|slot| slot.as_ref().is_some_and(|set| set.permissions.key == key))
     }
 
     /// The set `id` names (`EINVAL` for none: a negative id, an empty
@@ -361,11 +360,7 @@ impl SemaphoreSets {
             SEMVMX,
             adjust_max,
         ];
-        let highest = self
-            .slots
-            .iter()
-            .rposition(Option::is_some)
-            .unwrap_or(0) as i32;
+        let highest = self.slots.iter().rposition(Option::is_some).unwrap_or(0) as i32;
         (Seminfo { fields }, highest)
     }
 
@@ -388,7 +383,10 @@ fn id_of(index: usize, sequence: u16) -> i32 {
 /// An id's slot index and sequence number (`EINVAL` for a negative id).
 fn split(id: i32) -> Result<(usize, u16), Errno> {
     let id = u32::try_from(id).map_err(|_| Errno::EINVAL)?;
-    Ok(((id & ((1 << INDEX_BITS) - 1)) as usize, (id >> INDEX_BITS) as u16))
+    Ok((
+        (id & ((1 << INDEX_BITS) - 1)) as usize,
+        (id >> INDEX_BITS) as u16,
+    ))
 }
 
 /// Semaphore `number` of `set` as an index (`EINVAL` outside the set).

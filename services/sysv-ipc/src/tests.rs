@@ -38,7 +38,9 @@ fn semget_makes_finds_and_refuses_as_linux() {
     assert_eq!(sets.get(5, -1, IPC_CREAT, &ROOT, 1), Err(Errno::EINVAL));
     assert_eq!(sets.get(5, 32_001, IPC_CREAT, &ROOT, 1), Err(Errno::EINVAL));
     assert_eq!(sets.get(5, 1, 0o600, &ROOT, 1), Err(Errno::ENOENT));
-    let id = sets.get(5, 3, IPC_CREAT | IPC_EXCL | 0o600, &ROOT, 1).unwrap();
+    let id = sets
+        .get(5, 3, IPC_CREAT | IPC_EXCL | 0o600, &ROOT, 1)
+        .unwrap();
     assert_eq!(sets.get(5, 0, 0, &ROOT, 1), Ok(id), "0 finds any size");
     assert_eq!(sets.get(5, 3, IPC_CREAT, &ROOT, 1), Ok(id));
     assert_eq!(sets.get(5, 4, 0, &ROOT, 1), Err(Errno::EINVAL));
@@ -98,9 +100,15 @@ fn only_owner_maker_or_administrator_may_set_or_remove() {
         Err(Errno::EPERM)
     );
     assert_eq!(sets.remove(id, &USER), Err(Errno::EPERM));
-    assert_eq!(sets.set_ownership(id, (1000, 1000, 0o7600), &ROOT, 2), Ok(()));
+    assert_eq!(
+        sets.set_ownership(id, (1000, 1000, 0o7600), &ROOT, 2),
+        Ok(())
+    );
     let (record, _) = sets.stat(id, false, true, &ROOT).unwrap();
-    assert_eq!((record.perm.uid, record.perm.mode, record.ctime), (1000, 0o600, 2));
+    assert_eq!(
+        (record.perm.uid, record.perm.mode, record.ctime),
+        (1000, 0o600, 2)
+    );
     assert_eq!(sets.remove(id, &USER), Ok(()), "now its owner");
 }
 
@@ -129,7 +137,10 @@ fn operations_apply_all_or_none() {
         })
     );
     let up = Caller { pid: 33, ..ROOT };
-    assert_eq!(sets.operate(id, &[operation(1, 2, 0)], &up, 4), Ok(Outcome::Done));
+    assert_eq!(
+        sets.operate(id, &[operation(1, 2, 0)], &up, 4),
+        Ok(Outcome::Done)
+    );
     assert_eq!(sets.operate(id, &both, &ROOT, 5), Ok(Outcome::Done));
     assert_eq!(sets.values(id, &ROOT), Ok(vec![0, 1]));
     assert_eq!(sets.status(id, 1, Status::LastPid, &ROOT), Ok(10));
@@ -161,7 +172,10 @@ fn operations_check_count_range_and_permission() {
         sets.operate(id, &[operation(0, 1, 0)], &ROOT, 1),
         Err(Errno::ERANGE)
     );
-    assert_eq!(sets.set_value(id, 0, SEMVMX + 1, &ROOT, 1), Err(Errno::ERANGE));
+    assert_eq!(
+        sets.set_value(id, 0, SEMVMX + 1, &ROOT, 1),
+        Err(Errno::ERANGE)
+    );
     assert_eq!(sets.set_value(id, 0, -1, &ROOT, 1), Err(Errno::ERANGE));
     assert_eq!(sets.set_value(id, 1, 0, &ROOT, 1), Err(Errno::EINVAL));
 }

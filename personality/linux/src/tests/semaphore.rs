@@ -44,10 +44,16 @@ fn semget_and_ipc_stat_describe_the_set_and_its_maker() {
     let fixture = Fixture::new();
     let flags = u64::from(IPC_CREAT | IPC_EXCL | 0o600);
     let id = fixture.call(SEMGET, &[0x5eed, 3, flags]) as u64;
-    assert_eq!(fixture.call(SEMGET, &[0x5eed, 3, flags]), err(Errno::EEXIST));
+    assert_eq!(
+        fixture.call(SEMGET, &[0x5eed, 3, flags]),
+        err(Errno::EEXIST)
+    );
     assert_eq!(fixture.call(SEMGET, &[0x5eed, 4, 0]), err(Errno::EINVAL));
     assert_eq!(fixture.call(SEMGET, &[0xbad, 1, 0]), err(Errno::ENOENT));
-    assert_eq!(fixture.call(SEMCTL, &[id, 0, u64::from(IPC_STAT), at(0)]), 0);
+    assert_eq!(
+        fixture.call(SEMCTL, &[id, 0, u64::from(IPC_STAT), at(0)]),
+        0
+    );
     let record = fake::peek(at(0), SemidDs::BYTES);
     assert_eq!(&record[0..4], &0x5eedu32.to_le_bytes(), "key");
     assert_eq!(&record[12..16], &0u32.to_le_bytes(), "cuid: root");
@@ -80,7 +86,10 @@ fn semctl_sets_and_reads_values_and_who_changed_them() {
     );
     let values = put(0x100, &[3, 0, 4, 0]);
     assert_eq!(fixture.call(SEMCTL, &[id, 0, command(SETALL), values]), 0);
-    assert_eq!(fixture.call(SEMCTL, &[id, 0, command(GETALL), at(0x200)]), 0);
+    assert_eq!(
+        fixture.call(SEMCTL, &[id, 0, command(GETALL), at(0x200)]),
+        0
+    );
     assert_eq!(fake::peek(at(0x200), 4), [3, 0, 4, 0]);
     assert_eq!(
         fixture.call(SEMCTL, &[id, 0, command(SETALL), UNMAPPED - 2]),
@@ -162,8 +171,18 @@ fn a_semop_ends_with_eintr_on_a_signal_and_eagain_on_nowait_or_timeout() {
     let id = new_set(&fixture, 1);
     let take = put_operations(0, &[(0, -1, 0)]);
     let take_nowait = put_operations(0x10, &[(0, -1, IPC_NOWAIT)]);
-    assert_eq!(fixture.call(SEMOP, &[id, take_nowait, 1]), err(Errno::EAGAIN));
-    let timeout = put(0x80, &Timespec { sec: 0, nsec: 5_000 }.to_bytes());
+    assert_eq!(
+        fixture.call(SEMOP, &[id, take_nowait, 1]),
+        err(Errno::EAGAIN)
+    );
+    let timeout = put(
+        0x80,
+        &Timespec {
+            sec: 0,
+            nsec: 5_000,
+        }
+        .to_bytes(),
+    );
     assert_eq!(
         fixture.call(SEMTIMEDOP, &[id, take, 1, timeout]),
         err(Errno::EAGAIN)
