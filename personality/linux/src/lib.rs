@@ -25,6 +25,8 @@
 //! - `epoll`: `epoll_create`, `epoll_ctl`, `epoll_wait` and the
 //!   `pwait`s, on `interest_list` (the `epoll_ctl` rules and which
 //!   entries a wait reports);
+//! - `pipe`: `pipe`, `pipe2`; `fifo`: named pipes, opened through the
+//!   VFS (`vfs::FifoOpener`) onto the same queue;
 //! - `eventfd`, `timerfd`, `signalfd`: event counters, timers and
 //!   signals as files (`anonymous`: the nameless files they are);
 //! - `socket`: `AF_INET` sockets (UDP and TCP over loopback) as open
@@ -50,6 +52,7 @@ pub mod credentials;
 mod epoll;
 mod eventfd;
 mod fdtable;
+mod fifo;
 mod files;
 mod fs;
 pub mod identity;
@@ -328,6 +331,8 @@ impl Personality {
         system: Arc<dyn procfs::Source>,
     ) -> Personality {
         let semaphores = semaphore::Semaphores::new(clock.clone());
+        // FIFOs in the tree open onto the personality's pipes.
+        vfs.set_fifo_opener(Arc::new(fifo::NamedPipes::default()));
         let pipefs: Arc<dyn vfs::FileSystem> = vfs::RamFs::new(PIPEFS_DEVICE, clock);
         let urandom = vfs
             .devices()

@@ -54,7 +54,7 @@ mod vfs;
 mod tests;
 
 pub use cpio::{populate_from_cpio, PopulateError};
-pub use device::{Device, DeviceRegistry, Readiness, WaitQueue};
+pub use device::{Device, DeviceRegistry, FifoOpener, Readiness, WaitQueue};
 pub use dirent::{
     decode_dirents64, dirent64_length, encode_dirent64, Dirent64, DIRENT64_HEADER_BYTES,
 };

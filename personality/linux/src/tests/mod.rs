@@ -20,6 +20,7 @@ mod credentials;
 mod epoll;
 mod eventfd;
 mod fdtable;
+mod fifo;
 mod files;
 mod fs;
 mod identity;
