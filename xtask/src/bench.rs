@@ -430,7 +430,8 @@ fn with_our_programs(
 /// figure `ls -l`; `poll_wake` and `epoll_wake`, the latency of a wake-up
 /// out of `poll` and `epoll_wait`; `eventfd_pingpong`, the round trip of
 /// an event between two processes over eventfd counters; `fcntl_lock`
-/// and `flock`, an uncontended lock and unlock of a file.
+/// and `flock`, an uncontended lock and unlock of a file;
+/// `sem_pingpong`, the round trip of a wake-up over System V semaphores.
 pub const LINUX_SUITE_OURS: &[&str] = &[
     "ls_l",
     "poll_wake",
@@ -438,6 +439,7 @@ pub const LINUX_SUITE_OURS: &[&str] = &[
     "eventfd_pingpong",
     "fcntl_lock",
     "flock",
+    "sem_pingpong",
 ];
 
 /// SPIN's Unix-server figures (paper 002, table 2) as `./x bench linux`
