@@ -350,9 +350,16 @@ impl Process {
             })
     }
 
-    /// Whether one of its threads is on the processor or ready for it.
+    /// Whether one of its threads is on the processor or ready for it. A
+    /// thread counted ([`add_thread`]) but not yet attached has not first
+    /// run: it is ready, as a new child is on Linux (`/proc` would
+    /// otherwise call a just-forked child sleeping before it ran).
     pub fn is_running(&self) -> bool {
-        strands_of(self.id).into_iter().any(|strand| {
+        let strands = strands_of(self.id);
+        if strands.len() < self.threads() {
+            return true;
+        }
+        strands.into_iter().any(|strand| {
             matches!(
                 sched::thread_usage(sched::ThreadId(strand)),
                 Some((sched::ThreadState::Running | sched::ThreadState::Ready, _))
