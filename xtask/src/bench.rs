@@ -436,7 +436,8 @@ fn with_our_programs(
 /// baseline's `fork_exit_wait`: a child that runs in its parent's
 /// memory, and a child's end waited for through a process descriptor;
 /// `unix_stream_rtt`, a message's round trip between two processes over
-/// a named `AF_UNIX` stream socket.
+/// a named `AF_UNIX` stream socket; `sem_pingpong`, the round trip of a
+/// wake-up over System V semaphores.
 pub const LINUX_SUITE_OURS: &[&str] = &[
     "ls_l",
     "poll_wake",
@@ -448,6 +449,7 @@ pub const LINUX_SUITE_OURS: &[&str] = &[
     "vfork_exit_wait",
     "pidfd_exit_wait",
     "unix_stream_rtt",
+    "sem_pingpong",
 ];
 
 /// SPIN's Unix-server figures (paper 002, table 2) as `./x bench linux`

@@ -72,6 +72,7 @@ errors! {
     ENOSYS = 38, "Function not implemented",
     ENOTEMPTY = 39, "Directory not empty",
     ELOOP = 40, "Too many levels of symbolic links",
+    EIDRM = 43, "Identifier removed",
     ENODATA = 61, "No data available",
     EOVERFLOW = 75, "Value too large for defined data type",
     ENOTSOCK = 88, "Socket operation on non-socket",

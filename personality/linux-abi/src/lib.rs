@@ -18,6 +18,7 @@ pub mod epoll;
 pub mod errno;
 pub mod eventfd;
 pub mod fcntl;
+pub mod ipc;
 pub mod lock;
 pub mod persona;
 pub mod pidfd;
@@ -38,6 +39,7 @@ pub mod time;
 pub mod timerfd;
 pub mod ucontext;
 pub mod uio;
+pub mod xattr;
 
 pub use errno::Errno;
 

@@ -41,6 +41,8 @@ pub const CAP_SYS_PTRACE: u32 = 19;
 pub const CAP_SYS_CHROOT: u32 = 18;
 /// `CAP_SYS_NICE`: raise priorities, set real-time policies.
 pub const CAP_SYS_NICE: u32 = 23;
+/// `CAP_IPC_OWNER`: System V IPC objects' modes do not apply.
+pub const CAP_IPC_OWNER: u32 = 15;
 /// `CAP_SYS_ADMIN`: the catch-all (host and domain names among it).
 pub const CAP_SYS_ADMIN: u32 = 21;
 /// `CAP_SYS_TIME`: set the wall clock.

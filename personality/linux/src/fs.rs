@@ -315,9 +315,21 @@ pub fn readlinkat(
     if size as i64 <= 0 {
         return Err(Errno::EINVAL);
     }
-    let path = user::read_path(path)?;
-    let context = context_at(files, dirfd, &path)?;
-    let target = vfs.readlink(&context, &path)?;
+    // An empty path names `dirfd`'s own file (Linux's `LOOKUP_EMPTY`
+    // for `readlinkat`, without a flag): a link opened with
+    // `O_PATH | O_NOFOLLOW`; for anything else Linux's `do_readlinkat`
+    // answers `ENOENT`, as for an empty path elsewhere.
+    let path = user::read_c_string(path, vfs::PATH_MAX)?;
+    let target = if path.is_empty() {
+        let inode = empty_path_inode(files, dirfd)?;
+        if inode.file_type() != FileType::Symlink {
+            return Err(Errno::ENOENT);
+        }
+        inode.readlink()?
+    } else {
+        let context = context_at(files, dirfd, &path)?;
+        vfs.readlink(&context, &path)?
+    };
     let length = target.len().min(size as usize);
     user::write(buffer, &target[..length])?;
     Ok(length as i64)

@@ -29,6 +29,8 @@
 //!   entries a wait reports);
 //! - `splice`: `splice`, `tee`, `vmsplice` and `copy_file_range`, data
 //!   moved between descriptors by the kernel;
+//! - `pipe`: `pipe`, `pipe2`; `fifo`: named pipes, opened through the
+//!   VFS (`vfs::FifoOpener`) onto the same queue;
 //! - `eventfd`, `timerfd`, `signalfd`: event counters, timers and
 //!   signals as files (`anonymous`: the nameless files they are);
 //! - `socket`: `AF_INET` sockets (UDP and TCP over loopback) as open
@@ -41,7 +43,9 @@
 //!   queue), `unix_pair` (`socketpair`), and the calls on them:
 //!   `unix_calls` (`bind`, `listen`, `connect`, `accept`, ...),
 //!   `unix_messages` (`send*`, `recv*`, `SCM_RIGHTS`), `unix_options`
-//!   (`getsockopt`, `setsockopt`).
+//!   (`getsockopt`, `setsockopt`);
+//! - `semaphore`: System V semaphores (`semget`, `semop`, `semtimedop`,
+//!   `semctl`) on the sets of `services/sysv-ipc`.
 //!
 //! Each process has a [`LinuxProcess`]: its descriptor table (open files
 //! are capabilities in the process's `domain::HandleTable`), its current
@@ -59,6 +63,7 @@ pub mod credentials;
 mod epoll;
 mod eventfd;
 mod fdtable;
+mod fifo;
 mod files;
 mod fs;
 pub mod identity;
@@ -76,6 +81,7 @@ pub mod process_args;
 mod resource;
 mod sched;
 pub mod scheduling;
+mod semaphore;
 pub mod signal;
 pub mod signal_frame;
 mod signalfd;
@@ -365,6 +371,8 @@ pub struct Personality {
     names: info::SystemNames,
     /// Every file's locks.
     locks: Arc<locks::Registry>,
+    /// The System V semaphore sets.
+    semaphores: semaphore::Semaphores,
 }
 
 impl Personality {
@@ -378,6 +386,9 @@ impl Personality {
         clock: vfs::Clock,
         system: Arc<dyn procfs::Source>,
     ) -> Personality {
+        let semaphores = semaphore::Semaphores::new(clock.clone());
+        // FIFOs in the tree open onto the personality's pipes.
+        vfs.set_fifo_opener(Arc::new(fifo::NamedPipes::default()));
         let pipefs: Arc<dyn vfs::FileSystem> = vfs::RamFs::new(PIPEFS_DEVICE, clock);
         let urandom = vfs
             .devices()
@@ -400,6 +411,7 @@ impl Personality {
             system,
             names: info::SystemNames::default(),
             locks: Arc::default(),
+            semaphores,
         }
     }
 
@@ -618,6 +630,7 @@ impl Personality {
             files.exit.announce();
         }
         self.locks.process_ended(pid);
+        self.semaphores.process_ended(pid);
     }
 
     /// The process that descriptor `fd` of process `pid` names
@@ -989,27 +1002,43 @@ fn table(number: u64) -> Option<Implementation> {
         },
         STATFS => |c, [path, buf, ..]| statfs::statfs(c.vfs, c.files, path, buf),
         FSTATFS => |c, [fd, buf, ..]| statfs::fstatfs(c.files, fd, buf),
-        GETXATTR => {
-            |c, [path, name, ..]| xattr::get(c.vfs, c.files, xattr::Target::Path(path), name)
-        }
-        LGETXATTR => {
-            |c, [path, name, ..]| xattr::get(c.vfs, c.files, xattr::Target::Link(path), name)
-        }
-        FGETXATTR => {
-            |c, [fd, name, ..]| xattr::get(c.vfs, c.files, xattr::Target::Descriptor(fd), name)
-        }
-        LISTXATTR => |c, [path, ..]| xattr::list(c.vfs, c.files, xattr::Target::Path(path)),
-        LLISTXATTR => |c, [path, ..]| xattr::list(c.vfs, c.files, xattr::Target::Link(path)),
-        FLISTXATTR => |c, [fd, ..]| xattr::list(c.vfs, c.files, xattr::Target::Descriptor(fd)),
-        SETXATTR => {
-            |c, [path, name, ..]| xattr::set(c.vfs, c.files, xattr::Target::Path(path), name)
-        }
-        LSETXATTR => {
-            |c, [path, name, ..]| xattr::set(c.vfs, c.files, xattr::Target::Link(path), name)
-        }
-        FSETXATTR => {
-            |c, [fd, name, ..]| xattr::set(c.vfs, c.files, xattr::Target::Descriptor(fd), name)
-        }
+        GETXATTR => |c, [path, name, value, size, ..]| {
+            xattr::get(c.vfs, c.files, xattr::Target::Path(path), name, value, size)
+        },
+        LGETXATTR => |c, [path, name, value, size, ..]| {
+            xattr::get(c.vfs, c.files, xattr::Target::Link(path), name, value, size)
+        },
+        FGETXATTR => |c, [fd, name, value, size, ..]| {
+            xattr::get(
+                c.vfs,
+                c.files,
+                xattr::Target::Descriptor(fd),
+                name,
+                value,
+                size,
+            )
+        },
+        LISTXATTR => |c, [path, list, size, ..]| {
+            xattr::list(c.vfs, c.files, xattr::Target::Path(path), list, size)
+        },
+        LLISTXATTR => |c, [path, list, size, ..]| {
+            xattr::list(c.vfs, c.files, xattr::Target::Link(path), list, size)
+        },
+        FLISTXATTR => |c, [fd, list, size, ..]| {
+            xattr::list(c.vfs, c.files, xattr::Target::Descriptor(fd), list, size)
+        },
+        SETXATTR => |c, [path, name, value, size, flags, _]| {
+            let rest = [name, value, size, flags];
+            xattr::set(c.vfs, c.files, xattr::Target::Path(path), rest)
+        },
+        LSETXATTR => |c, [path, name, value, size, flags, _]| {
+            let rest = [name, value, size, flags];
+            xattr::set(c.vfs, c.files, xattr::Target::Link(path), rest)
+        },
+        FSETXATTR => |c, [fd, name, value, size, flags, _]| {
+            let rest = [name, value, size, flags];
+            xattr::set(c.vfs, c.files, xattr::Target::Descriptor(fd), rest)
+        },
         REMOVEXATTR => {
             |c, [path, name, ..]| xattr::remove(c.vfs, c.files, xattr::Target::Path(path), name)
         }
@@ -1085,6 +1114,21 @@ fn table(number: u64) -> Option<Implementation> {
         SCHED_SETAFFINITY => |c, [pid, size, mask, ..]| {
             c.process(pid)?;
             sched::sched_setaffinity(size, mask)
+        },
+        SEMGET => |c, [key, count, flags, ..]| {
+            semaphore::semget(&c.personality.semaphores, c.files, c.pid, key, count, flags)
+        },
+        SEMOP => |c, [id, operations, count, ..]| {
+            let semaphores = &c.personality.semaphores;
+            semaphore::semtimedop(semaphores, c.files, c.pid, id, operations, count, 0)
+        },
+        SEMTIMEDOP => |c, [id, operations, count, timeout, ..]| {
+            let semaphores = &c.personality.semaphores;
+            semaphore::semtimedop(semaphores, c.files, c.pid, id, operations, count, timeout)
+        },
+        SEMCTL => |c, [id, number, command, argument, ..]| {
+            let semaphores = &c.personality.semaphores;
+            semaphore::semctl(semaphores, c.files, c.pid, id, number, command, argument)
         },
         FSYNC | FDATASYNC => |c, [fd, ..]| files::fsync(c.files, fd),
         SYNCFS => |c, [fd, ..]| files::syncfs(c.files, fd),

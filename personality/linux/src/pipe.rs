@@ -10,6 +10,10 @@
 //! waiting writer on `writable`, which reads and the last reader's close
 //! wake (see [`crate::wait`]). A wait stops with `EINTR` when the kernel
 //! says the caller was interrupted (a signal, a kill).
+//!
+//! Named pipes (`crate::fifo`) share this queue: their ends attach to a
+//! [`Pipe`] as they open, and the open counters tell a FIFO's opener
+//! that the other side has come.
 
 use alloc::{collections::VecDeque, format, sync::Arc};
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -26,10 +30,15 @@ use crate::{
 pub const PIPE_CAPACITY: usize = 64 * 1024;
 
 /// The queue both ends share.
-struct Pipe {
+pub(crate) struct Pipe {
     bytes: spin::Mutex<VecDeque<u8>>,
     readers: AtomicUsize,
     writers: AtomicUsize,
+    /// Read ends attached so far (Linux's `r_counter`): a FIFO writer
+    /// waiting for a reader waits for it to change.
+    read_opens: AtomicU64,
+    /// Write ends attached so far (`w_counter`).
+    write_opens: AtomicU64,
     /// Readers waiting for bytes or the end of file (and `poll`s of the
     /// read end).
     readable: FileWaitQueue,
@@ -38,30 +47,102 @@ struct Pipe {
     writable: FileWaitQueue,
 }
 
+impl Pipe {
+    /// An empty queue with no end attached.
+    pub(crate) fn new() -> Arc<Pipe> {
+        Arc::new(Pipe {
+            bytes: spin::Mutex::new(VecDeque::new()),
+            readers: AtomicUsize::new(0),
+            writers: AtomicUsize::new(0),
+            read_opens: AtomicU64::new(0),
+            write_opens: AtomicU64::new(0),
+            readable: FileWaitQueue::new(),
+            writable: FileWaitQueue::new(),
+        })
+    }
+
+    /// Read ends attached so far.
+    pub(crate) fn read_opens(&self) -> u64 {
+        self.read_opens.load(Ordering::SeqCst)
+    }
+
+    /// Write ends attached so far.
+    pub(crate) fn write_opens(&self) -> u64 {
+        self.write_opens.load(Ordering::SeqCst)
+    }
+
+    /// Read ends attached now.
+    pub(crate) fn readers(&self) -> usize {
+        self.readers.load(Ordering::SeqCst)
+    }
+
+    /// Write ends attached now.
+    pub(crate) fn writers(&self) -> usize {
+        self.writers.load(Ordering::SeqCst)
+    }
+
+    /// Where readers (and a FIFO's openers waiting for a writer) wait.
+    pub(crate) fn readable_queue(&self) -> &FileWaitQueue {
+        &self.readable
+    }
+
+    /// Where writers (and a FIFO's openers waiting for a reader) wait.
+    pub(crate) fn writable_queue(&self) -> &FileWaitQueue {
+        &self.writable
+    }
+}
+
 /// The read end.
-pub(crate) struct ReadEnd(Arc<Pipe>);
+pub(crate) struct ReadEnd {
+    pipe: Arc<Pipe>,
+    /// The write-open count at which no hang-up is reported: a FIFO
+    /// opened for reading without waiting reports `POLLHUP` only once a
+    /// writer has come and gone (Linux's `f_version` in `fifo_open`).
+    quiet_while_write_opens: Option<u64>,
+}
 /// The write end.
 pub(crate) struct WriteEnd(Arc<Pipe>);
+
+impl ReadEnd {
+    /// A new read end of `pipe`; its hang-up is kept quiet until a writer
+    /// attaches with `quiet_until_a_writer`. Wakes writers' opens waiting
+    /// for a reader.
+    pub(crate) fn attach(pipe: &Arc<Pipe>, quiet_until_a_writer: bool) -> ReadEnd {
+        pipe.readers.fetch_add(1, Ordering::SeqCst);
+        pipe.read_opens.fetch_add(1, Ordering::SeqCst);
+        pipe.writable.wake_all();
+        ReadEnd {
+            pipe: pipe.clone(),
+            quiet_while_write_opens: quiet_until_a_writer.then(|| pipe.write_opens()),
+        }
+    }
+}
+
+impl WriteEnd {
+    /// A new write end of `pipe`. Wakes readers' opens waiting for a
+    /// writer.
+    pub(crate) fn attach(pipe: &Arc<Pipe>) -> WriteEnd {
+        pipe.writers.fetch_add(1, Ordering::SeqCst);
+        pipe.write_opens.fetch_add(1, Ordering::SeqCst);
+        pipe.readable.wake_all();
+        WriteEnd(pipe.clone())
+    }
+}
 
 /// The two ends of a new pipe's queue, as devices (a pipe's open files
 /// have one each; a Unix stream socket reads one pipe and writes
 /// another).
 pub(crate) fn ends() -> (ReadEnd, WriteEnd) {
-    let pipe = Arc::new(Pipe {
-        bytes: spin::Mutex::new(VecDeque::new()),
-        readers: AtomicUsize::new(1),
-        writers: AtomicUsize::new(1),
-        readable: FileWaitQueue::new(),
-        writable: FileWaitQueue::new(),
-    });
-    (ReadEnd(pipe.clone()), WriteEnd(pipe))
+    let pipe = Pipe::new();
+    let write_end = WriteEnd::attach(&pipe);
+    (ReadEnd::attach(&pipe, false), write_end)
 }
 
 impl Drop for ReadEnd {
     fn drop(&mut self) {
         // The last reader gone, waiting writers get EPIPE.
-        if self.0.readers.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.0.writable.wake_all();
+        if self.pipe.readers.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.pipe.writable.wake_all();
         }
     }
 }
@@ -100,7 +181,7 @@ impl ReadEnd {
         }
         let attempt = || {
             {
-                let bytes = self.0.bytes.lock();
+                let bytes = self.pipe.bytes.lock();
                 if !bytes.is_empty() {
                     let count = buf.len().min(bytes.len());
                     for (slot, byte) in buf.iter_mut().zip(bytes.iter()) {
@@ -109,12 +190,12 @@ impl ReadEnd {
                     return Some(Ok(count));
                 }
             }
-            if self.0.writers.load(Ordering::SeqCst) == 0 {
+            if self.pipe.writers.load(Ordering::SeqCst) == 0 {
                 return Some(Ok(0));
             }
             nonblocking.then_some(Err(Errno::EAGAIN))
         };
-        wait_on(&self.0.readable, "pipe read", None, attempt)?.unwrap_or(Ok(0))
+        wait_on(&self.pipe.readable, "pipe read", None, attempt)?.unwrap_or(Ok(0))
     }
 }
 
@@ -125,24 +206,24 @@ impl Device for ReadEnd {
         }
         let attempt = || {
             {
-                let mut bytes = self.0.bytes.lock();
+                let mut bytes = self.pipe.bytes.lock();
                 if !bytes.is_empty() {
                     let count = buf.len().min(bytes.len());
                     for (slot, byte) in buf.iter_mut().zip(bytes.drain(..count)) {
                         *slot = byte;
                     }
                     drop(bytes);
-                    self.0.writable.wake_all();
+                    self.pipe.writable.wake_all();
                     return Some(Ok(count));
                 }
             }
-            if self.0.writers.load(Ordering::SeqCst) == 0 {
+            if self.pipe.writers.load(Ordering::SeqCst) == 0 {
                 return Some(Ok(0));
             }
             nonblocking.then_some(Err(Errno::EAGAIN))
         };
         // No deadline: only bytes, the end of file or a signal end it.
-        wait_on(&self.0.readable, "pipe read", None, attempt)?.unwrap_or(Ok(0))
+        wait_on(&self.pipe.readable, "pipe read", None, attempt)?.unwrap_or(Ok(0))
     }
 
     fn write(&self, _offset: u64, _buf: &[u8], _nonblocking: bool) -> Result<usize, Errno> {
@@ -154,17 +235,22 @@ impl Device for ReadEnd {
     }
 
     fn readiness(&self) -> Readiness {
+        // As Linux's `pipe_poll`: readable only with bytes in; a writer
+        // gone is a hang-up, not input (`POLLHUP` alone for an empty
+        // pipe, which `select` counts as readable all the same).
+        let is_quiet = self
+            .quiet_while_write_opens
+            .is_some_and(|opens| opens == self.pipe.write_opens());
         Readiness {
-            readable: !self.0.bytes.lock().is_empty()
-                || self.0.writers.load(Ordering::Acquire) == 0,
+            readable: !self.pipe.bytes.lock().is_empty(),
             writable: false,
-            hung_up: self.0.writers.load(Ordering::Acquire) == 0,
+            hung_up: self.pipe.writers.load(Ordering::Acquire) == 0 && !is_quiet,
             error: false,
         }
     }
 
     fn wait_queue(&self) -> Option<&dyn vfs::WaitQueue> {
-        Some(&self.0.readable)
+        Some(&self.pipe.readable)
     }
 
     fn is_seekable(&self) -> bool {

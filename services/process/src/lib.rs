@@ -413,10 +413,12 @@ impl Process {
 
     /// Whether it runs as `/proc/PID/stat` tells, which on Linux is the
     /// state of its first thread (the thread group's leader): whether
-    /// that thread is on the processor or ready for it. Once the first
-    /// thread has ended, whether any other is. (LTP's futex tests wait
-    /// for the process to read as sleeping while its first thread waits
-    /// and another runs.)
+    /// that thread is on the processor or ready for it; once the first
+    /// thread has ended, whether any other is. A thread counted
+    /// ([`add_thread`]) but not yet attached has not first run: it is
+    /// ready, as a new child is on Linux. (LTP's futex tests wait for the
+    /// process to read as sleeping while its first thread waits and
+    /// another runs; its semaphore tests, for a just-forked child to.)
     pub fn is_running(&self) -> bool {
         let is_runnable = |strand: u64| {
             matches!(
@@ -425,6 +427,9 @@ impl Process {
             )
         };
         let threads = threads_of_process(self.id);
+        if threads.len() < self.threads() {
+            return true;
+        }
         match threads.iter().find(|&&(tid, _)| tid == self.id) {
             Some(&(_, leader)) => is_runnable(leader),
             None => threads.iter().any(|&(_, strand)| is_runnable(strand)),

@@ -94,6 +94,22 @@ pub trait Device: Send + Sync {
     }
 }
 
+/// What opens named pipes: the VFS keeps only the FIFO inode (`mknod`,
+/// `mkfifo`); the pipe behind it is its opener's, registered by the
+/// layer that has pipes (the Linux personality) with
+/// [`crate::Vfs::set_fifo_opener`].
+pub trait FifoOpener: Send + Sync {
+    /// Opens FIFO `inode` with open flags `flags` (the access mode and
+    /// `O_NONBLOCK` matter): the device that reads or writes its pipe.
+    /// It may wait for the other side to open (`fifo(7)`); the caller
+    /// has checked permissions.
+    fn open_fifo(
+        &self,
+        inode: &Arc<dyn crate::Inode>,
+        flags: u32,
+    ) -> Result<Arc<dyn Device>, Errno>;
+}
+
 /// The character device drivers by device number ([`crate::makedev`]).
 #[derive(Default)]
 pub struct DeviceRegistry {

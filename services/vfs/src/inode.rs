@@ -43,6 +43,18 @@ pub enum Allocation {
     Other,
 }
 
+/// How [`Inode::set_extended_attribute`] may set an attribute
+/// (`setxattr`'s flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttributeWrite {
+    /// Make it or replace it (no flag).
+    Any,
+    /// Only make it: `EEXIST` if it is there (`XATTR_CREATE`).
+    Create,
+    /// Only replace it: `ENODATA` if it is not (`XATTR_REPLACE`).
+    Replace,
+}
+
 /// What [`Inode::create`] makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NodeKind<'a> {
@@ -230,6 +242,31 @@ pub trait Inode: Send + Sync + Any {
     }
     /// Changes mode, owner or times.
     fn set_attributes(&self, changes: &SetAttributes) -> Result<(), Errno>;
+
+    /// Extended attribute `name` (its whole name, namespace prefix
+    /// included): its value, `ENODATA` if it has none. The default keeps
+    /// none. Who may read which namespace is the caller's rule.
+    fn extended_attribute(&self, _name: &[u8]) -> Result<Vec<u8>, Errno> {
+        Err(Errno::ENODATA)
+    }
+    /// Sets extended attribute `name` to `value` as `how` allows;
+    /// `EOPNOTSUPP` where the file system keeps none (the default).
+    fn set_extended_attribute(
+        &self,
+        _name: &[u8],
+        _value: &[u8],
+        _how: AttributeWrite,
+    ) -> Result<(), Errno> {
+        Err(Errno::EOPNOTSUPP)
+    }
+    /// Removes extended attribute `name` (`ENODATA` if it has none).
+    fn remove_extended_attribute(&self, _name: &[u8]) -> Result<(), Errno> {
+        Err(Errno::ENODATA)
+    }
+    /// The names of its extended attributes, in a stable order.
+    fn extended_attribute_names(&self) -> Vec<Vec<u8>> {
+        Vec::new()
+    }
 
     /// The error for a data operation this inode does not support: `EISDIR`
     /// for a directory, `EINVAL` otherwise (as Linux gives for `truncate`

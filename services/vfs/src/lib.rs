@@ -54,12 +54,14 @@ mod vfs;
 mod tests;
 
 pub use cpio::{populate_from_cpio, PopulateError};
-pub use device::{Device, DeviceRegistry, Readiness, WaitQueue};
+pub use device::{Device, DeviceRegistry, FifoOpener, Readiness, WaitQueue};
 pub use dirent::{
     decode_dirents64, dirent64_length, encode_dirent64, Dirent64, DIRENT64_HEADER_BYTES,
 };
 pub use file::{OpenFile, ReleaseObserver};
-pub use inode::{same_inode, Allocation, DirEntry, FileSystem, Inode, NewNode, NodeKind};
+pub use inode::{
+    same_inode, Allocation, AttributeWrite, DirEntry, FileSystem, Inode, NewNode, NodeKind,
+};
 pub use linux_abi::Errno;
 pub use mapped::{set_mapped_pages, MappedPages};
 pub use metadata::{

@@ -19,8 +19,9 @@ use crate::{
 
 impl Vfs {
     /// `open(path, flags, mode)` relative to the context's current
-    /// directory; the umask is the context's. A FIFO or socket cannot be
-    /// opened yet (`ENXIO`), except with `O_PATH` (see
+    /// directory; the umask is the context's. A FIFO opens through the
+    /// registered [`crate::FifoOpener`] (`ENXIO` without one); a socket or
+    /// block device cannot be opened (`ENXIO`), except with `O_PATH` (see
     /// [`Vfs::open_path_only`]); `O_TMPFILE` cannot be asked for
     /// (`EOPNOTSUPP`).
     pub fn open(
@@ -87,7 +88,11 @@ impl Vfs {
         }
         let device = match file_type {
             FileType::CharDevice => Some(self.devices().get(inode.metadata().rdev)?),
-            FileType::BlockDevice | FileType::Fifo | FileType::Socket => return Err(Errno::ENXIO),
+            FileType::Fifo => match self.fifo_opener.get() {
+                Some(opener) => Some(opener.open_fifo(&inode, flags)?),
+                None => return Err(Errno::ENXIO),
+            },
+            FileType::BlockDevice | FileType::Socket => return Err(Errno::ENXIO),
             _ => None,
         };
         if flags & O_TRUNC != 0 && file_type == FileType::Regular && !created {

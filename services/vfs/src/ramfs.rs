@@ -24,7 +24,7 @@ use core::{
 use spin::{Mutex, RwLock};
 
 use crate::{
-    inode::{Allocation, DirEntry, FileSystem, Inode, NewNode, NodeKind},
+    inode::{Allocation, AttributeWrite, DirEntry, FileSystem, Inode, NewNode, NodeKind},
     metadata::{FileType, Metadata, SetAttributes, TimeChange, Timespec, MODE_PERMISSION_BITS},
     Errno,
 };
@@ -137,6 +137,8 @@ struct State {
     mtime: Timespec,
     ctime: Timespec,
     body: Body,
+    /// Extended attributes by whole name (`user.*`, `security.*`, ...).
+    attributes: BTreeMap<Vec<u8>, Vec<u8>>,
 }
 
 impl State {
@@ -217,6 +219,7 @@ impl RamFs {
                     entries: BTreeMap::new(),
                     parent: me.clone(),
                 }),
+                attributes: BTreeMap::new(),
             }),
         });
         Arc::new(RamFs { shared, root })
@@ -443,6 +446,7 @@ impl Inode for RamInode {
                 mtime: now,
                 ctime: now,
                 body,
+                attributes: BTreeMap::new(),
             }),
         });
         directory.entries.insert(name.to_vec(), inode.clone());
@@ -823,5 +827,41 @@ impl Inode for RamInode {
         }
         state.ctime = now;
         Ok(())
+    }
+
+    fn extended_attribute(&self, name: &[u8]) -> Result<Vec<u8>, Errno> {
+        let state = self.state.read();
+        state.attributes.get(name).cloned().ok_or(Errno::ENODATA)
+    }
+
+    fn set_extended_attribute(
+        &self,
+        name: &[u8],
+        value: &[u8],
+        how: AttributeWrite,
+    ) -> Result<(), Errno> {
+        let now = self.shared.now();
+        let mut state = self.state.write();
+        let exists = state.attributes.contains_key(name);
+        match how {
+            AttributeWrite::Create if exists => return Err(Errno::EEXIST),
+            AttributeWrite::Replace if !exists => return Err(Errno::ENODATA),
+            _ => {}
+        }
+        state.attributes.insert(name.to_vec(), value.to_vec());
+        state.ctime = now;
+        Ok(())
+    }
+
+    fn remove_extended_attribute(&self, name: &[u8]) -> Result<(), Errno> {
+        let now = self.shared.now();
+        let mut state = self.state.write();
+        state.attributes.remove(name).ok_or(Errno::ENODATA)?;
+        state.ctime = now;
+        Ok(())
+    }
+
+    fn extended_attribute_names(&self) -> Vec<Vec<u8>> {
+        self.state.read().attributes.keys().cloned().collect()
     }
 }

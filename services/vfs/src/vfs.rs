@@ -8,7 +8,7 @@ use alloc::{sync::Arc, vec::Vec};
 use spin::{Mutex, RwLock};
 
 use crate::{
-    device::DeviceRegistry,
+    device::{DeviceRegistry, FifoOpener},
     inode::{same_inode, FileSystem, Inode},
     metadata::{FileType, Metadata},
     Errno,
@@ -65,6 +65,8 @@ pub struct Vfs {
     /// Serialises renames so that the "not into its own subtree" check
     /// sees a tree no other rename changes (Linux's `s_vfs_rename_mutex`).
     pub(crate) rename_lock: Mutex<()>,
+    /// What opens FIFOs; without one, opening a FIFO is `ENXIO`.
+    pub(crate) fifo_opener: spin::Once<Arc<dyn FifoOpener>>,
 }
 
 impl Vfs {
@@ -75,7 +77,14 @@ impl Vfs {
             mounts: RwLock::new(Vec::new()),
             devices: DeviceRegistry::new(),
             rename_lock: Mutex::new(()),
+            fifo_opener: spin::Once::new(),
         }
+    }
+
+    /// Makes `opener` open the tree's FIFOs (once; later calls are
+    /// ignored).
+    pub fn set_fifo_opener(&self, opener: Arc<dyn FifoOpener>) {
+        self.fifo_opener.call_once(|| opener);
     }
 
     /// The root directory of the tree.
@@ -180,7 +189,7 @@ impl Vfs {
     }
 
     /// Whether the file system holding `inode` refuses writes.
-    pub(crate) fn is_read_only(&self, inode: &dyn Inode) -> bool {
+    pub fn is_read_only(&self, inode: &dyn Inode) -> bool {
         let dev = inode.dev();
         if self.root_fs.dev() == dev {
             return self.root_fs.is_read_only();

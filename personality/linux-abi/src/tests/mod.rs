@@ -2,6 +2,7 @@
 //! (from the kernel's x86_64 headers), one file per area.
 
 mod errno;
+mod ipc;
 mod lock;
 mod resource;
 mod signal;

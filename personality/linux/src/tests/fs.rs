@@ -240,6 +240,31 @@ fn readlink_checks_its_size_and_cuts_the_target() {
 }
 
 #[test]
+fn readlinkat_with_an_empty_path_reads_the_link_its_descriptor_names() {
+    let fixture = Fixture::new();
+    let target = put_string(0, b"/tmp/target");
+    let link = put_string(64, b"/tmp/link");
+    assert_eq!(fixture.call(SYMLINK, &[target, link]), 0);
+    let empty = put_string(128, b"");
+    let descriptor = fixture.open(b"/tmp/link", O_PATH | O_NOFOLLOW);
+    assert_eq!(
+        fixture.call(READLINKAT, &[descriptor, empty, at(256), 64]),
+        11
+    );
+    assert_eq!(fake::peek(at(256), 11), b"/tmp/target");
+    // Not a link: ENOENT, as for an empty path elsewhere.
+    let directory = fixture.open(b"/tmp", O_RDONLY | O_DIRECTORY);
+    assert_eq!(
+        fixture.call(READLINKAT, &[directory, empty, at(256), 64]),
+        err(Errno::ENOENT)
+    );
+    assert_eq!(
+        fixture.call(READLINKAT, &[99, empty, at(256), 64]),
+        err(Errno::EBADF)
+    );
+}
+
+#[test]
 fn truncate_refuses_a_negative_length() {
     let fixture = Fixture::new();
     fixture.make_file(b"/tmp/data", b"0123456789");

@@ -130,6 +130,21 @@ fn poll_reports_a_hang_up_unasked() {
 }
 
 #[test]
+fn a_pipe_without_writers_is_hung_up_and_readable_only_while_bytes_remain() {
+    let fixture = Fixture::new();
+    let (read_end, write_end) = pipe(&fixture);
+    let data = put(0x100, b"x");
+    assert_eq!(fixture.call(WRITE, &[write_end, data, 1]), 1);
+    assert_eq!(fixture.call(CLOSE, &[write_end]), 0);
+    let fds = put_pollfds(0, &[(read_end as i32, POLLIN)]);
+    assert_eq!(fixture.call(POLL, &[fds, 1, 0]), 1);
+    assert_eq!(revents(fds, 0), POLLIN | POLLHUP);
+    assert_eq!(fixture.call(READ, &[read_end, at(0x200), 1]), 1);
+    assert_eq!(fixture.call(POLL, &[fds, 1, 0]), 1);
+    assert_eq!(revents(fds, 0), POLLHUP, "no POLLIN with nothing to read");
+}
+
+#[test]
 fn an_interrupted_poll_is_eintr() {
     let fixture = Fixture::new();
     let (read_end, _write_end) = pipe(&fixture);
