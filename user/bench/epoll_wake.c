@@ -27,14 +27,16 @@ static int watch(int fd)
     return instance;
 }
 
-/* Waits in epoll_wait() until `fd` (watched by `instance`) is readable,
- * then reads its byte: what read() returned, -1 for a wrong report. */
+/* Waits in epoll_wait() until `fd` (watched by `instance`) is readable
+ * or hung up, then reads its byte: what read() returned (0 once the
+ * writer is gone: Linux reports an empty pipe without writers as
+ * EPOLLHUP alone), -1 for a wrong report. */
 static ssize_t wait_then_read(int instance, int fd, char *byte)
 {
     struct epoll_event event;
     if (epoll_wait(instance, &event, 1, -1) != 1)
         return -1;
-    if (event.data.fd != fd || !(event.events & EPOLLIN))
+    if (event.data.fd != fd || !(event.events & (EPOLLIN | EPOLLHUP)))
         return -1;
     return read(fd, byte, 1);
 }

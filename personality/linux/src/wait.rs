@@ -113,6 +113,12 @@ pub(crate) fn wait_on_any<T>(
     if let Some(answer) = attempt() {
         return Ok(Some(answer));
     }
+    let is_past = |deadline: Option<u64>| deadline.is_some_and(|at| Machine::uptime_ns() >= at);
+    if is_past(deadline) {
+        // A zero timeout (`poll`, `epoll_wait` with 0): one look and
+        // back, without giving the processor to anyone.
+        return Ok(None);
+    }
     // While other threads are ready, the answer is likely one of them
     // (the other end of a pipe): a few switches cost less than the
     // registering and waking of a blocked wait. With nothing else ready
@@ -127,6 +133,9 @@ pub(crate) fn wait_on_any<T>(
         if let Some(answer) = attempt() {
             return Ok(Some(answer));
         }
+        if is_past(deadline) {
+            return Ok(None);
+        }
     }
     let me = Machine::current_thread();
     queue.register(me);
@@ -140,7 +149,7 @@ pub(crate) fn wait_on_any<T>(
         if interrupted() {
             break Err(Errno::EINTR);
         }
-        if deadline.is_some_and(|deadline| Machine::uptime_ns() >= deadline) {
+        if is_past(deadline) {
             break Ok(None);
         }
         Machine::block_prepared(waiting_on, earliest(deadline, look_again_at()));

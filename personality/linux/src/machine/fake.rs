@@ -60,6 +60,10 @@ struct FakeState {
     blocks: Vec<(&'static str, Option<u64>)>,
     /// Whether the calling thread is to stop waiting (a signal to take).
     is_interrupted: bool,
+    /// Whether other threads are ready to run (what a yield finds).
+    others_ready: bool,
+    /// How many times the thread gave the processor to another.
+    yields: usize,
 }
 
 impl FakeState {
@@ -71,6 +75,8 @@ impl FakeState {
             while_blocked: None,
             blocks: Vec::new(),
             is_interrupted: false,
+            others_ready: false,
+            yields: 0,
         }
     }
 
@@ -132,6 +138,17 @@ static WOKEN: spin::Mutex<BTreeSet<u64>> = spin::Mutex::new(BTreeSet::new());
 
 fn with_state<R>(f: impl FnOnce(&mut FakeState) -> R) -> R {
     STATE.with(|state| f(&mut state.borrow_mut()))
+}
+
+/// Makes other threads ready to run (or not): a yield then gives them
+/// the processor, and [`yields`] counts it.
+pub fn set_others_ready(others_ready: bool) {
+    with_state(|state| state.others_ready = others_ready);
+}
+
+/// How many times the calling test thread yielded to another.
+pub fn yields() -> usize {
+    with_state(|state| state.yields)
 }
 
 /// Gives the calling test thread a fresh machine: no user memory, the
@@ -335,7 +352,10 @@ impl Blocking for FakeMachine {
     }
 
     fn yield_to_ready() -> bool {
-        false
+        with_state(|state| {
+            state.yields += usize::from(state.others_ready);
+            state.others_ready
+        })
     }
 
     fn prepare_to_wait() {

@@ -205,6 +205,27 @@ fn instances_may_not_watch_themselves_through_a_cycle_or_nest_too_deep() {
 }
 
 #[test]
+fn a_zero_timeout_looks_once_and_gives_the_processor_to_nobody() {
+    let fixture = Fixture::new();
+    let epfd = epoll(&fixture);
+    let (read_end, _write_end) = pipe(&fixture);
+    assert_eq!(ctl(&fixture, epfd, EPOLL_CTL_ADD, read_end, EPOLLIN), 0);
+    // Other threads are ready: a wait that may wait would yield to them
+    // first (LTP's epoll_wait04 times a zero timeout).
+    fake::set_others_ready(true);
+    assert_eq!(fixture.call(EPOLL_WAIT, &[epfd, at(0x1000), 1, 0]), 0);
+    assert_eq!(fake::yields(), 0);
+    assert!(fake::blocks().is_empty());
+    // A timeout that has not passed does yield before it blocks.
+    fake::once_blocked(|| fake::set_interrupted(true));
+    assert_eq!(
+        fixture.call(EPOLL_WAIT, &[epfd, at(0x1000), 1, 10]),
+        err(Errno::EINTR)
+    );
+    assert!(fake::yields() > 0);
+}
+
+#[test]
 fn waits_check_maxevents_the_array_and_the_descriptor() {
     let fixture = Fixture::new();
     let epfd = epoll(&fixture);
