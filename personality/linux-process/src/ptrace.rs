@@ -85,7 +85,8 @@ pub(crate) enum TracedSignal {
 }
 
 /// Signal `info`, about to be taken by thread `thread` of `files`'s
-/// process `pid` with `disposition`: if the process is traced and the
+/// process `pid` with `disposition` (`is_traced`: what the signal state
+/// said when the signal was taken): if the process is traced and the
 /// signal is not `SIGKILL`, the thread stops for the tracer first, and
 /// takes what the tracer resumed it with (Linux's `ptrace_signal`: a
 /// signal the tracer changed comes from the tracer, and goes back to
@@ -96,8 +97,9 @@ pub(crate) fn before_taking(
     thread: u64,
     info: SignalInfo,
     disposition: Disposition,
+    is_traced: bool,
 ) -> TracedSignal {
-    if info.signal == SIGKILL || !files.signals.lock().is_traced() {
+    if info.signal == SIGKILL || !is_traced {
         return TracedSignal::Take(info, disposition);
     }
     let Some(resumed) = process::trace_stop(pid, info.signal) else {

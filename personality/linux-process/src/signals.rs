@@ -464,13 +464,18 @@ fn deliver_to(
         .filter(|&(number, result)| result == Errno::EINTR.as_negative() && is_restartable(number));
     let mut resumed_from_stop = false;
     loop {
-        let taken = files.signals.lock().take(thread);
-        let Some((info, disposition)) = taken else {
+        // Whether it is traced is read under the lock the take holds:
+        // an untraced thread (nearly all) takes its signal with one lock.
+        let taken = {
+            let mut state = files.signals.lock();
+            state.take(thread).map(|taken| (taken, state.is_traced()))
+        };
+        let Some(((info, disposition), is_traced)) = taken else {
             break;
         };
         // A tracee shows its tracer each signal before it takes it.
         let (info, disposition) =
-            match crate::ptrace::before_taking(pid, &files, thread, info, disposition) {
+            match crate::ptrace::before_taking(pid, &files, thread, info, disposition, is_traced) {
                 crate::ptrace::TracedSignal::Take(info, disposition) => (info, disposition),
                 crate::ptrace::TracedSignal::Skip => continue,
                 crate::ptrace::TracedSignal::Killed => return process::pending_kill(),

@@ -355,6 +355,7 @@ impl SignalState {
     }
 
     /// Thread `thread`'s signal mask.
+    #[inline]
     pub fn mask(&self, thread: u64) -> u64 {
         self.thread(thread).mask
     }
@@ -366,6 +367,7 @@ impl SignalState {
     }
 
     /// Thread `thread`'s alternate signal stack (`sigaltstack`).
+    #[inline]
     pub fn alternate_stack(&self, thread: u64) -> SignalStack {
         self.thread(thread).alternate_stack
     }

@@ -101,6 +101,7 @@ fn frame_top(rsp: u64, handler: &Handler, alternate: SignalStack) -> (u64, bool)
 /// the handler. `EFAULT` if the stack cannot take the frame, or the
 /// handler has no return trampoline: the kernel then kills the program
 /// with `SIGSEGV`, as Linux does.
+#[inline]
 pub fn enter_handler(
     registers: &UserRegisters,
     fpu: &FpuState,
