@@ -94,6 +94,26 @@ fn write_to(
     Ok(done)
 }
 
+/// The files `splice` and `tee` move bytes between: `EINVAL` for
+/// unknown `flags`, `EBADF` for a descriptor that is not open, an input
+/// not open for reading or an output not open for writing.
+fn input_and_output(
+    files: &LinuxProcess,
+    fd_in: u64,
+    fd_out: u64,
+    flags: u64,
+) -> Result<(Arc<OpenFile>, Arc<OpenFile>), Errno> {
+    if flags & !SPLICE_F_ALL != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let input = files.fds.get(fd_in as i64)?;
+    let output = files.fds.get(fd_out as i64)?;
+    if !input.is_readable() || !output.is_writable() {
+        return Err(Errno::EBADF);
+    }
+    Ok((input, output))
+}
+
 /// `splice(fd_in, off_in, fd_out, off_out, len, flags)`: moves up to
 /// `len` bytes from `fd_in` to `fd_out`, one of which must be a pipe
 /// (`EINVAL` otherwise, or for the same pipe on both sides). An offset
@@ -111,14 +131,7 @@ pub fn splice(
     length: u64,
     splice_flags: u64,
 ) -> Result<i64, Errno> {
-    if splice_flags & !SPLICE_F_ALL != 0 {
-        return Err(Errno::EINVAL);
-    }
-    let input = files.fds.get(fd_in as i64)?;
-    let output = files.fds.get(fd_out as i64)?;
-    if !input.is_readable() || !output.is_writable() {
-        return Err(Errno::EBADF);
-    }
+    let (input, output) = input_and_output(files, fd_in, fd_out, splice_flags)?;
     if !is_pipe(&input) && !is_pipe(&output) {
         return Err(Errno::EINVAL);
     }
@@ -177,14 +190,7 @@ pub fn tee(
     length: u64,
     tee_flags: u64,
 ) -> Result<i64, Errno> {
-    if tee_flags & !SPLICE_F_ALL != 0 {
-        return Err(Errno::EINVAL);
-    }
-    let input = files.fds.get(fd_in as i64)?;
-    let output = files.fds.get(fd_out as i64)?;
-    if !input.is_readable() || !output.is_writable() {
-        return Err(Errno::EBADF);
-    }
+    let (input, output) = input_and_output(files, fd_in, fd_out, tee_flags)?;
     let Some(source) = read_end(&input) else {
         return Err(Errno::EINVAL);
     };
